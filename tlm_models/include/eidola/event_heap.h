@@ -1,0 +1,70 @@
+// A time-ordered queue of a module's own pending actions, driving one sc_event.
+// Why: one SC_METHOD per module draining this heap replaces a thread or an event per
+// workgroup, which keeps thousands of GPUs with hundreds of workgroups in memory, and the
+// (time, sequence) order makes simultaneous actions deterministic.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include <systemc>
+
+namespace eidola {
+
+/// Current simulated time in kernel resolution units (picoseconds).
+inline std::uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }
+
+/// sc_time of a picosecond count.
+inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::from_value(ps); }
+
+/// Pending actions of type Item, ordered by time then by insertion.
+template <class Item>
+class EventHeap {
+public:
+    explicit EventHeap(sc_core::sc_event& event) : m_event(event) {}
+
+    /// Schedules `item` at absolute time `at_ps` (not earlier than now).
+    void push(std::uint64_t at_ps, const Item& item) {
+        m_heap.push(Entry{at_ps, m_next_seq++, item});
+        std::uint64_t now = now_ps();
+        if (m_heap.top().seq == m_next_seq - 1) {  // new earliest: make the event fire for it
+            m_event.notify(ps_to_time(at_ps > now ? at_ps - now : 0));
+        }
+    }
+
+    /// Takes the next item due at or before `now`; false when none is due.
+    bool pop_due(std::uint64_t now, Item& out) {
+        if (m_heap.empty() || m_heap.top().at_ps > now) return false;
+        out = m_heap.top().item;
+        m_heap.pop();
+        ++m_processed;
+        return true;
+    }
+
+    /// Re-arms the event for the earliest remaining item (call after draining).
+    void rearm(std::uint64_t now) {
+        if (!m_heap.empty()) {
+            std::uint64_t at = m_heap.top().at_ps;
+            m_event.notify(ps_to_time(at > now ? at - now : 0));
+        }
+    }
+
+    bool empty() const { return m_heap.empty(); }
+    /// Actions processed so far (the model's event count).
+    std::uint64_t processed() const { return m_processed; }
+
+private:
+    struct Entry {
+        std::uint64_t at_ps;
+        std::uint64_t seq;
+        Item item;
+        bool operator>(const Entry& o) const { return at_ps != o.at_ps ? at_ps > o.at_ps : seq > o.seq; }
+    };
+    sc_core::sc_event& m_event;
+    std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
+    std::uint64_t m_next_seq = 0;
+    std::uint64_t m_processed = 0;
+};
+
+}  // namespace eidola

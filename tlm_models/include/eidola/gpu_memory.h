@@ -1,0 +1,68 @@
+// A GPU's memory as the fabric and its own workgroups see it: flag words with storage,
+// data buffers without (only their traffic matters), one latency and one bandwidth.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <tlm>
+
+namespace eidola {
+
+/// Access counters of one memory.
+struct MemoryCounters {
+    std::uint64_t reads = 0;           ///< reads of data (not flags), local or remote
+    std::uint64_t flag_reads = 0;      ///< reads of flag words (polling)
+    std::uint64_t writes = 0;          ///< plain writes
+    std::uint64_t atomics = 0;         ///< atomic operations on flags
+    std::uint64_t bytes_read = 0;      ///< bytes of all reads
+    std::uint64_t bytes_written = 0;   ///< bytes of all writes and atomics
+};
+
+/// Timing and contents of one GPU's memory.
+///
+/// Timing: accesses are served one after another at `bandwidth` (an access of n bytes occupies
+/// the memory for n/bandwidth), then take `latency`. An access is performed (a read sampled, a
+/// write applied) when it completes: done = max(arrival, free) + n/bandwidth + latency. Why one
+/// server: polling reads then queue behind bulk traffic and vice versa, as on real HBM.
+class GpuMemory {
+public:
+    /// latency_ps: access latency; bytes_per_s: bandwidth.
+    GpuMemory(std::uint64_t latency_ps, double bytes_per_s) { configure(latency_ps, bytes_per_s); }
+    /// Sets the timing (before simulation).
+    void configure(std::uint64_t latency_ps, double bytes_per_s) {
+        m_latency_ps = latency_ps;
+        m_ps_per_byte = 1e12 / bytes_per_s;
+    }
+
+    /// Sizes the flag storage (flags occupy offsets [0, 8*count)).
+    void set_flag_count(std::uint64_t count) { m_flags.assign(count, 0); }
+    std::uint64_t flag_count() const { return m_flags.size(); }
+
+    /// Reserves the memory for an access of `nbytes` arriving at `arrival_ps`; returns its completion time.
+    std::uint64_t schedule(std::uint64_t arrival_ps, std::uint64_t nbytes);
+
+    /// Performs a transaction on window offset `offset` (reads fill data, writes and atomics update flags).
+    /// `count`: false for debug transport, which must not disturb the statistics.
+    void perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count = true);
+
+    /// Reads flag `index` for a local poll (counted as a flag read).
+    std::int64_t poll_flag(std::uint64_t index);
+    /// Reads flag `index` without counting (reports, deadlock checks).
+    std::int64_t peek_flag(std::uint64_t index) const { return m_flags[index]; }
+    /// Applies a local atomic to flag `index`.
+    void local_atomic(std::uint64_t index, const class AtomicExtension& atomic);
+    /// Counts local data traffic (a Local op or a local write/read).
+    void count_local(std::uint64_t reads, std::uint64_t writes, std::uint64_t nbytes);
+
+    const MemoryCounters& counters() const { return m_counters; }
+
+private:
+    std::uint64_t m_latency_ps;
+    double m_ps_per_byte;
+    std::uint64_t m_free_at_ps = 0;
+    std::vector<std::int64_t> m_flags;
+    MemoryCounters m_counters;
+};
+
+}  // namespace eidola

@@ -1,0 +1,65 @@
+// Workgroup programs in the compact binary form the models replay.
+// Python encodes profiles into these arrays (bridge/eidola/_encode.py mirrors the layout);
+// C++ users can fill them directly. One flat op array serves every workgroup of every GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eidola {
+
+/// What an op does.
+enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5 };
+/// Condition of a wait: flag <cond> value.
+enum class Cond : std::uint8_t { Eq = 0, Ne = 1, Ge = 2, Gt = 3, Le = 4, Lt = 5 };
+/// How a workgroup waits for a flag.
+enum class WaitMode : std::uint8_t { Poll = 0, SpinYield = 1, SyncMon = 2 };
+/// Atomic operation of a signal.
+enum class AtomicOp : std::uint8_t { Add = 0, Set = 1, Cas = 2 };
+
+/// One op of a workgroup program. Field use per kind:
+/// - Compute: time_ps, or `value` cycles of the GPU clock when `mode` == 1.
+/// - Write/Read: `peer`, `offset` (byte offset in the peer's window), `nbytes`.
+/// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`.
+/// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `wake_all`,
+///   `value`, `time_ps` (poll interval), `time2_ps` (spin-yield maximum interval).
+/// - Local: `offset` reads and `value` writes of `nbytes` each.
+struct Op {
+    std::uint8_t kind;      ///< OpKind
+    std::uint8_t sub;       ///< Cond or AtomicOp
+    std::uint8_t mode;      ///< WaitMode, or 1 for a compute in cycles
+    std::uint8_t wake_all;  ///< SyncMon wake-all (1) or wake-one (0)
+    std::int32_t peer;      ///< destination GPU of writes, reads and signals
+    std::uint64_t offset;   ///< byte offset in the window, or read count of a Local op
+    std::uint64_t nbytes;   ///< payload bytes
+    std::int64_t value;     ///< operand, wait value, cycles, or write count of a Local op
+    std::int64_t compare;   ///< compare-swap's expected value
+    std::int64_t time_ps;   ///< compute time, or poll interval
+    std::int64_t time2_ps;  ///< spin-yield maximum interval
+};
+static_assert(sizeof(Op) == 56, "Op layout is mirrored by the Python encoder");
+
+/// Where one workgroup's program sits in the op array.
+struct ProgramEntry {
+    std::int32_t gpu;     ///< GPU index
+    std::int32_t wg;      ///< workgroup index on that GPU
+    std::int64_t first;   ///< index of its first op
+    std::int64_t count;   ///< number of ops
+};
+static_assert(sizeof(ProgramEntry) == 24, "ProgramEntry layout is mirrored by the Python encoder");
+
+/// The window layout shared by every GPU: flags first (8 bytes each), then data buffers.
+struct WindowLayout {
+    std::uint64_t flag_count = 0;            ///< number of 8-byte flag words at offset 0
+    std::vector<std::string> flag_names;     ///< for reports; may be empty
+};
+
+/// Text of a condition ("==", ">=", ...).
+const char* cond_text(Cond cond);
+/// Name of a wait mode ("poll", "spin_yield", "syncmon").
+const char* wait_mode_name(WaitMode mode);
+/// Whether `lhs <cond> rhs` holds.
+bool cond_holds(Cond cond, std::int64_t lhs, std::int64_t rhs);
+
+}  // namespace eidola

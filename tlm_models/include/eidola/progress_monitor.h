@@ -1,0 +1,55 @@
+// Detects a simulation that cannot finish. Flags change only through writes and atomics that
+// some running workgroup issued and is blocked on, so when no workgroup is running (all are
+// finished or waiting) and no waiter's condition holds, nothing can ever wake them: a deadlock.
+// Why not a timeout: polling waiters generate events forever, so "no more events" never comes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eidola {
+
+class EidolonGpu;
+
+/// One workgroup stuck in a wait, for the deadlock report.
+struct StuckWait {
+    std::int32_t gpu;         ///< GPU index
+    std::int32_t wg;          ///< workgroup index
+    std::int64_t op;          ///< op index in its program
+    std::uint64_t flag;       ///< flag index
+    std::uint8_t cond;        ///< Cond
+    std::uint8_t mode;        ///< WaitMode
+    std::int64_t value;       ///< value waited for
+    std::int64_t flag_value;  ///< the flag's value at the end
+    std::uint64_t since_ps;   ///< when the wait began
+};
+
+/// Counts running workgroups across all GPUs and stops the kernel on a deadlock.
+class ProgressMonitor {
+public:
+    /// Registers a GPU whose waiters are examined on a deadlock check.
+    void attach(EidolonGpu* gpu) { m_gpus.push_back(gpu); }
+
+    void workgroup_started() { ++m_running; }
+    void workgroup_finished();
+    void wait_began();
+    void wait_ended() { ++m_running; }
+
+    /// Whether a deadlock stopped the simulation.
+    bool deadlocked() const { return m_deadlocked; }
+    /// The stuck waits found when the deadlock was detected.
+    const std::vector<StuckWait>& stuck() const { return m_stuck; }
+    /// When the deadlock was detected.
+    std::uint64_t detected_at_ps() const { return m_detected_at_ps; }
+
+private:
+    void check();
+    std::vector<EidolonGpu*> m_gpus;
+    std::int64_t m_running = 0;
+    bool m_deadlocked = false;
+    std::vector<StuckWait> m_stuck;
+    std::uint64_t m_detected_at_ps = 0;
+};
+
+}  // namespace eidola

@@ -1,0 +1,67 @@
+// A platform assembled by name, run once, and read back as tables. This is the narrow entry
+// point Python drives through cppyy (a handful of calls per simulation, none per transaction);
+// C++ users may use it too, or wire the models by hand. Deliberately free of SystemC headers,
+// so loading it into cppyy does not parse them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "eidola/param_set.h"
+
+namespace eidola {
+
+/// A table of results: named columns, row-major values.
+struct Table {
+    std::vector<std::string> columns;  ///< column names
+    std::vector<double> values;        ///< rows * columns.size() values, row by row
+    /// Number of rows.
+    std::size_t rows() const { return columns.empty() ? 0 : values.size() / columns.size(); }
+    /// Copies the values to `address` (room for rows() * columns.size() doubles).
+    void copy_to(std::uintptr_t address) const;
+};
+
+/// One simulation: components created from the registry, bound, given a profile, run once.
+/// Only one Simulation may run per process (SystemC elaborates once).
+class Simulation {
+public:
+    /// `name` identifies the simulation in reports.
+    explicit Simulation(const std::string& name);
+    ~Simulation();
+    Simulation(const Simulation&) = delete;
+    Simulation& operator=(const Simulation&) = delete;
+
+    /// GPU i owns [base + i*stride, base + (i+1)*stride).
+    void set_address_map(std::uint64_t base, std::uint64_t stride, std::uint32_t windows);
+    /// Creates a registered model; throws std::invalid_argument naming the model or parameter.
+    void add(const std::string& model, const std::string& name, const ParamSet& params);
+    /// Binds an initiator socket to a target socket, by names such as "gpu0.initiator" and "fabric.targets[0]".
+    void bind(const std::string& initiator, const std::string& target);
+    /// Names the flag words at the start of every window (their count fixes the flag region).
+    void set_flags(const std::vector<std::string>& names);
+    /// Copies the programs: `ops` points to n_ops Op records, `programs` to n_programs ProgramEntry records.
+    void load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs, std::uint64_t n_programs);
+
+    /// Elaborates and simulates to the end. Returns 0 when every workgroup finished, 3 otherwise.
+    int run();
+    /// Why run() returned 3 (a deadlock, a stall, a model or SystemC error); empty after success.
+    const std::string& failure() const { return m_failure; }
+    /// "deadlock", "stall", "error" or "" (success).
+    const std::string& failure_kind() const { return m_failure_kind; }
+    /// Result tables: "gpus", "workgroups", "links", "stuck".
+    Table table(const std::string& which) const;
+    /// Actions processed by all models.
+    std::uint64_t events() const;
+    /// Simulated time when the run ended, in picoseconds.
+    std::uint64_t end_ps() const { return m_end_ps; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+    std::string m_failure, m_failure_kind;
+    std::uint64_t m_end_ps = 0;
+};
+
+}  // namespace eidola

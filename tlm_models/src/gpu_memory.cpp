@@ -1,0 +1,64 @@
+#include "eidola/gpu_memory.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "eidola/atomic_extension.h"
+
+namespace eidola {
+
+std::uint64_t GpuMemory::schedule(std::uint64_t arrival_ps, std::uint64_t nbytes) {
+    std::uint64_t start = arrival_ps > m_free_at_ps ? arrival_ps : m_free_at_ps;
+    m_free_at_ps = start + static_cast<std::uint64_t>(std::llround(double(nbytes) * m_ps_per_byte));
+    return m_free_at_ps + m_latency_ps;
+}
+
+void GpuMemory::perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count) {
+    MemoryCounters ignored;
+    MemoryCounters& c = count ? m_counters : ignored;
+    const std::uint64_t len = trans.get_data_length();
+    const std::uint64_t flag_bytes = m_flags.size() * 8;
+    unsigned char* flags = reinterpret_cast<unsigned char*>(m_flags.data());
+    const bool touches_flags = offset < flag_bytes;
+    if (trans.is_read()) {
+        if (touches_flags) ++c.flag_reads;
+        else ++c.reads;
+        c.bytes_read += len;
+        std::memset(trans.get_data_ptr(), 0, len);
+        if (touches_flags) std::memcpy(trans.get_data_ptr(), flags + offset, std::min(len, flag_bytes - offset));
+    } else if (trans.is_write()) {
+        c.bytes_written += len;
+        AtomicExtension* atomic = nullptr;
+        trans.get_extension(atomic);
+        if (atomic && touches_flags && offset % 8 == 0) {
+            ++c.atomics;
+            std::int64_t& word = m_flags[offset / 8];
+            word = atomic->apply(word);
+        } else {
+            ++c.writes;
+            if (touches_flags) std::memcpy(flags + offset, trans.get_data_ptr(), std::min(len, flag_bytes - offset));
+        }
+    }
+    trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+std::int64_t GpuMemory::poll_flag(std::uint64_t index) {
+    ++m_counters.flag_reads;
+    m_counters.bytes_read += 8;
+    return m_flags[index];
+}
+
+void GpuMemory::local_atomic(std::uint64_t index, const AtomicExtension& atomic) {
+    ++m_counters.atomics;
+    m_counters.bytes_written += 8;
+    m_flags[index] = atomic.apply(m_flags[index]);
+}
+
+void GpuMemory::count_local(std::uint64_t reads, std::uint64_t writes, std::uint64_t nbytes) {
+    m_counters.reads += reads;
+    m_counters.writes += writes;
+    m_counters.bytes_read += reads * nbytes;
+    m_counters.bytes_written += writes * nbytes;
+}
+
+}  // namespace eidola

@@ -1,0 +1,220 @@
+#include "eidola/ideal_fabric.h"
+
+#include <sstream>
+
+#include "eidola/registry.h"
+
+namespace eidola {
+
+const std::vector<ParamSpec>& IdealFabric::param_specs() {
+    static const std::vector<ParamSpec> specs = {
+        {"latency", ParamType::Time, 500e-9, "one-way latency of every request and every response", 0, 1.0},
+        {"ports", ParamType::Int, 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20},
+    };
+    return specs;
+}
+
+/// Forward-path interface of targets[i].
+struct IdealFabric::TargetPort : tlm::tlm_fw_transport_if<> {
+    IdealFabric& fabric;
+    std::uint32_t index;
+    TargetPort(IdealFabric& f, std::uint32_t i) : fabric(f), index(i) {}
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
+        return fabric.request(index, t, p, d);
+    }
+    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& d) override { fabric.forward_b_transport(index, t, d); }
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
+    unsigned int transport_dbg(tlm::tlm_generic_payload& t) override { return fabric.forward_debug(t); }
+};
+
+/// Backward-path interface of initiators[i].
+struct IdealFabric::InitiatorPort : tlm::tlm_bw_transport_if<> {
+    IdealFabric& fabric;
+    std::uint32_t index;
+    InitiatorPort(IdealFabric& f, std::uint32_t i) : fabric(f), index(i) {}
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
+        return fabric.response(index, t, p, d);
+    }
+    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+};
+
+IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
+    : sc_module(name), targets("targets"), initiators("initiators"), m_latency_ps(0), m_actions(m_event) {
+    Params p(param_specs(), given, std::string(basename()));
+    m_latency_ps = p.time("latency").value();
+    const std::uint32_t ports = std::uint32_t(p.integer("ports"));
+    targets.init(ports);
+    initiators.init(ports);
+    for (std::uint32_t i = 0; i < ports; ++i) {
+        m_target_ports.push_back(std::make_unique<TargetPort>(*this, i));
+        m_initiator_ports.push_back(std::make_unique<InitiatorPort>(*this, i));
+        targets[i].bind(*m_target_ports[i]);
+        initiators[i].bind(*m_initiator_ports[i]);
+    }
+    m_request_busy.assign(ports, false);
+    m_response_busy.assign(ports, false);
+    m_request_queue.resize(ports);
+    m_response_queue.resize(ports);
+    SC_METHOD(on_event);
+    sensitive << m_event;
+    dont_initialize();
+}
+
+IdealFabric::~IdealFabric() = default;
+
+tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                        sc_core::sc_time& delay) {
+    const std::uint64_t at = now_ps() + delay.value();
+    if (phase == tlm::BEGIN_REQ) {
+        const std::int64_t dst = m_map.window_of(trans.get_address());
+        if (dst < 0) {  // no GPU owns the address: answer at once with an error
+            trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+            return tlm::TLM_COMPLETED;
+        }
+        m_source[&trans] = src;
+        count(src, std::uint32_t(dst), trans);
+        m_actions.push(at + m_latency_ps, {ActionKind::Deliver, std::uint32_t(dst), &trans});
+        phase = tlm::END_REQ;  // no contention: accepted at once
+        return tlm::TLM_UPDATED;
+    }
+    if (phase == tlm::END_RESP) {
+        m_actions.push(at, {ActionKind::ResponseFree, src, nullptr});
+        return tlm::TLM_COMPLETED;
+    }
+    SC_REPORT_ERROR(name(), "targets: illegal phase on the forward path");
+    return tlm::TLM_COMPLETED;
+}
+
+tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                         sc_core::sc_time& delay) {
+    const std::uint64_t at = now_ps() + delay.value();
+    if (phase == tlm::END_REQ) {
+        m_actions.push(at, {ActionKind::RequestFree, dst, nullptr});
+        return tlm::TLM_ACCEPTED;
+    }
+    if (phase == tlm::BEGIN_RESP) {
+        if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, dst, nullptr});  // implies END_REQ
+        auto it = m_source.find(&trans);
+        const std::uint32_t src = it->second;
+        m_source.erase(it);
+        m_actions.push(at + m_latency_ps, {ActionKind::Return, src, &trans});
+        return tlm::TLM_COMPLETED;
+    }
+    SC_REPORT_ERROR(name(), "initiators: illegal phase on the backward path");
+    return tlm::TLM_COMPLETED;
+}
+
+void IdealFabric::on_event() {
+    const std::uint64_t now = now_ps();
+    Action a;
+    while (m_actions.pop_due(now, a)) {
+        switch (a.kind) {
+            case ActionKind::Deliver: deliver(a.port, a.trans); break;
+            case ActionKind::Return: give_back(a.port, a.trans); break;
+            case ActionKind::RequestFree:
+                m_request_busy[a.port] = false;
+                if (!m_request_queue[a.port].empty()) {
+                    tlm::tlm_generic_payload* t = m_request_queue[a.port].front();
+                    m_request_queue[a.port].pop_front();
+                    deliver(a.port, t);
+                }
+                break;
+            case ActionKind::ResponseFree:
+                m_response_busy[a.port] = false;
+                if (!m_response_queue[a.port].empty()) {
+                    tlm::tlm_generic_payload* t = m_response_queue[a.port].front();
+                    m_response_queue[a.port].pop_front();
+                    give_back(a.port, t);
+                }
+                break;
+        }
+    }
+    m_actions.rearm(now);
+}
+
+// Sends a request on initiators[dst], one BEGIN_REQ at a time as the base protocol requires.
+void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
+    if (m_request_busy[dst]) {
+        m_request_queue[dst].push_back(trans);
+        return;
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_REQ;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    m_request_busy[dst] = true;
+    const std::uint64_t now = now_ps();
+    switch (initiators[dst]->nb_transport_fw(*trans, phase, delay)) {
+        case tlm::TLM_ACCEPTED: return;
+        case tlm::TLM_UPDATED:
+            if (phase == tlm::END_REQ) {
+                m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
+                return;
+            }
+            if (phase == tlm::BEGIN_RESP) break;
+            SC_REPORT_ERROR(name(), "initiators: target returned TLM_UPDATED with an illegal phase");
+            return;
+        case tlm::TLM_COMPLETED: break;
+    }
+    // Answered at once: the request channel is free and the response heads back.
+    m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
+    auto it = m_source.find(trans);
+    const std::uint32_t src = it->second;
+    m_source.erase(it);
+    m_actions.push(now + delay.value() + m_latency_ps, {ActionKind::Return, src, trans});
+}
+
+// Sends a response on targets[src], one BEGIN_RESP at a time.
+void IdealFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) {
+    if (m_response_busy[src]) {
+        m_response_queue[src].push_back(trans);
+        return;
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_RESP;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    m_response_busy[src] = true;
+    tlm::tlm_sync_enum status = targets[src]->nb_transport_bw(*trans, phase, delay);
+    if (status == tlm::TLM_ACCEPTED) return;
+    m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, nullptr});
+}
+
+void IdealFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    const std::int64_t dst = m_map.window_of(trans.get_address());
+    if (dst < 0) {
+        trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    count(src, std::uint32_t(dst), trans);
+    delay += ps_to_time(m_latency_ps);
+    initiators[std::uint32_t(dst)]->b_transport(trans, delay);
+    delay += ps_to_time(m_latency_ps);
+}
+
+unsigned int IdealFabric::forward_debug(tlm::tlm_generic_payload& trans) {
+    const std::int64_t dst = m_map.window_of(trans.get_address());
+    return dst < 0 ? 0 : initiators[std::uint32_t(dst)]->transport_dbg(trans);
+}
+
+void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans) {
+    LinkStats& link = m_links[{src, dst}];
+    link.src = std::int32_t(src);
+    link.dst = std::int32_t(dst);
+    link.bytes += trans.get_data_length();
+    ++link.packets;
+}
+
+std::vector<LinkStats> IdealFabric::link_stats() const {
+    std::vector<LinkStats> out;
+    for (const auto& entry : m_links) out.push_back(entry.second);
+    return out;
+}
+
+namespace {
+const bool registered = register_model(ModelInfo{
+    "IdealFabric",
+    "Routes by the address map with a fixed latency on every request and response, without contention",
+    IdealFabric::param_specs(),
+    {{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"},
+     {"initiators[i]", "initiator", "at", "ports", "bound to GPU i's target"}},
+    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new IdealFabric(name, params); }});
+}  // namespace
+
+}  // namespace eidola

@@ -1,0 +1,32 @@
+#include "eidola/packet_pool.h"
+
+namespace eidola {
+
+PacketPool::~PacketPool() {
+    // The atomic extension is a member of its packet: detach it so the payload's destructor
+    // does not try to free it.
+    for (auto& p : m_all) p->clear_extension<AtomicExtension>();
+}
+
+Packet* PacketPool::allocate() {
+    Packet* p;
+    if (m_free.empty()) {
+        m_all.push_back(std::make_unique<Packet>(this, m_max_payload));
+        p = m_all.back().get();
+    } else {
+        p = m_free.back();
+        m_free.pop_back();
+    }
+    p->acquire();
+    return p;
+}
+
+void PacketPool::free(tlm::tlm_generic_payload* trans) {
+    Packet* p = static_cast<Packet*>(trans);
+    p->clear_extension<AtomicExtension>();
+    p->reset();
+    p->is_poll = false;
+    m_free.push_back(p);
+}
+
+}  // namespace eidola

@@ -1,0 +1,39 @@
+#include "eidola/program.h"
+
+#include "eidola/atomic_extension.h"
+
+namespace eidola {
+
+const char* cond_text(Cond cond) {
+    static const char* const texts[] = {"==", "!=", ">=", ">", "<=", "<"};
+    return texts[static_cast<int>(cond)];
+}
+
+const char* wait_mode_name(WaitMode mode) {
+    static const char* const names[] = {"poll", "spin_yield", "syncmon"};
+    return names[static_cast<int>(mode)];
+}
+
+bool cond_holds(Cond cond, std::int64_t lhs, std::int64_t rhs) {
+    switch (cond) {
+        case Cond::Eq: return lhs == rhs;
+        case Cond::Ne: return lhs != rhs;
+        case Cond::Ge: return lhs >= rhs;
+        case Cond::Gt: return lhs > rhs;
+        case Cond::Le: return lhs <= rhs;
+        case Cond::Lt: return lhs < rhs;
+    }
+    return false;
+}
+
+std::int64_t AtomicExtension::apply(std::int64_t old_value) const {
+    switch (op) {
+        case AtomicOp::Add: return static_cast<std::int64_t>(static_cast<std::uint64_t>(old_value) +
+                                                             static_cast<std::uint64_t>(operand));
+        case AtomicOp::Set: return operand;
+        case AtomicOp::Cas: return old_value == compare ? operand : old_value;
+    }
+    return old_value;
+}
+
+}  // namespace eidola

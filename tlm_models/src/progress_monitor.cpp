@@ -1,0 +1,28 @@
+#include "eidola/progress_monitor.h"
+
+#include <systemc>
+
+#include "eidola/eidolon_gpu.h"
+
+namespace eidola {
+
+void ProgressMonitor::workgroup_finished() {
+    if (--m_running == 0) check();
+}
+
+void ProgressMonitor::wait_began() {
+    if (--m_running == 0) check();
+}
+
+void ProgressMonitor::check() {
+    std::vector<StuckWait> stuck;
+    for (EidolonGpu* gpu : m_gpus)
+        if (!gpu->collect_stuck(stuck)) return;  // some waiter will wake: not stuck
+    if (stuck.empty()) return;                   // everyone finished
+    m_deadlocked = true;
+    m_stuck = std::move(stuck);
+    m_detected_at_ps = sc_core::sc_time_stamp().value();
+    sc_core::sc_stop();
+}
+
+}  // namespace eidola
