@@ -538,7 +538,16 @@ def _fast_scalar(v):
     raise ValueError(v)
 
 
+_N = r"(0|[1-9][0-9]*)"
+_FAST_TRANSFER = re.compile(
+    rf"  - \[(write|read), \{{dst: {_N}, buffer: ([A-Za-z_][A-Za-z0-9_./-]*), offset: {_N}, nbytes: {_N}\}}\]")
+
+
 def _fast_op(line):
+    m = _FAST_TRANSFER.fullmatch(line)
+    # Transfers are the bulk of big profiles and mostly unique, so they get a single regex.
+    if m and m[3].lower() not in _YAML_WORDS:
+        return [m[1], {"dst": int(m[2]), "buffer": m[3], "offset": int(m[4]), "nbytes": int(m[5])}]
     if not (line.startswith("  - [") and line.endswith("}]")):
         raise ValueError(line)
     kind, sep, body = line[5:-2].partition(", {")

@@ -1,0 +1,65 @@
+"""Finding and loading the compiled models library (libeidola_tlm.so) and its sc_main shim.
+
+The libraries are looked for, in order: in ``$EIDOLA_NATIVE_DIR``; next to this package
+(``eidola/_native``, where ``pip install`` puts them); in the source tree's ``build/`` directory
+(a developer's CMake build). Loading needs no cppyy: ctypes is enough to read the model catalog.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import EidolaError
+
+__all__ = ["NativeLibrary", "native_library"]
+
+_LIB = "libeidola_tlm.so"
+_SHIM = "libeidola_sc_main.so"
+
+
+@dataclass(frozen=True)
+class NativeLibrary:
+    """Where the compiled models live, loaded into this process."""
+
+    library: Path       #: libeidola_tlm.so
+    shim: Path          #: libeidola_sc_main.so, which supplies sc_main to Python
+    include_dir: Path   #: the models' headers (contains eidola/simulation.h)
+    handle: ctypes.CDLL  #: the loaded library
+
+
+def _candidates() -> list[tuple[Path, Path]]:
+    here = Path(__file__).resolve().parent
+    source_root = here.parent.parent
+    found = []
+    if os.environ.get("EIDOLA_NATIVE_DIR"):
+        d = Path(os.environ["EIDOLA_NATIVE_DIR"])
+        found.append((d, d / "include"))
+    found.append((here / "_native", here / "_native" / "include"))
+    found.append((source_root / "build", source_root / "tlm_models" / "include"))
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def native_library() -> NativeLibrary:
+    """Loads the models library (once per process) and returns where it is."""
+    tried = []
+    for lib_dir, include_dir in _candidates():
+        lib, shim = lib_dir / _LIB, lib_dir / _SHIM
+        tried.append(str(lib_dir))
+        if lib.is_file() and shim.is_file():
+            # SystemC's kernel, not Python, holds the copyright banner: silence it before it loads.
+            os.environ.setdefault("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1")
+            try:
+                ctypes.CDLL(str(shim), mode=ctypes.RTLD_GLOBAL)
+                handle = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
+            except OSError as e:
+                raise EidolaError(f"cannot load {lib}: {e}") from e
+            return NativeLibrary(lib, shim, include_dir, handle)
+    raise EidolaError(
+        f"the compiled models ({_LIB}) were not found; looked in: {', '.join(tried)}. "
+        "Install the package with 'pip install .' or build with CMake into build/."
+    )

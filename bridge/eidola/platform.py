@@ -1,0 +1,334 @@
+"""Platforms: components, their parameters and their bindings, as a plain description.
+
+A `Platform` is what YAML loads into and what Python scripts build; it holds no C++ objects.
+Elaboration happens later, in the simulation's child process (see `_sysc`). Parameters are kept
+as the user wrote them (``"300ns"``) and converted against the C++ declarations (`catalog`)
+when checked, so errors can name the YAML key or the component that holds the bad value.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from . import catalog
+from .errors import ConfigError
+
+__all__ = ["Platform", "Component", "SocketRef", "load_platform", "apply_overrides"]
+
+SCHEMA_VERSION = 1
+_FABRIC_MODELS = {"ideal": "IdealFabric"}
+_TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
+
+
+@dataclass(frozen=True)
+class SocketRef:
+    """One socket of one component: ``gpu0.initiator`` or ``fabric.targets[3]``."""
+
+    component: str   #: component name
+    socket: str      #: socket base name
+    index: int | None = None  #: index within a per-port socket vector
+
+    @property
+    def path(self) -> str:
+        """The socket's name as the bridge and error messages write it."""
+        suffix = "" if self.index is None else f"[{self.index}]"
+        return f"{self.component}.{self.socket}{suffix}"
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class _SocketVector:
+    """The per-port sockets of a component, indexable: ``fabric.targets[i]``."""
+
+    def __init__(self, component: str, socket: str):
+        self._component, self._socket = component, socket
+
+    def __getitem__(self, index: int) -> SocketRef:
+        return SocketRef(self._component, self._socket, int(index))
+
+
+@dataclass
+class Component:
+    """An instance of a registered model: its name, model and parameters as given."""
+
+    model: str                                   #: registry name, e.g. "EidolonGpu"
+    name: str                                    #: instance name, unique in the platform
+    params: dict = field(default_factory=dict)   #: parameter values as written ("300ns", 64, true)
+    origin: dict = field(default_factory=dict, compare=False)  #: parameter -> where it was written (for errors)
+
+    def __getattr__(self, socket: str):
+        if socket.startswith("_") or socket in ("model", "name", "params", "origin"):
+            raise AttributeError(socket)
+        spec = catalog.model(self.model).socket(socket)
+        if spec is None:
+            names = ", ".join(s.base_name for s in catalog.model(self.model).sockets) or "none"
+            raise AttributeError(f"component {self.name!r} ({self.model}) has no socket {socket!r}; it has: {names}")
+        if spec.multiplicity == "1":
+            return SocketRef(self.name, socket)
+        return _SocketVector(self.name, socket)
+
+    def where(self, param: str) -> str:
+        """Where a parameter was written: a YAML key path, or the component and parameter."""
+        return self.origin.get(param, f"component {self.name!r} ({self.model}) parameter {param!r}")
+
+    def resolved(self) -> dict:
+        """Every declared parameter in canonical units, defaults filled in; ConfigError names the bad one."""
+        spec = catalog.model(self.model)
+        values = {p.name: p.default for p in spec.params}
+        for key, raw in self.params.items():
+            p = spec.param(key)
+            if p is None:
+                allowed = ", ".join(q.name for q in spec.params)
+                raise ConfigError(f"{self.where(key)}: {self.model} has no parameter {key!r} (it has: {allowed})")
+            try:
+                values[key] = p.convert(raw)
+            except ValueError as e:
+                raise ConfigError(f"{self.where(key)}: {e} ({p.doc})") from None
+        return values
+
+
+@dataclass
+class Platform:
+    """A platform: components, bindings, the address map and run settings."""
+
+    name: str                                                       #: names the simulation
+    address_map: dict = field(default_factory=lambda: {"base": 0, "stride": "1TiB"})  #: GPU i owns base + i*stride
+    components: dict = field(default_factory=dict)                  #: name -> Component, in insertion order
+    connections: list = field(default_factory=list)                 #: (initiator SocketRef, target SocketRef)
+    profile: str | None = None                                      #: default profile path (absolute or relative to cwd)
+    seed: int = 1                                                   #: seed of every random choice
+    check_protocol: bool = False                                    #: insert the base-protocol checker on bindings
+    source: str | None = field(default=None, compare=False)         #: the YAML file it came from
+    shorthand: dict | None = field(default=None, compare=False)     #: the effective YAML (gpus/fabric form)
+
+    def add(self, component: Component) -> Component:
+        """Adds a component; its name must be new."""
+        if component.name in self.components:
+            raise ConfigError(f"platform {self.name!r}: a component named {component.name!r} already exists")
+        catalog.model(component.model)
+        self.components[component.name] = component
+        return component
+
+    def connect(self, initiator: SocketRef, target: SocketRef) -> None:
+        """Binds an initiator socket to a target socket (one call per binding)."""
+        self.connections.append((initiator, target))
+
+    def gpus(self) -> list[Component]:
+        """The eidolon GPUs, in address-map order (by their `id`)."""
+        gpus = [c for c in self.components.values() if c.model == "EidolonGpu"]
+        return sorted(gpus, key=lambda c: c.resolved()["id"])
+
+    def stride(self) -> int:
+        """The window size in bytes."""
+        return _address(self.address_map.get("stride", "1TiB"), "address_map.stride", self.source)
+
+    def base(self) -> int:
+        """The first byte of GPU 0's window."""
+        return _address(self.address_map.get("base", 0), "address_map.base", self.source)
+
+    def validate(self) -> None:
+        """Checks parameters and bindings before anything is built; ConfigError names component and socket."""
+        for c in self.components.values():
+            c.resolved()
+        if self.check_protocol:
+            raise ConfigError(f"{_loc(self.source)}check_protocol: the TLM-2.0 protocol checker is not part of this "
+                              "build yet; set it to false")
+        bound: dict[str, str] = {}
+        for initiator, target in self.connections:
+            for ref, direction in ((initiator, "initiator"), (target, "target")):
+                spec = self._socket_spec(ref)
+                if spec.direction != direction:
+                    raise ConfigError(f"connection {initiator} -> {target}: {ref} is a {spec.direction} socket, "
+                                      f"expected a {direction} socket here")
+                if ref.path in bound:
+                    raise ConfigError(f"socket {ref} is bound twice (to {bound[ref.path]} and to "
+                                      f"{target if ref is initiator else initiator})")
+                bound[ref.path] = str(target if ref is initiator else initiator)
+        for c in self.components.values():
+            spec = catalog.model(c.model)
+            ports = c.resolved().get("ports", 1)
+            for s in spec.sockets:
+                indices = [None] if s.multiplicity == "1" else range(int(ports))
+                for i in indices:
+                    ref = SocketRef(c.name, s.base_name, i)
+                    if ref.path not in bound:
+                        raise ConfigError(f"socket {ref} ({s.direction}, {s.doc}) is not bound")
+        ids = [g.resolved()["id"] for g in self.gpus()]
+        if sorted(ids) != list(range(len(ids))):
+            raise ConfigError(f"platform {self.name!r}: GPU ids must be 0..{len(ids) - 1}, got {sorted(ids)}")
+
+    def _socket_spec(self, ref: SocketRef) -> catalog.SocketSpec:
+        comp = self.components.get(ref.component)
+        if comp is None:
+            raise ConfigError(f"socket {ref}: no component named {ref.component!r}")
+        spec = catalog.model(comp.model).socket(ref.socket)
+        if spec is None:
+            raise ConfigError(f"socket {ref}: {comp.model} has no socket {ref.socket!r}")
+        if (spec.multiplicity == "1") != (ref.index is None):
+            raise ConfigError(f"socket {ref}: {ref.socket} is {'not ' if spec.multiplicity == '1' else ''}indexed")
+        if ref.index is not None and not 0 <= ref.index < int(comp.resolved().get("ports", 1)):
+            raise ConfigError(f"socket {ref}: index out of range (the component has "
+                              f"{comp.resolved().get('ports')} ports)")
+        return spec
+
+    def effective_yaml(self) -> str:
+        """The platform as YAML with every default filled in, so a run can be repeated exactly."""
+        if self.shorthand is not None:
+            return yaml.safe_dump(self.shorthand, sort_keys=False)
+        doc = {"eidola": SCHEMA_VERSION, "name": self.name, "address_map": dict(self.address_map),
+               "components": [{"model": c.model, "name": c.name,
+                               "params": {k: catalog.model(c.model).param(k).to_yaml(v)
+                                          for k, v in c.resolved().items()}}
+                              for c in self.components.values()],
+               "connections": [[str(i), str(t)] for i, t in self.connections],
+               "seed": self.seed}
+        return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _loc(source) -> str:
+    return f"{source}: " if source else ""
+
+
+def _address(value, key: str, source) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise ConfigError(f"{_loc(source)}{key}: expected a non-negative address, got {value}")
+        return value
+    try:
+        return int(catalog.ParamSpec(key, "size", "B", 0, 0, 2.0**64, (), "").convert(value))
+    except ValueError as e:
+        raise ConfigError(f"{_loc(source)}{key}: {e}") from None
+
+
+def apply_overrides(doc: dict, overrides: dict, source) -> dict:
+    """Applies dotted-key overrides (``{"fabric.latency": "700ns"}``) to a YAML document; returns a copy."""
+    doc = copy.deepcopy(doc)
+    for key, value in (overrides or {}).items():
+        parts = key.split(".")
+        node = doc
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"{_loc(source)}override {key!r}: {'.'.join(parts[:i + 1])} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return doc
+
+
+def _flatten(mapping: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in mapping.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+def _nest(flat: dict) -> dict:
+    out: dict = {}
+    for key, value in flat.items():
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def load_platform(path, overrides: dict | None = None) -> Platform:
+    """Loads a platform YAML file, applies dotted-key overrides, checks it and returns a Platform."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the platform file ({e.strerror})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where} is not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping of platform keys at the top level")
+    doc = apply_overrides(doc, overrides, path)
+    return platform_from_dict(doc, source=str(path))
+
+
+def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
+    """Builds a Platform from the YAML shorthand (gpus / fabric sections)."""
+    loc = _loc(source)
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(_TOP_KEYS)}")
+    if doc.get("eidola") != SCHEMA_VERSION:
+        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
+    name = doc.get("name", Path(source).stem)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{loc}name: expected a non-empty string, got {name!r}")
+    for key in ("gpus", "fabric"):
+        if not isinstance(doc.get(key), dict):
+            raise ConfigError(f"{loc}{key}: expected a mapping, got {doc.get(key)!r}")
+    amap = doc.get("address_map", {"base": 0, "stride": "1TiB"})
+    if not isinstance(amap, dict) or set(amap) - {"base", "stride"}:
+        raise ConfigError(f"{loc}address_map: expected a mapping with keys base and stride, got {amap!r}")
+    seed = doc.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"{loc}seed: expected an integer, got {seed!r}")
+    check = doc.get("check_protocol", False)
+    if not isinstance(check, bool):
+        raise ConfigError(f"{loc}check_protocol: expected true or false, got {check!r}")
+    profile = doc.get("profile")
+    if profile is not None:
+        if not isinstance(profile, str):
+            raise ConfigError(f"{loc}profile: expected a path, got {profile!r}")
+        if source != "<dict>" and not Path(profile).is_absolute():
+            profile = str(Path(source).parent / profile)
+
+    plat = Platform(name, address_map=dict(amap), profile=profile, seed=seed, check_protocol=check, source=source)
+    gpus = dict(doc["gpus"])
+    count = gpus.pop("count", None)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ConfigError(f"{loc}gpus.count: expected a positive integer, got {count!r}")
+    gpu_params = _flatten(gpus)
+    if "id" in gpu_params:
+        raise ConfigError(f"{loc}gpus.id: GPU ids are given by the platform (0..count-1); remove this key")
+    fabric = dict(doc["fabric"])
+    kind = fabric.pop("model", "ideal")
+    if kind not in _FABRIC_MODELS:
+        raise ConfigError(f"{loc}fabric.model: expected one of {', '.join(_FABRIC_MODELS)}, got {kind!r}")
+    fabric_params = _flatten(fabric)
+    if "ports" in fabric_params:
+        raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")
+
+    fab = Component(_FABRIC_MODELS[kind], "fabric", {**fabric_params, "ports": count},
+                    {k: f"{loc}fabric.{k}" for k in fabric_params})
+    for i in range(count):
+        gpu = plat.add(Component("EidolonGpu", f"gpu{i}", {**gpu_params, "id": i},
+                                 {k: f"{loc}gpus.{k}" for k in gpu_params}))
+        plat.connect(gpu.initiator, fab.targets[i])
+        plat.connect(fab.initiators[i], gpu.target)
+    plat.add(fab)
+    plat.validate()
+
+    # The effective configuration: the same shorthand with every default written out.
+    gpu_resolved = plat.components["gpu0"].resolved()
+    gspec, fspec = catalog.model("EidolonGpu"), catalog.model(fab.model)
+    plat.shorthand = {
+        "eidola": SCHEMA_VERSION, "name": name,
+        "gpus": {"count": count, **_nest({k: gspec.param(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})},
+        "address_map": {"base": plat.base(), "stride": catalog.ParamSpec("", "size", "B", 0, 0, 0, (), "")
+                        .format(plat.stride())},
+        "fabric": {"model": kind, **_nest({k: fspec.param(k).to_yaml(v) for k, v in fab.resolved().items()
+                                           if k != "ports"})},
+        "check_protocol": check, "profile": profile, "seed": seed,
+    }
+    return plat

@@ -1,0 +1,103 @@
+"""Results of one simulation: numpy tables read in bulk from C++, a summary, and files on disk."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Result", "GPU_DTYPE", "WORKGROUP_DTYPE", "LINK_DTYPE"]
+
+GPU_DTYPE = np.dtype([
+    ("gpu", "<i4"), ("finish_ns", "<f8"), ("reads", "<i8"), ("flag_reads", "<i8"), ("writes", "<i8"),
+    ("atomics", "<i8"), ("bytes_sent", "<i8"), ("bytes_received", "<i8"), ("packets_sent", "<i8"),
+    ("memory_bytes_read", "<i8"), ("memory_bytes_written", "<i8"),
+])
+WORKGROUP_DTYPE = np.dtype([
+    ("gpu", "<i4"), ("wg", "<i4"), ("finish_ns", "<f8"), ("wait_ns", "<f8"), ("polls", "<i8"), ("packets", "<i8"),
+])
+LINK_DTYPE = np.dtype([
+    ("src", "<i4"), ("dst", "<i4"), ("bytes", "<i8"), ("packets", "<i8"), ("busy_ns", "<f8"), ("utilization", "<f8"),
+])
+
+
+def _structured(raw: dict, dtype: np.dtype) -> np.ndarray:
+    """Builds a structured array from raw C++ columns; *_ns fields come from *_ps columns."""
+    n = len(next(iter(raw.values()))) if raw else 0
+    out = np.zeros(n, dtype=dtype)
+    for name in dtype.names:
+        if name in raw:
+            out[name] = raw[name]
+        elif name.endswith("_ns") and name[:-3] + "_ps" in raw:
+            out[name] = raw[name[:-3] + "_ps"] / 1000.0
+    return out
+
+
+@dataclass
+class Result:
+    """What one simulation produced."""
+
+    name: str                     #: the simulation's name (the platform's)
+    kernel_time_ns: float         #: when the last workgroup finished
+    gpus: np.ndarray              #: a row per GPU (GPU_DTYPE)
+    workgroups: np.ndarray        #: a row per (gpu, wg) (WORKGROUP_DTYPE)
+    links: np.ndarray             #: a row per fabric link (LINK_DTYPE)
+    events: int                   #: actions the models processed
+    wall_s: float                 #: wall-clock time of the simulation (child process included)
+    effective_config: str = ""    #: the platform as YAML with every default filled in
+    profile_name: str = ""        #: the profile that was replayed
+    meta: dict = field(default_factory=dict)  #: platform and profile facts for the summary
+
+    @classmethod
+    def from_raw(cls, name: str, raw: dict, wall_s: float, **kw) -> "Result":
+        """Assembles a Result from the child's raw tables."""
+        gpus = _structured(raw["tables"]["gpus"], GPU_DTYPE)
+        links = _structured(raw["tables"]["links"], LINK_DTYPE)
+        kernel = float(gpus["finish_ns"].max()) if len(gpus) else 0.0
+        if kernel > 0:
+            links["utilization"] = links["busy_ns"] / kernel
+        return cls(name, kernel, gpus, _structured(raw["tables"]["workgroups"], WORKGROUP_DTYPE), links,
+                   raw["events"], wall_s, **kw)
+
+    @property
+    def critical_gpu(self) -> int:
+        """The GPU whose last workgroup finished last."""
+        return int(self.gpus["gpu"][int(np.argmax(self.gpus["finish_ns"]))]) if len(self.gpus) else -1
+
+    def summary(self) -> dict:
+        """The headline figures, as saved in summary.json."""
+        g = self.gpus
+        return {
+            "name": self.name,
+            "profile": self.profile_name,
+            "kernel_time_ns": self.kernel_time_ns,
+            "critical_gpu": self.critical_gpu,
+            "gpu_finish_ns": [float(x) for x in g["finish_ns"]],
+            "bytes_moved": int(g["bytes_sent"].sum()),
+            "packets": int(g["packets_sent"].sum()),
+            "reads": int(g["reads"].sum()),
+            "flag_reads": int(g["flag_reads"].sum()),
+            "writes": int(g["writes"].sum()),
+            "atomics": int(g["atomics"].sum()),
+            "events": self.events,
+            "wall_s": self.wall_s,
+            "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
+            **self.meta,
+        }
+
+    def save(self, directory) -> Path:
+        """Writes summary.json, gpus.csv, workgroups.csv, links.csv and effective.yaml into `directory`."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2) + "\n")
+        for table, name in ((self.gpus, "gpus"), (self.workgroups, "workgroups"), (self.links, "links")):
+            with open(out / f"{name}.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(table.dtype.names)
+                w.writerows(row.tolist() for row in table)
+        if self.effective_config:
+            (out / "effective.yaml").write_text(self.effective_config)
+        return out

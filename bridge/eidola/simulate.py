@@ -1,0 +1,157 @@
+"""Running a simulation: checks, encoding, a fresh child process per run, and the Result.
+
+A SystemC kernel elaborates once per process, and a model may crash; so each simulation runs
+in a child forked from this process after cppyy and the models are loaded (`_sysc.load`). The
+child sends its raw tables back through a pipe. A child that dies becomes SimulationCrashed,
+and the caller lives on. ``in_process=True`` runs in this process instead, for debuggers; it
+can only be done once per process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+from . import _sysc
+from ._encode import CONDS, MODES, encode_profile
+from .errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError
+from .platform import Platform
+from .profile import Profile, load_profile
+from .result import Result
+
+__all__ = ["simulate"]
+
+_in_process_used = []  # a SystemC kernel runs once per process; remembers the in-process run
+
+
+def _plan(platform: Platform, profile: Profile) -> dict:
+    platform.validate()
+    gpus = platform.gpus()
+    if not gpus:
+        raise ConfigError(f"platform {platform.name!r} has no EidolonGpu")
+    workgroups = min(int(g.resolved()["workgroups"]) for g in gpus)
+    encoded = encode_profile(profile, workgroups, len(gpus), platform.stride())
+    components = []
+    for c in platform.components.values():
+        values = c.resolved()
+        choices = {k: v for k, v in values.items() if isinstance(v, str)}
+        numbers = {k: float(v) for k, v in values.items() if not isinstance(v, str)}
+        components.append({"model": c.model, "name": c.name, "numbers": numbers, "choices": choices})
+    return {
+        "name": platform.name, "base": platform.base(), "stride": platform.stride(), "windows": len(gpus),
+        "components": components, "connections": [(str(i), str(t)) for i, t in platform.connections],
+        "flags": encoded.flags, "ops": encoded.ops, "programs": encoded.programs,
+    }
+
+
+def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = None, *,
+             in_process: bool = False) -> Result:
+    """Simulates `profile` (default: the platform's own) on `platform` and returns its Result.
+
+    Raises ConfigError for bad input, DeadlockError when workgroups can never finish,
+    SimulationCrashed when the child dies, SimulationError for other failures.
+    """
+    if profile is None:
+        if not platform.profile:
+            raise ConfigError(f"platform {platform.name!r} names no profile; pass one")
+        profile = platform.profile
+    if not isinstance(profile, Profile):
+        profile = load_profile(profile)
+    plan = _plan(platform, profile)
+    _sysc.load()
+    start = time.perf_counter()
+    raw = _run_in_process(plan) if in_process else _run_in_child(plan)
+    wall = time.perf_counter() - start
+    if raw["status"] != 0:
+        _raise_failure(platform.name, raw, profile)
+    meta = {"gpus": len(platform.gpus()), "fabric": _fabric_model(platform), "profile_ops": profile.ops_count()}
+    return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml(),
+                           profile_name=profile.name, meta=meta)
+
+
+def _fabric_model(platform: Platform) -> str:
+    models = [c.model for c in platform.components.values() if c.model != "EidolonGpu"]
+    return ", ".join(models)
+
+
+def _run_in_process(plan: dict) -> dict:
+    if _in_process_used:
+        raise EidolaError("a SystemC kernel elaborates once per process: only one in-process simulation can run "
+                          "(use the default child-process mode for more)")
+    _in_process_used.append(True)
+    return _sysc.elaborate_and_run(plan)
+
+
+def _run_in_child(plan: dict) -> dict:
+    read_fd, write_fd = os.pipe()
+    with tempfile.TemporaryFile() as errors:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(read_fd)
+            os.dup2(errors.fileno(), 2)
+            os.dup2(errors.fileno(), 1)
+            code = 0
+            try:
+                payload = {"ok": _sysc.elaborate_and_run(plan)}
+            except EidolaError as e:
+                payload = {"error": e}
+            except BaseException:
+                payload = {"internal": traceback.format_exc()}
+                code = 1
+            try:
+                with os.fdopen(write_fd, "wb") as pipe:
+                    pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as pipe:
+            data = pipe.read()
+        _, status = os.waitpid(pid, 0)
+        errors.seek(0)
+        output = errors.read().decode(errors="replace")
+    if data:
+        payload = pickle.loads(data)
+        if output.strip():
+            sys.stderr.write(output)
+        if "ok" in payload:
+            return payload["ok"]
+        if "error" in payload:
+            raise payload["error"]
+        raise EidolaError(f"simulation {plan['name']!r}: internal error in the child process:\n{payload['internal']}")
+    if os.WIFSIGNALED(status):
+        how = f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    else:
+        how = f"exited with status {os.WEXITSTATUS(status)} without a result"
+    tail = "\n".join(output.strip().splitlines()[-20:])
+    raise SimulationCrashed(f"simulation {plan['name']!r} crashed: its process {how}"
+                            + (f"; its last output:\n{tail}" if tail else ""),
+                            report={"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                                    "output": output})
+
+
+def _raise_failure(name: str, raw: dict, profile: Profile) -> None:
+    kind, text = raw["failure_kind"], raw["failure"]
+    if kind != "deadlock":
+        raise SimulationError(f"simulation {name!r} failed ({kind}): {text}", report={"kind": kind, "text": text})
+    stuck = raw["tables"]["stuck"]
+    rows = []
+    for i in range(len(stuck.get("gpu", []))):
+        rows.append({
+            "gpu": int(stuck["gpu"][i]), "wg": int(stuck["wg"][i]), "op": int(stuck["op"][i]),
+            "flag": profile.flags[int(stuck["flag"][i])], "cond": CONDS[int(stuck["cond"][i])],
+            "value": int(stuck["value"][i]), "flag_value": int(stuck["flag_value"][i]),
+            "mode": MODES[int(stuck["mode"][i])], "since_ns": stuck["since_ps"][i] / 1000.0,
+        })
+    lines = [f"simulation {name!r}: {text}"]
+    for r in rows:
+        lines.append(f"  gpu {r['gpu']} wg {r['wg']} op {r['op']}: waits for {r['flag']} {r['cond']} {r['value']} "
+                     f"({r['mode']}) since {r['since_ns']:g} ns; {r['flag']} is {r['flag_value']}")
+    raise DeadlockError("\n".join(lines), report={"detected_ns": raw["end_ps"] / 1000.0, "stuck": rows})
