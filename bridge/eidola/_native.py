@@ -1,7 +1,7 @@
 """Finding and loading the compiled models library (libeidola_tlm.so) and its sc_main shim.
 
 The libraries are looked for, in order: in ``$EIDOLA_NATIVE_DIR``; next to this package
-(``eidola/_native``, where ``pip install`` puts them); in the source tree's ``build/`` directory
+(``eidola/_native``, where ``pip install`` puts them); in the source tree's ``build/cpp`` directory
 (a developer's CMake build). Loading needs no cppyy: ctypes is enough to read the model catalog.
 """
 
@@ -37,9 +37,9 @@ def _candidates() -> list[tuple[Path, Path]]:
     found = []
     if os.environ.get("EIDOLA_NATIVE_DIR"):
         d = Path(os.environ["EIDOLA_NATIVE_DIR"])
-        found.append((d, d / "include"))
+        found.append((d, d / "include" if (d / "include").is_dir() else source_root / "tlm_models" / "include"))
     found.append((here / "_native", here / "_native" / "include"))
-    found.append((source_root / "build", source_root / "tlm_models" / "include"))
+    found.append((source_root / "build" / "cpp", source_root / "tlm_models" / "include"))
     return found
 
 

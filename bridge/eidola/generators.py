@@ -27,9 +27,16 @@ def _positive_int(name, v):
 
 def gemv_allreduce(gpus=4, workgroups=4, vector_bytes=65536, tile_ns=2000, reduce_ns=400,
                    mode="poll", interval_ns=100, name=None):
-    """Return the fused GEMV + AllReduce profile (direct reduce-scatter then all-gather, SC24)."""
+    """Return the fused GEMV + AllReduce profile (direct reduce-scatter then all-gather, SC24).
+
+    `tile_ns` is one number for every GPU, or a sequence of one per GPU: a slow GPU holds its
+    peers in their flag waits, the paper's wake-up-time experiment.
+    """
     P = _positive_int("gpus", gpus)
     W = _positive_int("workgroups", workgroups)
+    tiles = list(tile_ns) if isinstance(tile_ns, (list, tuple)) else [tile_ns] * P
+    if len(tiles) != P:
+        raise ProfileError(f"gemv_allreduce: tile_ns has {len(tiles)} entries; expected one per GPU ({P})")
     _positive_int("vector_bytes", vector_bytes)
     if vector_bytes % (P * W):
         raise ProfileError(f"gemv_allreduce: vector_bytes {vector_bytes} must be divisible by "
@@ -48,7 +55,7 @@ def gemv_allreduce(gpus=4, workgroups=4, vector_bytes=65536, tile_ns=2000, reduc
         for w in range(W):
             p = b.program(gpu=g, wg=w)
             offset = (g * W + w) * slice_
-            p.compute(ns=tile_ns)
+            p.compute(ns=tiles[g])
             for stage, buffer, work_ns in (("rs", "partials", None), ("ag", "gathered", reduce_ns)):
                 if work_ns is not None:
                     p.compute(ns=work_ns)

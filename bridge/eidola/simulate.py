@@ -96,6 +96,10 @@ def _run_in_child(plan: dict) -> dict:
         pid = os.fork()
         if pid == 0:  # the child: never returns
             os.close(read_fd)
+            # cppyy's crash handlers run gdb and exit with a made-up status; the default action
+            # lets the parent see which signal killed the model.
+            for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
+                signal.signal(sig, signal.SIG_DFL)
             os.dup2(errors.fileno(), 2)
             os.dup2(errors.fileno(), 1)
             code = 0

@@ -43,7 +43,9 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-
 def parse(text, kind: str) -> float:
     """Converts ``text`` (e.g. ``"300ns"``) of the given kind to its canonical unit; raises UnitError."""
     units = _UNITS[kind]
-    if isinstance(text, bool) or not isinstance(text, str):
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        raise UnitError(f"{text!r} has no unit; write a {kind} such as {_example(kind)}")
+    if not isinstance(text, str):
         raise UnitError(f"expected a {kind} with a unit such as {_example(kind)}, got {text!r}")
     match = _NUMBER.match(text)
     if not match:

@@ -3,6 +3,7 @@
 import pytest
 import yaml
 
+from eidola import profile as profile_module
 from eidola.errors import ProfileError
 from eidola.profile import Op, Profile, ProfileBuilder, load_profile
 
@@ -95,6 +96,8 @@ def test_round_trip_keeps_every_op_form(tmp_path):
     assert again.flags == ("yes", "f.2")
     assert again.program(2, 1)[13]["max_interval_ns"] == 1000
     assert Profile.from_dict(yaml.safe_load(path.read_text()), source=str(path)) == prof
+    # Saved files take the fast reader, which must return exactly what YAML reads.
+    assert profile_module._fast_load(path.read_bytes()) == yaml.safe_load(path.read_text())
 
 
 def test_file_may_omit_defaults_and_use_any_layout(tmp_path):

@@ -1,0 +1,154 @@
+"""The ``eidola`` command: run, validate and describe.
+
+Exit status: 0 ok; 2 bad input (one message naming the file and key or profile op); 3 the
+simulation failed (deadlock, protocol violation, model error), with a report; 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import yaml
+
+from . import catalog
+from .errors import ConfigError, EidolaError
+from .platform import load_platform
+from .profile import load_profile
+
+__all__ = ["main"]
+
+
+def _overrides(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {pair!r}: expected key=value, e.g. --set fabric.latency=700ns")
+        try:
+            out[key] = yaml.safe_load(value)  # so 8 is an int and true a bool, as in the file
+        except yaml.YAMLError:
+            out[key] = value
+    return out
+
+
+def _load(args):
+    platform = load_platform(args.platform, _overrides(args.set))
+    profile_path = args.profile or platform.profile
+    if not profile_path:
+        raise ConfigError(f"{args.platform}: the platform names no profile; pass --profile")
+    return platform, load_profile(profile_path)
+
+
+def _cmd_run(args) -> int:
+    from .simulate import simulate  # loads cppyy only when a simulation is asked for
+
+    platform, profile = _load(args)
+    result = simulate(platform, profile)
+    out = Path(args.out) if args.out else Path("out") / platform.name
+    result.save(out)
+    if args.json:
+        print(json.dumps(result.summary(), indent=2))
+    else:
+        print(_summary_text(result, out))
+    return 0
+
+
+def _si(x: float) -> str:
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}"
+    return f"{x:.3g} "
+
+
+def _summary_text(r, out: Path) -> str:
+    s = r.summary()
+    lines = [
+        f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
+        f"kernel time   {r.kernel_time_ns / 1000:.3f} us  (critical GPU {r.critical_gpu})",
+        "",
+        "  GPU  finish (us)   bytes sent   bytes recv   reads  flag reads   writes  atomics",
+    ]
+    for g in r.gpus:
+        lines.append(f"  {g['gpu']:3d}  {g['finish_ns'] / 1000:11.3f}  {g['bytes_sent']:11d}  {g['bytes_received']:11d}"
+                     f"  {g['reads']:6d}  {g['flag_reads']:10d}  {g['writes']:7d}  {g['atomics']:7d}")
+    lines += [
+        "",
+        f"moved         {_si(s['bytes_moved'])}B in {s['packets']} packets",
+        f"reads         {s['reads']} data, {s['flag_reads']} flag (polling)",
+        f"simulation    {r.wall_s:.3f} s wall, {s['events']} events ({_si(s['events_per_s'] or 0)}events/s)",
+        f"wrote         {out}/ (summary.json, gpus.csv, workgroups.csv, links.csv, effective.yaml)",
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_validate(args) -> int:
+    platform, profile = _load(args)
+    from ._encode import encode_profile
+
+    gpus = platform.gpus()
+    encode_profile(profile, min(g.resolved()["workgroups"] for g in gpus), len(gpus), platform.stride())
+    print(f"{args.platform}: ok ({len(gpus)} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
+    return 0
+
+
+def _cmd_describe(args) -> int:
+    models = catalog.models()
+    if not args.model:
+        for m in models.values():
+            print(f"{m.name:14s} {m.doc}")
+        return 0
+    name = args.model.removeprefix("eidola.")
+    if name not in models:
+        raise ConfigError(f"describe: no model named {args.model!r}; registered: {', '.join(models)}")
+    m = models[name]
+    print(f"{m.name}: {m.doc}\n\nParameters:")
+    print(f"  {'name':18s} {'type':10s} {'default':>10s}  {'unit':5s} doc")
+    for p in m.params:
+        print(f"  {p.name:18s} {p.type:10s} {p.default_text():>10s}  {p.unit:5s} {p.doc}")
+        if p.choices:
+            print(f"  {'':18s} {'':10s} {'':>10s}  {'':5s} choices: {', '.join(p.choices)}")
+    print("\nSockets:")
+    for s in m.sockets:
+        count = "one per port" if s.multiplicity == "ports" else "one"
+        print(f"  {s.name:18s} {s.direction:10s} {s.protocol:6s} {count:13s} {s.doc}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eidola", description="Simulate multi-GPU communication traffic in SystemC.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (("run", "simulate a platform and write its results"),
+                            ("validate", "check a platform and its profile without simulating")):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("platform", help="platform YAML file")
+        p.add_argument("--profile", help="timing profile (default: the platform's)")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key, e.g. fabric.latency=700ns")
+        if name == "run":
+            p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME)")
+            p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    d = sub.add_parser("describe", help="list the models, or one model's parameters and sockets")
+    d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``eidola`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe}[args.command]
+    try:
+        return handler(args)
+    except EidolaError as e:
+        print(f"eidola {args.command}: {e}", file=sys.stderr)
+        return e.exit_status
+    except Exception:
+        print(f"eidola {args.command}: internal error (please report it):", file=sys.stderr)
+        traceback.print_exc()
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

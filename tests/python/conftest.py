@@ -1,0 +1,61 @@
+"""Shared fixtures. Tests import the installed `eidola` package (scripts/setup.sh installs it),
+so they check what a user gets, native library included."""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def repo() -> Path:
+    """The source tree."""
+    return REPO
+
+
+@pytest.fixture
+def write_platform(tmp_path):
+    """Writes a platform YAML (ideal fabric by default) into tmp_path and returns its path."""
+
+    def write(text: str = "", name: str = "plat.yaml", **fields) -> Path:
+        body = textwrap.dedent(text) if text else _platform_text(**fields)
+        path = tmp_path / name
+        path.write_text(body)
+        return path
+
+    return write
+
+
+def _platform_text(gpus=4, workgroups=4, latency="500ns", mem_latency="300ns", mem_bw="5.3TB/s",
+                   profile=None, max_outstanding=64, max_payload="256B") -> str:
+    lines = [
+        "eidola: 1",
+        "name: test-platform",
+        "gpus:",
+        f"  count: {gpus}",
+        f"  workgroups: {workgroups}",
+        f"  max_outstanding: {max_outstanding}",
+        f"  max_payload: {max_payload}",
+        f"  memory: {{latency: {mem_latency}, bandwidth: {mem_bw}}}",
+        "fabric:",
+        "  model: ideal",
+        f"  latency: {latency}",
+    ]
+    if profile:
+        lines.append(f"profile: {profile}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """Runs `python -m eidola ARGS` in tmp_path; returns the CompletedProcess."""
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "eidola", *map(str, args)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+
+    return run

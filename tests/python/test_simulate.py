@@ -1,0 +1,86 @@
+"""Simulation runs: determinism, crash isolation, in-process mode, describe's source of truth."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import eidola
+from eidola import catalog
+from eidola.platform import Component
+
+
+def test_two_runs_are_bit_identical(repo):
+    plat = eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml")
+    a, b = eidola.simulate(plat), eidola.simulate(plat)
+    assert a.kernel_time_ns == b.kernel_time_ns
+    assert a.events == b.events
+    for table in ("gpus", "workgroups", "links"):
+        assert getattr(a, table).tobytes() == getattr(b, table).tobytes(), table
+
+
+@pytest.mark.parametrize("kind, signal_name", [("segfault", "SIGSEGV"), ("abort", "SIGABRT")])
+def test_crashing_model_raises_and_caller_survives(repo, kind, signal_name):
+    plat = eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml")
+    plat.add(Component("FaultInjector", "boom", {"at": "1us", "kind": kind}))
+    with pytest.raises(eidola.SimulationCrashed) as info:
+        eidola.simulate(plat)
+    assert "gemv-allreduce-4gpu" in str(info.value) and signal_name in str(info.value)
+    # The caller lives on and simulates again.
+    del plat.components["boom"]
+    assert eidola.simulate(plat).kernel_time_ns > 0
+
+
+def test_systemc_error_is_a_simulation_error(repo):
+    plat = eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml")
+    plat.add(Component("FaultInjector", "boom", {"at": "2us", "kind": "error"}))
+    with pytest.raises(eidola.SimulationError) as info:
+        eidola.simulate(plat)
+    assert "failure injected on purpose" in str(info.value) and "boom" in str(info.value)
+
+
+def test_in_process_mode_matches_child_mode(repo):
+    # In-process mode can run once per process, so it runs in a fresh interpreter.
+    script = (
+        "import eidola, json\n"
+        f"p = eidola.load_platform({str(repo / 'platforms/gemv-allreduce-4gpu.yaml')!r})\n"
+        "r = eidola.simulate(p, in_process=True)\n"
+        "try:\n"
+        "    eidola.simulate(p, in_process=True)\n"
+        "    again = 'ran'\n"
+        "except eidola.EidolaError as e:\n"
+        "    again = str(e)\n"
+        "print(json.dumps({'kernel': r.kernel_time_ns, 'again': again}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    child = eidola.simulate(eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml"))
+    assert data["kernel"] == child.kernel_time_ns
+    assert "once per process" in data["again"]
+
+
+def test_catalog_matches_cpp_declaration():
+    # EidolonGpu's declaration in tlm_models/src/eidolon_gpu.cpp, read back through the library.
+    gpu = catalog.model("EidolonGpu")
+    by_name = {p.name: p for p in gpu.params}
+    assert by_name["memory.latency"].type == "time" and by_name["memory.latency"].default == pytest.approx(300e-9)
+    assert by_name["clock"].default_text() == "2.1GHz"
+    assert by_name["max_payload"].default_text() == "256B"
+    assert by_name["workgroups"].default == 304
+    assert [s.name for s in gpu.sockets] == ["initiator", "target"]
+
+
+def test_result_save_writes_tables(tmp_path, repo):
+    res = eidola.simulate(eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml"))
+    res.save(tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["kernel_time_ns"] == res.kernel_time_ns
+    rows = np.genfromtxt(tmp_path / "gpus.csv", delimiter=",", names=True)
+    assert list(rows["flag_reads"]) == list(res.gpus["flag_reads"])
+    assert "fabric:" in (tmp_path / "effective.yaml").read_text()
+    # Bytes sent equal bytes received over the whole platform (every write lands somewhere).
+    assert res.gpus["bytes_sent"].sum() == res.gpus["bytes_received"].sum()
+    # The ideal fabric's per-pair table carries exactly the GPUs' outgoing packets.
+    assert res.links["packets"].sum() == res.gpus["packets_sent"].sum()
