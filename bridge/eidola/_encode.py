@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import variability
 from .errors import ConfigError, ProfileError
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
@@ -28,7 +29,6 @@ _KINDS = {"compute": 0, "write": 1, "read": 2, "signal": 3, "wait": 4, "local": 
 CONDS = ("==", "!=", ">=", ">", "<=", "<")
 MODES = ("poll", "spin_yield", "syncmon")
 _ATOMICS = {"add": 0, "set": 1, "cas": 2}
-_SUPPORTED_MODES = {"poll", "spin_yield"}
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,14 @@ def _ps(ns) -> int:
     return int(round(ns * 1000))
 
 
-def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int) -> EncodedProfile:
-    """Encodes `profile` for a platform of `gpu_count` GPUs with `gpu_workgroups` each; ConfigError if it does not fit."""
+def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int, seed: int = 1,
+                   clock_hz: float = 2.1e9) -> EncodedProfile:
+    """Encodes `profile` for a platform of `gpu_count` GPUs with `gpu_workgroups` each; ConfigError if it does not fit.
+
+    The profile's variability is drawn here, from `seed`: compute phases are scaled by their
+    skew x jitter factors (cycle counts are first turned into time at `clock_hz`), and a held-back
+    workgroup's first communication op carries its hold in `time2_ps`.
+    """
     if profile.gpus > gpu_count:
         raise ConfigError(f"profile {profile.name!r} needs {profile.gpus} GPUs; the platform has {gpu_count}")
     if profile.workgroups > gpu_workgroups:
@@ -70,14 +76,37 @@ def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int) ->
     for p_index, ((gpu, wg), ops) in enumerate(profile.programs):
         progs[p_index] = (gpu, wg, first, len(ops))
         for i, op in enumerate(ops):
-            rows.append(_encode_op(op, flag_index, buffers, profile.name, gpu, wg, i))
+            rows.append(_encode_op(op, flag_index, buffers))
         first += len(ops)
     if rows:
         ops_arr[:] = np.array(rows, dtype=OP_DTYPE)
+    _apply_variability(profile, ops_arr, progs, seed, clock_hz)
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset)
 
 
-def _encode_op(op, flag_index, buffers, name, gpu, wg, i):
+def _apply_variability(profile, ops_arr, progs, seed, clock_hz) -> None:
+    scales = variability.compute_scales(profile, seed)
+    holds = variability.hold_ns(profile)
+    compute = ops_arr["kind"] == _KINDS["compute"]
+    cycles = compute & (ops_arr["mode"] == 1)
+    for p_index, (key, _) in enumerate(profile.programs):
+        first, count = int(progs[p_index]["first"]), int(progs[p_index]["count"])
+        view = ops_arr[first:first + count]
+        factors = scales.get(key)
+        if factors is not None and np.any(factors != 1.0):
+            c, cyc = compute[first:first + count], cycles[first:first + count]
+            # Cycle counts become time first: a factor on a cycle count would not stay an integer.
+            view["time_ps"][cyc] = np.rint(view["value"][cyc] * 1e12 / clock_hz).astype(np.int64)
+            view["mode"][cyc] = 0
+            view["time_ps"][c] = np.rint(view["time_ps"][c] * np.maximum(factors[c], 0.0)).astype(np.int64)
+        hold = holds.get(key)
+        if hold:
+            comm = np.flatnonzero(np.isin(view["kind"], (_KINDS["write"], _KINDS["read"], _KINDS["signal"])))
+            if comm.size:
+                view["time2_ps"][comm[0]] = _ps(hold)
+
+
+def _encode_op(op, flag_index, buffers):
     k = op.kind
     # (kind, sub, mode, wake_all, peer, offset, nbytes, value, compare, time_ps, time2_ps)
     if k == "compute":
@@ -90,13 +119,10 @@ def _encode_op(op, flag_index, buffers, name, gpu, wg, i):
         compare = op["compare"] if op["compare"] is not None else 0
         return (3, _ATOMICS[op["op"]], 0, 0, op["dst"], 8 * flag_index[op["flag"]], 8, op["value"], compare, 0, 0)
     if k == "wait":
-        if op["mode"] not in _SUPPORTED_MODES:
-            raise ProfileError(f"profile {name!r}: gpu {gpu} wg {wg} op {i} (wait): mode {op['mode']!r} is not "
-                               f"supported by this build (supported: {', '.join(sorted(_SUPPORTED_MODES))})")
         interval = _ps(op["interval_ns"])
         max_interval = _ps(op["max_interval_ns"]) if op["max_interval_ns"] is not None else 16 * interval
         return (4, CONDS.index(op["cond"]), MODES.index(op["mode"]), 1 if op["wake"] == "all" else 0, 0,
                 8 * flag_index[op["flag"]], 8, op["value"], 0, interval, max_interval)
     if k == "local":
         return (5, 0, 0, 0, 0, op["reads"], op["nbytes"], op["writes"], 0, 0, 0)
-    raise ProfileError(f"profile {name!r}: gpu {gpu} wg {wg} op {i}: unknown op kind {k!r}")
+    raise ProfileError(f"unknown op kind {k!r}")

@@ -41,6 +41,7 @@ def _warm(ns) -> None:
     sim = ns.Simulation("warm-up")
     sim.set_address_map(0, 1, 0)
     sim.set_flags(["f"])
+    sim.set_tracing(False)
     sim.load_programs(0, 0, 0, 0)
     table = sim.table("gpus")
     table.rows()
@@ -83,6 +84,7 @@ def elaborate_and_run(plan: dict) -> dict:
         except Exception as e:
             raise ConfigError(f"connection {initiator} -> {target}: {e}") from None
     sim.set_flags(list(plan["flags"]))
+    sim.set_tracing(bool(plan["trace"]))
     ops, programs = plan["ops"], plan["programs"]
     sim.load_programs(ops.ctypes.data, len(ops), programs.ctypes.data, len(programs))
     status = sim.run()
@@ -92,5 +94,6 @@ def elaborate_and_run(plan: dict) -> dict:
         "failure_kind": str(sim.failure_kind()),
         "end_ps": int(sim.end_ps()),
         "events": int(sim.events()),
-        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "stuck")},
+        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "stuck")
+                   + (("ops",) if plan["trace"] else ())},
     }

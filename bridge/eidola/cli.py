@@ -95,6 +95,18 @@ def _cmd_validate(args) -> int:
     return 0
 
 
+def _cmd_import(args) -> int:
+    from .timestamps import import_timestamps
+
+    profile = import_timestamps(args.file, name=args.name)
+    try:
+        profile.save(args.output)
+    except OSError as e:
+        raise ConfigError(f"{args.output}: cannot write profile ({e.strerror})") from None
+    print(f"wrote {args.output}: profile {profile.name}, {len(profile.programs)} programs, {profile.ops_count()} ops")
+    return 0
+
+
 def _cmd_describe(args) -> int:
     models = catalog.models()
     if not args.model:
@@ -132,13 +144,20 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="print the summary as JSON")
     d = sub.add_parser("describe", help="list the models, or one model's parameters and sockets")
     d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu")
+    imp = sub.add_parser("import", help="turn measurements of a real run into a timing profile")
+    kinds = imp.add_subparsers(dest="source", required=True)
+    ts = kinds.add_parser("timestamps", help="per-event timestamps CSV (see eidola.timestamps)")
+    ts.add_argument("file", help="timestamps CSV file")
+    ts.add_argument("-o", "--output", required=True, help="profile YAML file to write")
+    ts.add_argument("--name", help="profile name (default: the CSV file's stem)")
     return parser
 
 
 def main(argv=None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe}[args.command]
+    handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe,
+               "import": _cmd_import}[args.command]
     try:
         return handler(args)
     except EidolaError as e:

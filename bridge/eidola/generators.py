@@ -26,11 +26,14 @@ def _positive_int(name, v):
 
 
 def gemv_allreduce(gpus=4, workgroups=4, vector_bytes=65536, tile_ns=2000, reduce_ns=400,
-                   mode="poll", interval_ns=100, name=None):
+                   mode="poll", interval_ns=100, name=None, max_interval_ns=None, skew=None, jitter=None,
+                   delays=()):
     """Return the fused GEMV + AllReduce profile (direct reduce-scatter then all-gather, SC24).
 
     `tile_ns` is one number for every GPU, or a sequence of one per GPU: a slow GPU holds its
-    peers in their flag waits, the paper's wake-up-time experiment.
+    peers in their flag waits. `skew` and `jitter` are distributions (keyword dicts for
+    ProfileBuilder.skew / .jitter), `delays` a list of ProfileBuilder.delay keyword dicts (the
+    paper's wake-up delay: ``[{"gpu": 0, "ns": 20000}]``).
     """
     P = _positive_int("gpus", gpus)
     W = _positive_int("workgroups", workgroups)
@@ -46,6 +49,12 @@ def gemv_allreduce(gpus=4, workgroups=4, vector_bytes=65536, tile_ns=2000, reduc
     for stage in ("rs", "ag"):
         for q in range(P):
             b.flag(f"{stage}_{q}")
+    if skew:
+        b.skew(**skew)
+    if jitter:
+        b.jitter(**jitter)
+    for d in delays:
+        b.delay(**d)
     b.buffer("partials", vector_bytes)
     b.buffer("gathered", vector_bytes)
     for g in range(P):
@@ -64,7 +73,8 @@ def gemv_allreduce(gpus=4, workgroups=4, vector_bytes=65536, tile_ns=2000, reduc
                 for peer in peers:
                     p.signal(dst=peer, flag=f"{stage}_{g}", op="add", value=1)
                 for q in peers:
-                    p.wait(flag=f"{stage}_{q}", cond=">=", value=W, mode=mode, interval_ns=interval_ns)
+                    p.wait(flag=f"{stage}_{q}", cond=">=", value=W, mode=mode, interval_ns=interval_ns,
+                           max_interval_ns=max_interval_ns)
     return b.build()
 
 

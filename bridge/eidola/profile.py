@@ -2,7 +2,8 @@
 
 A profile declares per-GPU flags (one 8-byte word each) and data buffers, then lists, for each
 workgroup of each GPU, the ops it issues in order: compute phases, peer writes/reads, atomic
-signals on peer flags, waits on local flags and local memory traffic.
+signals on peer flags, waits on local flags and local memory traffic. An optional `variability`
+section (skew, jitter, wake-up delays; see eidola.variability) says how a real run strays from it.
 """
 
 import math
@@ -15,6 +16,7 @@ from functools import cached_property
 import yaml
 
 from .errors import ProfileError
+from .variability import NO_VARIABILITY, Variability, check_new_delay, make_delay, make_distribution, parse_variability
 
 __all__ = ["Op", "Profile", "ProfileBuilder", "ProgramBuilder", "load_profile", "FORMAT_VERSION"]
 
@@ -41,7 +43,7 @@ _KINDS = {
 }
 _ARG_NAMES = {k: frozenset(n for n, _ in spec) for k, spec in _KINDS.items()}
 _REQUIRED_NAMES = {k: frozenset(n for n, d in spec if d is _REQUIRED) for k, spec in _KINDS.items()}
-_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "programs")
+_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "variability", "programs")
 _PROGRAM_KEYS = ("gpu", "wg", "ops")
 
 
@@ -304,6 +306,31 @@ class ProfileBuilder:
         self.name, self.gpus, self.workgroups = name, int(gpus), int(workgroups)
         self._scope = _Scope(self.gpus)
         self._programs = {}
+        self._dists = {}  # "skew"/"jitter" -> Distribution
+        self._delays = []
+
+    def _set_dist(self, key, dist, params):
+        where = f"profile {self.name!r}: variability.{key}"
+        if key in self._dists:
+            raise ProfileError(f"{where}: already set (call {key}() once)")
+        self._dists[key] = make_distribution(where, dist, params)
+        return self
+
+    def skew(self, dist, **params):
+        """Draw one factor per GPU from `dist`; it multiplies every compute phase of that GPU."""
+        return self._set_dist("skew", dist, params)
+
+    def jitter(self, dist, **params):
+        """Draw one factor per compute phase of every workgroup from `dist`; it multiplies that phase."""
+        return self._set_dist("jitter", dist, params)
+
+    def delay(self, gpu, ns, wg=None):
+        """Hold back the first write/read/signal of GPU `gpu`'s workgroups (or only `wg`'s) by `ns`."""
+        where = f"profile {self.name!r}: variability.delays[{len(self._delays)}]"
+        d = make_delay(where, gpu, ns, wg, self.gpus, self.workgroups)
+        check_new_delay(where, d, self._delays)
+        self._delays.append(d)
+        return self
 
     def flag(self, name):
         """Declare a flag: one 8-byte word on every GPU, initially 0."""
@@ -336,8 +363,9 @@ class ProfileBuilder:
     def build(self):
         """Return the immutable Profile (ops were checked as they were added; names only ever get added)."""
         programs = tuple((key, tuple(p._ops)) for key, p in sorted(self._programs.items()) if p._ops)
+        variability = Variability(self._dists.get("skew"), self._dists.get("jitter"), tuple(self._delays))
         return Profile(self.name, self.gpus, self.workgroups, tuple(self._scope.flags),
-                       tuple(self._scope.buffers.items()), programs)
+                       tuple(self._scope.buffers.items()), programs, variability)
 
 
 # ---------------------------------------------------------------- profile
@@ -352,6 +380,7 @@ class Profile:
     flags: tuple
     buffers: tuple
     programs: tuple
+    variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
 
     @cached_property
     def _index(self):
@@ -371,12 +400,15 @@ class Profile:
 
     def to_dict(self):
         """Return the plain dict/list form written to files (defaulted op args are left out)."""
-        return {
+        d = {
             "eidola_profile": FORMAT_VERSION, "name": self.name, "gpus": self.gpus,
             "workgroups": self.workgroups, "flags": list(self.flags), "buffers": dict(self.buffers),
-            "programs": [{"gpu": g, "wg": w, "ops": [[op.kind, _explicit_args(op)] for op in ops]}
-                         for (g, w), ops in self.programs],
         }
+        if self.variability:
+            d["variability"] = self.variability.to_dict()
+        d["programs"] = [{"gpu": g, "wg": w, "ops": [[op.kind, _explicit_args(op)] for op in ops]}
+                         for (g, w), ops in self.programs]
+        return d
 
     @classmethod
     def from_dict(cls, d, source="<dict>"):
@@ -436,8 +468,9 @@ def _from_dict(d, source):
             scope.declare_buffer(b, nbytes)
     except _Invalid as e:
         raise ProfileError(_where(source, str(e))) from None
+    variability = parse_variability(d.get("variability"), gpus, workgroups, _where(source, "variability"))
     programs = _read_programs(d.get("programs") or [], scope, gpus, workgroups, source)
-    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs)
+    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability)
 
 
 def _read_programs(raw_programs, scope, gpus, workgroups, source):
@@ -650,10 +683,31 @@ def _render(op):
     return f"[{op.kind}, {{{body}}}]"
 
 
+def _flow(v):
+    if type(v) is dict:
+        return "{" + ", ".join(f"{_scalar(k)}: {_flow(x)}" for k, x in v.items()) + "}"
+    if type(v) is list:
+        return "[" + ", ".join(map(_flow, v)) + "]"
+    return _scalar(v)
+
+
+def _render_variability(v):
+    lines = ["variability:\n"]
+    for key, value in v.items():
+        if key == "delays":
+            lines.append("  delays:\n" + "".join(f"  - {_flow(d)}\n" for d in value))
+        else:
+            lines.append(f"  {key}: {_flow(value)}\n")
+    return "".join(lines)
+
+
 def _emit(p, write):
     write(f"eidola_profile: {FORMAT_VERSION}\nname: {_scalar(p.name)}\ngpus: {p.gpus}\nworkgroups: {p.workgroups}\n")
     write(f"flags: [{', '.join(map(_scalar, p.flags))}]\n")
     write("buffers: {" + ", ".join(f"{_scalar(n)}: {size}" for n, size in p.buffers) + "}\n")
+    if p.variability:
+        # Before programs: the fast reader hands everything above "programs:" to the YAML loader.
+        write(_render_variability(p.variability.to_dict()))
     if not p.programs:
         write("programs: []\n")
         return

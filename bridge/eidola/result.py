@@ -9,16 +9,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Result", "GPU_DTYPE", "WORKGROUP_DTYPE", "LINK_DTYPE"]
+__all__ = ["Result", "GPU_DTYPE", "WORKGROUP_DTYPE", "LINK_DTYPE", "OP_EVENT_DTYPE"]
 
 GPU_DTYPE = np.dtype([
     ("gpu", "<i4"), ("finish_ns", "<f8"), ("reads", "<i8"), ("flag_reads", "<i8"), ("writes", "<i8"),
     ("atomics", "<i8"), ("bytes_sent", "<i8"), ("bytes_received", "<i8"), ("packets_sent", "<i8"),
     ("memory_bytes_read", "<i8"), ("memory_bytes_written", "<i8"),
+    ("syncmon_arms", "<i8"), ("syncmon_wakeups", "<i8"), ("syncmon_spurious", "<i8"), ("syncmon_fallbacks", "<i8"),
+    ("syncmon_peak", "<i8"),
 ])
 WORKGROUP_DTYPE = np.dtype([
     ("gpu", "<i4"), ("wg", "<i4"), ("finish_ns", "<f8"), ("wait_ns", "<f8"), ("polls", "<i8"), ("packets", "<i8"),
 ])
+OP_EVENT_DTYPE = np.dtype([("gpu", "<i4"), ("wg", "<i4"), ("op", "<i8"), ("begin_ns", "<f8"), ("end_ns", "<f8")])
 LINK_DTYPE = np.dtype([
     ("src", "<i4"), ("dst", "<i4"), ("bytes", "<i8"), ("packets", "<i8"), ("busy_ns", "<f8"), ("utilization", "<f8"),
 ])
@@ -47,6 +50,7 @@ class Result:
     links: np.ndarray             #: a row per fabric link (LINK_DTYPE)
     events: int                   #: actions the models processed
     wall_s: float                 #: wall-clock time of the simulation (child process included)
+    ops: np.ndarray | None = None  #: with trace=True: a row per executed op (OP_EVENT_DTYPE), by gpu, wg, op
     effective_config: str = ""    #: the platform as YAML with every default filled in
     profile_name: str = ""        #: the profile that was replayed
     meta: dict = field(default_factory=dict)  #: platform and profile facts for the summary
@@ -59,8 +63,11 @@ class Result:
         kernel = float(gpus["finish_ns"].max()) if len(gpus) else 0.0
         if kernel > 0:
             links["utilization"] = links["busy_ns"] / kernel
+        ops = None
+        if "ops" in raw["tables"]:
+            ops = np.sort(_structured(raw["tables"]["ops"], OP_EVENT_DTYPE), order=("gpu", "wg", "op"))
         return cls(name, kernel, gpus, _structured(raw["tables"]["workgroups"], WORKGROUP_DTYPE), links,
-                   raw["events"], wall_s, **kw)
+                   raw["events"], wall_s, ops, **kw)
 
     @property
     def critical_gpu(self) -> int:

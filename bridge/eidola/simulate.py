@@ -30,13 +30,18 @@ __all__ = ["simulate"]
 _in_process_used = []  # a SystemC kernel runs once per process; remembers the in-process run
 
 
-def _plan(platform: Platform, profile: Profile) -> dict:
+def _plan(platform: Platform, profile: Profile, seed: int, trace: bool) -> dict:
     platform.validate()
     gpus = platform.gpus()
     if not gpus:
         raise ConfigError(f"platform {platform.name!r} has no EidolonGpu")
     workgroups = min(int(g.resolved()["workgroups"]) for g in gpus)
-    encoded = encode_profile(profile, workgroups, len(gpus), platform.stride())
+    clocks = {g.resolved()["clock"] for g in gpus}
+    if len(clocks) > 1 and any(op.kind == "compute" and op["cycles"] is not None
+                               for _, ops in profile.programs for op in ops):
+        raise ConfigError(f"platform {platform.name!r}: compute(cycles=...) with variability needs one clock for "
+                          "all GPUs")
+    encoded = encode_profile(profile, workgroups, len(gpus), platform.stride(), seed=seed, clock_hz=min(clocks))
     components = []
     for c in platform.components.values():
         values = c.resolved()
@@ -46,13 +51,16 @@ def _plan(platform: Platform, profile: Profile) -> dict:
     return {
         "name": platform.name, "base": platform.base(), "stride": platform.stride(), "windows": len(gpus),
         "components": components, "connections": [(str(i), str(t)) for i, t in platform.connections],
-        "flags": encoded.flags, "ops": encoded.ops, "programs": encoded.programs,
+        "flags": encoded.flags, "ops": encoded.ops, "programs": encoded.programs, "trace": trace,
     }
 
 
 def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = None, *,
-             in_process: bool = False) -> Result:
+             seed: int | None = None, trace: bool = False, in_process: bool = False) -> Result:
     """Simulates `profile` (default: the platform's own) on `platform` and returns its Result.
+
+    `seed` (default: the platform's) drives the profile's variability; `trace` records every op's
+    begin and end in `Result.ops`.
 
     Raises ConfigError for bad input, DeadlockError when workgroups can never finish,
     SimulationCrashed when the child dies, SimulationError for other failures.
@@ -63,7 +71,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
         profile = platform.profile
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
-    plan = _plan(platform, profile)
+    plan = _plan(platform, profile, platform.seed if seed is None else seed, trace)
     _sysc.load()
     start = time.perf_counter()
     raw = _run_in_process(plan) if in_process else _run_in_child(plan)

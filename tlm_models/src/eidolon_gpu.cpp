@@ -22,6 +22,13 @@ const std::vector<ParamSpec>& EidolonGpu::param_specs() {
         {"memory.latency", ParamType::Time, 300e-9, "latency of an access to this GPU's memory", 0, 1.0},
         {"memory.bandwidth", ParamType::Bandwidth, 5.3e12, "bandwidth of this GPU's memory (accesses are served in turn)",
          1e3, 1e18},
+        {"syncmon.entries", ParamType::Int, 64,
+         "addresses the SyncMon log can watch at once; a waiter that finds it full polls instead", 0, 1 << 24},
+        {"syncmon.check_in_monitor", ParamType::Bool, 1,
+         "the monitor evaluates each waiter's condition (true), or wakes on any write and the waiter re-reads (false)",
+         0, 1},
+        {"syncmon.wake_latency", ParamType::Time, 0, "from the satisfying write to the woken workgroup running again", 0,
+         1.0},
     };
     return specs;
 }
@@ -35,6 +42,8 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const ParamSet& given)
       m_max_outstanding(0),
       m_max_payload(0),
       m_memory(0, 1),
+      m_check_in_monitor(true),
+      m_wake_latency_ps(0),
       m_actions(m_event),
       m_pool(0) {
     Params p(param_specs(), given, std::string(basename()));
@@ -44,6 +53,9 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const ParamSet& given)
     m_max_payload = std::uint64_t(p.integer("max_payload"));
     m_memory.configure(p.time("memory.latency").value(), p.number("memory.bandwidth"));
     m_pool.set_max_payload(m_max_payload);
+    m_syncmon.set_capacity(std::uint64_t(p.integer("syncmon.entries")));
+    m_check_in_monitor = p.flag("syncmon.check_in_monitor");
+    m_wake_latency_ps = p.time("syncmon.wake_latency").value();
     m_wgs.resize(std::size_t(p.integer("workgroups")));
 
     initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
@@ -81,10 +93,16 @@ void EidolonGpu::on_event() {
     while (m_actions.pop_due(now, a)) {
         switch (a.kind) {
             case ActionKind::Resume:
-                ++m_wgs[a.arg].pc;
+                advance(a.arg);
+                run_workgroup(a.arg);
+                break;
+            case ActionKind::HoldDone:
                 m_wgs[a.arg].state = WgState::Ready;
                 run_workgroup(a.arg);
                 break;
+            case ActionKind::ArmDone: arm_done(a.arg); break;
+            case ActionKind::WaitDone: end_wait(a.arg); break;
+            case ActionKind::Recheck: recheck_done(a.arg); break;
             case ActionKind::PollIssue: issue_poll(a.arg); break;
             case ActionKind::PollDone: poll_done(a.arg); break;
             case ActionKind::Serve: serve_incoming(a.arg); break;
@@ -103,6 +121,15 @@ void EidolonGpu::on_event() {
     }
     try_issue();
     m_actions.rearm(now);
+}
+
+// Completes the current op: records it when tracing, moves to the next.
+void EidolonGpu::advance(std::uint32_t w) {
+    Workgroup& g = m_wgs[w];
+    if (m_tracing) m_trace.push_back(OpRecord{w, std::uint32_t(g.pc), g.op_begin_ps, now_ps()});
+    ++g.pc;
+    g.held = false;
+    g.state = WgState::Ready;
 }
 
 void EidolonGpu::run_workgroup(std::uint32_t w) {
@@ -126,12 +153,13 @@ void EidolonGpu::start_op(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
     const Op& op = g.ops[g.pc];
     const std::uint64_t now = now_ps();
+    if (!g.held) g.op_begin_ps = now;
     switch (static_cast<OpKind>(op.kind)) {
         case OpKind::Compute: {
             std::uint64_t t = op.mode == 1 ? std::uint64_t(std::llround(double(op.value) * m_ps_per_cycle))
                                            : std::uint64_t(op.time_ps);
             if (t == 0) {
-                ++g.pc;
+                advance(w);
                 return;
             }
             g.state = WgState::Computing;
@@ -148,6 +176,12 @@ void EidolonGpu::start_op(std::uint32_t w) {
         case OpKind::Write:
         case OpKind::Read:
         case OpKind::Signal: {
+            if (op.time2_ps > 0 && !g.held) {  // the wake-up delay knob: hold this op back once
+                g.held = true;
+                g.state = WgState::Computing;
+                m_actions.push(now + std::uint64_t(op.time2_ps), {ActionKind::HoldDone, w});
+                return;
+            }
             if (std::uint32_t(op.peer) == m_index) {
                 // A local access never leaves the GPU: it costs a memory access, applied at issue.
                 std::uint64_t n = static_cast<OpKind>(op.kind) == OpKind::Signal ? 8 : op.nbytes;
@@ -157,6 +191,7 @@ void EidolonGpu::start_op(std::uint32_t w) {
                     atomic.operand = op.value;
                     atomic.compare = op.compare;
                     m_memory.local_atomic(op.offset / 8, atomic);
+                    flag_written(op.offset / 8);
                 } else {
                     bool is_read = static_cast<OpKind>(op.kind) == OpKind::Read;
                     m_memory.count_local(is_read ? 1 : 0, is_read ? 0 : 1, n);
@@ -177,6 +212,11 @@ void EidolonGpu::start_op(std::uint32_t w) {
             g.wait_since_ps = now;
             g.interval_ps = std::uint64_t(op.time_ps);
             if (m_monitor) m_monitor->wait_began();
+            if (static_cast<WaitMode>(op.mode) == WaitMode::SyncMon) {
+                // monitor(): the arm request travels the memory pipeline like any access.
+                m_actions.push(m_memory.schedule(now, 8), {ActionKind::ArmDone, w});
+                return;
+            }
             issue_poll(w);
             return;
         }
@@ -195,16 +235,81 @@ void EidolonGpu::poll_done(std::uint32_t w) {
     const std::int64_t value = m_memory.poll_flag(op.offset / 8);
     const std::uint64_t now = now_ps();
     if (cond_holds(static_cast<Cond>(op.sub), value, op.value)) {
-        g.stats.wait_ps += now - g.wait_since_ps;
-        if (m_monitor) m_monitor->wait_ended();
-        ++g.pc;
-        g.state = WgState::Ready;
-        run_workgroup(w);
+        end_wait(w);
         return;
     }
     m_actions.push(now + g.interval_ps, {ActionKind::PollIssue, w});
     if (static_cast<WaitMode>(op.mode) == WaitMode::SpinYield)  // back off, like s_sleep doubling
         g.interval_ps = std::min<std::uint64_t>(g.interval_ps * 2, std::uint64_t(op.time2_ps));
+}
+
+void EidolonGpu::end_wait(std::uint32_t w) {
+    Workgroup& g = m_wgs[w];
+    g.stats.wait_ps += now_ps() - g.wait_since_ps;
+    if (m_monitor) m_monitor->wait_ended();
+    advance(w);
+    run_workgroup(w);
+}
+
+// The monitor request reached the memory: done if the condition already holds, else sleep in
+// the log, or poll when the log is full.
+void EidolonGpu::arm_done(std::uint32_t w) {
+    Workgroup& g = m_wgs[w];
+    const Op& op = g.ops[g.pc];
+    ++m_syncmon.stats().arms;
+    if (cond_holds(static_cast<Cond>(op.sub), m_memory.peek_flag(op.offset / 8), op.value)) {
+        end_wait(w);
+        return;
+    }
+    if (m_syncmon.arm(op.offset / 8, w)) {
+        g.asleep = true;
+        return;
+    }
+    issue_poll(w);  // fallback: the log is full
+}
+
+// A write or atomic changed flag `flag`: wake the sleepers it concerns. With the condition in
+// the monitor, only satisfied waiters wake (wake-one waiters: at most one per write); otherwise
+// every write wakes them to re-read the flag, and a false re-check is a spurious wake-up.
+void EidolonGpu::flag_written(std::uint64_t flag) {
+    const std::vector<std::uint32_t>* list = m_syncmon.waiters(flag);
+    if (!list) return;
+    const std::vector<std::uint32_t> waiters = *list;  // waking edits the log
+    const std::int64_t value = m_memory.peek_flag(flag);
+    const std::uint64_t now = now_ps();
+    bool woke_one = false;
+    for (std::uint32_t w : waiters) {
+        Workgroup& g = m_wgs[w];
+        const Op& op = g.ops[g.pc];
+        const bool wake_all = op.wake_all != 0;
+        if (!wake_all && woke_one) continue;
+        if (m_check_in_monitor) {
+            if (!cond_holds(static_cast<Cond>(op.sub), value, op.value)) continue;
+            m_syncmon.disarm(flag, w);
+            g.asleep = false;
+            m_actions.push(now + m_wake_latency_ps, {ActionKind::WaitDone, w});
+        } else {
+            if (g.rechecking) continue;
+            g.rechecking = true;
+            m_actions.push(m_memory.schedule(now + m_wake_latency_ps, 8), {ActionKind::Recheck, w});
+        }
+        ++m_syncmon.stats().wakeups;
+        woke_one = woke_one || !wake_all;
+    }
+}
+
+void EidolonGpu::recheck_done(std::uint32_t w) {
+    Workgroup& g = m_wgs[w];
+    const Op& op = g.ops[g.pc];
+    g.rechecking = false;
+    ++g.stats.polls;
+    if (cond_holds(static_cast<Cond>(op.sub), m_memory.poll_flag(op.offset / 8), op.value)) {
+        m_syncmon.disarm(op.offset / 8, w);
+        g.asleep = false;
+        end_wait(w);
+        return;
+    }
+    ++m_syncmon.stats().spurious;  // still in the log: sleeps until the next write
 }
 
 // Packetises the queued workgroups' transfers, round robin one packet each, while the socket
@@ -334,8 +439,13 @@ void EidolonGpu::serve_incoming(std::uint32_t slot) {
     tlm::tlm_generic_payload* trans = m_incoming[slot];
     m_incoming[slot] = nullptr;
     m_free_slots.push_back(slot);
-    m_memory.perform(*trans, m_map.local(trans->get_address()));
-    if (trans->is_write()) m_bytes_received += trans->get_data_length();
+    const std::uint64_t offset = m_map.local(trans->get_address());
+    m_memory.perform(*trans, offset);
+    if (trans->is_write()) {
+        m_bytes_received += trans->get_data_length();
+        for (std::uint64_t f = offset / 8; f < m_memory.flag_count() && f * 8 < offset + trans->get_data_length(); ++f)
+            flag_written(f);
+    }
     send_response(trans);
 }
 
@@ -359,8 +469,13 @@ void EidolonGpu::send_response(tlm::tlm_generic_payload* trans) {
 void EidolonGpu::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     const std::uint64_t now = now_ps();
     const std::uint64_t done = m_memory.schedule(now + delay.value(), trans.get_data_length());
-    m_memory.perform(trans, m_map.local(trans.get_address()));
-    if (trans.is_write()) m_bytes_received += trans.get_data_length();
+    const std::uint64_t offset = m_map.local(trans.get_address());
+    m_memory.perform(trans, offset);
+    if (trans.is_write()) {
+        m_bytes_received += trans.get_data_length();
+        for (std::uint64_t f = offset / 8; f < m_memory.flag_count() && f * 8 < offset + trans.get_data_length(); ++f)
+            flag_written(f);
+    }
     delay = ps_to_time(done - now);
 }
 

@@ -108,6 +108,7 @@ int Simulation::run() {
             gpu->set_address_map(s.map);
             gpu->set_layout(s.layout);
             gpu->attach(&s.monitor);
+            gpu->set_tracing(m_tracing);
             s.monitor.attach(gpu);
             if (!by_index.emplace(gpu->index(), gpu).second)
                 throw std::invalid_argument(std::string(gpu->name()) + ": another GPU already has index " +
@@ -164,12 +165,15 @@ Table Simulation::table(const std::string& which) const {
     auto row = [&t](std::initializer_list<double> values) { t.values.insert(t.values.end(), values); };
     if (which == "gpus") {
         t.columns = {"gpu", "finish_ps", "reads", "flag_reads", "writes", "atomics", "bytes_sent", "bytes_received",
-                     "packets_sent", "memory_bytes_read", "memory_bytes_written"};
+                     "packets_sent", "memory_bytes_read", "memory_bytes_written", "syncmon_arms", "syncmon_wakeups",
+                     "syncmon_spurious", "syncmon_fallbacks", "syncmon_peak"};
         for (const EidolonGpu* g : s.gpus) {
             const MemoryCounters& c = g->memory().counters();
+            const SyncMonStats& m = g->syncmon().stats();
             row({double(g->index()), double(g->finish_ps()), double(c.reads), double(c.flag_reads), double(c.writes),
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
-                 double(c.bytes_read), double(c.bytes_written)});
+                 double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
+                 double(m.fallbacks), double(m.peak_entries)});
         }
     } else if (which == "workgroups") {
         t.columns = {"gpu", "wg", "finish_ps", "wait_ps", "polls", "packets"};
@@ -189,6 +193,11 @@ Table Simulation::table(const std::string& which) const {
         for (const StuckWait& w : s.monitor.stuck())
             row({double(w.gpu), double(w.wg), double(w.op), double(w.flag), double(w.cond), double(w.mode),
                  double(w.value), double(w.flag_value), double(w.since_ps)});
+    } else if (which == "ops") {
+        t.columns = {"gpu", "wg", "op", "begin_ps", "end_ps"};
+        for (const EidolonGpu* g : s.gpus)
+            for (const OpRecord& r : g->trace())
+                row({double(g->index()), double(r.wg), double(r.op), double(r.begin_ps), double(r.end_ps)});
     } else {
         throw std::invalid_argument("no result table named '" + which + "'");
     }

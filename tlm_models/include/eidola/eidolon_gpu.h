@@ -16,6 +16,7 @@
 #include "eidola/packet_pool.h"
 #include "eidola/params.h"
 #include "eidola/program.h"
+#include "eidola/syncmon.h"
 
 namespace eidola {
 
@@ -28,6 +29,14 @@ struct WorkgroupStats {
     std::uint64_t wait_ps = 0;     ///< time spent in flag waits
     std::uint64_t polls = 0;       ///< flag reads it issued while waiting
     std::uint64_t packets = 0;     ///< fabric transactions it issued
+};
+
+/// When one op of one workgroup ran (recorded when tracing is on).
+struct OpRecord {
+    std::uint32_t wg;        ///< workgroup
+    std::uint32_t op;        ///< op index in its program
+    std::uint64_t begin_ps;  ///< when the op started
+    std::uint64_t end_ps;    ///< when it completed
 };
 
 /// A GPU reduced to its traffic. Each workgroup is a state machine driven by one event heap.
@@ -63,6 +72,10 @@ public:
     std::uint64_t finish_ps() const { return m_finish_ps; }
     const WorkgroupStats& workgroup_stats(std::uint32_t wg) const { return m_wgs[wg].stats; }
     const GpuMemory& memory() const { return m_memory; }
+    const SyncMon& syncmon() const { return m_syncmon; }
+    /// Records every op's begin and end time (off by default: it costs memory per op).
+    void set_tracing(bool on) { m_tracing = on; }
+    const std::vector<OpRecord>& trace() const { return m_trace; }
     std::uint64_t bytes_sent() const { return m_bytes_sent; }
     std::uint64_t packets_sent() const { return m_packets_sent; }
     std::uint64_t bytes_received() const { return m_bytes_received; }
@@ -89,9 +102,15 @@ private:
         bool queued = false;              // in the issue queue
         std::uint64_t wait_since_ps = 0;
         std::uint64_t interval_ps = 0;    // current poll interval (spin-yield backs off)
+        std::uint64_t op_begin_ps = 0;    // when the current op started (for the trace)
+        bool held = false;                // the current op's hold (wake-up delay) has been served
+        bool rechecking = false;          // woken by SyncMon, re-reading its flag
+        bool asleep = false;              // sleeping in the SyncMon log
         WorkgroupStats stats;
     };
-    enum class ActionKind : std::uint8_t { Resume, PollIssue, PollDone, Serve, Issue, EndReq, Response, NextResponse };
+    enum class ActionKind : std::uint8_t {
+        Resume, PollIssue, PollDone, Serve, Issue, EndReq, Response, NextResponse, ArmDone, WaitDone, HoldDone, Recheck
+    };
     struct Action {
         ActionKind kind;
         std::uint32_t arg;          // workgroup or incoming slot
@@ -102,8 +121,13 @@ private:
     void run_workgroup(std::uint32_t wg);
     void start_op(std::uint32_t wg);
     void finish_op(std::uint32_t wg);
+    void advance(std::uint32_t wg);
     void issue_poll(std::uint32_t wg);
     void poll_done(std::uint32_t wg);
+    void arm_done(std::uint32_t wg);
+    void recheck_done(std::uint32_t wg);
+    void end_wait(std::uint32_t wg);
+    void flag_written(std::uint64_t flag);
     void try_issue();
     void send(Packet* packet);
     void request_accepted();
@@ -129,6 +153,11 @@ private:
     std::uint64_t m_max_payload;
     AddressMap m_map;
     GpuMemory m_memory;
+    SyncMon m_syncmon;
+    bool m_check_in_monitor;
+    std::uint64_t m_wake_latency_ps;
+    bool m_tracing = false;
+    std::vector<OpRecord> m_trace;
     ProgressMonitor* m_monitor = nullptr;
 
     std::vector<Workgroup> m_wgs;

@@ -44,13 +44,16 @@ public:
     /// Copies the programs: `ops` points to n_ops Op records, `programs` to n_programs ProgramEntry records.
     void load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs, std::uint64_t n_programs);
 
+    /// Records every op's begin and end (the "ops" table); off by default, it costs memory per op.
+    void set_tracing(bool on) { m_tracing = on; }
+
     /// Elaborates and simulates to the end. Returns 0 when every workgroup finished, 3 otherwise.
     int run();
     /// Why run() returned 3 (a deadlock, a stall, a model or SystemC error); empty after success.
     const std::string& failure() const { return m_failure; }
     /// "deadlock", "stall", "error" or "" (success).
     const std::string& failure_kind() const { return m_failure_kind; }
-    /// Result tables: "gpus", "workgroups", "links", "stuck".
+    /// Result tables: "gpus", "workgroups", "links", "stuck", "ops".
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;
@@ -62,6 +65,7 @@ private:
     std::unique_ptr<Impl> m_impl;
     std::string m_failure, m_failure_kind;
     std::uint64_t m_end_ps = 0;
+    bool m_tracing = false;
 };
 
 }  // namespace eidola
