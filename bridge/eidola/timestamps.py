@@ -141,7 +141,7 @@ def _parse_row(line, cells):
         row.peer = _int(cells, "peer", need=event)
         row.t_end = _time(cells, "t_end_ns")
         if row.t_end is not None and row.t_end < t:
-            raise _Bad(f"t_end_ns {cells['t_end_ns']} is before t_ns {cells['t_ns']}")
+            raise _Bad(f"t_end_ns {cells['t_end_ns']!r} is before t_ns {cells['t_ns']!r}")
     if event == "write":
         row.nbytes = _int(cells, "nbytes", lo=1, need=event)
     elif event == "signal":

@@ -153,7 +153,7 @@ void EidolonGpu::start_op(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
     const Op& op = g.ops[g.pc];
     const std::uint64_t now = now_ps();
-    if (!g.held) g.op_begin_ps = now;
+    g.op_begin_ps = now;  // after a hold, the op begins when the hold ends: the hold reads as compute
     switch (static_cast<OpKind>(op.kind)) {
         case OpKind::Compute: {
             std::uint64_t t = op.mode == 1 ? std::uint64_t(std::llround(double(op.value) * m_ps_per_cycle))
