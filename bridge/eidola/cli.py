@@ -1,4 +1,4 @@
-"""The ``eidola`` command: run, validate and describe.
+"""The ``eidola`` command: run, validate, describe and import.
 
 Exit status: 0 ok; 2 bad input (one message naming the file and key or profile op); 3 the
 simulation failed (deadlock, protocol violation, model error), with a report; 1 internal error.

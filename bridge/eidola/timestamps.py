@@ -312,16 +312,13 @@ def import_timestamps(path, name=None):
         programs.setdefault((r.gpu, r.wg), []).append(r)
     signals = _Signals(rows)
     b = ProfileBuilder(gpus=gpus, workgroups=workgroups, name=name if name is not None else Path(path).stem)
-    at = rows[0]
     try:
         _declare(b, rows)
         for (gpu, wg), prows in sorted(programs.items()):
             prows.sort(key=lambda r: r.t)  # stable: ties keep file order
-            at = prows[0]
             _add_program(b.program(gpu=gpu, wg=wg), prows, signals)
-    except _Bad as e:
-        line = e.args[1].line if len(e.args) > 1 else at.line
-        raise ProfileError(f"{path}: line {line}: {e.args[0]}") from None
+    except _Bad as e:  # here every _Bad carries (message, the row it is about)
+        raise ProfileError(f"{path}: line {e.args[1].line}: {e.args[0]}") from None
     except ProfileError as e:  # the builder's own check (e.g. a value beyond 64 bits)
         raise ProfileError(f"{path}: {e}") from None
     return b.build()

@@ -21,6 +21,7 @@ EVENT_DTYPE = [("gpu", np.int64), ("wg", np.int64), ("op", np.int64), ("begin_ns
 
 
 def write_csv(tmp_path, lines, name="run.csv"):
+    """Write `lines` as a CSV file in tmp_path and return its path."""
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -183,7 +184,7 @@ def test_missing_file(tmp_path):
 # ---------------------------------------------------------------- export
 
 def fabricate_events(prof, wait_ns):
-    """Walk every program back to back: compute takes its ns, write/signal 1300 ns, wait wait_ns(gpu, wg, k)."""
+    """Op events of programs run back to back: compute its ns, write/signal 1300 ns, wait wait_ns(g, w, k)."""
     rows = []
     for (g, w), ops in prof.programs:
         t = 12.5 * g + 0.25 * w  # programs start at different times
@@ -267,6 +268,7 @@ def test_export_rejects_bad_events(tmp_path):
 # ---------------------------------------------------------------- CLI
 
 def run_cli(tmp_path, *args):
+    """Run `python -m eidola ARGS` in tmp_path with the source tree's package and native library."""
     env = dict(os.environ, PYTHONPATH=str(BRIDGE), EIDOLA_NATIVE_DIR=str(NATIVE))
     return subprocess.run([sys.executable, "-m", "eidola", *map(str, args)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)

@@ -35,6 +35,7 @@ def many_phases(n, dist, **params):
 
 
 def full_profile():
+    """A 2x2 profile with normal skew, uniform jitter and two delays."""
     b = builder()
     b.skew(dist="normal", mean=1.0, std=0.05)
     b.jitter(dist="uniform", low=0.9, high=1.1)
