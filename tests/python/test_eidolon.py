@@ -193,3 +193,15 @@ def test_max_outstanding_limits_pipelining(write_platform):
     assert eidola.simulate(plat, b.build()).kernel_time_ns == 4 * RTT
     plat = _plat(write_platform, **{"gpus.max_outstanding": 16})
     assert eidola.simulate(plat, b.build()).kernel_time_ns == RTT
+
+
+def test_remote_read_costs_a_round_trip_and_counts_at_the_owner(write_platform):
+    # 4 KiB read from GPU 1 as 16 packets, all in flight: one round trip (2L + M); GPU 1's memory
+    # counts 16 data reads and GPU 0 receives the 4 096 bytes.
+    b = ProfileBuilder(gpus=2, workgroups=1, name="read")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).read(dst=1, buffer="data", offset=0, nbytes=4096)
+    res = eidola.simulate(_plat(write_platform), b.build())
+    assert res.kernel_time_ns == RTT
+    assert res.gpus["reads"][1] == 16 and res.gpus["bytes_received"][0] == 4096
+    assert res.gpus["bytes_sent"][0] == 0
