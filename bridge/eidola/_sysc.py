@@ -94,6 +94,6 @@ def elaborate_and_run(plan: dict) -> dict:
         "failure_kind": str(sim.failure_kind()),
         "end_ps": int(sim.end_ps()),
         "events": int(sim.events()),
-        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "stuck")
+        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "stuck")
                    + (("ops",) if plan["trace"] else ())},
     }

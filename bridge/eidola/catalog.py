@@ -18,6 +18,68 @@ from ._native import native_library
 __all__ = ["ParamSpec", "SocketSpec", "ModelSpec", "models", "model"]
 
 _UNIT_KINDS = {"time", "frequency", "bandwidth", "size"}
+_LIST_KINDS = {"ints", "edges"}
+_EDGE_KEYS = ("src", "dst", "bandwidth", "latency", "header", "count", "bidirectional")
+
+
+def _node(value, where: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return str(value)
+    if isinstance(value, str) and value[:1] == "s" and value[1:].isdigit():
+        return value
+    raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {value!r}")
+
+
+def _edges_to_text(edges) -> str:
+    """Custom-topology edges as the canonical text the C++ topology parses (numbers in SI units, '-' for default)."""
+    if not isinstance(edges, list):
+        raise ValueError(f"expected a list of edges {{src, dst, bandwidth, latency, ...}}, got {edges!r}")
+    out = []
+    for i, e in enumerate(edges):
+        where = f"edge {i}"
+        if not isinstance(e, dict) or "src" not in e or "dst" not in e:
+            raise ValueError(f"{where}: expected a mapping with at least src and dst, got {e!r}")
+        unknown = set(e) - set(_EDGE_KEYS)
+        if unknown:
+            raise ValueError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected {', '.join(_EDGE_KEYS)}")
+        fields = [_node(e["src"], where), _node(e["dst"], where)]
+        for key, kind in (("bandwidth", "bandwidth"), ("latency", "time"), ("header", "size")):
+            if key in e:
+                try:
+                    fields.append(repr(units.parse(e[key], kind)) if kind != "size" else str(int(units.parse(e[key], kind))))
+                except units.UnitError as err:
+                    raise ValueError(f"{where} {key}: {err}") from None
+            else:
+                fields.append("-")
+        count = e.get("count", "-")
+        if count != "-" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+            raise ValueError(f"{where} count: expected a positive integer, got {count!r}")
+        fields.append(str(count))
+        both = e.get("bidirectional", False)
+        if not isinstance(both, bool):
+            raise ValueError(f"{where} bidirectional: expected true or false, got {both!r}")
+        out.append(" ".join(fields))
+        if both:
+            out.append(" ".join([fields[1], fields[0]] + fields[2:]))
+    return ";".join(out)
+
+
+def _edges_to_yaml(text: str) -> list:
+    """The inverse of _edges_to_text, for the effective configuration (each direction listed)."""
+    edges = []
+    for part in filter(None, text.split(";")):
+        src, dst, bw, lat, header, count = part.split()
+        edge = {"src": int(src) if src.isdigit() else src, "dst": int(dst) if dst.isdigit() else dst}
+        if bw != "-":
+            edge["bandwidth"] = units.format_value(float(bw), "bandwidth")
+        if lat != "-":
+            edge["latency"] = units.format_value(float(lat), "time")
+        if header != "-":
+            edge["header"] = units.format_value(float(header), "size")
+        if count != "-":
+            edge["count"] = int(count)
+        edges.append(edge)
+    return edges
 
 
 @dataclass(frozen=True)
@@ -39,6 +101,8 @@ class ParamSpec:
 
     def format(self, value) -> str:
         """A canonical value as a user writes it."""
+        if self.type in _LIST_KINDS:
+            return str(self.to_yaml(value))
         if self.type in _UNIT_KINDS:
             return units.format_value(value, self.type)
         if self.type == "bool":
@@ -49,6 +113,10 @@ class ParamSpec:
 
     def to_yaml(self, value):
         """A canonical value as it is written in YAML: a string with a unit, or a plain int/bool/float."""
+        if self.type == "ints":
+            return [int(x) for x in value.split()]
+        if self.type == "edges":
+            return _edges_to_yaml(value)
         if self.type in _UNIT_KINDS or self.type == "choice":
             return self.format(value)
         if self.type == "int":
@@ -60,6 +128,13 @@ class ParamSpec:
     def convert(self, value):
         """Checks a user value (YAML or keyword) and returns it in canonical units; raises ValueError."""
         t = self.type
+        if t == "ints":
+            if not isinstance(value, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0
+                                                      for x in value):
+                raise ValueError(f"expected a list of positive integers, got {value!r}")
+            return " ".join(str(x) for x in value)
+        if t == "edges":
+            return _edges_to_text(value)
         if t in _UNIT_KINDS:
             result = units.parse(value, t)
         elif t == "int":

@@ -20,7 +20,7 @@ from .errors import ConfigError
 __all__ = ["Platform", "Component", "SocketRef", "load_platform", "apply_overrides"]
 
 SCHEMA_VERSION = 1
-_FABRIC_MODELS = {"ideal": "IdealFabric"}
+_FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric"}
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
 
 

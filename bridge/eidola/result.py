@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Result", "GPU_DTYPE", "WORKGROUP_DTYPE", "LINK_DTYPE", "OP_EVENT_DTYPE"]
+__all__ = ["Result", "GPU_DTYPE", "WORKGROUP_DTYPE", "LINK_DTYPE", "PAIR_DTYPE", "BIN_DTYPE", "OP_EVENT_DTYPE"]
 
 GPU_DTYPE = np.dtype([
     ("gpu", "<i4"), ("finish_ns", "<f8"), ("reads", "<i8"), ("flag_reads", "<i8"), ("writes", "<i8"),
@@ -23,8 +23,15 @@ WORKGROUP_DTYPE = np.dtype([
 ])
 OP_EVENT_DTYPE = np.dtype([("gpu", "<i4"), ("wg", "<i4"), ("op", "<i8"), ("begin_ns", "<f8"), ("end_ns", "<f8")])
 LINK_DTYPE = np.dtype([
-    ("src", "<i4"), ("dst", "<i4"), ("bytes", "<i8"), ("packets", "<i8"), ("busy_ns", "<f8"), ("utilization", "<f8"),
+    ("src", "<i4"), ("dst", "<i4"), ("lanes", "<i4"), ("bytes", "<i8"), ("wire_bytes", "<i8"), ("packets", "<i8"),
+    ("busy_ns", "<f8"), ("utilization", "<f8"), ("queue_mean_ns", "<f8"), ("queue_p50_ns", "<f8"),
+    ("queue_p99_ns", "<f8"), ("queue_max_ns", "<f8"), ("peak_occupancy", "<i8"),
 ])
+PAIR_DTYPE = np.dtype([
+    ("src", "<i4"), ("dst", "<i4"), ("bytes", "<i8"), ("packets", "<i8"), ("latency_mean_ns", "<f8"),
+    ("latency_max_ns", "<f8"),
+])
+BIN_DTYPE = np.dtype([("link", "<i4"), ("bin", "<i4"), ("start_ns", "<f8"), ("busy_ns", "<f8")])
 
 
 def _structured(raw: dict, dtype: np.dtype) -> np.ndarray:
@@ -47,9 +54,11 @@ class Result:
     kernel_time_ns: float         #: when the last workgroup finished
     gpus: np.ndarray              #: a row per GPU (GPU_DTYPE)
     workgroups: np.ndarray        #: a row per (gpu, wg) (WORKGROUP_DTYPE)
-    links: np.ndarray             #: a row per fabric link (LINK_DTYPE)
+    links: np.ndarray             #: a row per fabric link (LINK_DTYPE); utilization is busy / (lanes x kernel time)
     events: int                   #: actions the models processed
     wall_s: float                 #: wall-clock time of the simulation (child process included)
+    pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (PAIR_DTYPE; packet fabric)
+    link_bins: np.ndarray | None = None  #: busy time per link per time bin (BIN_DTYPE; packet fabric)
     ops: np.ndarray | None = None  #: with trace=True: a row per executed op (OP_EVENT_DTYPE), by gpu, wg, op
     effective_config: str = ""    #: the platform as YAML with every default filled in
     profile_name: str = ""        #: the profile that was replayed
@@ -62,12 +71,14 @@ class Result:
         links = _structured(raw["tables"]["links"], LINK_DTYPE)
         kernel = float(gpus["finish_ns"].max()) if len(gpus) else 0.0
         if kernel > 0:
-            links["utilization"] = links["busy_ns"] / kernel
+            links["utilization"] = links["busy_ns"] / (np.maximum(links["lanes"], 1) * kernel)
         ops = None
         if "ops" in raw["tables"]:
             ops = np.sort(_structured(raw["tables"]["ops"], OP_EVENT_DTYPE), order=("gpu", "wg", "op"))
-        return cls(name, kernel, gpus, _structured(raw["tables"]["workgroups"], WORKGROUP_DTYPE), links,
-                   raw["events"], wall_s, ops, **kw)
+        tables = raw["tables"]
+        return cls(name, kernel, gpus, _structured(tables["workgroups"], WORKGROUP_DTYPE), links,
+                   raw["events"], wall_s, _structured(tables.get("pairs", {}), PAIR_DTYPE),
+                   _structured(tables.get("link_bins", {}), BIN_DTYPE), ops, **kw)
 
     @property
     def critical_gpu(self) -> int:
@@ -100,7 +111,12 @@ class Result:
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(self.summary(), indent=2) + "\n")
-        for table, name in ((self.gpus, "gpus"), (self.workgroups, "workgroups"), (self.links, "links")):
+        tables = [(self.gpus, "gpus"), (self.workgroups, "workgroups"), (self.links, "links")]
+        if self.pairs is not None and len(self.pairs):
+            tables.append((self.pairs, "pairs"))
+        if self.link_bins is not None and len(self.link_bins):
+            tables.append((self.link_bins, "link_bins"))
+        for table, name in tables:
             with open(out / f"{name}.csv", "w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(table.dtype.names)

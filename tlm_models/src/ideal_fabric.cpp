@@ -198,6 +198,7 @@ void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_gen
     link.src = std::int32_t(src);
     link.dst = std::int32_t(dst);
     link.bytes += trans.get_data_length();
+    link.wire_bytes += trans.get_data_length();
     ++link.packets;
 }
 

@@ -16,6 +16,8 @@ const char* param_type_name(ParamType type) {
         case ParamType::Float: return "float";
         case ParamType::Bool: return "bool";
         case ParamType::Choice: return "choice";
+        case ParamType::Ints: return "ints";
+        case ParamType::Edges: return "edges";
     }
     return "?";
 }
@@ -39,12 +41,13 @@ Params::Params(const std::vector<ParamSpec>& specs, const ParamSet& given, const
     : m_specs(specs), m_owner(owner) {
     for (const auto& spec : specs) {
         if (spec.type == ParamType::Choice) m_choices[spec.name] = spec.choices.at(0);
+        else if (spec.type == ParamType::Ints || spec.type == ParamType::Edges) m_choices[spec.name] = "";
         else m_numbers[spec.name] = spec.default_value;
     }
     for (const auto& [name, value] : given.numbers()) {
         const ParamSpec& s = spec(name);
-        if (s.type == ParamType::Choice)
-            throw std::invalid_argument(owner + ": parameter '" + name + "' expects one of its choices, got a number");
+        if (s.type == ParamType::Choice || s.type == ParamType::Ints || s.type == ParamType::Edges)
+            throw std::invalid_argument(owner + ": parameter '" + name + "' expects text, got a number");
         bool integral = s.type == ParamType::Int || s.type == ParamType::Bool || s.type == ParamType::Size;
         if (std::isnan(value) || value < s.min || value > s.max || (integral && value != std::floor(value))) {
             std::ostringstream msg;
@@ -56,6 +59,12 @@ Params::Params(const std::vector<ParamSpec>& specs, const ParamSet& given, const
     }
     for (const auto& [name, value] : given.choices()) {
         const ParamSpec& s = spec(name);
+        if (s.type == ParamType::Ints || s.type == ParamType::Edges) {
+            m_choices[name] = value;
+            continue;
+        }
+        if (s.type != ParamType::Choice)
+            throw std::invalid_argument(owner + ": parameter '" + name + "' expects a number, got text");
         bool ok = false;
         for (const auto& c : s.choices) ok = ok || c == value;
         if (!ok) throw std::invalid_argument(owner + ": parameter '" + name + "' has no choice '" + value + "'");

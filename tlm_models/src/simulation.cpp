@@ -140,6 +140,14 @@ int Simulation::run() {
         m_failure = msg.str();
         return 3;
     }
+    for (Fabric* fabric : s.fabrics) {
+        const std::string error = fabric->error();
+        if (!error.empty()) {
+            m_failure_kind = error.find("deadlock") != std::string::npos ? "fabric deadlock" : "error";
+            m_failure = error;
+            return 3;
+        }
+    }
     for (EidolonGpu* gpu : s.gpus) {
         if (!gpu->error().empty()) {
             m_failure_kind = "error";
@@ -184,10 +192,29 @@ Table Simulation::table(const std::string& which) const {
                      double(st.packets)});
             }
     } else if (which == "links") {
-        t.columns = {"src", "dst", "bytes", "packets", "busy_ps"};
+        t.columns = {"src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "queue_mean_ps", "queue_p50_ps",
+                     "queue_p99_ps", "queue_max_ps", "peak_occupancy"};
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats())
-                row({double(l.src), double(l.dst), double(l.bytes), double(l.packets), double(l.busy_ps)});
+                row({double(l.src), double(l.dst), double(l.lanes), double(l.bytes), double(l.wire_bytes),
+                     double(l.packets), double(l.busy_ps), l.queue_mean_ps, l.queue_p50_ps, l.queue_p99_ps,
+                     l.queue_max_ps, double(l.peak_occupancy)});
+    } else if (which == "link_bins") {
+        t.columns = {"link", "bin", "start_ps", "busy_ps"};
+        std::size_t index = 0;
+        for (const Fabric* f : s.fabrics)
+            for (const LinkStats& l : f->link_stats()) {
+                for (std::size_t b = 0; b < l.busy_bins.size(); ++b)
+                    if (l.busy_bins[b] > 0)
+                        row({double(index), double(b), double(b * f->bin_ps()), double(l.busy_bins[b])});
+                ++index;
+            }
+    } else if (which == "pairs") {
+        t.columns = {"src", "dst", "bytes", "packets", "latency_mean_ps", "latency_max_ps"};
+        for (const Fabric* f : s.fabrics)
+            for (const PairStats& p : f->pair_stats())
+                row({double(p.src), double(p.dst), double(p.bytes), double(p.packets),
+                     p.packets ? p.latency_sum_ps / double(p.packets) : 0.0, p.latency_max_ps});
     } else if (which == "stuck") {
         t.columns = {"gpu", "wg", "op", "flag", "cond", "mode", "value", "flag_value", "since_ps"};
         for (const StuckWait& w : s.monitor.stuck())

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "eidola/address_map.h"
@@ -12,11 +13,29 @@ namespace eidola {
 
 /// Traffic over one fabric link (for the ideal fabric: one source/destination GPU pair).
 struct LinkStats {
-    std::int32_t src;          ///< source node (GPU index for GPU ports)
-    std::int32_t dst;          ///< destination node
-    std::uint64_t bytes = 0;   ///< payload bytes carried, requests and read responses
-    std::uint64_t packets = 0; ///< transactions carried
-    std::uint64_t busy_ps = 0; ///< time the link was transmitting
+    std::int32_t src;                  ///< source node (GPU index for GPU nodes, then switches)
+    std::int32_t dst;                  ///< destination node
+    std::uint64_t bytes = 0;           ///< payload bytes carried (requests' and responses' data)
+    std::uint64_t wire_bytes = 0;      ///< bytes on the wire, headers included
+    std::uint64_t packets = 0;         ///< packets carried
+    std::uint64_t busy_ps = 0;         ///< time the link was transmitting (summed over its lanes)
+    std::uint32_t lanes = 1;           ///< parallel links it stands for
+    double queue_mean_ps = 0;          ///< mean wait from eligible at the input to transmission
+    double queue_p50_ps = 0;           ///< median of that wait (log-bucketed, within 9%)
+    double queue_p99_ps = 0;           ///< 99th percentile of that wait (log-bucketed, within 9%)
+    double queue_max_ps = 0;           ///< longest such wait
+    std::uint32_t peak_occupancy = 0;  ///< most packets held at once in the receiving input buffer
+    std::vector<float> busy_bins;      ///< busy time per bin of bin_ps(), in ps
+};
+
+/// Traffic between one source and one destination GPU.
+struct PairStats {
+    std::int32_t src;           ///< source GPU
+    std::int32_t dst;           ///< destination GPU
+    std::uint64_t bytes = 0;    ///< request payload bytes
+    std::uint64_t packets = 0;  ///< request packets
+    double latency_sum_ps = 0;  ///< summed request latency, injection to delivery
+    double latency_max_ps = 0;  ///< longest request latency
 };
 
 /// A fabric model of this project.
@@ -29,6 +48,12 @@ public:
     virtual std::vector<LinkStats> link_stats() const = 0;
     /// Actions processed (the fabric's share of the event count).
     virtual std::uint64_t events() const = 0;
+    /// Per GPU pair traffic and latency (empty when the fabric does not track it).
+    virtual std::vector<PairStats> pair_stats() const { return {}; }
+    /// Width of the utilisation-over-time bins in LinkStats::busy_bins (0: none).
+    virtual std::uint64_t bin_ps() const { return 0; }
+    /// Text of a fabric failure (a deadlock), empty if none.
+    virtual std::string error() const { return {}; }
 };
 
 }  // namespace eidola

@@ -16,7 +16,8 @@
 namespace eidola {
 
 /// Kind of a parameter value; fixes its canonical unit (seconds, Hz, bytes/s, bytes).
-enum class ParamType { Time, Frequency, Bandwidth, Size, Int, Float, Bool, Choice };
+/// Ints and Edges are lists written in YAML; they reach C++ as canonical text (see their parsers).
+enum class ParamType { Time, Frequency, Bandwidth, Size, Int, Float, Bool, Choice, Ints, Edges };
 
 /// Name of a ParamType as it appears in the catalog ("time", "size", ...).
 const char* param_type_name(ParamType type);
@@ -45,6 +46,7 @@ public:
     double number(const std::string& name) const;
     std::int64_t integer(const std::string& name) const;
     bool flag(const std::string& name) const;
+    /// A Choice, or the canonical text of an Ints or Edges list.
     const std::string& choice(const std::string& name) const;
 
 private:

@@ -1,0 +1,255 @@
+"""Tests of the collective generators: bytes, op counts and flag counts checked against formulas.
+
+Notation: P gpus, W workgroups, C chunks, S nbytes, chunk = S / (P*W*C).
+"""
+
+import os
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from eidola.errors import ProfileError
+from eidola.generators import all_gather, all_to_all, direct_allreduce, reduce_scatter, ring_allreduce
+from eidola.profile import load_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# name -> (generator, extra kwargs, sends per program / ((P-1)*C), reduce computes per program / C)
+# Sends: ring algorithms send one chunk per step per c (2(P-1) or P-1 steps); direct ones send each
+# chunk to P-1 peers per phase (2 phases for all-reduce, 1 otherwise). Reduce computes: ring ones
+# reduce every received reduce-scatter chunk (P-1 steps); direct ones reduce once per chunk.
+CASES = {
+    "ring_allreduce": (ring_allreduce, {}, 2, "P-1"),
+    "direct_allreduce": (direct_allreduce, {}, 2, "1"),
+    "all_gather_ring": (all_gather, {"algorithm": "ring"}, 1, "0"),
+    "all_gather_direct": (all_gather, {"algorithm": "direct"}, 1, "0"),
+    "reduce_scatter_ring": (reduce_scatter, {"algorithm": "ring"}, 1, "P-1"),
+    "reduce_scatter_direct": (reduce_scatter, {"algorithm": "direct"}, 1, "1"),
+    "all_to_all": (all_to_all, {}, 1, "0"),
+}
+SHAPES = [(2, 1, 1), (3, 2, 2), (4, 1, 3), (5, 3, 1), (8, 2, 4)]
+RATE = 0.5  # reduce_ns_per_byte; chunks are multiples of 8 bytes, so every product is exact
+
+
+def _make(case, P, W, C, **kw):
+    fn, extra, _, _ = CASES[case]
+    return fn(gpus=P, nbytes=P * W * C * 8, workgroups=W, chunks=C, **extra, **kw)
+
+
+def _run(prof):
+    """Execute the flag logic with instant signals; return the programs that never finish (deadlocked).
+
+    Flags only grow and waits are ">=", so if this schedule finishes, every schedule does.
+    """
+    flags = Counter()
+    pos = {key: 0 for key, _ in prof.programs}
+    progress = True
+    while progress:
+        progress = False
+        for (g, w), ops in prof.programs:
+            i = pos[g, w]
+            while i < len(ops):
+                op = ops[i]
+                if op.kind == "wait" and flags[g, op["flag"]] < op["value"]:
+                    break
+                if op.kind == "signal":
+                    flags[op["dst"], op["flag"]] += op["value"]
+                i += 1
+            progress |= i != pos[g, w]
+            pos[g, w] = i
+    return [key for key, ops in prof.programs if pos[key] < len(ops)]
+
+
+@pytest.mark.parametrize("P, W, C", SHAPES)
+@pytest.mark.parametrize("case", CASES)
+def test_bytes_and_op_counts(case, P, W, C):
+    _, _, phases, reduces = CASES[case]
+    S, chunk = P * W * C * 8, 8
+    prof = _make(case, P, W, C, reduce_ns_per_byte=RATE)
+    assert len(prof.programs) == P * W
+    n_reduce = {"0": 0, "1": C, "P-1": (P - 1) * C}[reduces]
+    for (g, w), ops in prof.programs:
+        kinds = Counter(op.kind for op in ops)
+        # every chunk sent is one write and one signal; every chunk received is one wait
+        assert kinds["write"] == kinds["signal"] == kinds["wait"] == phases * (P - 1) * C
+        assert kinds["compute"] == n_reduce
+        assert set(kinds) <= {"write", "signal", "wait", "compute"}
+        assert all(op["nbytes"] == chunk for op in ops if op.kind == "write")
+    for g in range(P):
+        ops = [op for w in range(W) for op in prof.program(g, w)]
+        # all-reduce: 2(P-1)/P * S; all-gather, reduce-scatter, all-to-all: (P-1)/P * S
+        assert sum(op["nbytes"] for op in ops if op.kind == "write") == phases * (P - 1) * S // P
+        # reducing: (P-1) partial blocks of S/P are added into the GPU's own data, RATE ns per byte
+        reduced = (P - 1) * S // P if reduces != "0" else 0
+        assert sum(op["ns"] for op in ops if op.kind == "compute") == RATE * reduced
+
+
+@pytest.mark.parametrize("P, W, C", SHAPES)
+@pytest.mark.parametrize("case", CASES)
+def test_flags_balance_and_no_deadlock(case, P, W, C):
+    prof = _make(case, P, W, C)
+    adds = Counter()  # (destination gpu, flag) -> total added
+    senders = defaultdict(set)  # (destination gpu, flag) -> {(gpu, wg)}
+    for key, ops in prof.programs:
+        for op in ops:
+            if op.kind == "signal":
+                assert (op["op"], op["value"]) == ("add", 1)
+                adds[op["dst"], op["flag"]] += 1
+                senders[op["dst"], op["flag"]].add(key)
+    top = defaultdict(int)  # (gpu, flag) -> largest value waited for
+    for (g, _), ops in prof.programs:
+        last = {}
+        for op in ops:
+            if op.kind == "wait":
+                assert op["cond"] == ">="
+                # each flag's waits count up 1, 2, ..., one per chunk received in order
+                assert op["value"] == last.get(op["flag"], 0) + 1
+                last[op["flag"]] = op["value"]
+                top[g, op["flag"]] = max(top[g, op["flag"]], op["value"])
+    assert top == adds
+    # one sending workgroup per flag: a cumulative count then says exactly which chunks arrived
+    assert all(len(s) == 1 for s in senders.values())
+    assert _run(prof) == []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_writes_never_overlap_in_a_receiver(case):
+    P, W, C = 4, 2, 3
+    prof = _make(case, P, W, C)
+    sizes = dict(prof.buffers)
+    spans = defaultdict(list)  # (destination gpu, buffer) -> [(offset, end)]
+    for (g, _), ops in prof.programs:
+        for op in ops:
+            if op.kind == "write":
+                assert op["dst"] != g
+                spans[op["dst"], op["buffer"]].append((op["offset"], op["offset"] + op["nbytes"]))
+    for (_, buffer), s in spans.items():
+        s.sort()
+        assert all(a[1] <= b[0] for a, b in zip(s, s[1:]))
+        assert s[-1][1] <= sizes[buffer]
+
+
+@pytest.mark.parametrize("case", ["ring_allreduce", "all_gather_ring", "reduce_scatter_ring"])
+def test_ring_only_writes_and_signals_the_successor(case):
+    P, W, C = 5, 2, 2
+    prof = _make(case, P, W, C)
+    assert prof.flags == tuple(f"ring_w{w}" for w in range(W))
+    for (g, w), ops in prof.programs:
+        assert {op["dst"] for op in ops if op.kind in ("write", "signal")} == {(g + 1) % P}
+        assert {op["flag"] for op in ops if op.kind in ("signal", "wait")} == {f"ring_w{w}"}
+
+
+def test_ring_allreduce_exact_program():
+    # P=3, W=1, C=2, chunk 8 -> S=48. GPU 0 sends block (0 - s - 1) mod 3 at step s: 2, 1, 0, 2,
+    # into partials for the reduce-scatter steps 0-1 and into data for the all-gather steps 2-3.
+    # Chunk (block, c) is at (block*2 + c) * 8. Each chunk c of step s>0 first waits for chunk c
+    # of step s-1 (the (s-1)*2 + c + 1-th arrival) and reduces it if step s-1 is a reduce-scatter.
+    prof = ring_allreduce(gpus=3, nbytes=48, chunks=2, reduce_ns_per_byte=0.25, mode="syncmon", interval_ns=50)
+    W = ("wait", "ring_w0")
+    R = ("compute", 2.0)  # 0.25 ns/byte * 8 bytes
+
+    def send(buffer, offset):
+        return [("write", 1, buffer, offset), ("signal", 1, "ring_w0")]
+
+    expected = (send("partials", 32) + send("partials", 40)
+                + [(*W, 1), R] + send("partials", 16) + [(*W, 2), R] + send("partials", 24)
+                + [(*W, 3), R] + send("data", 0) + [(*W, 4), R] + send("data", 8)
+                + [(*W, 5)] + send("data", 32) + [(*W, 6)] + send("data", 40)
+                + [(*W, 7), (*W, 8)])
+    got = []
+    for op in prof.program(0, 0):
+        if op.kind == "write":
+            assert op["nbytes"] == 8
+            got.append(("write", op["dst"], op["buffer"], op["offset"]))
+        elif op.kind == "signal":
+            got.append(("signal", op["dst"], op["flag"]))
+        elif op.kind == "wait":
+            assert (op["cond"], op["mode"], op["interval_ns"]) == (">=", "syncmon", 50)
+            got.append(("wait", op["flag"], op["value"]))
+        else:
+            got.append(("compute", op["ns"]))
+    assert got == expected
+
+
+def test_direct_allreduce_exact_program():
+    # P=3, W=2, C=2, chunk 8 -> S=96; GPU 1 wg 1, peers in rotated order (1+k) mod 3 = 2, 0.
+    # Own chunk (block 1, wg 1, c) is at ((1*2 + 1)*2 + c) * 8 = 48 + 8c in every peer's buffer.
+    # Reduce: 1.0 ns/byte * (P-1) chunks of 8 = 16 ns.
+    prof = direct_allreduce(gpus=3, nbytes=96, workgroups=2, chunks=2, reduce_ns_per_byte=1.0)
+
+    def send(stage, buffer, c):
+        return ([("write", q, buffer, 48 + 8 * c) for q in (2, 0)]
+                + [("signal", q, f"{stage}_w1_1") for q in (2, 0)])
+
+    def recv(stage, c):
+        return [("wait", f"{stage}_w1_{q}", c + 1) for q in (2, 0)]
+
+    expected = (send("rs", "partials", 0) + send("rs", "partials", 1)
+                + recv("rs", 0) + [("compute", 16.0)] + send("ag", "data", 0)
+                + recv("rs", 1) + [("compute", 16.0)] + send("ag", "data", 1)
+                + recv("ag", 0) + recv("ag", 1))
+    got = [(op.kind, op["dst"], op["buffer"], op["offset"]) if op.kind == "write"
+           else (op.kind, op["dst"], op["flag"]) if op.kind == "signal"
+           else (op.kind, op["flag"], op["value"]) if op.kind == "wait"
+           else (op.kind, op["ns"]) for op in prof.program(1, 1)]
+    assert got == expected
+
+
+@pytest.mark.parametrize("case", ["direct_allreduce", "all_gather_direct", "reduce_scatter_direct", "all_to_all"])
+def test_direct_peer_rotation_has_no_hotspot(case):
+    P = 5
+    prof = _make(case, P, 1, 1)
+    for k in range(1, P):
+        targets = [[op for op in prof.program(g, 0) if op.kind == "write"][k - 1]["dst"] for g in range(P)]
+        assert targets == [(g + k) % P for g in range(P)]
+
+
+def test_all_gather_ring_delivers_every_block():
+    # Every GPU must receive each of the P-1 blocks it does not own, each chunk exactly once.
+    P, W, C = 4, 2, 2
+    prof = all_gather(gpus=P, nbytes=P * W * C * 8, workgroups=W, chunks=C)
+    for dst in range(P):
+        offsets = sorted(op["offset"] for (g, _), ops in prof.programs for op in ops
+                         if op.kind == "write" and op["dst"] == dst)
+        block = W * C * 8
+        assert offsets == [o for o in range(0, P * block, 8) if o // block != dst]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("P, W, C, nbytes", [(4, 1, 1, 6), (4, 2, 1, 12), (3, 2, 2, 18), (2, 1, 3, 20)])
+def test_divisibility_error_names_nbytes(case, P, W, C, nbytes):
+    fn, extra, _, _ = CASES[case]
+    with pytest.raises(ProfileError) as info:
+        fn(gpus=P, nbytes=nbytes, workgroups=W, chunks=C, **extra)
+    assert f"nbytes {nbytes} must be divisible by gpus * workgroups * chunks = {P * W * C}" in str(info.value)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"gpus": 1}, "gpus must be an int >= 2"),
+    ({"nbytes": 0}, "nbytes must be an int >= 1"),
+    ({"workgroups": 0}, "workgroups must be an int >= 1"),
+    ({"chunks": True}, "chunks must be an int >= 1"),
+    ({"reduce_ns_per_byte": -1}, "reduce_ns_per_byte must be a finite number >= 0"),
+    ({"mode": "busy"}, "mode 'busy'"),
+    ({"algorithm": "tree"}, "algorithm must be 'ring' or 'direct'"),
+])
+def test_rejects_bad_parameters(kwargs, fragment):
+    args = {"gpus": 4, "nbytes": 64, **kwargs}
+    with pytest.raises(ProfileError) as info:
+        reduce_scatter(**args)
+    assert fragment in str(info.value)
+
+
+def test_cli_writes_the_same_profile(tmp_path):
+    out = tmp_path / "c.yaml"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "bridge"))
+    subprocess.run([sys.executable, "-m", "eidola.generators", "all_gather", "--gpus", "3", "--nbytes", "96",
+                    "--workgroups", "2", "--chunks", "2", "--algorithm", "direct", "--mode", "syncmon",
+                    "-o", str(out)], check=True, env=env)
+    assert load_profile(out) == all_gather(3, 96, workgroups=2, chunks=2, algorithm="direct", mode="syncmon")
+    bad = subprocess.run([sys.executable, "-m", "eidola.generators", "ring_allreduce", "--nbytes", "10",
+                          "-o", str(tmp_path / "x.yaml")], env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "nbytes 10 must be divisible" in bad.stderr

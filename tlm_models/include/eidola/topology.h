@@ -1,0 +1,91 @@
+// Fabric topologies as graphs of nodes and unidirectional links, with their routing tables.
+// Nodes 0..gpus-1 are the GPUs' routers (each GPU injects into and ejects from its own node);
+// switch nodes follow. Routes are computed once, before simulation, so a hop costs a table look-up.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace eidola {
+
+/// One unidirectional link.
+struct TopoLink {
+    std::uint32_t src;            ///< sending node
+    std::uint32_t dst;            ///< receiving node
+    double bytes_per_s;           ///< raw bandwidth of one lane
+    std::uint64_t latency_ps;     ///< propagation latency
+    std::uint32_t header;         ///< bytes added to every packet on this link
+    std::uint32_t lanes;          ///< parallel links between the pair (a packet uses one)
+    std::int8_t dim = -1;         ///< dimension of a mesh/torus/ring link (0 = x, 1 = y), else -1
+    bool wrap = false;            ///< a torus/ring wrap-around link (the dateline)
+};
+
+/// Link parameters used where a topology does not say otherwise.
+struct LinkParams {
+    double bytes_per_s = 64e9;        ///< raw bandwidth per lane
+    std::uint64_t latency_ps = 100000;///< propagation latency
+    std::uint32_t header = 16;        ///< per-packet overhead in bytes
+    std::uint32_t lanes = 1;          ///< parallel links per connected pair
+};
+
+/// What to build.
+struct TopologySpec {
+    std::string kind = "fully_connected";  ///< fully_connected, ring, mesh2d, torus2d, switch, hierarchical, custom
+    std::uint32_t gpus = 4;                ///< GPU count
+    std::vector<std::uint32_t> dims;       ///< mesh2d/torus2d: {x, y}; empty: the squarest factorisation
+    bool bidirectional = true;             ///< ring: links both ways
+    LinkParams link;                       ///< GPU-GPU (and GPU-switch) links
+    std::uint32_t gpus_per_node = 8;       ///< hierarchical: GPUs per node
+    std::string intra = "fully_connected"; ///< hierarchical: inside a node, fully_connected or switch
+    std::uint32_t spines = 1;              ///< hierarchical: spine switches
+    LinkParams nic;                        ///< hierarchical: GPU NIC to its node's leaf switch
+    LinkParams network;                    ///< hierarchical: leaf to spine
+    std::uint32_t switches = 0;            ///< custom: switch nodes (named s0, s1, ...)
+    std::string edges;                     ///< custom: "src dst bandwidth latency header lanes;..." ("-": default)
+};
+
+/// The graph and its routes.
+class Topology {
+public:
+    /// Builds the graph; throws std::invalid_argument naming the problem.
+    explicit Topology(const TopologySpec& spec);
+
+    std::uint32_t nodes() const { return m_nodes; }
+    std::uint32_t gpus() const { return m_gpus; }
+    const std::vector<TopoLink>& links() const { return m_links; }
+    /// Links leaving `node`, by link index.
+    const std::vector<std::uint32_t>& out_links(std::uint32_t node) const { return m_out[node]; }
+    /// Links entering `node`, by link index.
+    const std::vector<std::uint32_t>& in_links(std::uint32_t node) const { return m_in[node]; }
+    /// Candidate next links from `node` towards GPU `dst` (all on shortest or dimension-order paths).
+    const std::uint32_t* next(std::uint32_t node, std::uint32_t dst, std::uint32_t& count) const {
+        const std::size_t k = std::size_t(node) * m_gpus + dst;
+        count = m_route_count[k];
+        return m_route_links.data() + m_route_first[k];
+    }
+    /// Hops on the route from GPU `src` to GPU `dst` (following the first candidate).
+    std::uint32_t hops(std::uint32_t src, std::uint32_t dst) const;
+    /// Whether routes can close a cycle of links, so packets need dateline virtual channels.
+    bool needs_dateline() const { return m_dateline; }
+    /// A readable name of a node ("gpu3", "s0").
+    std::string node_name(std::uint32_t node) const;
+
+private:
+    std::uint32_t add_link(std::uint32_t src, std::uint32_t dst, const LinkParams& p, std::int8_t dim = -1,
+                           bool wrap = false);
+    void build_grid(const TopologySpec& spec, bool torus);
+    void build_ring(const TopologySpec& spec);
+    void build_custom(const TopologySpec& spec);
+    void route_shortest();
+    void route_dimension_order(std::uint32_t x, std::uint32_t y, bool torus, bool bidirectional);
+
+    std::uint32_t m_gpus = 0;
+    std::uint32_t m_nodes = 0;
+    std::vector<TopoLink> m_links;
+    std::vector<std::vector<std::uint32_t>> m_out, m_in;
+    std::vector<std::uint32_t> m_route_first, m_route_count, m_route_links;
+    bool m_dateline = false;
+};
+
+}  // namespace eidola

@@ -1,0 +1,629 @@
+#include "eidola/packet_fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "eidola/registry.h"
+
+namespace eidola {
+
+namespace {
+constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+constexpr std::size_t kHistBuckets = 8 * 64 + 1;  // eighth-octave buckets of a wait in ps
+
+std::size_t bucket_of(double ps) { return ps < 1 ? 0 : std::min<std::size_t>(kHistBuckets - 1, 1 + std::size_t(8 * std::log2(ps))); }
+double bucket_value(std::size_t b) { return b == 0 ? 0 : std::exp2((double(b - 1) + 0.5) / 8); }
+}  // namespace
+
+const std::vector<ParamSpec>& PacketFabric::param_specs() {
+    static const std::vector<ParamSpec> specs = {
+        {"topology", ParamType::Choice, 0, "graph of GPUs, switches and links", 0, 0,
+         {"fully_connected", "ring", "mesh2d", "torus2d", "switch", "hierarchical", "custom"}},
+        {"ports", ParamType::Int, 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20},
+        {"dims", ParamType::Ints, 0, "mesh2d/torus2d sizes [x, y] (empty: the squarest that fits)"},
+        {"bidirectional", ParamType::Bool, 1, "ring: links in both directions (false: one way round)", 0, 1},
+        {"link.bandwidth", ParamType::Bandwidth, 64e9, "raw bandwidth of one link lane, per direction", 1e3, 1e18},
+        {"link.latency", ParamType::Time, 100e-9, "propagation latency of a link", 0, 1.0},
+        {"link.header", ParamType::Size, 16, "bytes of overhead added to every packet on a link", 0, 1 << 20},
+        {"link.ack", ParamType::Size, 0, "wire bytes of a write's response (0: just the header)", 0, 1 << 20},
+        {"link.count", ParamType::Int, 1, "parallel links between each connected pair (a packet uses one)", 1, 1024},
+        {"switch.latency", ParamType::Time, 50e-9, "per-hop router latency, charged as a packet enters a router", 0,
+         1.0},
+        {"switch.buffer", ParamType::Int, 16, "input buffer depth in packets, per virtual channel", 1, 1 << 20},
+        {"routing.spread", ParamType::Bool, 0, "spread packets round robin over equal-cost next hops", 0, 1},
+        {"hierarchical.gpus_per_node", ParamType::Int, 8, "hierarchical: GPUs in one node", 1, 1 << 20},
+        {"hierarchical.intra", ParamType::Choice, 0, "hierarchical: inside a node", 0, 0, {"fully_connected", "switch"}},
+        {"hierarchical.spines", ParamType::Int, 1, "hierarchical: spine switches above the nodes' leaf switches", 1,
+         1 << 16},
+        {"nic.bandwidth", ParamType::Bandwidth, 50e9, "hierarchical: GPU NIC to leaf switch bandwidth", 1e3, 1e18},
+        {"nic.latency", ParamType::Time, 500e-9, "hierarchical: GPU NIC to leaf switch latency", 0, 1.0},
+        {"network.bandwidth", ParamType::Bandwidth, 400e9, "hierarchical: leaf to spine link bandwidth", 1e3, 1e18},
+        {"network.latency", ParamType::Time, 500e-9, "hierarchical: leaf to spine link latency", 0, 1.0},
+        {"custom.switches", ParamType::Int, 0, "custom: switch nodes, named s0, s1, ... in edges", 0, 1 << 20},
+        {"custom.edges", ParamType::Edges, 0, "custom: links {src, dst, bandwidth, latency, header, count, bidirectional}"},
+        {"stats.bin", ParamType::Time, 1e-6, "width of the link utilisation-over-time bins", 1e-12, 1.0},
+        {"watchdog", ParamType::Time, 1e-3, "packets held this long with none moving is reported as a fabric deadlock",
+         1e-9, 1e3},
+    };
+    return specs;
+}
+
+/// A packet in the fabric: one TLM transaction's request or response.
+struct PacketFabric::Packet {
+    tlm::tlm_generic_payload* trans = nullptr;
+    std::uint32_t src_gpu = 0, dst_gpu = 0;  // where it came from and where it goes
+    std::uint32_t payload = 0;               // data bytes it carries
+    std::uint32_t out = 0;                   // chosen output at its current router
+    std::uint8_t cls = 0;                    // 0 request, 1 response
+    std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
+    std::uint8_t crossed = 0;                // it crossed the dateline in that dimension
+    bool ack = false;                        // a write's response
+    std::uint64_t ready_ps = 0;              // eligible for output arbitration at its current router
+    std::uint64_t injected_ps = 0;
+};
+
+/// One virtual channel of an input buffer: a ring of packet indices.
+struct PacketFabric::Queue {
+    std::vector<std::uint32_t> slots;
+    std::uint32_t head = 0, size = 0;
+    std::uint32_t reserved = 0;  // size + packets on the link towards it (the credits in use)
+    std::uint32_t front() const { return slots[head]; }
+    void push(std::uint32_t p) { slots[(head + size++) % slots.size()] = p; }
+    std::uint32_t pop() {
+        std::uint32_t p = slots[head];
+        head = std::uint32_t((head + 1) % slots.size());
+        --size;
+        --reserved;
+        return p;
+    }
+};
+
+/// A router input: the injection port or the receiving end of a link.
+struct PacketFabric::Input {
+    std::uint32_t node;
+    std::int64_t link;  // -1: injection from the node's GPU
+    std::vector<Queue> vcs;
+    std::uint32_t occupancy = 0;
+};
+
+/// A router output: ejection to the GPU (requests or responses), or the sending end of a link.
+struct PacketFabric::Output {
+    std::uint32_t node;
+    std::int64_t link;                                        // -1: request ejection, -2: response ejection
+    std::deque<std::pair<std::uint32_t, std::uint32_t>> requests;  // (input, vc) whose head wants this output
+    std::vector<std::uint64_t> lane_free;                     // links: when each lane is free
+    bool busy = false;                                        // ejection: awaiting the END phase
+    std::uint64_t arb_at = kNever;                            // pending arbitration time
+};
+
+/// Counters of one link.
+struct PacketFabric::LinkCounters {
+    LinkStats s;
+    double queue_sum = 0;
+    std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
+};
+
+struct PacketFabric::TargetPort : tlm::tlm_fw_transport_if<> {
+    PacketFabric& f;
+    std::uint32_t gpu;
+    TargetPort(PacketFabric& fabric, std::uint32_t g) : f(fabric), gpu(g) {}
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
+        return f.request_in(gpu, t, p, d);
+    }
+    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& d) override { f.forward_b_transport(gpu, t, d); }
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
+    unsigned int transport_dbg(tlm::tlm_generic_payload& t) override { return f.forward_debug(t); }
+};
+
+struct PacketFabric::InitiatorPort : tlm::tlm_bw_transport_if<> {
+    PacketFabric& f;
+    std::uint32_t gpu;
+    InitiatorPort(PacketFabric& fabric, std::uint32_t g) : f(fabric), gpu(g) {}
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
+        return f.response_in(gpu, t, p, d);
+    }
+    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+};
+
+namespace {
+
+LinkParams link_params(const Params& p, const std::string& prefix, const LinkParams& base) {
+    LinkParams l = base;
+    l.bytes_per_s = p.number(prefix + ".bandwidth");
+    l.latency_ps = p.time(prefix + ".latency").value();
+    return l;
+}
+
+std::vector<std::uint32_t> parse_ints(const std::string& text) {
+    std::vector<std::uint32_t> out;
+    std::stringstream in(text);
+    long long v;
+    while (in >> v) {
+        if (v < 1) throw std::invalid_argument("dims: sizes must be positive");
+        out.push_back(std::uint32_t(v));
+    }
+    return out;
+}
+
+}  // namespace
+
+PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
+    : sc_module(name), targets("targets"), initiators("initiators"), m_actions(m_event) {
+    Params p(param_specs(), given, std::string(basename()));
+    TopologySpec spec;
+    spec.kind = p.choice("topology");
+    spec.gpus = std::uint32_t(p.integer("ports"));
+    spec.dims = parse_ints(p.choice("dims"));
+    spec.bidirectional = p.flag("bidirectional");
+    spec.link.bytes_per_s = p.number("link.bandwidth");
+    spec.link.latency_ps = p.time("link.latency").value();
+    spec.link.header = std::uint32_t(p.integer("link.header"));
+    spec.link.lanes = std::uint32_t(p.integer("link.count"));
+    spec.gpus_per_node = std::uint32_t(p.integer("hierarchical.gpus_per_node"));
+    spec.intra = p.choice("hierarchical.intra");
+    spec.spines = std::uint32_t(p.integer("hierarchical.spines"));
+    spec.nic = link_params(p, "nic", spec.link);
+    spec.nic.lanes = 1;
+    spec.network = link_params(p, "network", spec.link);
+    spec.network.lanes = 1;
+    spec.switches = std::uint32_t(p.integer("custom.switches"));
+    spec.edges = p.choice("custom.edges");
+    try {
+        m_topology = std::make_unique<Topology>(spec);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(basename()) + ": " + e.what());
+    }
+    m_switch_latency_ps = p.time("switch.latency").value();
+    m_depth = std::uint32_t(p.integer("switch.buffer"));
+    m_ack_bytes = std::uint32_t(p.integer("link.ack"));
+    m_spread = p.flag("routing.spread");
+    m_bin_ps = p.time("stats.bin").value();
+    m_watchdog_ps = p.time("watchdog").value();
+    m_vcs_per_class = m_topology->needs_dateline() ? 2 : 1;
+
+    const Topology& topo = *m_topology;
+    const std::uint32_t vcs = 2 * m_vcs_per_class;
+    auto make_input = [&](std::uint32_t node, std::int64_t link) {
+        Input in{node, link, std::vector<Queue>(vcs), 0};
+        for (Queue& q : in.vcs) q.slots.assign(m_depth, 0);
+        m_inputs.push_back(std::move(in));
+    };
+    m_link_input.assign(topo.links().size(), 0);
+    m_link_output.assign(topo.links().size(), 0);
+    for (std::uint32_t n = 0; n < topo.nodes(); ++n) {
+        m_node_first_input.push_back(std::uint32_t(m_inputs.size()));
+        make_input(n, -1);
+        for (std::uint32_t l : topo.in_links(n)) {
+            m_link_input[l] = std::uint32_t(m_inputs.size());
+            make_input(n, l);
+        }
+        m_node_first_output.push_back(std::uint32_t(m_outputs.size()));
+        m_outputs.push_back(Output{n, -1, {}, {}, false, kNever});
+        m_outputs.push_back(Output{n, -2, {}, {}, false, kNever});
+        for (std::uint32_t l : topo.out_links(n)) {
+            m_link_output[l] = std::uint32_t(m_outputs.size());
+            m_outputs.push_back(Output{n, l, {}, std::vector<std::uint64_t>(topo.links()[l].lanes, 0), false, kNever});
+        }
+    }
+    m_link_counters.resize(topo.links().size());
+    for (std::size_t l = 0; l < topo.links().size(); ++l) {
+        m_link_counters[l].s.src = std::int32_t(topo.links()[l].src);
+        m_link_counters[l].s.dst = std::int32_t(topo.links()[l].dst);
+        m_link_counters[l].s.lanes = topo.links()[l].lanes;
+    }
+    m_spread_counter.assign(topo.nodes(), 0);
+    m_blocked_request.assign(spec.gpus, nullptr);
+    m_blocked_response.assign(spec.gpus, nullptr);
+
+    targets.init(spec.gpus);
+    initiators.init(spec.gpus);
+    for (std::uint32_t i = 0; i < spec.gpus; ++i) {
+        m_target_ports.push_back(std::make_unique<TargetPort>(*this, i));
+        m_initiator_ports.push_back(std::make_unique<InitiatorPort>(*this, i));
+        targets[i].bind(*m_target_ports[i]);
+        initiators[i].bind(*m_initiator_ports[i]);
+    }
+    SC_METHOD(on_event);
+    sensitive << m_event;
+    dont_initialize();
+}
+
+PacketFabric::~PacketFabric() = default;
+
+// ---- TLM entry points -------------------------------------------------------------------------
+
+tlm::tlm_sync_enum PacketFabric::request_in(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
+                                            sc_core::sc_time& delay) {
+    if (phase == tlm::BEGIN_REQ) {
+        const std::int64_t dst = m_map.window_of(t.get_address());
+        if (dst < 0 || dst >= std::int64_t(m_topology->gpus())) {
+            t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+            return tlm::TLM_COMPLETED;
+        }
+        m_source[&t] = gpu;
+        if (inject(gpu, &t, 0)) {
+            phase = tlm::END_REQ;
+            return tlm::TLM_UPDATED;
+        }
+        m_blocked_request[gpu] = &t;  // END_REQ withheld until the injection buffer has room
+        return tlm::TLM_ACCEPTED;
+    }
+    if (phase == tlm::END_RESP) {
+        m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, m_node_first_output[gpu] + 1, 0});
+        return tlm::TLM_COMPLETED;
+    }
+    fail(std::string(name()) + ".targets[" + std::to_string(gpu) + "]: illegal phase on the forward path");
+    return tlm::TLM_COMPLETED;
+}
+
+tlm::tlm_sync_enum PacketFabric::response_in(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
+                                             sc_core::sc_time& delay) {
+    const std::uint32_t eject_req = m_node_first_output[gpu];
+    if (phase == tlm::END_REQ) {
+        m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, eject_req, 0});
+        return tlm::TLM_ACCEPTED;
+    }
+    if (phase == tlm::BEGIN_RESP) {
+        if (m_outputs[eject_req].busy) m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, eject_req, 0});
+        if (inject(gpu, &t, 1)) return tlm::TLM_COMPLETED;
+        m_blocked_response[gpu] = &t;  // END_RESP withheld until there is room
+        return tlm::TLM_ACCEPTED;
+    }
+    fail(std::string(name()) + ".initiators[" + std::to_string(gpu) + "]: illegal phase on the backward path");
+    return tlm::TLM_COMPLETED;
+}
+
+// LT traffic has no phases to hold back, so it crosses the fabric at its zero-load latency.
+void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_payload& t, sc_core::sc_time& delay) {
+    const std::int64_t dst = m_map.window_of(t.get_address());
+    if (dst < 0 || dst >= std::int64_t(m_topology->gpus())) {
+        t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    auto path_ps = [this](std::uint32_t from, std::uint32_t to, std::uint64_t bytes) {
+        std::uint64_t total = 0;
+        std::uint32_t node = from, n;
+        while (node != to) {
+            const TopoLink& l = m_topology->links()[m_topology->next(node, to, n)[0]];
+            total += std::uint64_t(std::llround(double(l.header + bytes) * 1e12 / l.bytes_per_s)) + l.latency_ps +
+                     m_switch_latency_ps;
+            node = l.dst;
+        }
+        return total;
+    };
+    const std::uint64_t len = t.get_data_length();
+    delay += ps_to_time(path_ps(gpu, std::uint32_t(dst), t.is_write() ? len : 0));
+    initiators[std::uint32_t(dst)]->b_transport(t, delay);
+    delay += ps_to_time(path_ps(std::uint32_t(dst), gpu, t.is_read() ? len : 0));
+}
+
+unsigned int PacketFabric::forward_debug(tlm::tlm_generic_payload& t) {
+    const std::int64_t dst = m_map.window_of(t.get_address());
+    return dst < 0 || dst >= std::int64_t(m_topology->gpus()) ? 0 : initiators[std::uint32_t(dst)]->transport_dbg(t);
+}
+
+// ---- the event loop ---------------------------------------------------------------------------
+
+void PacketFabric::on_event() {
+    const std::uint64_t now = now_ps();
+    Action a;
+    while (m_actions.pop_due(now, a)) {
+        switch (a.kind) {
+            case ActionKind::Arrive: arrive(a.a, a.b >> 8, a.b & 0xff); break;
+            case ActionKind::HeadReady: head_ready(a.a, a.b); break;
+            case ActionKind::Arbitrate:
+                if (m_outputs[a.a].arb_at == now) {
+                    m_outputs[a.a].arb_at = kNever;
+                    arbitrate(a.a);
+                }
+                break;
+            case ActionKind::EjectFree:
+                m_outputs[a.a].busy = false;
+                arbitrate(a.a);
+                break;
+            case ActionKind::Watchdog: watchdog(); break;
+        }
+    }
+    m_actions.rearm(now);
+}
+
+bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls) {
+    const std::uint32_t input = m_node_first_input[gpu];
+    Queue& q = m_inputs[input].vcs[cls * m_vcs_per_class];
+    if (q.reserved >= m_depth) return false;
+    std::uint32_t id;
+    if (m_free_packets.empty()) {
+        id = std::uint32_t(m_packets.size());
+        m_packets.emplace_back();
+    } else {
+        id = m_free_packets.back();
+        m_free_packets.pop_back();
+    }
+    Packet& p = m_packets[id];
+    p = Packet{};
+    p.trans = trans;
+    p.cls = cls;
+    const std::uint32_t len = trans->get_data_length();
+    if (cls == 0) {
+        p.src_gpu = gpu;
+        p.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
+        p.payload = trans->is_write() ? len : 0;
+    } else {
+        auto it = m_source.find(trans);
+        p.src_gpu = gpu;
+        p.dst_gpu = it->second;
+        m_source.erase(it);
+        p.payload = trans->is_read() ? len : 0;
+        p.ack = !trans->is_read();
+    }
+    p.injected_ps = now_ps();
+    p.ready_ps = p.injected_ps;  // the GPU's own router port: no hop latency yet
+    p.out = route(gpu, p);
+    ++q.reserved;
+    q.push(id);
+    ++m_inputs[input].occupancy;
+    ++m_in_flight;
+    if (!m_watching) {
+        m_watching = true;
+        m_last_progress_ps = now_ps();
+        m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
+    }
+    if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, std::uint32_t(cls * m_vcs_per_class)});
+    return true;
+}
+
+void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) {
+    tlm::tlm_generic_payload*& blocked = cls == 0 ? m_blocked_request[gpu] : m_blocked_response[gpu];
+    if (!blocked || !inject(gpu, blocked, cls)) return;
+    tlm::tlm_generic_payload* t = blocked;
+    blocked = nullptr;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    if (cls == 0) {
+        tlm::tlm_phase phase = tlm::END_REQ;
+        targets[gpu]->nb_transport_bw(*t, phase, delay);
+    } else {
+        tlm::tlm_phase phase = tlm::END_RESP;
+        initiators[gpu]->nb_transport_fw(*t, phase, delay);
+    }
+}
+
+std::uint32_t PacketFabric::route(std::uint32_t node, const Packet& p) {
+    if (node == p.dst_gpu) return m_node_first_output[node] + p.cls;  // eject to this GPU
+    std::uint32_t n;
+    const std::uint32_t* candidates = m_topology->next(node, p.dst_gpu, n);
+    if (n == 0) {
+        fail(std::string(name()) + ": no route from " + m_topology->node_name(node) + " to gpu" +
+             std::to_string(p.dst_gpu));
+        return m_node_first_output[node] + p.cls;
+    }
+    const std::uint32_t pick = m_spread && n > 1 ? candidates[m_spread_counter[node]++ % n] : candidates[0];
+    return m_link_output[pick];
+}
+
+void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t vc) {
+    Packet& p = m_packets[id];
+    Queue& q = m_inputs[input].vcs[vc];
+    q.push(id);
+    Input& in = m_inputs[input];
+    ++in.occupancy;
+    LinkCounters& lc = m_link_counters[std::size_t(in.link)];
+    lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
+    p.ready_ps = now_ps() + m_switch_latency_ps;
+    p.out = route(in.node, p);
+    if (q.size == 1) m_actions.push(p.ready_ps, {ActionKind::HeadReady, input, vc});
+}
+
+void PacketFabric::head_ready(std::uint32_t input, std::uint32_t vc) {
+    const Queue& q = m_inputs[input].vcs[vc];
+    if (q.size == 0) return;
+    const std::uint32_t out = m_packets[q.front()].out;
+    m_outputs[out].requests.emplace_back(input, vc);
+    schedule_arbitration(out, now_ps());
+}
+
+void PacketFabric::schedule_arbitration(std::uint32_t output, std::uint64_t at) {
+    Output& o = m_outputs[output];
+    if (o.arb_at <= at) return;  // one already pending, no later than this
+    o.arb_at = at;
+    m_actions.push(at, {ActionKind::Arbitrate, output, 0});
+}
+
+void PacketFabric::arbitrate(std::uint32_t output) {
+    if (m_outputs[output].link < 0) arbitrate_ejection(output);
+    else arbitrate_link(output);
+}
+
+// Takes a packet off the head of an input queue: its buffer slot is a credit back to the sender.
+std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc) {
+    Input& in = m_inputs[input];
+    Queue& q = in.vcs[vc];
+    const std::uint32_t id = q.pop();
+    --in.occupancy;
+    const std::uint64_t now = now_ps();
+    if (in.link >= 0) {
+        const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
+        if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, now);
+    } else {
+        retry_blocked_injection(in.node, std::uint8_t(vc / m_vcs_per_class));
+    }
+    if (q.size > 0)
+        m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
+    return id;
+}
+
+// Round robin over the inputs whose head packet wants this link, in the order they asked; a
+// request whose downstream virtual channel has no credit is passed over, not dropped.
+void PacketFabric::arbitrate_link(std::uint32_t output) {
+    Output& o = m_outputs[output];
+    const std::uint32_t link_index = std::uint32_t(o.link);
+    const TopoLink& link = m_topology->links()[link_index];
+    const std::uint32_t downstream = m_link_input[link_index];
+    const std::uint64_t now = now_ps();
+    while (!o.requests.empty()) {
+        auto lane = std::min_element(o.lane_free.begin(), o.lane_free.end());
+        if (*lane > now) {
+            schedule_arbitration(output, *lane);
+            return;
+        }
+        auto grant = o.requests.end();
+        std::uint32_t next_vc = 0;
+        for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
+            const Packet& p = m_packets[m_inputs[it->first].vcs[it->second].front()];
+            std::uint32_t bit = 0;
+            if (m_vcs_per_class == 2) bit = (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
+            const std::uint32_t vc = p.cls * m_vcs_per_class + bit;
+            if (m_inputs[downstream].vcs[vc].reserved < m_depth) {
+                grant = it;
+                next_vc = vc;
+                break;
+            }
+        }
+        if (grant == o.requests.end()) return;  // every candidate waits for a credit
+        const auto [input, vc] = *grant;
+        o.requests.erase(grant);
+        const std::uint32_t id = pop_head(input, vc);
+        Packet& p = m_packets[id];
+        const std::uint32_t wire = (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
+        const std::uint64_t ser = std::uint64_t(std::llround(double(wire) * 1e12 / link.bytes_per_s));
+        *lane = now + ser;
+        p.dim = link.dim;
+        p.crossed = std::uint8_t(next_vc % m_vcs_per_class);
+        ++m_inputs[downstream].vcs[next_vc].reserved;
+        m_actions.push(now + ser + link.latency_ps, {ActionKind::Arrive, id, (downstream << 8) | next_vc});
+        m_last_progress_ps = now;
+
+        LinkCounters& lc = m_link_counters[link_index];
+        lc.s.bytes += p.payload;
+        lc.s.wire_bytes += wire;
+        ++lc.s.packets;
+        lc.s.busy_ps += ser;
+        const double wait = double(now - std::min(now, p.ready_ps));
+        lc.queue_sum += wait;
+        lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
+        ++lc.hist[bucket_of(wait)];
+        for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
+            const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
+            if (lc.s.busy_bins.size() <= bin) lc.s.busy_bins.resize(bin + 1, 0.0f);
+            lc.s.busy_bins[bin] += float(end - t);
+            t = end;
+        }
+    }
+}
+
+void PacketFabric::arbitrate_ejection(std::uint32_t output) {
+    Output& o = m_outputs[output];
+    if (o.busy || o.requests.empty()) return;
+    const auto [input, vc] = o.requests.front();
+    o.requests.pop_front();
+    deliver(output, pop_head(input, vc));
+}
+
+// Hands a packet to its GPU: a request on initiators[gpu], a response on targets[gpu].
+void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
+    Packet p = m_packets[id];
+    m_free_packets.push_back(id);
+    --m_in_flight;
+    m_last_progress_ps = now_ps();
+    Output& o = m_outputs[output];
+    o.busy = true;
+    const std::uint64_t now = now_ps();
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    if (p.cls == 0) {
+        PairStats& pair = m_pairs[(std::uint64_t(p.src_gpu) << 32) | p.dst_gpu];
+        pair.src = std::int32_t(p.src_gpu);
+        pair.dst = std::int32_t(p.dst_gpu);
+        pair.bytes += p.payload;
+        ++pair.packets;
+        pair.latency_sum_ps += double(now - p.injected_ps);
+        pair.latency_max_ps = std::max(pair.latency_max_ps, double(now - p.injected_ps));
+        tlm::tlm_phase phase = tlm::BEGIN_REQ;
+        const tlm::tlm_sync_enum s = initiators[p.dst_gpu]->nb_transport_fw(*p.trans, phase, delay);
+        if (s == tlm::TLM_ACCEPTED) return;  // END_REQ comes on the backward path
+        m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
+        if (s == tlm::TLM_COMPLETED || phase == tlm::BEGIN_RESP) {
+            // The target answered at once: the response starts back from here.
+            if (!inject(p.dst_gpu, p.trans, 1)) fail(std::string(name()) + ": no room for an immediate response");
+        }
+        return;
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_RESP;
+    if (targets[p.dst_gpu]->nb_transport_bw(*p.trans, phase, delay) == tlm::TLM_ACCEPTED) return;
+    m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
+}
+
+void PacketFabric::watchdog() {
+    const std::uint64_t now = now_ps();
+    if (m_in_flight == 0) {
+        m_watching = false;
+        return;
+    }
+    if (now - m_last_progress_ps >= m_watchdog_ps) {
+        std::ostringstream msg;
+        msg << name() << ": fabric deadlock: " << m_in_flight << " packet(s) held and none moved for "
+            << ps_to_time(now - m_last_progress_ps) << "; full buffers:";
+        int shown = 0;
+        for (const Input& in : m_inputs)
+            for (std::size_t v = 0; v < in.vcs.size() && shown < 8; ++v)
+                if (in.vcs[v].size >= m_depth) {
+                    msg << " " << m_topology->node_name(in.node) << " input "
+                        << (in.link < 0 ? std::string("injection") : "from " + m_topology->node_name(
+                                                                             m_topology->links()[in.link].src))
+                        << " vc " << v << ";";
+                    ++shown;
+                }
+        fail(msg.str());
+        return;
+    }
+    m_actions.push(m_last_progress_ps + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
+}
+
+void PacketFabric::fail(const std::string& what) {
+    if (m_error.empty()) m_error = what;
+    sc_core::sc_stop();
+}
+
+std::vector<LinkStats> PacketFabric::link_stats() const {
+    std::vector<LinkStats> out;
+    for (const LinkCounters& lc : m_link_counters) {
+        LinkStats s = lc.s;
+        if (s.packets) {
+            s.queue_mean_ps = lc.queue_sum / double(s.packets);
+            auto percentile = [&](double q) {
+                const double target = q * double(s.packets);
+                double seen = 0;
+                for (std::size_t b = 0; b < kHistBuckets; ++b) {
+                    seen += double(lc.hist[b]);
+                    if (seen >= target) return std::min(bucket_value(b), s.queue_max_ps);
+                }
+                return s.queue_max_ps;
+            };
+            s.queue_p50_ps = percentile(0.5);
+            s.queue_p99_ps = percentile(0.99);
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::vector<PairStats> PacketFabric::pair_stats() const {
+    std::vector<PairStats> out;
+    for (const auto& entry : m_pairs) out.push_back(entry.second);
+    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
+        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+    });
+    return out;
+}
+
+namespace {
+const bool registered = register_model(ModelInfo{
+    "PacketFabric",
+    "Cycle-approximate packet fabric: links, routers with credit-based buffers, topologies and congestion",
+    PacketFabric::param_specs(),
+    {{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"},
+     {"initiators[i]", "initiator", "at", "ports", "bound to GPU i's target"}},
+    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new PacketFabric(name, params); }});
+}  // namespace
+
+}  // namespace eidola
