@@ -165,9 +165,11 @@ def _direct_flags(b, stage, P, W):
             b.flag(f"{stage}_w{w}_{q}")
 
 
-def _peers(g, P):
+def _peers(g, P, w=0):
     # Rotated like gemv_allreduce: in lockstep every GPU targets a different peer at each step.
-    return [(g + k) % P for k in range(1, P)]
+    # Workgroup w starts w peers further on, so a GPU's concurrent workgroups drive different
+    # links at once instead of queueing on one (workgroup 0 keeps gemv_allreduce's order).
+    return [(g + 1 + (w + k) % (P - 1)) % P for k in range(P - 1)]
 
 
 def _direct_send(p, g, w, c, P, W, C, chunk, stage, buffer):
@@ -175,7 +177,7 @@ def _direct_send(p, g, w, c, P, W, C, chunk, stage, buffer):
 
     The data lands at the sender's own block (g), so senders never overlap in a receiver's buffer.
     """
-    peers = _peers(g, P)
+    peers = _peers(g, P, w)
     offset = _chunk_offset(g, w, c, W, C, chunk)
     for q in peers:
         p.write(dst=q, buffer=buffer, offset=offset, nbytes=chunk)

@@ -175,14 +175,15 @@ def test_ring_allreduce_exact_program():
 
 
 def test_direct_allreduce_exact_program():
-    # P=3, W=2, C=2, chunk 8 -> S=96; GPU 1 wg 1, peers in rotated order (1+k) mod 3 = 2, 0.
+    # P=3, W=2, C=2, chunk 8 -> S=96; GPU 1 wg 1 sends in rotated order starting w = 1 peers
+    # further on: (1 + 1 + (1+k) mod 2) mod 3 = 0, 2; it waits in the base order (1+k) mod 3 = 2, 0.
     # Own chunk (block 1, wg 1, c) is at ((1*2 + 1)*2 + c) * 8 = 48 + 8c in every peer's buffer.
     # Reduce: 1.0 ns/byte * (P-1) chunks of 8 = 16 ns.
     prof = direct_allreduce(gpus=3, nbytes=96, workgroups=2, chunks=2, reduce_ns_per_byte=1.0)
 
     def send(stage, buffer, c):
-        return ([("write", q, buffer, 48 + 8 * c) for q in (2, 0)]
-                + [("signal", q, f"{stage}_w1_1") for q in (2, 0)])
+        return ([("write", q, buffer, 48 + 8 * c) for q in (0, 2)]
+                + [("signal", q, f"{stage}_w1_1") for q in (0, 2)])
 
     def recv(stage, c):
         return [("wait", f"{stage}_w1_{q}", c + 1) for q in (2, 0)]
