@@ -31,7 +31,10 @@ const std::vector<ParamSpec>& PacketFabric::param_specs() {
         {"link.count", ParamType::Int, 1, "parallel links between each connected pair (a packet uses one)", 1, 1024},
         {"switch.latency", ParamType::Time, 50e-9, "per-hop router latency, charged as a packet enters a router", 0,
          1.0},
-        {"switch.buffer", ParamType::Int, 16, "input buffer depth in packets, per virtual channel", 1, 1 << 20},
+        {"switch.buffer", ParamType::Int, 64,
+         "input buffer depth in packets, per virtual channel; a link runs at full rate only if it covers "
+         "(link latency + switch latency) x bandwidth, since a slot stays reserved while its packet flies",
+         1, 1 << 20},
         {"routing.spread", ParamType::Bool, 0, "spread packets round robin over equal-cost next hops", 0, 1},
         {"hierarchical.gpus_per_node", ParamType::Int, 8, "hierarchical: GPUs in one node", 1, 1 << 20},
         {"hierarchical.intra", ParamType::Choice, 0, "hierarchical: inside a node", 0, 0, {"fully_connected", "switch"}},

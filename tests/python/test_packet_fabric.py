@@ -1,0 +1,192 @@
+"""The packet fabric against numbers derived by hand.
+
+Notation: link raw bandwidth B per direction, latency lat, per-packet header h, router latency
+sw. A packet of n payload bytes serialises in ser = (h + n) / B. A hop costs lat + ser + sw:
+the packet serialises onto the link, propagates, and pays the router latency as it enters the
+next router (the destination's included; injection from the GPU pays none). Buffers hold 64
+packets per virtual channel: a slot is reserved while its packet flies, so a link runs at full
+rate only if the buffer covers (lat + sw) x B / packet = 150 ns x 64 GB/s / 272 B = 36 packets.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import eidola
+from eidola.generators import all_to_all, direct_allreduce, ring_allreduce
+from eidola.profile import ProfileBuilder
+
+B, LAT, H, SW = 64e9, 100.0, 16, 50.0   # bytes/s, ns, bytes, ns
+M = 300.0                                # memory latency, ns
+
+
+def ser_ns(payload, header=H, bandwidth=B):
+    return (header + payload) / bandwidth * 1e9
+
+
+def _platform(write_platform, gpus, topology, extra="", workgroups=8, max_outstanding=1024, max_payload="256B",
+              mem_bw="5.3TB/s", buffer=64):
+    return eidola.load_platform(write_platform(f"""
+        eidola: 1
+        name: packet-test
+        gpus:
+          count: {gpus}
+          workgroups: {workgroups}
+          max_outstanding: {max_outstanding}
+          max_payload: {max_payload}
+          memory: {{latency: {M:g}ns, bandwidth: {mem_bw}}}
+        fabric:
+          model: packet
+          topology: {topology}
+          link: {{bandwidth: 64GB/s, latency: {LAT:g}ns, header: {H}B}}
+          switch: {{latency: {SW:g}ns, buffer: {buffer}}}
+        {extra}
+        """))
+
+
+def _one_write(src, dst, gpus, nbytes=256, workgroups=1):
+    b = ProfileBuilder(gpus=gpus, workgroups=workgroups, name="one")
+    b.buffer("data", nbytes=max(nbytes, 4096))
+    b.program(gpu=src, wg=0).write(dst=dst, buffer="data", offset=0, nbytes=nbytes)
+    return b.build()
+
+
+@pytest.mark.parametrize("topology, gpus, extra, src, dst, hops, back", [
+    ("fully_connected", 4, "", 0, 3, 1, 1),
+    ("switch", 8, "", 1, 6, 2, 2),                                 # GPU -> switch -> GPU
+    ("ring", 8, "", 0, 3, 3, 3),                                   # the short way round
+    ("ring", 8, "", 0, 6, 2, 2),                                   # the other way round
+    ("ring", 8, "  bidirectional: false", 0, 6, 6, 2),             # one way only: the ack goes on round
+    ("mesh2d", 16, "  dims: [4, 4]", 0, 15, 6, 6),                 # 3 in x, then 3 in y
+    ("torus2d", 16, "  dims: [4, 4]", 0, 15, 2, 2),                # wrap once in x and in y
+])
+def test_zero_load_latency_is_hops_times_hop_cost(write_platform, topology, gpus, extra, src, dst, hops, back):
+    # One 256-byte write: the request's latency from injection to delivery is h (lat + ser + sw), exactly.
+    fabric_extra = extra.replace("  ", "", 1)
+    plat = _platform(write_platform, gpus, topology, extra="", workgroups=1)
+    if fabric_extra:
+        key, value = fabric_extra.split(": ", 1)
+        import yaml
+        plat = eidola.load_platform(plat.source, overrides={f"fabric.{key}": yaml.safe_load(value)})
+    res = eidola.simulate(plat, _one_write(src, dst, gpus))
+    pair = res.pairs[(res.pairs["src"] == src) & (res.pairs["dst"] == dst)][0]
+    expected = hops * (LAT + ser_ns(256) + SW)
+    assert pair["latency_mean_ns"] == pytest.approx(expected, abs=1e-3)
+    # The write completes when its ack is back: request hops, memory, then the ack's hops.
+    assert res.kernel_time_ns == pytest.approx(expected + M + 256 / 5.3e12 * 1e9 + back * (LAT + ser_ns(0) + SW),
+                                               abs=2e-3)
+
+
+def test_large_write_achieves_effective_bandwidth(write_platform):
+    # 16 MiB over one link in 256-byte packets: effective bandwidth B * 256 / (256 + h) = 60.24 GB/s.
+    nbytes = 16 << 20
+    plat = _platform(write_platform, 2, "fully_connected", workgroups=1)
+    res = eidola.simulate(plat, _one_write(0, 1, 2, nbytes=nbytes))
+    achieved = nbytes / (res.kernel_time_ns * 1e-9)
+    assert achieved == pytest.approx(B * 256 / (256 + H), rel=0.01)
+    link = res.links[(res.links["src"] == 0) & (res.links["dst"] == 1)][0]
+    assert link["bytes"] == nbytes and link["packets"] == nbytes // 256
+
+
+def test_incast_shares_the_receiving_link_equally(write_platform):
+    # 4 GPUs each write 4 MiB to GPU 0 through one switch: the switch -> GPU 0 link is shared round
+    # robin, so each sender gets a quarter of its effective bandwidth.
+    n, nbytes = 4, 4 << 20
+    b = ProfileBuilder(gpus=n + 1, workgroups=1, name="incast")
+    b.buffer("data", nbytes=nbytes)
+    for g in range(1, n + 1):
+        b.program(gpu=g, wg=0).write(dst=0, buffer="data", offset=0, nbytes=nbytes)
+    res = eidola.simulate(_platform(write_platform, n + 1, "switch", workgroups=1), b.build())
+    share = B * 256 / (256 + H) / n
+    for g in range(1, n + 1):
+        rate = nbytes / (res.gpus["finish_ns"][g] * 1e-9)
+        assert rate == pytest.approx(share, rel=0.02), g
+
+
+def test_head_of_line_blocking_slows_a_flow_sharing_the_buffer(write_platform):
+    # Seven GPUs on one switch. GPUs 1, 4 and 0 all write to GPU 2 (its link gives each a third).
+    # GPU 0 also writes to GPU 3 from another workgroup: its packets sit in the same switch input
+    # buffer behind GPU 0's packets for GPU 2, so it is held to about the same third although
+    # GPU 3's link is free (without head-of-line blocking it could take the other two thirds).
+    # GPU 5 -> GPU 6 shares no buffer or link with the hot flows: it streams at the full effective
+    # rate and then pays one zero-load round trip: S/eff + (lat + sw) [first hop's last packet]
+    # + (lat + ser + sw) [second hop] + M + occupancy + 2 (lat + ser(ack) + sw) [the last ack].
+    nbytes = 2 << 20
+    b = ProfileBuilder(gpus=7, workgroups=2, name="hol")
+    b.buffer("data", nbytes=nbytes)
+    for g in (1, 4, 0):
+        b.program(gpu=g, wg=0).write(dst=2, buffer="data", offset=0, nbytes=nbytes)
+    b.program(gpu=0, wg=1).write(dst=3, buffer="data", offset=0, nbytes=nbytes)
+    b.program(gpu=5, wg=0).write(dst=6, buffer="data", offset=0, nbytes=nbytes)
+    res = eidola.simulate(_platform(write_platform, 7, "switch", workgroups=2), b.build())
+    eff = B * 256 / (256 + H)
+    wg = {(int(r["gpu"]), int(r["wg"])): r["finish_ns"] for r in res.workgroups}
+    victim = nbytes / (wg[(0, 1)] * 1e-9)
+    control_ns = (nbytes / eff * 1e9 + (LAT + SW) + (LAT + ser_ns(256) + SW) + M + 256 / 5.3e12 * 1e9
+                  + 2 * (LAT + ser_ns(0) + SW))
+    assert wg[(5, 0)] == pytest.approx(control_ns, rel=0.01)
+    assert victim < 0.45 * eff                       # held near the hot flows' third, far from 2/3
+    assert nbytes / (wg[(1, 0)] * 1e-9) == pytest.approx(eff / 3, rel=0.05)
+
+
+def _ring_alpha_ns(chunk, payload):
+    """Per-step latency of the ring all-reduce on a bidirectional ring, one workgroup, derived by hand.
+
+    A step is: wait for the predecessor's chunk (a local read or monitor arm: M), write the chunk
+    (its packets stream at the link rate; the last one then propagates (lat), enters the next
+    router (sw), is written in memory (M + its occupancy) and is acknowledged over the reverse
+    link (one hop of a header-only packet)), then signal (a one-hop round trip of an 8-byte atomic).
+    The streaming part, chunk/payload packets of ser(payload), is the beta term; the rest is alpha.
+    """
+    ack_hop = LAT + ser_ns(0) + SW
+    occupancy = payload / 5.3e12 * 1e9
+    write_tail = LAT + SW + M + occupancy + ack_hop
+    signal = ser_ns(8) + LAT + SW + M + 8 / 5.3e12 * 1e9 + ack_hop
+    wait = M + 8 / 5.3e12 * 1e9
+    return write_tail + signal + wait
+
+
+@pytest.mark.parametrize("p", [4, 8, 16])
+@pytest.mark.parametrize("size", [64 << 10, 1 << 20, 16 << 20, 256 << 20])
+def test_ring_allreduce_matches_alpha_beta(write_platform, p, size):
+    # T = 2(p-1)/p * S/B + 2(p-1) * alpha, with B the effective bandwidth for the payload size in use.
+    # Large messages use larger packets (max_payload), so a step never needs more than 256 of them.
+    chunk = size // p
+    payload = max(256, chunk // 256)
+    plat = _platform(write_platform, p, "ring", workgroups=1, max_payload=f"{payload}B")
+    prof = ring_allreduce(gpus=p, nbytes=size, mode="syncmon")
+    res = eidola.simulate(plat, prof)
+    b_eff = B * payload / (payload + H)
+    expected = 2 * (p - 1) / p * size / b_eff * 1e9 + 2 * (p - 1) * _ring_alpha_ns(chunk, payload)
+    assert res.kernel_time_ns == pytest.approx(expected, rel=0.02)
+
+
+def test_no_packet_lost_or_duplicated_in_a_congested_torus_all_to_all(write_platform):
+    # 16 GPUs on a 4x4 torus with shallow buffers (4 packets), 4 workgroups each sending to every
+    # peer at once: every byte sent arrives exactly once, every link's packet count balances, and
+    # no buffer ever held more than its depth per virtual channel.
+    gpus, nbytes, depth = 16, 16 * 4 * 4096, 4
+    plat = _platform(write_platform, gpus, "torus2d", workgroups=4, buffer=depth)
+    res = eidola.simulate(plat, all_to_all(gpus=gpus, nbytes=nbytes, workgroups=4, mode="syncmon"))
+    sent_per_gpu = (gpus - 1) * nbytes // gpus + (gpus - 1) * 4 * 8   # data plus 8-byte signals
+    assert list(res.gpus["bytes_sent"]) == [sent_per_gpu] * gpus
+    assert res.gpus["bytes_sent"].sum() == res.gpus["bytes_received"].sum()
+    assert res.pairs["bytes"].sum() == res.gpus["bytes_sent"].sum()
+    # Each request packet crosses as many links as its route has hops, and so does its response.
+    assert res.links["packets"].sum() % 2 == 0
+    assert res.links["peak_occupancy"].max() <= 4 * depth             # 4 virtual channels per input
+    assert res.links["queue_max_ns"].max() > 0                       # it really was congested
+
+
+def test_link_statistics_are_consistent(write_platform):
+    plat = _platform(write_platform, 4, "fully_connected", workgroups=4)
+    res = eidola.simulate(plat, direct_allreduce(gpus=4, nbytes=4 * 4 * 65536, workgroups=4))
+    kernel = res.kernel_time_ns
+    # Busy time is wire bytes at the link rate; utilisation is busy over the run; bins add up to busy.
+    assert np.allclose(res.links["busy_ns"], res.links["wire_bytes"] / B * 1e9, rtol=1e-6)
+    assert np.allclose(res.links["utilization"], res.links["busy_ns"] / kernel)
+    per_link = np.bincount(res.link_bins["link"], weights=res.link_bins["busy_ns"], minlength=len(res.links))
+    assert np.allclose(per_link, res.links["busy_ns"], rtol=1e-5)
+    assert np.all(res.links["queue_p50_ns"] <= res.links["queue_p99_ns"] + 1e-9)
+    assert np.all(res.links["queue_p99_ns"] <= res.links["queue_max_ns"] + 1e-9)
