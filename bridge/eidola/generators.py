@@ -216,7 +216,7 @@ def ring_allreduce(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval_n
 
 
 def direct_allreduce(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval_ns=100, reduce_ns_per_byte=0.0,
-                     name=None):
+                     name=None, schedule="rotated"):
     """Return a direct (one-hop) all-reduce of `nbytes` (S) per GPU: reduce-scatter then all-gather.
 
     2 steps. Reduce-scatter: GPU g writes its partial of block q (S/P bytes) into every peer q's
@@ -226,9 +226,15 @@ def direct_allreduce(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval
     reduced block g into every peer's `data` at block g, signalling `ag_w<w>_<g>`; finally wait for
     every peer's all-gather chunks. Each GPU sends 2(P-1)/P * S bytes. Alpha-beta cost with P-1
     parallel links of bandwidth B and latency alpha: T = 2*alpha + 2 * S/(P*B) (2*C*alpha for C chunks).
+
+    schedule="pinned" (workgroups a multiple of P-1) gives each workgroup one peer for the whole
+    kernel instead, as channel-per-peer runtimes do; see `_pinned`.
     """
     b, P, W, C, chunk, reduce_ns = _collective_setup("direct_allreduce", gpus, nbytes, workgroups, chunks,
                                                      reduce_ns_per_byte, name)
+    if _schedule("direct_allreduce", schedule, P, W) == "pinned":
+        return _pinned(b, P, W, C, nbytes, (("rs", "partials"), ("ag", "data")), mode, interval_ns,
+                       reduce_ns_per_byte)
     b.buffer("partials", nbytes)
     b.buffer("data", nbytes)
     _direct_flags(b, "rs", P, W)
@@ -320,7 +326,7 @@ def reduce_scatter(gpus, nbytes, workgroups=1, chunks=1, algorithm="ring", mode=
 
 
 def all_to_all(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval_ns=100, reduce_ns_per_byte=0.0,
-               name=None):
+               name=None, schedule="rotated"):
     """Return an all-to-all where each GPU holds `nbytes` (S): S/P for each GPU, its own share kept.
 
     1 step; GPU g writes its block for peer q (S/P bytes) into q's `recv` at block g, in rotated
@@ -328,9 +334,13 @@ def all_to_all(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval_ns=10
     chunks. The self share is not sent. Each GPU sends (P-1)/P * S bytes. Alpha-beta cost with
     P-1 parallel links: T = alpha + S/(P*B) (C*alpha for C chunks). reduce_ns_per_byte is accepted for a uniform
     signature; an all-to-all reduces nothing.
+
+    schedule="pinned" (workgroups a multiple of P-1) gives each workgroup one peer; see `_pinned`.
     """
     b, P, W, C, chunk, _ = _collective_setup("all_to_all", gpus, nbytes, workgroups, chunks,
                                              reduce_ns_per_byte, name)
+    if _schedule("all_to_all", schedule, P, W) == "pinned":
+        return _pinned(b, P, W, C, nbytes, (("a2a", "recv"),), mode, interval_ns, 0.0)
     b.buffer("recv", nbytes)
     _direct_flags(b, "a2a", P, W)
     wait = {"mode": mode, "interval_ns": interval_ns}
@@ -341,6 +351,49 @@ def all_to_all(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval_ns=10
                 _direct_send(p, g, w, c, P, W, C, chunk, "a2a", "recv")
             for c in range(C):
                 _direct_receive(p, g, w, c, P, "a2a", wait)
+    return b.build()
+
+
+def _schedule(fn, schedule, P, W):
+    if schedule not in ("rotated", "pinned"):
+        raise ProfileError(f"{fn}: schedule must be 'rotated' or 'pinned', got {schedule!r}")
+    if schedule == "pinned" and W % (P - 1):
+        raise ProfileError(f"{fn}: schedule 'pinned' needs workgroups ({W}) to be a multiple of gpus - 1 ({P - 1})")
+    return schedule
+
+
+def _pinned(b, P, W, C, S, stages, mode, interval_ns, reduce_ns_per_byte):
+    """Direct collectives with one peer per workgroup: k = W/(P-1) workgroups per peer.
+
+    Why: a workgroup's writes are blocking, so one that cycles through peers leaves each link idle
+    for a round trip whenever it moves on, and workgroups drift onto the same links. Pinned, the
+    k workgroups serving a peer keep that link busy for the whole transfer.
+
+    Workgroup w of GPU g serves peer q = (g + 1 + w mod (P-1)) mod P and slice j = w div (P-1) of
+    each block (S/P bytes = k slices of C chunks). Per stage (reduce-scatter then all-gather, or
+    the single all-to-all stage) it writes its C chunks into q's buffer at block g, signalling
+    `<stage>_s<j>` on q once per chunk, then waits until its own `<stage>_s<j>` counts all
+    (P-1) * C chunks of slice j; between the stages it reduces them.
+    """
+    k = W // (P - 1)
+    chunk = S // (P * k * C)
+    for stage, buffer in stages:
+        b.buffer(buffer, S)
+        for j in range(k):
+            b.flag(f"{stage}_s{j}")
+    wait = {"mode": mode, "interval_ns": interval_ns}
+    reduce_ns = reduce_ns_per_byte * (P - 1) * C * chunk
+    for g in range(P):
+        for w in range(W):
+            q, j = (g + 1 + w % (P - 1)) % P, w // (P - 1)
+            p = b.program(gpu=g, wg=w)
+            for index, (stage, buffer) in enumerate(stages):
+                if index and reduce_ns > 0:
+                    p.compute(ns=reduce_ns)
+                for c in range(C):
+                    p.write(dst=q, buffer=buffer, offset=(g * k * C + j * C + c) * chunk, nbytes=chunk)
+                    p.signal(dst=q, flag=f"{stage}_s{j}", op="add", value=1)
+                p.wait(flag=f"{stage}_s{j}", cond=">=", value=(P - 1) * C, **wait)
     return b.build()
 
 

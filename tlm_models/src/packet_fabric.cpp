@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "eidola/registry.h"
 
@@ -73,8 +74,18 @@ struct PacketFabric::Queue {
     std::uint32_t head = 0, size = 0;
     std::uint32_t reserved = 0;  // size + packets on the link towards it (the credits in use)
     std::uint32_t front() const { return slots[head]; }
-    void push(std::uint32_t p) { slots[(head + size++) % slots.size()] = p; }
+    void push(std::uint32_t p) {
+        if (size == slots.size()) grow();
+        slots[(head + size++) % slots.size()] = p;
+    }
+    void grow() {  // only injection queues grow: link queues are bounded by their credits
+        std::vector<std::uint32_t> bigger(std::max<std::size_t>(4, 2 * slots.size()));
+        for (std::uint32_t i = 0; i < size; ++i) bigger[i] = slots[(head + i) % slots.size()];
+        slots.swap(bigger);
+        head = 0;
+    }
     std::uint32_t pop() {
+        if (size == 0) throw std::logic_error("packet fabric: pop from an empty queue");
         std::uint32_t p = slots[head];
         head = std::uint32_t((head + 1) % slots.size());
         --size;
@@ -83,12 +94,17 @@ struct PacketFabric::Queue {
     }
 };
 
-/// A router input: the injection port or the receiving end of a link.
+/// A router input: the injection port or the receiving end of a link. A link input has a queue per
+/// virtual channel (class x dateline); the injection port has one per class and output (virtual
+/// output queues), as a GPU's fabric interface steers each request straight to its port, so a
+/// busy link never holds up traffic for an idle one.
 struct PacketFabric::Input {
     std::uint32_t node;
     std::int64_t link;  // -1: injection from the node's GPU
     std::vector<Queue> vcs;
+    std::uint32_t per_class;  // queues per traffic class
     std::uint32_t occupancy = 0;
+    std::uint32_t class_held[2] = {0, 0};  // injection: packets held per class (the queues share the space)
 };
 
 /// A router output: ejection to the GPU (requests or responses), or the sending end of a link.
@@ -189,8 +205,9 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
     const Topology& topo = *m_topology;
     const std::uint32_t vcs = 2 * m_vcs_per_class;
     auto make_input = [&](std::uint32_t node, std::int64_t link) {
-        Input in{node, link, std::vector<Queue>(vcs), 0};
-        for (Queue& q : in.vcs) q.slots.assign(m_depth, 0);
+        const std::uint32_t per_class = link < 0 ? 2 + std::uint32_t(topo.out_links(node).size()) : m_vcs_per_class;
+        Input in{node, link, std::vector<Queue>(link < 0 ? 2 * per_class : vcs), per_class, 0};
+        for (Queue& q : in.vcs) q.slots.assign(link < 0 ? 4 : m_depth, 0);
         m_inputs.push_back(std::move(in));
     };
     m_link_input.assign(topo.links().size(), 0);
@@ -334,8 +351,17 @@ void PacketFabric::on_event() {
 
 bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls) {
     const std::uint32_t input = m_node_first_input[gpu];
-    Queue& q = m_inputs[input].vcs[cls * m_vcs_per_class];
-    if (q.reserved >= m_depth) return false;
+    Packet probe;  // route first: the packet queues for its output
+    probe.cls = cls;
+    probe.dst_gpu = cls == 0 ? std::uint32_t(m_map.window_of(trans->get_address())) : m_source.at(trans);
+    const std::uint32_t out = route(gpu, probe);
+    const std::uint32_t queue = cls * m_inputs[input].per_class + (out - m_node_first_output[gpu]);
+    Input& in = m_inputs[input];
+    Queue& q = in.vcs[queue];
+    // The virtual output queues share one buffer of depth x outputs: one slow port cannot stall the
+    // GPU's single request channel (END_REQ) while other ports have room.
+    if (in.class_held[cls] >= m_depth * in.per_class) return false;
+    ++in.class_held[cls];
     std::uint32_t id;
     if (m_free_packets.empty()) {
         id = std::uint32_t(m_packets.size());
@@ -363,7 +389,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     }
     p.injected_ps = now_ps();
     p.ready_ps = p.injected_ps;  // the GPU's own router port: no hop latency yet
-    p.out = route(gpu, p);
+    p.out = out;
     ++q.reserved;
     q.push(id);
     ++m_inputs[input].occupancy;
@@ -373,7 +399,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
         m_last_progress_ps = now_ps();
         m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
     }
-    if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, std::uint32_t(cls * m_vcs_per_class)});
+    if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
     return true;
 }
 
@@ -445,14 +471,17 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc) {
     const std::uint32_t id = q.pop();
     --in.occupancy;
     const std::uint64_t now = now_ps();
+    // The new head asks for its output first: a retried injection below may refill an empty queue,
+    // and then it is inject() that announces the head (once).
+    if (q.size > 0)
+        m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
         const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
         if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, now);
     } else {
-        retry_blocked_injection(in.node, std::uint8_t(vc / m_vcs_per_class));
+        --in.class_held[vc / in.per_class];
+        retry_blocked_injection(in.node, std::uint8_t(vc / in.per_class));
     }
-    if (q.size > 0)
-        m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     return id;
 }
 
