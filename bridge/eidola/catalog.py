@@ -199,6 +199,15 @@ def _number(x):
     return math.inf if x is None else x
 
 
+def _default(p):
+    """The declared default as Python holds a converted value (bool for bool, int for counts)."""
+    if p["type"] == "bool":
+        return bool(p["default"])
+    if p["type"] in ("int", "size"):
+        return int(p["default"])
+    return p["default"]
+
+
 @functools.lru_cache(maxsize=None)
 def models() -> dict[str, ModelSpec]:
     """Every registered model, by name, read from the compiled library."""
@@ -208,7 +217,7 @@ def models() -> dict[str, ModelSpec]:
     out = {}
     for m in data["models"]:
         params = tuple(
-            ParamSpec(p["name"], p["type"], p["unit"], p["default"], _number(p["min"]), _number(p["max"]),
+            ParamSpec(p["name"], p["type"], p["unit"], _default(p), _number(p["min"]), _number(p["max"]),
                       tuple(p["choices"]), p["doc"])
             for p in m["params"]
         )

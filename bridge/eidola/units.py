@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 
 __all__ = ["UnitError", "parse", "format_value", "KINDS"]
 
@@ -55,7 +56,9 @@ def parse(text, kind: str) -> float:
         if not unit:
             raise UnitError(f"{text!r} has no unit; write a {kind} such as {_example(kind)}")
         raise UnitError(f"unknown {kind} unit {unit!r} in {text!r}; use one of {', '.join(sorted(units))}")
-    value = float(number) * units[unit]
+    # Decimal arithmetic, so "500ns" is exactly the float nearest 5e-7 and values written back by
+    # format_value parse to the same float (effective configurations round-trip).
+    value = float(Decimal(number) * Decimal(repr(units[unit])))
     if not math.isfinite(value):
         raise UnitError(f"{text!r} is not a finite {kind}")
     return value
