@@ -16,11 +16,12 @@ import yaml
 
 from . import catalog
 from .errors import ConfigError
+from .plugin import PluginSpec, parse_plugin
 
-__all__ = ["Platform", "Component", "SocketRef", "load_platform", "apply_overrides"]
+__all__ = ["Platform", "Component", "PluginComponent", "SocketRef", "load_platform", "apply_overrides"]
 
 SCHEMA_VERSION = 1
-_FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric"}
+_FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "Plugin"}
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
 
 
@@ -64,13 +65,21 @@ class Component:
     def __getattr__(self, socket: str):
         if socket.startswith("_") or socket in ("model", "name", "params", "origin"):
             raise AttributeError(socket)
-        spec = catalog.model(self.model).socket(socket)
+        spec = next((s for s in self.socket_specs() if s.base_name == socket), None)
         if spec is None:
-            names = ", ".join(s.base_name for s in catalog.model(self.model).sockets) or "none"
+            names = ", ".join(s.base_name for s in self.socket_specs()) or "none"
             raise AttributeError(f"component {self.name!r} ({self.model}) has no socket {socket!r}; it has: {names}")
         if spec.multiplicity == "1":
             return SocketRef(self.name, socket)
         return _SocketVector(self.name, socket)
+
+    def socket_specs(self) -> tuple:
+        """The sockets this component has, as declared in C++."""
+        return catalog.model(self.model).sockets
+
+    def port_count(self) -> int:
+        """How many sockets each per-port socket vector has."""
+        return int(self.resolved().get("ports", 1))
 
     def where(self, param: str) -> str:
         """Where a parameter was written: a YAML key path, or the component and parameter."""
@@ -92,6 +101,35 @@ class Component:
         return values
 
 
+class PluginComponent(Component):
+    """A third-party TLM-2.0 model in a fabric slot (role "fabric") or in one GPU's slot (role "gpu")."""
+
+    def __init__(self, name: str, spec: PluginSpec, role: str, ports: int = 1, gpu_id: int | None = None,
+                 raw: dict | None = None):
+        super().__init__("Plugin", name, {}, {})
+        self.spec, self.role, self.ports, self.gpu_id = spec, role, ports, gpu_id
+        self.raw = raw or {}  # the declaration as written, for the effective configuration
+
+    def __eq__(self, other):
+        return isinstance(other, PluginComponent) and (self.name, self.spec, self.role, self.ports, self.gpu_id) == \
+            (other.name, other.spec, other.role, other.ports, other.gpu_id)
+
+    def resolved(self) -> dict:
+        return {"ports": self.ports} if self.role == "fabric" else {"id": self.gpu_id}
+
+    def port_count(self) -> int:
+        return self.ports
+
+    def socket_specs(self) -> tuple:
+        p = self.spec.protocol
+        if self.role == "fabric":
+            return (catalog.SocketSpec("targets[i]", "target", p, "ports", f"plugin socket {self.spec.sockets['targets'].text}"),
+                    catalog.SocketSpec("initiators[i]", "initiator", p, "ports",
+                                       f"plugin socket {self.spec.sockets['initiators'].text}"))
+        return (catalog.SocketSpec("initiator", "initiator", p, "1", f"plugin socket {self.spec.sockets['initiator'].text}"),
+                catalog.SocketSpec("target", "target", p, "1", f"plugin socket {self.spec.sockets['target'].text}"))
+
+
 @dataclass
 class Platform:
     """A platform: components, bindings, the address map and run settings."""
@@ -110,7 +148,8 @@ class Platform:
         """Adds a component; its name must be new."""
         if component.name in self.components:
             raise ConfigError(f"platform {self.name!r}: a component named {component.name!r} already exists")
-        catalog.model(component.model)
+        if not isinstance(component, PluginComponent):
+            catalog.model(component.model)
         self.components[component.name] = component
         return component
 
@@ -119,9 +158,14 @@ class Platform:
         self.connections.append((initiator, target))
 
     def gpus(self) -> list[Component]:
-        """The eidolon GPUs, in address-map order (by their `id`)."""
-        gpus = [c for c in self.components.values() if c.model == "EidolonGpu"]
+        """Every GPU slot (eidolons and GPU plugins), in address-map order (by their `id`)."""
+        gpus = [c for c in self.components.values()
+                if c.model == "EidolonGpu" or (isinstance(c, PluginComponent) and c.role == "gpu")]
         return sorted(gpus, key=lambda c: c.resolved()["id"])
+
+    def eidolons(self) -> list[Component]:
+        """The eidolon GPUs only."""
+        return [g for g in self.gpus() if g.model == "EidolonGpu"]
 
     def stride(self) -> int:
         """The window size in bytes."""
@@ -135,9 +179,6 @@ class Platform:
         """Checks parameters and bindings before anything is built; ConfigError names component and socket."""
         for c in self.components.values():
             c.resolved()
-        if self.check_protocol:
-            raise ConfigError(f"{_loc(self.source)}check_protocol: the TLM-2.0 protocol checker is not part of this "
-                              "build yet; set it to false")
         bound: dict[str, str] = {}
         for initiator, target in self.connections:
             for ref, direction in ((initiator, "initiator"), (target, "target")):
@@ -150,9 +191,8 @@ class Platform:
                                       f"{target if ref is initiator else initiator})")
                 bound[ref.path] = str(target if ref is initiator else initiator)
         for c in self.components.values():
-            spec = catalog.model(c.model)
-            ports = c.resolved().get("ports", 1)
-            for s in spec.sockets:
+            ports = c.port_count()
+            for s in c.socket_specs():
                 indices = [None] if s.multiplicity == "1" else range(int(ports))
                 for i in indices:
                     ref = SocketRef(c.name, s.base_name, i)
@@ -166,14 +206,13 @@ class Platform:
         comp = self.components.get(ref.component)
         if comp is None:
             raise ConfigError(f"socket {ref}: no component named {ref.component!r}")
-        spec = catalog.model(comp.model).socket(ref.socket)
+        spec = next((s for s in comp.socket_specs() if s.base_name == ref.socket), None)
         if spec is None:
             raise ConfigError(f"socket {ref}: {comp.model} has no socket {ref.socket!r}")
         if (spec.multiplicity == "1") != (ref.index is None):
             raise ConfigError(f"socket {ref}: {ref.socket} is {'not ' if spec.multiplicity == '1' else ''}indexed")
-        if ref.index is not None and not 0 <= ref.index < int(comp.resolved().get("ports", 1)):
-            raise ConfigError(f"socket {ref}: index out of range (the component has "
-                              f"{comp.resolved().get('ports')} ports)")
+        if ref.index is not None and not 0 <= ref.index < comp.port_count():
+            raise ConfigError(f"socket {ref}: index out of range (the component has {comp.port_count()} ports)")
         return spec
 
     def effective_yaml(self) -> str:
@@ -188,6 +227,18 @@ class Platform:
                "connections": [[str(i), str(t)] for i, t in self.connections],
                "seed": self.seed}
         return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _plugin_yaml(spec: PluginSpec) -> dict:
+    """A plugin declaration with absolute paths, so the effective configuration loads from anywhere."""
+    out = {"headers": list(spec.headers)}
+    if spec.include_dirs:
+        out["include_dirs"] = list(spec.include_dirs)
+    if spec.library:
+        out["library"] = spec.library
+    out.update({"class": spec.class_text, "args": list(spec.args), "protocol": spec.protocol})
+    out.update({role: pattern.text for role, pattern in spec.sockets.items()})
+    return out
 
 
 def _loc(source) -> str:
@@ -298,6 +349,10 @@ def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
     count = gpus.pop("count", None)
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ConfigError(f"{loc}gpus.count: expected a positive integer, got {count!r}")
+    base = Path(source).parent if source != "<dict>" else Path.cwd()
+    gpu_plugins = gpus.pop("plugins", {}) or {}
+    if not isinstance(gpu_plugins, dict) or not all(isinstance(k, int) and 0 <= k < count for k in gpu_plugins):
+        raise ConfigError(f"{loc}gpus.plugins: expected a mapping from GPU index (0..{count - 1}) to a plugin")
     gpu_params = _flatten(gpus)
     if "id" in gpu_params:
         raise ConfigError(f"{loc}gpus.id: GPU ids are given by the platform (0..count-1); remove this key")
@@ -309,26 +364,46 @@ def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
     if "ports" in fabric_params:
         raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")
 
-    fab = Component(_FABRIC_MODELS[kind], "fabric", {**fabric_params, "ports": count},
-                    {k: f"{loc}fabric.{k}" for k in fabric_params})
+    if kind == "plugin":
+        raw = fabric.get("plugin")
+        extra = set(fabric) - {"plugin"}
+        if extra:
+            raise ConfigError(f"{loc}fabric.{sorted(extra)[0]}: a plugin fabric takes its settings under fabric.plugin")
+        fab = PluginComponent("fabric", parse_plugin(raw, f"{loc}fabric.plugin", base, "fabric"), "fabric", count,
+                              raw=raw)
+    else:
+        fab = Component(_FABRIC_MODELS[kind], "fabric", {**fabric_params, "ports": count},
+                        {k: f"{loc}fabric.{k}" for k in fabric_params})
     for i in range(count):
-        gpu = plat.add(Component("EidolonGpu", f"gpu{i}", {**gpu_params, "id": i},
-                                 {k: f"{loc}gpus.{k}" for k in gpu_params}))
+        if i in gpu_plugins:
+            gpu = plat.add(PluginComponent(f"gpu{i}", parse_plugin(gpu_plugins[i], f"{loc}gpus.plugins.{i}", base, "gpu"),
+                                           "gpu", gpu_id=i, raw=gpu_plugins[i]))
+        else:
+            gpu = plat.add(Component("EidolonGpu", f"gpu{i}", {**gpu_params, "id": i},
+                                     {k: f"{loc}gpus.{k}" for k in gpu_params}))
         plat.connect(gpu.initiator, fab.targets[i])
         plat.connect(fab.initiators[i], gpu.target)
     plat.add(fab)
     plat.validate()
+    if not plat.eidolons():
+        raise ConfigError(f"{loc}gpus.plugins: at least one GPU must be an eidolon (they run the profile)")
 
     # The effective configuration: the same shorthand with every default written out.
-    gpu_resolved = plat.components["gpu0"].resolved()
-    gspec, fspec = catalog.model("EidolonGpu"), catalog.model(fab.model)
+    gpu_resolved = plat.eidolons()[0].resolved()
+    gspec = catalog.model("EidolonGpu")
+    gpus_out = {"count": count, **_nest({k: gspec.param(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})}
+    if gpu_plugins:
+        gpus_out["plugins"] = {i: _plugin_yaml(plat.components[f"gpu{i}"].spec) for i in gpu_plugins}
+    if kind == "plugin":
+        fabric_out = {"model": "plugin", "plugin": _plugin_yaml(fab.spec)}
+    else:
+        fspec = catalog.model(fab.model)
+        fabric_out = {"model": kind, **_nest({k: fspec.param(k).to_yaml(v) for k, v in fab.resolved().items()
+                                              if k != "ports"})}
     plat.shorthand = {
-        "eidola": SCHEMA_VERSION, "name": name,
-        "gpus": {"count": count, **_nest({k: gspec.param(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})},
+        "eidola": SCHEMA_VERSION, "name": name, "gpus": gpus_out,
         "address_map": {"base": plat.base(), "stride": catalog.ParamSpec("", "size", "B", 0, 0, 0, (), "")
                         .format(plat.stride())},
-        "fabric": {"model": kind, **_nest({k: fspec.param(k).to_yaml(v) for k, v in fab.resolved().items()
-                                           if k != "ports"})},
-        "check_protocol": check, "profile": profile, "seed": seed,
+        "fabric": fabric_out, "check_protocol": check, "profile": profile, "seed": seed,
     }
     return plat

@@ -21,7 +21,7 @@ from pathlib import Path
 from . import _sysc
 from ._encode import CONDS, MODES, encode_profile
 from .errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError
-from .platform import Platform
+from .platform import Platform, PluginComponent
 from .profile import Profile, load_profile
 from .result import Result
 
@@ -33,26 +33,70 @@ _in_process_used = []  # a SystemC kernel runs once per process; remembers the i
 def _plan(platform: Platform, profile: Profile, seed: int, trace: bool) -> dict:
     platform.validate()
     gpus = platform.gpus()
-    if not gpus:
+    eidolons = platform.eidolons()
+    if not eidolons:
         raise ConfigError(f"platform {platform.name!r} has no EidolonGpu")
-    workgroups = min(int(g.resolved()["workgroups"]) for g in gpus)
-    clocks = {g.resolved()["clock"] for g in gpus}
+    plugin_gpus = {c.gpu_id for c in gpus if isinstance(c, PluginComponent)}
+    for (g, w), ops in profile.programs:
+        if g in plugin_gpus and ops:
+            raise ConfigError(f"profile {profile.name!r} has a program for gpu {g} wg {w}, but GPU {g} is a plugin "
+                              "model, which runs its own behaviour")
+    workgroups = min(int(g.resolved()["workgroups"]) for g in eidolons)
+    clocks = {g.resolved()["clock"] for g in eidolons}
     if len(clocks) > 1 and any(op.kind == "compute" and op["cycles"] is not None
                                for _, ops in profile.programs for op in ops):
         raise ConfigError(f"platform {platform.name!r}: compute(cycles=...) with variability needs one clock for "
                           "all GPUs")
     encoded = encode_profile(profile, workgroups, len(gpus), platform.stride(), seed=seed, clock_hz=min(clocks))
-    components = []
+    components, plugins = [], []
     for c in platform.components.values():
+        if isinstance(c, PluginComponent):
+            plugins.append({"name": c.name, "spec": c.spec, "role": c.role})
+            continue
         values = c.resolved()
         choices = {k: v for k, v in values.items() if isinstance(v, str)}
         numbers = {k: float(v) for k, v in values.items() if not isinstance(v, str)}
         components.append({"model": c.model, "name": c.name, "numbers": numbers, "choices": choices})
+    bindings = _bindings(platform, components)
     return {
         "name": platform.name, "base": platform.base(), "stride": platform.stride(), "windows": len(gpus),
-        "components": components, "connections": [(str(i), str(t)) for i, t in platform.connections],
+        "components": components, "plugins": plugins, "bindings": bindings,
         "flags": encoded.flags, "ops": encoded.ops, "programs": encoded.programs, "trace": trace,
     }
+
+
+def _ref(socket) -> dict:
+    return {"component": socket.component, "socket": socket.socket, "index": socket.index}
+
+
+def _bindings(platform: Platform, components: list) -> list:
+    """The platform's connections as socket bindings, with an AT-to-LT adapter in front of every
+    LT-only target driven by an AT initiator, and a protocol checker on every binding when asked."""
+    out = []
+    for n, (initiator, target) in enumerate(platform.connections):
+        i_spec = platform._socket_spec(initiator)
+        t_spec = platform._socket_spec(target)
+        pairs = [(_ref(initiator), _ref(target))]
+        if t_spec.protocol == "lt" and i_spec.protocol != "lt":
+            name = f"adapter{n}"
+            components.append({"model": "AtToLtAdapter", "name": name, "numbers": {}, "choices": {}})
+            pairs = [(_ref(initiator), {"component": name, "socket": "target", "index": None}),
+                     ({"component": name, "socket": "initiator", "index": None}, _ref(target))]
+        elif i_spec.protocol == "lt" and "lt" not in t_spec.protocol:
+            raise ConfigError(f"connection {initiator} -> {target}: an LT initiator cannot drive an AT-only target "
+                              "(no adapter exists in that direction)")
+        if platform.check_protocol:
+            checked = []
+            for k, (i_ref, t_ref) in enumerate(pairs):
+                name = f"checker{n}_{k}"
+                toward = "gpu" if t_ref["component"] in {g.name for g in platform.gpus()} else "fabric"
+                components.append({"model": "ProtocolChecker", "name": name, "numbers": {},
+                                   "choices": {"toward": toward}})
+                checked += [(i_ref, {"component": name, "socket": "target", "index": None}),
+                            ({"component": name, "socket": "initiator", "index": None}, t_ref)]
+            pairs = checked
+        out += pairs
+    return out
 
 
 def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = None, *,
@@ -84,7 +128,9 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
 
 
 def _fabric_model(platform: Platform) -> str:
-    models = [c.model for c in platform.components.values() if c.model != "EidolonGpu"]
+    models = [c.spec.class_text if isinstance(c, PluginComponent) else c.model
+              for c in platform.components.values() if c.model != "EidolonGpu" and not
+              (isinstance(c, PluginComponent) and c.role == "gpu")]
     return ", ".join(models)
 
 

@@ -29,6 +29,8 @@ const std::vector<ParamSpec>& EidolonGpu::param_specs() {
          0, 1},
         {"syncmon.wake_latency", ParamType::Time, 0, "from the satisfying write to the woken workgroup running again", 0,
          1.0},
+        {"watchdog", ParamType::Time, 1e-3,
+         "transactions outstanding this long with no response arriving stop the run with a stall report", 1e-9, 1e3},
     };
     return specs;
 }
@@ -56,6 +58,7 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const ParamSet& given)
     m_syncmon.set_capacity(std::uint64_t(p.integer("syncmon.entries")));
     m_check_in_monitor = p.flag("syncmon.check_in_monitor");
     m_wake_latency_ps = p.time("syncmon.wake_latency").value();
+    m_watchdog_ps = p.time("watchdog").value();
     m_wgs.resize(std::size_t(p.integer("workgroups")));
 
     initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
@@ -103,6 +106,7 @@ void EidolonGpu::on_event() {
             case ActionKind::ArmDone: arm_done(a.arg); break;
             case ActionKind::WaitDone: end_wait(a.arg); break;
             case ActionKind::Recheck: recheck_done(a.arg); break;
+            case ActionKind::Watchdog: watchdog(); break;
             case ActionKind::PollIssue: issue_poll(a.arg); break;
             case ActionKind::PollDone: poll_done(a.arg); break;
             case ActionKind::Serve: serve_incoming(a.arg); break;
@@ -352,6 +356,11 @@ void EidolonGpu::try_issue() {
 }
 
 void EidolonGpu::send(Packet* p) {
+    if (m_outstanding == 0 && !m_watching) {
+        m_watching = true;
+        m_last_response_ps = now_ps();
+        m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0});
+    }
     ++m_outstanding;
     ++m_packets_sent;
     m_request_pending = p;
@@ -403,6 +412,7 @@ void EidolonGpu::response_arrived(Packet* p) {
     }
     Workgroup& g = m_wgs[p->wg];
     if (p->is_read()) m_bytes_received += p->get_data_length();
+    m_last_response_ps = now_ps();
     --m_outstanding;
     --g.in_flight;
     const std::uint32_t w = p->wg;
@@ -510,6 +520,25 @@ std::vector<std::string> EidolonGpu::unfinished_report() const {
         lines.push_back(line.str());
     }
     return lines;
+}
+
+// A fabric that loses a transaction leaves its workgroup blocked forever while others may poll
+// on: without this, such a run would never end.
+void EidolonGpu::watchdog() {
+    const std::uint64_t now = now_ps();
+    if (m_outstanding == 0) {
+        m_watching = false;
+        return;
+    }
+    if (now - m_last_response_ps >= m_watchdog_ps) {
+        std::ostringstream msg;
+        msg << "stall: " << name() << " has " << m_outstanding << " transaction(s) outstanding and no response for "
+            << ps_to_time(now - m_last_response_ps) << " (was a transaction lost by the interconnect?)";
+        if (m_stall.empty()) m_stall = msg.str();
+        sc_core::sc_stop();
+        return;
+    }
+    m_actions.push(m_last_response_ps + m_watchdog_ps, {ActionKind::Watchdog, 0});
 }
 
 void EidolonGpu::fail(const std::string& what) {

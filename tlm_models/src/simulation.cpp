@@ -11,14 +11,29 @@
 #include "eidola/eidolon_gpu.h"
 #include "eidola/fabric.h"
 #include "eidola/progress_monitor.h"
+#include "eidola/protocol_checker.h"
 #include "eidola/registry.h"
 
 namespace eidola {
 
 using InitiatorBase = tlm::tlm_base_initiator_socket_b<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>>;
-using InitiatorSocket = tlm::tlm_base_initiator_socket<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>, 1,
-                                                       sc_core::SC_ONE_OR_MORE_BOUND>;
+template <unsigned N, sc_core::sc_port_policy POL>
+using InitiatorSocket = tlm::tlm_base_initiator_socket<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>, N, POL>;
 using TargetBase = tlm::tlm_base_target_socket_b<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>>;
+
+namespace {
+
+// Binds through the socket's own (virtual) bind, so sockets that hook binding, such as the
+// tlm_utils multi-sockets, register the connection. Returns false if `obj` is none of these.
+template <unsigned N, sc_core::sc_port_policy POL>
+bool bind_as(sc_core::sc_object* obj, TargetBase& target) {
+    auto* socket = dynamic_cast<InitiatorSocket<N, POL>*>(obj);
+    if (!socket) return false;
+    socket->bind(target);
+    return true;
+}
+
+}  // namespace
 
 struct Simulation::Impl {
     std::string name;
@@ -26,6 +41,7 @@ struct Simulation::Impl {
     std::vector<std::unique_ptr<sc_core::sc_module>> modules;
     std::vector<EidolonGpu*> gpus;
     std::vector<Fabric*> fabrics;
+    std::vector<ProtocolChecker*> checkers;
     WindowLayout layout;
     std::vector<Op> ops;
     std::vector<ProgramEntry> programs;
@@ -54,6 +70,7 @@ void Simulation::add(const std::string& model, const std::string& name, const Pa
     m_impl->modules.emplace_back(module);
     if (auto* gpu = dynamic_cast<EidolonGpu*>(module)) m_impl->gpus.push_back(gpu);
     if (auto* fabric = dynamic_cast<Fabric*>(module)) m_impl->fabrics.push_back(fabric);
+    if (auto* checker = dynamic_cast<ProtocolChecker*>(module)) m_impl->checkers.push_back(checker);
 }
 
 namespace {
@@ -77,10 +94,10 @@ void Simulation::bind(const std::string& initiator, const std::string& target) {
     if (!t_obj) throw std::invalid_argument("bind: no socket named '" + target + "'");
     auto* t = dynamic_cast<TargetBase*>(t_obj);
     if (!t) throw std::invalid_argument("bind: '" + target + "' is not a TLM-2.0 target socket (32-bit base protocol)");
-    if (auto* socket = dynamic_cast<InitiatorSocket*>(i_obj)) {
-        socket->bind(*t);  // virtual: a derived socket's own binding logic runs
+    if (bind_as<1, sc_core::SC_ONE_OR_MORE_BOUND>(i_obj, *t) || bind_as<0, sc_core::SC_ONE_OR_MORE_BOUND>(i_obj, *t) ||
+        bind_as<1, sc_core::SC_ZERO_OR_MORE_BOUND>(i_obj, *t) || bind_as<0, sc_core::SC_ZERO_OR_MORE_BOUND>(i_obj, *t) ||
+        bind_as<1, sc_core::SC_ALL_BOUND>(i_obj, *t))
         return;
-    }
     auto* i = dynamic_cast<InitiatorBase*>(i_obj);
     if (!i) throw std::invalid_argument("bind: '" + initiator + "' is not a TLM-2.0 initiator socket (32-bit base protocol)");
     i->get_base_port().bind(t->get_base_interface());
@@ -115,6 +132,7 @@ int Simulation::run() {
                                             std::to_string(gpu->index()));
         }
         for (Fabric* fabric : s.fabrics) fabric->set_address_map(s.map);
+        for (ProtocolChecker* checker : s.checkers) checker->set_address_map(s.map);
         for (const ProgramEntry& entry : s.programs) {
             auto it = by_index.find(std::uint32_t(entry.gpu));
             if (it == by_index.end())
@@ -127,11 +145,19 @@ int Simulation::run() {
         sc_core::sc_start();
     } catch (const std::exception& e) {
         m_end_ps = sc_core::sc_time_stamp().value();
-        m_failure_kind = "error";
         m_failure = e.what();
+        m_failure_kind = m_failure.find("base protocol violation") != std::string::npos ? "protocol" : "error";
         return 3;
     }
     m_end_ps = sc_core::sc_time_stamp().value();
+    std::ostringstream unanswered;
+    for (const ProtocolChecker* checker : s.checkers)
+        for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;
+    if (unanswered.tellp()) {
+        m_failure_kind = "protocol";
+        m_failure = unanswered.str();
+        return 3;
+    }
     if (s.monitor.deadlocked()) {
         std::ostringstream msg;
         msg << "deadlock at " << sc_core::sc_time_stamp() << ": " << s.monitor.stuck().size()
@@ -156,12 +182,15 @@ int Simulation::run() {
         }
     }
     std::ostringstream stall;
-    for (EidolonGpu* gpu : s.gpus)
+    std::string cause = "the simulation ran out of events with workgroups unfinished (a transaction was never "
+                        "answered?)";
+    for (EidolonGpu* gpu : s.gpus) {
+        if (!gpu->stall().empty()) cause = gpu->stall();
         for (const std::string& line : gpu->unfinished_report()) stall << "\n  " << line;
+    }
     if (!stall.str().empty()) {
         m_failure_kind = "stall";
-        m_failure = "the simulation ran out of events with workgroups unfinished (a transaction was never "
-                    "answered?):" + stall.str();
+        m_failure = cause + "; unfinished workgroups:" + stall.str();
         return 3;
     }
     return 0;

@@ -88,6 +88,8 @@ public:
     std::vector<std::string> unfinished_report() const;
     /// Text of a model error (a failed transaction), empty if none.
     const std::string& error() const { return m_error; }
+    /// Text of a stall the watchdog found (responses stopped arriving), empty if none.
+    const std::string& stall() const { return m_stall; }
 
 private:
     enum class WgState : std::uint8_t { Idle, Ready, Computing, Transferring, Waiting, Done };
@@ -109,7 +111,8 @@ private:
         WorkgroupStats stats;
     };
     enum class ActionKind : std::uint8_t {
-        Resume, PollIssue, PollDone, Serve, Issue, EndReq, Response, NextResponse, ArmDone, WaitDone, HoldDone, Recheck
+        Resume, PollIssue, PollDone, Serve, Issue, EndReq, Response, NextResponse, ArmDone, WaitDone, HoldDone, Recheck,
+        Watchdog
     };
     struct Action {
         ActionKind kind;
@@ -135,6 +138,7 @@ private:
     void serve_incoming(std::uint32_t slot);
     void send_response(tlm::tlm_generic_payload* trans);
     void fail(const std::string& what);
+    void watchdog();
 
     // tlm_bw_transport_if (initiator side)
     tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -183,6 +187,10 @@ private:
     std::uint64_t m_bytes_received = 0;
 
     std::string m_error;
+    std::string m_stall;                      // set by the watchdog
+    std::uint64_t m_watchdog_ps = 0;
+    std::uint64_t m_last_response_ps = 0;
+    bool m_watching = false;
 };
 
 }  // namespace eidola

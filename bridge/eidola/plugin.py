@@ -1,0 +1,136 @@
+"""Third-party TLM-2.0 models named in YAML: the declaration, checked before anything is built.
+
+A plugin names header files, include directories, an optional shared library, a C++ class
+(templates allowed: ``vendor::Bus<8,8>``), constructor arguments after the module name, its
+protocol (``at`` or ``lt``) and its socket names as patterns (``target_socket[{i}]``). Nothing
+else is taken from the file: the class name and patterns must fit a strict grammar, so no C++
+code is ever built from free text (the bridge looks the class up, it does not compile text).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import ConfigError
+
+__all__ = ["PluginSpec", "parse_plugin", "parse_class_name", "SocketPattern"]
+
+_IDENT = r"[A-Za-z_]\w*"
+_QUALIFIED = rf"(?:::)?{_IDENT}(?:::{_IDENT})*"
+_TEMPLATE_ARG = rf"(?:-?\d+|true|false|{_QUALIFIED})"
+_CLASS = re.compile(rf"^\s*({_QUALIFIED})\s*(?:<\s*({_TEMPLATE_ARG}(?:\s*,\s*{_TEMPLATE_ARG})*)\s*>)?\s*$")
+_SEGMENT = rf"{_IDENT}(?:\[(?:\{{i\}}|\d+)\])?"
+_PATTERN = re.compile(rf"^{_SEGMENT}(?:\.{_SEGMENT})*$")
+_KEYS = {"headers", "include_dirs", "library", "class", "args", "protocol", "targets", "initiators", "initiator",
+         "target"}
+
+
+@dataclass(frozen=True)
+class SocketPattern:
+    """A socket path in the plugin object: dotted members, each optionally indexed by a number or {i}."""
+
+    text: str
+
+    def resolve(self, index: int | None) -> list[tuple[str, int | None]]:
+        """The path for port `index`: [(member, index or None), ...]."""
+        steps = []
+        for segment in self.text.split("."):
+            name, _, rest = segment.partition("[")
+            if not rest:
+                steps.append((name, None))
+            else:
+                token = rest.rstrip("]")
+                steps.append((name, index if token == "{i}" else int(token)))
+        return steps
+
+    @property
+    def per_port(self) -> bool:
+        """Whether the pattern takes the port index (otherwise every port binds the same socket)."""
+        return "{i}" in self.text
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A checked plugin declaration; paths are absolute."""
+
+    headers: tuple            #: header files cppyy parses
+    include_dirs: tuple       #: directories added to the include path
+    library: str | None       #: shared library loaded before instantiation (None: header-only)
+    class_path: tuple         #: ("vendor", "Bus"): the class, by namespace path
+    template_args: tuple      #: template arguments: ints, bools, or type paths (tuples)
+    class_text: str           #: the class as written, for messages
+    args: tuple               #: constructor arguments after the module name
+    protocol: str             #: "at" or "lt": what its targets accept
+    sockets: dict             #: role -> SocketPattern (targets/initiators, or initiator/target)
+
+
+def parse_class_name(text: str, where: str) -> tuple[tuple, tuple]:
+    """Splits ``ns::Class<4, true, ns::T>`` into its path and template arguments; ConfigError if it is not one."""
+    match = _CLASS.match(text) if isinstance(text, str) else None
+    if not match:
+        raise ConfigError(f"{where}: {text!r} is not a C++ class name (expected e.g. vendor::Bus or vendor::Bus<4,4>;"
+                          " only names, integers and true/false are allowed as template arguments)")
+    path = tuple(p for p in match.group(1).split("::") if p)
+    args = []
+    for token in (t.strip() for t in (match.group(2) or "").split(",") if t.strip()):
+        if re.fullmatch(r"-?\d+", token):
+            args.append(int(token))
+        elif token in ("true", "false"):
+            args.append(token == "true")
+        else:
+            args.append(tuple(p for p in token.split("::") if p))
+    return path, tuple(args)
+
+
+def parse_plugin(raw, where: str, base: Path, role: str) -> PluginSpec:
+    """Checks a plugin mapping from YAML (`role` "fabric" or "gpu"); relative paths are taken from `base`."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping with headers, class, protocol and socket patterns")
+    unknown = set(raw) - _KEYS
+    if unknown:
+        raise ConfigError(f"{where}.{sorted(unknown)[0]}: unknown key; expected {', '.join(sorted(_KEYS))}")
+
+    def paths(key, must_exist):
+        value = raw.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where}.{key}: expected a list of paths, got {value!r}")
+        out = [str((base / v).resolve()) if not Path(v).is_absolute() else v for v in value]
+        for v, p in zip(value, out):
+            if must_exist and not Path(p).exists():
+                raise ConfigError(f"{where}.{key}: {v!r} does not exist (looked for {p})")
+        return tuple(out)
+
+    headers = paths("headers", True)
+    if not headers:
+        raise ConfigError(f"{where}.headers: at least one header is needed to declare the class")
+    include_dirs = paths("include_dirs", True)
+    library = raw.get("library")
+    if library is not None:
+        library = paths("library", True)[0]
+    if "class" not in raw:
+        raise ConfigError(f"{where}.class: missing; name the C++ class, e.g. vendor::Bus<4,4>")
+    class_path, template_args = parse_class_name(raw["class"], f"{where}.class")
+    args = raw.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, (int, float, str, bool)) for a in args):
+        raise ConfigError(f"{where}.args: expected a list of numbers, strings or booleans, got {args!r}")
+    protocol = raw.get("protocol", "at")
+    if protocol not in ("at", "lt"):
+        raise ConfigError(f"{where}.protocol: expected at or lt, got {protocol!r}")
+    roles = ("targets", "initiators") if role == "fabric" else ("initiator", "target")
+    sockets = {}
+    for key in roles:
+        text = raw.get(key)
+        if not isinstance(text, str) or not _PATTERN.match(text):
+            raise ConfigError(f"{where}.{key}: expected a socket pattern such as "
+                              f"{'target_socket[{i}]' if role == 'fabric' else 'initiator_socket'}, got {text!r}")
+        if role == "gpu" and "{i}" in text:
+            raise ConfigError(f"{where}.{key}: a GPU slot has one {key} socket; remove the {{i}}")
+        sockets[key] = SocketPattern(text)
+    for key in set(raw) & ({"targets", "initiators", "initiator", "target"} - set(roles)):
+        raise ConfigError(f"{where}.{key}: not a socket of a {role} plugin (it has {' and '.join(roles)})")
+    return PluginSpec(headers, include_dirs, library, class_path, template_args, raw["class"], tuple(args), protocol,
+                      sockets)

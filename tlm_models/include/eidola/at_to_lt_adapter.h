@@ -1,0 +1,50 @@
+// Lets AT initiators (the eidolon GPUs) drive an LT-only target (an interconnect that implements
+// only b_transport). Each accepted request is carried out by one of a pool of worker threads
+// with b_transport; its annotated delay is waited out, then the response goes back on the AT
+// backward path. Debug transport and DMI pass straight through.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "eidola/params.h"
+
+namespace eidola {
+
+/// AT target in, LT initiator out.
+class AtToLtAdapter : public sc_core::sc_module,
+                      private tlm::tlm_fw_transport_if<>,
+                      private tlm::tlm_bw_transport_if<> {
+public:
+    /// Bound to the AT initiator.
+    tlm::tlm_target_socket<> target;
+    /// Bound to the LT target.
+    tlm::tlm_initiator_socket<> initiator;
+
+    SC_HAS_PROCESS(AtToLtAdapter);
+    /// The declared parameters (see at_to_lt_adapter.cpp).
+    static const std::vector<ParamSpec>& param_specs();
+    AtToLtAdapter(sc_core::sc_module_name name, const ParamSet& params);
+
+private:
+    void worker();
+    void respond(tlm::tlm_generic_payload* t);
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override;
+    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& d) override { initiator->b_transport(t, d); }
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload& t, tlm::tlm_dmi& dmi) override {
+        return initiator->get_direct_mem_ptr(t, dmi);
+    }
+    unsigned int transport_dbg(tlm::tlm_generic_payload& t) override { return initiator->transport_dbg(t); }
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) override;
+    void invalidate_direct_mem_ptr(sc_dt::uint64 a, sc_dt::uint64 b) override { target->invalidate_direct_mem_ptr(a, b); }
+
+    std::deque<tlm::tlm_generic_payload*> m_requests, m_responses;
+    sc_core::sc_event m_request_event, m_response_free;
+    bool m_response_pending = false;
+};
+
+}  // namespace eidola

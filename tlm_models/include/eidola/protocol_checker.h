@@ -1,0 +1,70 @@
+// A TLM-2.0 base-protocol checker: a pass-through module inserted on a binding (check_protocol:
+// true). It forwards every call unchanged in both directions and checks the traffic against the
+// base protocol's rules; a violation is an SC_REPORT_ERROR naming the checker's socket, the rule,
+// the transaction and its phase history.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "eidola/address_map.h"
+#include "eidola/params.h"
+
+namespace eidola {
+
+/// Checks one binding: `target` faces the initiator, `initiator` faces the original target.
+class ProtocolChecker : public sc_core::sc_module,
+                        private tlm::tlm_fw_transport_if<>,
+                        private tlm::tlm_bw_transport_if<> {
+public:
+    /// Bound to the checked initiator (AT and LT calls pass through).
+    tlm::tlm_target_socket<> target;
+    /// Bound to the checked target.
+    tlm::tlm_initiator_socket<> initiator;
+
+    /// The declared parameters (see protocol_checker.cpp).
+    static const std::vector<ParamSpec>& param_specs();
+    ProtocolChecker(sc_core::sc_module_name name, const ParamSet& params);
+
+    /// Addresses are checked against this map (before simulation).
+    void set_address_map(const AddressMap& map) { m_map = map; }
+    /// Transactions still awaiting their response, described (for a run that ended with them open).
+    std::vector<std::string> unanswered() const;
+
+private:
+    enum class State : std::uint8_t { Requested, Accepted, Responding };
+    struct Record {
+        State state;
+        std::string history;
+    };
+
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override;
+    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& d) override;
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload& t, tlm::tlm_dmi& dmi) override;
+    unsigned int transport_dbg(tlm::tlm_generic_payload& t) override;
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override;
+    void invalidate_direct_mem_ptr(sc_dt::uint64 start, sc_dt::uint64 end) override;
+
+    void check_payload(const tlm::tlm_generic_payload& t, const char* where);
+    void check_response_status(const tlm::tlm_generic_payload& t, const char* where);
+    void note(tlm::tlm_generic_payload& t, const char* event);
+    void after_forward(tlm::tlm_generic_payload& t, tlm::tlm_sync_enum status, const tlm::tlm_phase& phase,
+                       bool from_initiator);
+    [[noreturn]] void violation(const std::string& rule, const std::string& what, const tlm::tlm_generic_payload& t);
+
+    AddressMap m_map;
+    bool m_toward_gpu;  // addresses may be window-local on the way into a GPU
+    std::unordered_map<const tlm::tlm_generic_payload*, Record> m_open;
+    const tlm::tlm_generic_payload* m_request_pending = nullptr;   // BEGIN_REQ awaiting END_REQ
+    const tlm::tlm_generic_payload* m_response_pending = nullptr;  // BEGIN_RESP awaiting END_RESP
+};
+
+/// Text of a transaction for reports: command, address, length.
+std::string describe(const tlm::tlm_generic_payload& t);
+
+}  // namespace eidola

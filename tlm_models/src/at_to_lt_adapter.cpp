@@ -1,0 +1,88 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES  // sc_spawn for the worker threads
+
+#include "eidola/at_to_lt_adapter.h"
+
+#include "eidola/registry.h"
+
+namespace eidola {
+
+const std::vector<ParamSpec>& AtToLtAdapter::param_specs() {
+    static const std::vector<ParamSpec> specs = {
+        {"workers", ParamType::Int, 16, "b_transport calls in progress at once (worker threads)", 1, 4096},
+    };
+    return specs;
+}
+
+AtToLtAdapter::AtToLtAdapter(sc_core::sc_module_name name, const ParamSet& given)
+    : sc_module(name), target("target"), initiator("initiator") {
+    Params p(param_specs(), given, std::string(basename()));
+    target.bind(*static_cast<tlm::tlm_fw_transport_if<>*>(this));
+    initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
+    for (std::int64_t i = 0; i < p.integer("workers"); ++i) sc_core::sc_spawn([this] { worker(); });
+}
+
+tlm::tlm_sync_enum AtToLtAdapter::nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
+                                                  sc_core::sc_time&) {
+    if (phase == tlm::BEGIN_REQ) {
+        m_requests.push_back(&t);
+        m_request_event.notify(sc_core::SC_ZERO_TIME);
+        phase = tlm::END_REQ;
+        return tlm::TLM_UPDATED;
+    }
+    if (phase == tlm::END_RESP) {
+        m_response_pending = false;
+        if (!m_responses.empty()) {
+            tlm::tlm_generic_payload* next = m_responses.front();
+            m_responses.pop_front();
+            respond(next);
+        }
+        return tlm::TLM_COMPLETED;
+    }
+    SC_REPORT_ERROR(name(), "target: illegal phase on the forward path");
+    return tlm::TLM_COMPLETED;
+}
+
+tlm::tlm_sync_enum AtToLtAdapter::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) {
+    SC_REPORT_ERROR(name(), "initiator: an LT target called the AT backward path");
+    return tlm::TLM_COMPLETED;
+}
+
+void AtToLtAdapter::worker() {
+    for (;;) {
+        while (m_requests.empty()) wait(m_request_event);
+        tlm::tlm_generic_payload* t = m_requests.front();
+        m_requests.pop_front();
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        initiator->b_transport(*t, delay);
+        wait(delay);  // the LT target's timing annotation becomes real time here
+        respond(t);
+    }
+}
+
+void AtToLtAdapter::respond(tlm::tlm_generic_payload* t) {
+    if (m_response_pending) {  // one BEGIN_RESP at a time on the socket
+        m_responses.push_back(t);
+        return;
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_RESP;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    m_response_pending = true;
+    if (target->nb_transport_bw(*t, phase, delay) == tlm::TLM_ACCEPTED) return;
+    m_response_pending = false;
+    if (!m_responses.empty()) {
+        tlm::tlm_generic_payload* next = m_responses.front();
+        m_responses.pop_front();
+        respond(next);
+    }
+}
+
+namespace {
+const bool registered = register_model(ModelInfo{
+    "AtToLtAdapter", "Lets AT initiators drive an LT-only target: b_transport in worker threads, AT responses",
+    AtToLtAdapter::param_specs(),
+    {{"target", "target", "at", "1", "bound to the AT initiator"},
+     {"initiator", "initiator", "lt", "1", "bound to the LT target"}},
+    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new AtToLtAdapter(name, params); }});
+}  // namespace
+
+}  // namespace eidola
