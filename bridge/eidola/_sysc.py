@@ -244,6 +244,6 @@ def elaborate_and_run(plan: dict) -> dict:
         "failure_kind": str(sim.failure_kind()),
         "end_ps": int(sim.end_ps()),
         "events": int(sim.events()),
-        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "stuck")
+        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
                    + (("ops",) if plan["trace"] else ())},
     }

@@ -59,6 +59,7 @@ class Result:
     wall_s: float                 #: wall-clock time of the simulation (child process included)
     pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (PAIR_DTYPE; packet fabric)
     link_bins: np.ndarray | None = None  #: busy time per link per time bin (BIN_DTYPE; packet fabric)
+    flags: dict | None = None            #: final flag values: {(gpu, flag name): value} for every eidolon GPU
     ops: np.ndarray | None = None  #: with trace=True: a row per executed op (OP_EVENT_DTYPE), by gpu, wg, op
     effective_config: str = ""    #: the platform as YAML with every default filled in
     profile_name: str = ""        #: the profile that was replayed
@@ -76,9 +77,13 @@ class Result:
         if "ops" in raw["tables"]:
             ops = np.sort(_structured(raw["tables"]["ops"], OP_EVENT_DTYPE), order=("gpu", "wg", "op"))
         tables = raw["tables"]
+        names = kw.pop("flag_names", ())
+        flag_table = tables.get("flags", {})
+        flags = {(int(g), names[int(f)] if int(f) < len(names) else int(f)): int(v)
+                 for g, f, v in zip(flag_table.get("gpu", []), flag_table.get("flag", []), flag_table.get("value", []))}
         return cls(name, kernel, gpus, _structured(tables["workgroups"], WORKGROUP_DTYPE), links,
                    raw["events"], wall_s, _structured(tables.get("pairs", {}), PAIR_DTYPE),
-                   _structured(tables.get("link_bins", {}), BIN_DTYPE), ops, **kw)
+                   _structured(tables.get("link_bins", {}), BIN_DTYPE), flags, ops, **kw)
 
     @property
     def critical_gpu(self) -> int:

@@ -124,7 +124,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
         _raise_failure(platform.name, raw, profile)
     meta = {"gpus": len(platform.gpus()), "fabric": _fabric_model(platform), "profile_ops": profile.ops_count()}
     return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml(),
-                           profile_name=profile.name, meta=meta)
+                           profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags))
 
 
 def _fabric_model(platform: Platform) -> str:

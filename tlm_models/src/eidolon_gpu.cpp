@@ -107,6 +107,7 @@ void EidolonGpu::on_event() {
             case ActionKind::WaitDone: end_wait(a.arg); break;
             case ActionKind::Recheck: recheck_done(a.arg); break;
             case ActionKind::Watchdog: watchdog(); break;
+            case ActionKind::QuietWatch: quiet_watch(); break;
             case ActionKind::PollIssue: issue_poll(a.arg); break;
             case ActionKind::PollDone: poll_done(a.arg); break;
             case ActionKind::Serve: serve_incoming(a.arg); break;
@@ -215,6 +216,12 @@ void EidolonGpu::start_op(std::uint32_t w) {
             g.state = WgState::Waiting;
             g.wait_since_ps = now;
             g.interval_ps = std::uint64_t(op.time_ps);
+            ++m_waiting;
+            m_last_flag_change_ps = now;
+            if (m_monitor && m_monitor->external_writers() && !m_quiet_watching) {
+                m_quiet_watching = true;
+                m_actions.push(now + m_watchdog_ps, {ActionKind::QuietWatch, 0});
+            }
             if (m_monitor) m_monitor->wait_began();
             if (static_cast<WaitMode>(op.mode) == WaitMode::SyncMon) {
                 // monitor(): the arm request travels the memory pipeline like any access.
@@ -249,6 +256,7 @@ void EidolonGpu::poll_done(std::uint32_t w) {
 
 void EidolonGpu::end_wait(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
+    --m_waiting;
     g.stats.wait_ps += now_ps() - g.wait_since_ps;
     if (m_monitor) m_monitor->wait_ended();
     advance(w);
@@ -276,6 +284,7 @@ void EidolonGpu::arm_done(std::uint32_t w) {
 // the monitor, only satisfied waiters wake (wake-one waiters: at most one per write); otherwise
 // every write wakes them to re-read the flag, and a false re-check is a spurious wake-up.
 void EidolonGpu::flag_written(std::uint64_t flag) {
+    m_last_flag_change_ps = now_ps();
     const std::vector<std::uint32_t>* list = m_syncmon.waiters(flag);
     if (!list) return;
     const std::vector<std::uint32_t> waiters = *list;  // waking edits the log
@@ -476,9 +485,12 @@ void EidolonGpu::send_response(tlm::tlm_generic_payload* trans) {
     m_actions.push(now_ps() + delay.value(), {ActionKind::NextResponse, 0});
 }
 
+// Loosely timed callers run ahead of simulated time: the access takes effect, and queues for the
+// memory, at the time of the call; its service time is added to the caller's annotated delay.
+// (Reserving the memory at the annotated future time would block earlier AT accesses behind it.)
 void EidolonGpu::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     const std::uint64_t now = now_ps();
-    const std::uint64_t done = m_memory.schedule(now + delay.value(), trans.get_data_length());
+    const std::uint64_t done = m_memory.schedule(now, trans.get_data_length()) + delay.value();
     const std::uint64_t offset = m_map.local(trans.get_address());
     m_memory.perform(trans, offset);
     if (trans.is_write()) {
@@ -539,6 +551,23 @@ void EidolonGpu::watchdog() {
         return;
     }
     m_actions.push(m_last_response_ps + m_watchdog_ps, {ActionKind::Watchdog, 0});
+}
+
+// With flag writers the monitor cannot see (a user's GPU model), waits that saw no flag change
+// for the watchdog time are taken as stuck.
+void EidolonGpu::quiet_watch() {
+    const std::uint64_t now = now_ps();
+    if (m_waiting == 0) {
+        m_quiet_watching = false;
+        return;
+    }
+    if (now - m_last_flag_change_ps >= m_watchdog_ps) {
+        m_quiet_watching = false;
+        m_monitor->declare_deadlock_if_stuck();
+        if (m_monitor->deadlocked()) return;
+    }
+    m_quiet_watching = true;
+    m_actions.push(std::max(now + 1, m_last_flag_change_ps + m_watchdog_ps), {ActionKind::QuietWatch, 0});
 }
 
 void EidolonGpu::fail(const std::string& what) {

@@ -14,7 +14,9 @@ void ProgressMonitor::wait_began() {
     if (--m_running == 0) check();
 }
 
-void ProgressMonitor::check() {
+void ProgressMonitor::check(bool forced) {
+    if (m_external && !forced) return;
+    if (m_deadlocked) return;
     std::vector<StuckWait> stuck;
     for (EidolonGpu* gpu : m_gpus)
         if (!gpu->collect_stuck(stuck)) return;  // some waiter will wake: not stuck

@@ -82,6 +82,8 @@ void ProtocolChecker::after_forward(tlm::tlm_generic_payload& t, tlm::tlm_sync_e
     }
     // TLM_UPDATED
     if (phase == tlm::END_REQ && from_initiator) {
+        if (it->second.state != State::Requested)
+            violation("phase sequence", "END_REQ returned for a request that was already accepted (END_REQ twice)", t);
         note(t, "END_REQ(return)");
         it->second.state = State::Accepted;
         m_request_pending = nullptr;

@@ -131,6 +131,7 @@ int Simulation::run() {
                 throw std::invalid_argument(std::string(gpu->name()) + ": another GPU already has index " +
                                             std::to_string(gpu->index()));
         }
+        s.monitor.set_external_writers(s.map.windows > s.gpus.size());
         for (Fabric* fabric : s.fabrics) fabric->set_address_map(s.map);
         for (ProtocolChecker* checker : s.checkers) checker->set_address_map(s.map);
         for (const ProgramEntry& entry : s.programs) {
@@ -249,6 +250,11 @@ Table Simulation::table(const std::string& which) const {
         for (const StuckWait& w : s.monitor.stuck())
             row({double(w.gpu), double(w.wg), double(w.op), double(w.flag), double(w.cond), double(w.mode),
                  double(w.value), double(w.flag_value), double(w.since_ps)});
+    } else if (which == "flags") {
+        t.columns = {"gpu", "flag", "value"};
+        for (const EidolonGpu* g : s.gpus)
+            for (std::uint64_t f = 0; f < g->memory().flag_count(); ++f)
+                row({double(g->index()), double(f), double(g->memory().peek_flag(f))});
     } else if (which == "ops") {
         t.columns = {"gpu", "wg", "op", "begin_ps", "end_ps"};
         for (const EidolonGpu* g : s.gpus)

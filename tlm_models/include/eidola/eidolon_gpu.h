@@ -112,7 +112,7 @@ private:
     };
     enum class ActionKind : std::uint8_t {
         Resume, PollIssue, PollDone, Serve, Issue, EndReq, Response, NextResponse, ArmDone, WaitDone, HoldDone, Recheck,
-        Watchdog
+        Watchdog, QuietWatch
     };
     struct Action {
         ActionKind kind;
@@ -139,6 +139,7 @@ private:
     void send_response(tlm::tlm_generic_payload* trans);
     void fail(const std::string& what);
     void watchdog();
+    void quiet_watch();
 
     // tlm_bw_transport_if (initiator side)
     tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -191,6 +192,9 @@ private:
     std::uint64_t m_watchdog_ps = 0;
     std::uint64_t m_last_response_ps = 0;
     bool m_watching = false;
+    bool m_quiet_watching = false;           // a QuietWatch action is pending
+    std::uint64_t m_last_flag_change_ps = 0; // last flag write here, or last wait begun here
+    std::uint32_t m_waiting = 0;             // workgroups in a wait
 };
 
 }  // namespace eidola

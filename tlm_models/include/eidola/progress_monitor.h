@@ -30,6 +30,12 @@ class ProgressMonitor {
 public:
     /// Registers a GPU whose waiters are examined on a deadlock check.
     void attach(EidolonGpu* gpu) { m_gpus.push_back(gpu); }
+    /// Models other than eidolons can write flags (a user's GPU model): "nobody running" then proves
+    /// nothing, and GPUs instead report waits that saw no flag write for their watchdog time.
+    void set_external_writers(bool present) { m_external = present; }
+    bool external_writers() const { return m_external; }
+    /// Stops the run as deadlocked if no waiter's condition holds (used with external writers).
+    void declare_deadlock_if_stuck() { check(true); }
 
     void workgroup_started() { ++m_running; }
     void workgroup_finished();
@@ -44,9 +50,10 @@ public:
     std::uint64_t detected_at_ps() const { return m_detected_at_ps; }
 
 private:
-    void check();
+    void check(bool forced = false);
     std::vector<EidolonGpu*> m_gpus;
     std::int64_t m_running = 0;
+    bool m_external = false;
     bool m_deadlocked = false;
     std::vector<StuckWait> m_stuck;
     std::uint64_t m_detected_at_ps = 0;

@@ -53,7 +53,7 @@ public:
     const std::string& failure() const { return m_failure; }
     /// "deadlock", "stall", "error" or "" (success).
     const std::string& failure_kind() const { return m_failure_kind; }
-    /// Result tables: "gpus", "workgroups", "links", "link_bins", "pairs", "stuck", "ops".
+    /// Result tables: "gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck", "ops".
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;

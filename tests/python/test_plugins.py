@@ -1,0 +1,138 @@
+"""Third-party TLM-2.0 models: the example interconnect (AT and LT), a user's GPU model among
+eidolons, the protocol checker against deliberately faulty interconnects, and plugin errors."""
+
+import subprocess
+
+import pytest
+import yaml
+
+import eidola
+from eidola.generators import all_to_all, gemv_allreduce
+from eidola.profile import ProfileBuilder
+
+
+@pytest.fixture(scope="session")
+def simple_bus_lib(request):
+    """Builds examples/third_party_ip with its own CMakeLists (as a vendor would), once."""
+    root = request.config.rootpath
+    build = root / "build" / "third_party_ip"
+    subprocess.run(["cmake", "-S", root / "examples" / "third_party_ip", "-B", build], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", build], check=True, capture_output=True)
+    return build / "libsimplebus.so"
+
+
+def _outcome(res):
+    return res.flags, res.gpus["writes"].tolist(), res.gpus["atomics"].tolist(), res.gpus["bytes_sent"].tolist()
+
+
+def test_same_profile_on_every_fabric_gives_the_same_flag_semantics(repo, simple_bus_lib):
+    # The final flag values and the write and atomic counts per GPU depend only on the profile,
+    # never on the interconnect: the atomics' extension must survive the vendor's bus.
+    prof = gemv_allreduce(gpus=4, workgroups=2, vector_bytes=4 * 2 * 1024)
+    ideal = eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml")
+    packet = eidola.load_platform(repo / "platforms/torus2d-16gpu.yaml", {"gpus.count": 4, "fabric.dims": [2, 2]})
+    at = eidola.load_platform(repo / "examples/third_party_ip/simple-bus-at.yaml")
+    lt = eidola.load_platform(repo / "examples/third_party_ip/simple-bus-lt.yaml")
+    outcomes = [_outcome(eidola.simulate(p, prof)) for p in (ideal, packet, at, lt)]
+    flags = outcomes[0][0]
+    assert flags[(0, "rs_1")] == 2 and flags[(3, "ag_0")] == 2   # 2 workgroups of each peer signalled
+    assert all(o == outcomes[0] for o in outcomes[1:])
+
+
+def test_vendor_at_bus_times_like_the_ideal_fabric(repo, simple_bus_lib):
+    # vendor::AtBus adds 500 ns each way and never contends: the ideal fabric at 500 ns, exactly.
+    prof = gemv_allreduce(gpus=4, workgroups=4)
+    ideal = eidola.simulate(eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml"), prof)
+    at = eidola.simulate(eidola.load_platform(repo / "examples/third_party_ip/simple-bus-at.yaml"), prof)
+    assert at.kernel_time_ns == ideal.kernel_time_ns
+
+
+def test_user_gpu_model_among_eidolons(repo):
+    # GPU 1 is examples/user_gpu/traffic_gpu.h (LT). From 1 us it writes 1 KiB in four 256-byte
+    # b_transport calls over the ideal fabric, each costing L + M + L = 1300 ns (0 ps of memory
+    # bandwidth), then stores the flag at 1000 + 4 x 1300 = 6200 ns (an LT write takes effect when
+    # it is called). GPU 0 polls every M + I = 400 ns from 0: completions at 300 + 400k, and the
+    # one at 6300 (k = 15) is the first to see it.
+    b = ProfileBuilder(gpus=2, workgroups=1, name="wait-for-user")
+    b.flag("ready")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).wait(flag="ready", cond=">=", value=1, mode="poll", interval_ns=100)
+    for check in (False, True):
+        plat = eidola.load_platform(repo / "examples/user_gpu/user-gpu-2gpu.yaml", {"check_protocol": check})
+        res = eidola.simulate(plat, b.build())
+        assert res.kernel_time_ns == 6300.0
+        assert res.gpus["flag_reads"][0] == 16
+        assert res.gpus["writes"][0] == 5 and res.flags[(0, "ready")] == 1
+
+
+def _faulty_platform(tmp_path, repo, fault, check=True, template=None):
+    doc = {
+        "eidola": 1, "name": f"faulty-{fault}",
+        "gpus": {"count": 4, "workgroups": 4, "memory": {"latency": "300ns", "bandwidth": "5.3TB/s"}},
+        "fabric": {"model": "plugin", "plugin": {
+            "headers": [str(repo / "tests/plugins/faulty_bus.h")],
+            "class": template or f"faulty::Bus<{fault}>", "args": [4], "protocol": "at",
+            "targets": "target_socket[{i}]", "initiators": "initiator_socket[{i}]"}},
+        "check_protocol": check,
+    }
+    path = tmp_path / f"faulty-{fault}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+_PROFILE = all_to_all(gpus=4, nbytes=4 * 4 * 256, workgroups=4, mode="syncmon")
+
+
+def test_correct_bus_passes_the_checker(tmp_path, repo):
+    res = eidola.simulate(eidola.load_platform(_faulty_platform(tmp_path, repo, 0)), _PROFILE)
+    assert res.kernel_time_ns > 0
+
+
+@pytest.mark.parametrize("fault, rule, socket", [
+    (1, "response sent twice", "checker"),
+    (2, "response never sent", "checker"),
+    (3, "transaction reuse", "checker"),
+    (4, "response status", "checker"),
+    (5, "data length", "checker"),
+    (6, "address", "checker"),
+    (7, "phase sequence", "checker"),
+    (8, "byte enables", "checker"),
+    (9, "streaming width", "checker"),
+])
+def test_checker_names_the_rule_and_socket(tmp_path, repo, fault, rule, socket):
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, fault))
+    with pytest.raises(eidola.SimulationError) as info:
+        eidola.simulate(plat, _PROFILE)
+    text = str(info.value)
+    assert f"[{rule}]" in text
+    assert "base protocol violation" in text and ".target" in text and "phase history" in text
+    assert "transaction: " in text or "was never answered" in text
+
+
+def test_a_lost_transaction_without_the_checker_ends_in_a_stall_report(tmp_path, repo):
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, 2, check=False))
+    with pytest.raises(eidola.SimulationError) as info:
+        eidola.simulate(plat, _PROFILE)
+    text = str(info.value)
+    assert "stall" in text and "no response" in text and "transferring" in text
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"headers": ["no/such/header.h"]}, "does not exist"),
+    ({"class": "faulty::Nope<1>"}, "no 'Nope' is declared"),
+    ({"class": "faulty::Bus<1; system(x)>"}, "is not a C++ class name"),
+    ({"targets": "target_sockets[{i}]"}, "does not match a member"),
+    ({"targets": "target_socket[{j}]"}, "expected a socket pattern"),
+    ({"class": "faulty::Bus<12>"}, "static assertion failed"),
+])
+def test_plugin_errors_exit_2_with_the_relevant_line(tmp_path, repo, cli, change, needle):
+    path = _faulty_platform(tmp_path, repo, 0, check=False)
+    doc = yaml.safe_load(path.read_text())
+    doc["fabric"]["plugin"].update(change)
+    path.write_text(yaml.safe_dump(doc))
+    prof = tmp_path / "a2a.yaml"
+    _PROFILE.save(prof)
+    r = cli("run", path, "--profile", prof)
+    assert r.returncode == 2, r.stderr
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) <= 3, r.stderr   # condensed, not a compiler dump
