@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp
 SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --test-dir build/cpp --output-on-failure
+# The third-party example is built by its own CMakeLists, as a vendor's would be.
+cmake -S examples/third_party_ip -B build/third_party_ip -G Ninja >/dev/null
+cmake --build build/third_party_ip
 .venv/bin/python -m pytest -q "$@"
