@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -205,6 +206,7 @@ def _table(sim, which: str) -> dict:
 def elaborate_and_run(plan: dict) -> dict:
     """Builds the platform described by `plan` (see simulate._plan), runs it, returns raw result tables."""
     ns = load()
+    clock = time.perf_counter()
     sim = ns.Simulation(plan["name"])
     sim.set_address_map(plan["base"], plan["stride"], plan["windows"])
     for comp in plan["components"]:
@@ -236,14 +238,18 @@ def elaborate_and_run(plan: dict) -> dict:
     sim.set_tracing(bool(plan["trace"]))
     ops, programs = plan["ops"], plan["programs"]
     sim.load_programs(ops.ctypes.data, len(ops), programs.ctypes.data, len(programs))
+    built = time.perf_counter()
     status = sim.run()
+    ran = time.perf_counter()
     del plugins  # kept alive through the run: SystemC holds pointers to them
+    tables = {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
+              + (("ops",) if plan["trace"] else ())}
     return {
+        "timings": {"elaborate_s": built - clock, "simulate_s": ran - built, "tables_s": time.perf_counter() - ran},
         "status": int(status),
         "failure": str(sim.failure()),
         "failure_kind": str(sim.failure_kind()),
         "end_ps": int(sim.end_ps()),
         "events": int(sim.events()),
-        "tables": {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
-                   + (("ops",) if plan["trace"] else ())},
+        "tables": tables,
     }

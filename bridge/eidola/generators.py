@@ -20,7 +20,7 @@ import argparse
 from .errors import ProfileError
 from .profile import ProfileBuilder
 
-__all__ = ["gemv_allreduce", "ring_allreduce", "direct_allreduce",
+__all__ = ["gemv_allreduce", "neighbor_exchange", "ring_allreduce", "direct_allreduce",
            "all_gather", "reduce_scatter", "all_to_all"]
 
 
@@ -351,6 +351,38 @@ def all_to_all(gpus, nbytes, workgroups=1, chunks=1, mode="poll", interval_ns=10
                 _direct_send(p, g, w, c, P, W, C, chunk, "a2a", "recv")
             for c in range(C):
                 _direct_receive(p, g, w, c, P, "a2a", wait)
+    return b.build()
+
+
+def neighbor_exchange(gpus, nbytes, neighbors=4, workgroups=1, mode="syncmon", interval_ns=100, name=None):
+    """Return a halo exchange: each GPU writes nbytes/neighbors to each of its next `neighbors` GPUs.
+
+    GPU g's workgroup w writes its slice (nbytes / (neighbors * W)) to GPUs g+1 .. g+neighbors
+    (mod P), signals `nx_w<w>` on each, then waits until its own `nx_w<w>` counts `neighbors`
+    arrivals. Traffic per GPU is fixed whatever the GPU count, which makes it the workload for
+    measuring how simulation cost scales with the number of GPUs.
+    """
+    P = _check_int("neighbor_exchange", "gpus", gpus, 2)
+    K = _check_int("neighbor_exchange", "neighbors", neighbors, 1)
+    W = _check_int("neighbor_exchange", "workgroups", workgroups, 1)
+    S = _check_int("neighbor_exchange", "nbytes", nbytes, 1)
+    if K >= P:
+        raise ProfileError(f"neighbor_exchange: neighbors ({K}) must be fewer than gpus ({P})")
+    if S % (K * W):
+        raise ProfileError(f"neighbor_exchange: nbytes {S} must be divisible by neighbors * workgroups = {K * W}")
+    chunk = S // (K * W)
+    b = ProfileBuilder(gpus=P, workgroups=W, name=name or f"neighbor-exchange-{P}gpu")
+    b.buffer("halo", S)
+    for w in range(W):
+        b.flag(f"nx_w{w}")
+    for g in range(P):
+        for w in range(W):
+            p = b.program(gpu=g, wg=w)
+            for k in range(1, K + 1):
+                p.write(dst=(g + k) % P, buffer="halo", offset=((k - 1) * W + w) * chunk, nbytes=chunk)
+            for k in range(1, K + 1):
+                p.signal(dst=(g + k) % P, flag=f"nx_w{w}", op="add", value=1)
+            p.wait(flag=f"nx_w{w}", cond=">=", value=K, mode=mode, interval_ns=interval_ns)
     return b.build()
 
 

@@ -9,6 +9,7 @@ can only be done once per process.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -122,7 +123,9 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
     wall = time.perf_counter() - start
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
-    meta = {"gpus": len(platform.gpus()), "fabric": _fabric_model(platform), "profile_ops": profile.ops_count()}
+    meta = {"gpus": len(platform.gpus()), "fabric": _fabric_model(platform), "profile_ops": profile.ops_count(),
+            **raw.get("timings", {}), **({"child_max_rss_kb": raw["child_max_rss_kb"]} if "child_max_rss_kb" in raw
+                                         else {})}
     return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml(),
                            profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags))
 
@@ -147,8 +150,12 @@ def _run_in_child(plan: dict) -> dict:
     with tempfile.TemporaryFile() as errors:
         sys.stdout.flush()
         sys.stderr.flush()
+        # Move every live object out of the collector's reach: a collection in the child would
+        # touch (and so copy) every page of the parent's heap, a large profile's included.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: never returns
+            gc.disable()
             os.close(read_fd)
             # cppyy's crash handlers run gdb and exit with a made-up status; the default action
             # lets the parent see which signal killed the model.
@@ -169,10 +176,11 @@ def _run_in_child(plan: dict) -> dict:
                     pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
             finally:
                 os._exit(code)
+        gc.unfreeze()
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as pipe:
             data = pipe.read()
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
         errors.seek(0)
         output = errors.read().decode(errors="replace")
     if data:
@@ -180,6 +188,7 @@ def _run_in_child(plan: dict) -> dict:
         if output.strip():
             sys.stderr.write(output)
         if "ok" in payload:
+            payload["ok"]["child_max_rss_kb"] = usage.ru_maxrss
             return payload["ok"]
         if "error" in payload:
             raise payload["error"]

@@ -249,6 +249,7 @@ void EidolonGpu::poll_done(std::uint32_t w) {
         end_wait(w);
         return;
     }
+    if (m_monitor) m_monitor->maybe_check(now);
     m_actions.push(now + g.interval_ps, {ActionKind::PollIssue, w});
     if (static_cast<WaitMode>(op.mode) == WaitMode::SpinYield)  // back off, like s_sleep doubling
         g.interval_ps = std::min<std::uint64_t>(g.interval_ps * 2, std::uint64_t(op.time2_ps));

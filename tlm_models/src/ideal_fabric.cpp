@@ -1,5 +1,6 @@
 #include "eidola/ideal_fabric.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "eidola/registry.h"
@@ -51,6 +52,7 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
         targets[i].bind(*m_target_ports[i]);
         initiators[i].bind(*m_initiator_ports[i]);
     }
+    m_pairs.resize(std::size_t(ports) * ports);
     m_request_busy.assign(ports, false);
     m_response_busy.assign(ports, false);
     m_request_queue.resize(ports);
@@ -71,7 +73,7 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
             trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
-        m_source[&trans] = src;
+        m_source.set(&trans, src);
         count(src, std::uint32_t(dst), trans);
         m_actions.push(at + m_latency_ps, {ActionKind::Deliver, std::uint32_t(dst), &trans});
         phase = tlm::END_REQ;  // no contention: accepted at once
@@ -94,9 +96,8 @@ tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_pay
     }
     if (phase == tlm::BEGIN_RESP) {
         if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, dst, nullptr});  // implies END_REQ
-        auto it = m_source.find(&trans);
-        const std::uint32_t src = it->second;
-        m_source.erase(it);
+        std::uint32_t src = 0;
+        m_source.take(&trans, src);
         m_actions.push(at + m_latency_ps, {ActionKind::Return, src, &trans});
         return tlm::TLM_COMPLETED;
     }
@@ -156,9 +157,8 @@ void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
     }
     // Answered at once: the request channel is free and the response heads back.
     m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
-    auto it = m_source.find(trans);
-    const std::uint32_t src = it->second;
-    m_source.erase(it);
+    std::uint32_t src = 0;
+    m_source.take(trans, src);
     m_actions.push(now + delay.value() + m_latency_ps, {ActionKind::Return, src, trans});
 }
 
@@ -194,17 +194,23 @@ unsigned int IdealFabric::forward_debug(tlm::tlm_generic_payload& trans) {
 }
 
 void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans) {
-    LinkStats& link = m_links[{src, dst}];
-    link.src = std::int32_t(src);
-    link.dst = std::int32_t(dst);
-    link.bytes += trans.get_data_length();
-    link.wire_bytes += trans.get_data_length();
-    ++link.packets;
+    PairCount& pair = m_pairs[std::size_t(src) * targets.size() + dst];
+    pair.bytes += trans.get_data_length();
+    ++pair.packets;
 }
 
 std::vector<LinkStats> IdealFabric::link_stats() const {
     std::vector<LinkStats> out;
-    for (const auto& entry : m_links) out.push_back(entry.second);
+    const std::size_t n = targets.size();
+    for (std::size_t i = 0; i < m_pairs.size(); ++i) {
+        if (!m_pairs[i].packets) continue;  // only pairs that carried traffic
+        LinkStats s;
+        s.src = std::int32_t(i / n);
+        s.dst = std::int32_t(i % n);
+        s.bytes = s.wire_bytes = m_pairs[i].bytes;
+        s.packets = m_pairs[i].packets;
+        out.push_back(s);
+    }
     return out;
 }
 

@@ -262,7 +262,7 @@ tlm::tlm_sync_enum PacketFabric::request_in(std::uint32_t gpu, tlm::tlm_generic_
             t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
-        m_source[&t] = gpu;
+        m_source.set(&t, gpu);
         if (inject(gpu, &t, 0)) {
             phase = tlm::END_REQ;
             return tlm::TLM_UPDATED;
@@ -353,7 +353,8 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     const std::uint32_t input = m_node_first_input[gpu];
     Packet probe;  // route first: the packet queues for its output
     probe.cls = cls;
-    probe.dst_gpu = cls == 0 ? std::uint32_t(m_map.window_of(trans->get_address())) : m_source.at(trans);
+    if (cls == 0) probe.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
+    else m_source.find(trans, probe.dst_gpu);
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * m_inputs[input].per_class + (out - m_node_first_output[gpu]);
     Input& in = m_inputs[input];
@@ -380,10 +381,8 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
         p.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
         p.payload = trans->is_write() ? len : 0;
     } else {
-        auto it = m_source.find(trans);
         p.src_gpu = gpu;
-        p.dst_gpu = it->second;
-        m_source.erase(it);
+        m_source.take(trans, p.dst_gpu);
         p.payload = trans->is_read() ? len : 0;
         p.ack = !trans->is_read();
     }

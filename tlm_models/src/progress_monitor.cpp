@@ -6,14 +6,6 @@
 
 namespace eidola {
 
-void ProgressMonitor::workgroup_finished() {
-    if (--m_running == 0) check();
-}
-
-void ProgressMonitor::wait_began() {
-    if (--m_running == 0) check();
-}
-
 void ProgressMonitor::check(bool forced) {
     if (m_external && !forced) return;
     if (m_deadlocked) return;
@@ -24,7 +16,7 @@ void ProgressMonitor::check(bool forced) {
     m_deadlocked = true;
     m_stuck = std::move(stuck);
     m_detected_at_ps = sc_core::sc_time_stamp().value();
-    sc_core::sc_stop();
+    if (sc_core::sc_is_running()) sc_core::sc_stop();
 }
 
 }  // namespace eidola

@@ -151,6 +151,7 @@ int Simulation::run() {
         return 3;
     }
     m_end_ps = sc_core::sc_time_stamp().value();
+    if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
     std::ostringstream unanswered;
     for (const ProtocolChecker* checker : s.checkers)
         for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;

@@ -4,7 +4,9 @@
 // (time, sequence) order makes simultaneous actions deterministic.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <queue>
 #include <vector>
 
@@ -19,6 +21,11 @@ inline std::uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }
 inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::from_value(ps); }
 
 /// Pending actions of type Item, ordered by time then by insertion.
+///
+/// Why two lanes: most actions are scheduled at a constant offset from now (a fixed latency, the
+/// memory's in-order completions), so they arrive already in time order. Those go to a FIFO in
+/// O(1); only out-of-order ones pay for the heap. Popping takes the smaller (time, sequence) of
+/// the two fronts, so the order is exactly that of a single heap.
 template <class Item>
 class EventHeap {
 public:
@@ -26,31 +33,43 @@ public:
 
     /// Schedules `item` at absolute time `at_ps` (not earlier than now).
     void push(std::uint64_t at_ps, const Item& item) {
-        m_heap.push(Entry{at_ps, m_next_seq++, item});
-        std::uint64_t now = now_ps();
-        if (m_heap.top().seq == m_next_seq - 1) {  // new earliest: make the event fire for it
+        const Entry e{at_ps, m_next_seq++, item};
+        const bool earliest = empty() || at_ps < next_time();
+        if (m_fifo.empty() || at_ps >= m_fifo.back().at_ps) m_fifo.push_back(e);
+        else m_heap.push(e);
+        if (earliest) {  // new earliest: make the event fire for it
+            const std::uint64_t now = now_ps();
             m_event.notify(ps_to_time(at_ps > now ? at_ps - now : 0));
         }
     }
 
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
-        if (m_heap.empty() || m_heap.top().at_ps > now) return false;
-        out = m_heap.top().item;
-        m_heap.pop();
+        const bool fifo_first = !m_fifo.empty() &&
+                                (m_heap.empty() || m_fifo.front().at_ps < m_heap.top().at_ps ||
+                                 (m_fifo.front().at_ps == m_heap.top().at_ps && m_fifo.front().seq < m_heap.top().seq));
+        if (fifo_first) {
+            if (m_fifo.front().at_ps > now) return false;
+            out = m_fifo.front().item;
+            m_fifo.pop_front();
+        } else {
+            if (m_heap.empty() || m_heap.top().at_ps > now) return false;
+            out = m_heap.top().item;
+            m_heap.pop();
+        }
         ++m_processed;
         return true;
     }
 
     /// Re-arms the event for the earliest remaining item (call after draining).
     void rearm(std::uint64_t now) {
-        if (!m_heap.empty()) {
-            std::uint64_t at = m_heap.top().at_ps;
+        if (!empty()) {
+            const std::uint64_t at = next_time();
             m_event.notify(ps_to_time(at > now ? at - now : 0));
         }
     }
 
-    bool empty() const { return m_heap.empty(); }
+    bool empty() const { return m_fifo.empty() && m_heap.empty(); }
     /// Actions processed so far (the model's event count).
     std::uint64_t processed() const { return m_processed; }
 
@@ -61,7 +80,13 @@ private:
         Item item;
         bool operator>(const Entry& o) const { return at_ps != o.at_ps ? at_ps > o.at_ps : seq > o.seq; }
     };
+    std::uint64_t next_time() const {
+        if (m_fifo.empty()) return m_heap.top().at_ps;
+        if (m_heap.empty()) return m_fifo.front().at_ps;
+        return std::min(m_fifo.front().at_ps, m_heap.top().at_ps);
+    }
     sc_core::sc_event& m_event;
+    std::deque<Entry> m_fifo;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
     std::uint64_t m_next_seq = 0;
     std::uint64_t m_processed = 0;

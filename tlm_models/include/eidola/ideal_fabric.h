@@ -16,6 +16,7 @@
 #include "eidola/event_heap.h"
 #include "eidola/fabric.h"
 #include "eidola/params.h"
+#include "eidola/pointer_map.h"
 
 namespace eidola {
 
@@ -66,8 +67,11 @@ private:
     // Per port: is a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
     std::vector<bool> m_request_busy, m_response_busy;
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_request_queue, m_response_queue;
-    std::unordered_map<tlm::tlm_generic_payload*, std::uint32_t> m_source;  // transaction -> its upstream port
-    std::map<std::pair<std::uint32_t, std::uint32_t>, LinkStats> m_links;
+    PointerMap m_source;  // transaction -> its upstream port
+    struct PairCount {
+        std::uint64_t bytes = 0, packets = 0;
+    };
+    std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
     sc_core::sc_event m_event;
     EventHeap<Action> m_actions;
 };

@@ -17,6 +17,7 @@
 #include "eidola/event_heap.h"
 #include "eidola/fabric.h"
 #include "eidola/params.h"
+#include "eidola/pointer_map.h"
 #include "eidola/topology.h"
 
 namespace eidola {
@@ -103,7 +104,7 @@ private:
     std::vector<std::uint32_t> m_link_input, m_link_output;  // link -> its receiving input / sending output
     std::vector<LinkCounters> m_link_counters;
     std::vector<std::uint32_t> m_spread_counter;             // per node, for equal-cost spreading
-    std::unordered_map<tlm::tlm_generic_payload*, std::uint32_t> m_source;  // request -> source GPU
+    PointerMap m_source;  // request -> source GPU
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
     std::uint64_t m_in_flight = 0;

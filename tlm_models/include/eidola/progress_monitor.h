@@ -2,6 +2,9 @@
 // some running workgroup issued and is blocked on, so when no workgroup is running (all are
 // finished or waiting) and no waiter's condition holds, nothing can ever wake them: a deadlock.
 // Why not a timeout: polling waiters generate events forever, so "no more events" never comes.
+// The check walks every waiter, so it runs at most once per check window of simulated time,
+// from a waiter that polls in vain; a run whose waiters all sleep (SyncMon) simply runs out of
+// events and is checked after sc_start returns.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +41,20 @@ public:
     void declare_deadlock_if_stuck() { check(true); }
 
     void workgroup_started() { ++m_running; }
-    void workgroup_finished();
-    void wait_began();
+    void workgroup_finished() { --m_running; }
+    void wait_began() { --m_running; }
     void wait_ended() { ++m_running; }
+    /// Called by a waiter that found its condition false: checks for a deadlock, at most once per window.
+    void maybe_check(std::uint64_t now_ps) {
+        if (m_running == 0 && now_ps >= m_next_check_ps) {
+            m_next_check_ps = now_ps + m_window_ps;
+            check();
+        }
+    }
+    /// Checks now (after the kernel ran out of events).
+    void final_check() {
+        if (m_running == 0) check(true);  // with a workgroup still running it is a stall, not a deadlock
+    }
 
     /// Whether a deadlock stopped the simulation.
     bool deadlocked() const { return m_deadlocked; }
@@ -54,6 +68,8 @@ private:
     std::vector<EidolonGpu*> m_gpus;
     std::int64_t m_running = 0;
     bool m_external = false;
+    std::uint64_t m_next_check_ps = 0;
+    std::uint64_t m_window_ps = 1000000;  // 1 us of simulated time
     bool m_deadlocked = false;
     std::vector<StuckWait> m_stuck;
     std::uint64_t m_detected_at_ps = 0;
