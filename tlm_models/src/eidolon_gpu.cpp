@@ -341,7 +341,7 @@ void EidolonGpu::try_issue() {
         p->wg = w;
         p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
         p->set_address(m_map.global(std::uint32_t(op.peer), g.issue_offset));
-        p->set_data_ptr(p->data.data());
+        p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
         p->set_data_length(unsigned(n));
         p->set_streaming_width(unsigned(n));
         p->set_byte_enable_ptr(nullptr);
@@ -351,7 +351,7 @@ void EidolonGpu::try_issue() {
             p->atomic.op = static_cast<AtomicOp>(op.sub);
             p->atomic.operand = op.value;
             p->atomic.compare = op.compare;
-            std::memcpy(p->data.data(), &op.value, 8);  // a target ignoring the extension sees a write of the operand
+            std::memcpy(p->word, &op.value, 8);  // a target ignoring the extension sees a write of the operand
             p->set_extension(&p->atomic);
         }
         if (kind != OpKind::Read) m_bytes_sent += n;

@@ -11,7 +11,7 @@ PacketPool::~PacketPool() {
 Packet* PacketPool::allocate() {
     Packet* p;
     if (m_free.empty()) {
-        m_all.push_back(std::make_unique<Packet>(this, m_max_payload));
+        m_all.push_back(std::make_unique<Packet>(this));
         p = m_all.back().get();
     } else {
         p = m_free.back();

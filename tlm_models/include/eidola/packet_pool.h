@@ -12,24 +12,27 @@
 
 namespace eidola {
 
-/// A pooled payload with the issuing workgroup and a data buffer of the maximum payload size.
+/// A pooled payload with the issuing workgroup. Bulk data has no meaning in an eidolon, so
+/// writes and reads of buffers share one scratch area per pool; only a signal's 8-byte operand
+/// is the packet's own. Why: it keeps a GPU's pool small enough to stay in cache with 1,024 GPUs.
 class Packet : public tlm::tlm_generic_payload {
 public:
-    Packet(tlm::tlm_mm_interface* mm, std::uint64_t max_payload)
-        : tlm::tlm_generic_payload(mm), data(max_payload < 8 ? 8 : max_payload) {}
+    explicit Packet(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {}
     std::uint32_t wg = 0;                ///< issuing workgroup
     bool is_poll = false;                ///< a local flag read (never leaves the GPU)
-    std::vector<unsigned char> data;     ///< payload bytes (contents matter only for flags)
+    unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.
 class PacketPool : public tlm::tlm_mm_interface {
 public:
-    explicit PacketPool(std::uint64_t max_payload) : m_max_payload(max_payload) {}
+    explicit PacketPool(std::uint64_t max_payload) : m_scratch(max_payload) {}
     ~PacketPool() override;
-    /// Sets the data buffer size of packets created from now on.
-    void set_max_payload(std::uint64_t max_payload) { m_max_payload = max_payload; }
+    /// Sets the size of the shared data area (the largest transaction).
+    void set_max_payload(std::uint64_t max_payload) { m_scratch.assign(max_payload, 0); }
+    /// The data area that bulk writes and reads point into.
+    unsigned char* scratch() { return m_scratch.data(); }
 
     /// A packet with reference count 1, its extensions cleared.
     Packet* allocate();
@@ -38,7 +41,7 @@ public:
     std::size_t created() const { return m_all.size(); }
 
 private:
-    std::uint64_t m_max_payload;
+    std::vector<unsigned char> m_scratch;
     std::vector<std::unique_ptr<Packet>> m_all;
     std::vector<Packet*> m_free;
 };
