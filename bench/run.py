@@ -1,17 +1,17 @@
 """Benchmarks, written to bench/RESULTS.md with the machine, date and git revision.
 
-Every figure sits beside a baseline measured in the same run, because these machines are noisy.
+Every figure sits beside a baseline measured in the same run, because these machines are noisy:
+the SystemC kernel's own ceiling (bench/ceiling.cpp, built by scripts/test.sh or CMake into
+build/cpp) for throughput, the smallest case for scaling, a fresh process per run for batches.
 
-- many_small_runs: the 100-seed variability experiment (4-GPU fused GEMV+AllReduce with skew and
-  jitter, one simulation per seed) against the baseline of paying a fresh interpreter's start-up
-  (import, cppyy, SystemC, models) for every run, measured on a few fresh processes.
-
-Run: .venv/bin/python bench/run.py
+Run: .venv/bin/python bench/run.py [--quick]
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -23,63 +23,221 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "experiments"))
 
-FRESH_SAMPLES = 5
+import eidola  # noqa: E402
+from eidola.generators import all_to_all, gemv_allreduce, neighbor_exchange  # noqa: E402
+
+DEFAULT = ROOT / "platforms" / "gemv-allreduce-4gpu.yaml"
 
 
-def _fresh_process_run_s() -> float:
-    """Wall time of one simulation that pays the whole start-up: a new interpreter per run."""
+def _ceiling_binary() -> Path:
+    for candidate in (ROOT / "build" / "cpp" / "eidola_ceiling", ROOT / "build" / "eidola_ceiling"):
+        if candidate.exists():
+            return candidate
+    build = ROOT / "build" / "cpp"
+    subprocess.run(["cmake", "-S", ROOT, "-B", build], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", build, "--target", "eidola_ceiling"], check=True, capture_output=True)
+    return build / "eidola_ceiling"
+
+
+def kernel_ceiling() -> dict:
+    """Timed wait() events/s and AT 4-phase transactions/s of bare SystemC modules."""
+    env = {**os.environ, "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE": "1"}
+    out = {}
+    for mode, count in (("waits", 4_000_000), ("at", 2_000_000)):
+        r = json.loads(subprocess.run([_ceiling_binary(), mode, str(count)], check=True, capture_output=True,
+                                      text=True, env=env).stdout)
+        out[mode] = r["count"] / r["seconds"]
+    return out
+
+
+def _ideal(gpus: int, workgroups: int) -> eidola.Platform:
+    return eidola.load_platform(DEFAULT, {"gpus.count": gpus, "gpus.workgroups": workgroups})
+
+
+def _packet(gpus: int, workgroups: int) -> eidola.Platform:
+    side = int(round(gpus ** 0.5))
+    dims = [side, gpus // side] if side * (gpus // side) == gpus else [gpus, 1]
+    return eidola.load_platform(ROOT / "platforms" / "torus2d-16gpu.yaml",
+                                {"gpus.count": gpus, "gpus.workgroups": workgroups, "fabric.dims": dims})
+
+
+def throughput(ceiling: dict, sizes) -> list[str]:
+    rows = ["## Throughput against the kernel ceiling", "",
+            f"Kernel ceiling measured in this run: {ceiling['waits'] / 1e6:.2f} M timed waits/s, "
+            f"{ceiling['at'] / 1e6:.2f} M AT 4-phase transactions/s (bench/ceiling.cpp).", "",
+            "Fabric transactions (GPU packets) per second of simulation (elaboration excluded); packet-hops "
+            "per second on the packet fabric (a 2D torus).", "",
+            "| workload | GPUs | fabric | transactions | sim s | transactions/s | of AT ceiling | packet-hops/s | of AT ceiling |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, make in (("all-to-all 64 KiB/GPU", lambda p: all_to_all(gpus=p, nbytes=64 * 1024 // p * p, mode="syncmon")),
+                       ("fused GEMV+AllReduce", lambda p: gemv_allreduce(gpus=p, workgroups=1, vector_bytes=p * 1024,
+                                                                         mode="syncmon"))):
+        for p in sizes:
+            prof = make(p)
+            for fabric, plat in (("ideal", _ideal(p, 1)), ("packet", _packet(p, 1))):
+                res = eidola.simulate(plat, prof)
+                tx = int(res.gpus["packets_sent"].sum())
+                sim = res.meta["simulate_s"]
+                hops = int(res.links["packets"].sum()) if fabric == "packet" else 0
+                hop_cells = (f"{hops / sim / 1e6:.2f} M | {hops / sim / ceiling['at']:.0%}" if hops else "- | -")
+                rows.append(f"| {name} | {p} | {fabric} | {tx} | {sim:.3f} | {tx / sim / 1e6:.3f} M | "
+                            f"{tx / sim / ceiling['at']:.0%} | {hop_cells} |")
+    return rows + [""]
+
+
+def scaling(sizes) -> tuple[list[str], list]:
+    rows = ["## Scaling at fixed traffic per GPU", "",
+            "Neighbour exchange, 4 neighbours, 512 KiB and 4 workgroups per GPU, ideal fabric. Normalised to the "
+            f"smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs).", "",
+            "| GPUs | transactions | sim s | ns per transaction | cost/transaction vs smallest | wall s (child) | "
+            "peak RSS MiB | RSS vs smallest |", "|---|---|---|---|---|---|---|---|"]
+    points = []
+    for p in sizes:
+        prof = neighbor_exchange(gpus=p, nbytes=512 << 10, neighbors=4, workgroups=4)
+        res = eidola.simulate(_ideal(p, 4), prof)
+        tx = int(res.gpus["packets_sent"].sum())
+        points.append((p, tx, res.meta["simulate_s"], res.wall_s, res.meta["child_max_rss_kb"] / 1024))
+    base = points[0]
+    for p, tx, sim, wall, rss in points:
+        per = sim / tx * 1e9
+        rows.append(f"| {p} | {tx} | {sim:.3f} | {per:.0f} | {per / (base[2] / base[1] * 1e9):.2f}x | {wall:.2f} | "
+                    f"{rss:.0f} | {rss / base[4]:.2f}x |")
+    return rows + [""], points
+
+
+def big_platform() -> list[str]:
+    """1,024 GPUs with 304 workgroups each: elaboration time and memory."""
+    t = time.perf_counter()
+    prof = neighbor_exchange(gpus=1024, nbytes=304 * 4 * 256, neighbors=4, workgroups=304)
+    build_s = time.perf_counter() - t
+    res = eidola.simulate(_ideal(1024, 304), prof)
+    return ["## A 1,024-GPU platform with 304 workgroups per GPU", "",
+            "Neighbour exchange, 304 workgroups x 4 neighbours x 256 B per GPU (311,296 programs, "
+            f"{prof.ops_count():,} ops).", "",
+            "| step | time | target |", "|---|---|---|",
+            f"| building the profile in Python | {build_s:.1f} s | - |",
+            f"| elaboration (components, bindings, programs) | {res.meta['elaborate_s']:.2f} s | < 10 s |",
+            f"| simulation | {res.meta['simulate_s']:.2f} s | - |",
+            f"| peak RSS of the simulation process | {res.meta['child_max_rss_kb'] / 1024:.0f} MiB | < 4096 MiB |",
+            ""]
+
+
+def startup() -> list[str]:
+    """`eidola run` on the 4-GPU default, end to end and split into its parts, in fresh processes."""
     code = (
-        "import eidola, sys\n"
-        "from eidola.generators import gemv_allreduce\n"
-        f"p = eidola.load_platform({str(ROOT / 'platforms/gemv-allreduce-4gpu.yaml')!r})\n"
-        "prof = gemv_allreduce(gpus=4, workgroups=4, tile_ns=20000, reduce_ns=4000,\n"
-        "    skew={'dist': 'normal', 'mean': 1.0, 'std': 0.1}, jitter={'dist': 'lognormal', 'mu': 0.0, 'sigma': 0.05})\n"
-        "eidola.simulate(p, prof, seed=1, trace=True)\n"
+        "import time, json\n"
+        "t0 = time.perf_counter()\n"
+        "import eidola\n"
+        "from eidola import _sysc\n"
+        "t1 = time.perf_counter()\n"
+        "_sysc.load()\n"
+        "t2 = time.perf_counter()\n"
+        f"p = eidola.load_platform({str(DEFAULT)!r}); prof = eidola.load_profile(p.profile)\n"
+        "t3 = time.perf_counter()\n"
+        "r = eidola.simulate(p, prof)\n"
+        "t4 = time.perf_counter()\n"
+        "import tempfile; r.save(tempfile.mkdtemp())\n"
+        "t5 = time.perf_counter()\n"
+        "print(json.dumps({'import': t1 - t0, 'cppyy_and_models': t2 - t1, 'load_yaml': t3 - t2,\n"
+        "  'simulate_total': t4 - t3, 'elaborate': r.meta['elaborate_s'], 'simulate': r.meta['simulate_s'],\n"
+        "  'results': t5 - t4}))\n"
     )
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=os.environ.copy())
-    return time.perf_counter() - start
+    parts = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                      text=True).stdout.strip().splitlines()[-1])
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "eidola", "run", str(DEFAULT), "--out", str(ROOT / "out" / "bench")],
+                   check=True, capture_output=True)
+    total = time.perf_counter() - t
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    bare = time.perf_counter() - t
+    fork_and_child = parts["simulate_total"] - parts["elaborate"] - parts["simulate"]
+    return ["## Start-up: `eidola run` on the 4-GPU default", "",
+            "| part | wall s |", "|---|---|",
+            f"| baseline: a bare `python -c pass` | {bare:.3f} |",
+            f"| import eidola (numpy, yaml) | {parts['import']:.3f} |",
+            f"| cppyy, the models library and their wrappers | {parts['cppyy_and_models']:.3f} |",
+            f"| load platform and profile YAML | {parts['load_yaml']:.3f} |",
+            f"| elaboration (in the child) | {parts['elaborate']:.3f} |",
+            f"| simulation (in the child) | {parts['simulate']:.3f} |",
+            f"| fork, encoding, result transfer | {fork_and_child:.3f} |",
+            f"| write results | {parts['results']:.3f} |",
+            f"| **`eidola run`, end to end** (target < 3 s) | **{total:.2f}** |", ""]
 
 
 def many_small_runs() -> list[str]:
-    """The 100-seed batch against 100 fresh start-ups (extrapolated from FRESH_SAMPLES of them)."""
+    """100 simulations of the 4-GPU default in one process, against a fresh process per run."""
+    plat = eidola.load_platform(DEFAULT)
+    prof = eidola.load_profile(plat.profile)
+    eidola.simulate(plat, prof)  # warm: cppyy and the wrappers load once
+    t = time.perf_counter()
+    for _ in range(100):
+        eidola.simulate(plat, prof)
+    batch = time.perf_counter() - t
+    fresh = []
+    for _ in range(3):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", f"import eidola; p = eidola.load_platform({str(DEFAULT)!r}); "
+                        "eidola.simulate(p)"], check=True, capture_output=True)
+        fresh.append(time.perf_counter() - t)
+    fresh_s = sorted(fresh)[1]
     import variability
 
-    fresh = sorted(_fresh_process_run_s() for _ in range(FRESH_SAMPLES))
-    fresh_median = fresh[len(fresh) // 2]
-    rows, batch_s = variability.run()
-    n = len(rows)
-    return [
-        "## Many small runs: 100-seed variability experiment",
-        "",
-        "One loaded simulator, a forked child per simulation, against a fresh interpreter per simulation.",
-        "",
-        "| what | wall time | simulations/s | ratio |",
-        "|---|---|---|---|",
-        f"| baseline: fresh process per run (median of {FRESH_SAMPLES}) x {n} | {fresh_median * n:.1f} s "
-        f"| {1 / fresh_median:.2f} | 1.0 |",
-        f"| eidola: {n} seeds, fork per simulation | {batch_s:.1f} s | {n / batch_s:.1f} "
-        f"| {fresh_median * n / batch_s:.1f}x faster |",
-        "",
-    ]
+    rows, var_s = variability.run()
+    return ["## Many small runs", "",
+            "| what | wall s | simulations/s | vs fresh process per run |", "|---|---|---|---|",
+            f"| baseline: a fresh process per simulation (median of 3) | {fresh_s:.2f} each | {1 / fresh_s:.2f} | 1.0x |",
+            f"| 100 x the 4-GPU default, fork per simulation (target >= 5/s) | {batch:.2f} | {100 / batch:.1f} | "
+            f"{fresh_s * 100 / batch:.0f}x |",
+            f"| 100-seed variability experiment (skew + jitter, traced) | {var_s:.2f} | {len(rows) / var_s:.1f} | "
+            f"{fresh_s * len(rows) / var_s:.0f}x |", ""]
+
+
+def plot_scaling(points) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gpus = [p[0] for p in points]
+    per_tx = [p[2] / p[1] for p in points]
+    rss = [p[4] for p in points]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    ax.plot(gpus, [x / per_tx[0] for x in per_tx], "o-", color="black", label="simulation cost per transaction")
+    ax.plot(gpus, [r / rss[0] for r in rss], "s--", color="gray", label="peak memory")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("GPUs (fixed traffic per GPU)")
+    ax.set_ylabel("normalised to the smallest case")
+    ax.set_title("Eidola-TLM scaling, neighbour exchange on the ideal fabric")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(HERE / "scaling.png")
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke test")
+    args = parser.parse_args()
+    sizes = [8, 64] if args.quick else [8, 64, 256, 1024]
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    header = [
-        "# Benchmark results",
-        "",
-        f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- git revision: {rev or 'unknown'}",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
-        f"- python: {platform.python_version()}",
-        "",
-        "Figures are ratios against a baseline measured in the same run; absolute times only beside it.",
-        "",
-    ]
-    body = many_small_runs()
-    (HERE / "RESULTS.md").write_text("\n".join(header + body))
-    print("\n".join(header + body))
+    header = ["# Benchmark results", "",
+              f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+              f"- git revision: {rev or 'unknown'}",
+              f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+              f"- python: {platform.python_version()}", "",
+              "Figures are ratios against a baseline measured in the same run; absolute times only beside it.", ""]
+    ceiling = kernel_ceiling()
+    body = throughput(ceiling, sizes)
+    scale_rows, points = scaling(sizes)
+    body += scale_rows + ["![scaling](scaling.png)", ""]
+    if not args.quick:
+        body += big_platform()
+    body += startup() + many_small_runs()
+    plot_scaling(points)
+    text = "\n".join(header + body)
+    (HERE / ("RESULTS.md" if not args.quick else "RESULTS-quick.md")).write_text(text)
+    print(text)
     return 0
 
 

@@ -399,13 +399,20 @@ tlm::tlm_sync_enum EidolonGpu::nb_transport_bw(tlm::tlm_generic_payload& trans, 
                                                sc_core::sc_time& delay) {
     const std::uint64_t at = now_ps() + delay.value();
     Packet* p = static_cast<Packet*>(&trans);
-    if (phase == tlm::END_REQ) {
-        m_actions.push(at, {ActionKind::EndReq, 0});
-        return tlm::TLM_ACCEPTED;
+    const bool now = delay == sc_core::SC_ZERO_TIME;
+    if (phase == tlm::END_REQ || (phase == tlm::BEGIN_RESP && m_request_pending == p)) {  // BEGIN_RESP implies END_REQ
+        if (now) {
+            // Handled in place (it only updates state); packetising resumes from our own process.
+            m_request_pending = nullptr;
+            if (!m_issue_queue.empty()) m_actions.push(at, {ActionKind::Issue, 0});
+        } else {
+            m_actions.push(at, {ActionKind::EndReq, 0});
+        }
+        if (phase == tlm::END_REQ) return tlm::TLM_ACCEPTED;
     }
     if (phase == tlm::BEGIN_RESP) {
-        if (m_request_pending == p) m_actions.push(at, {ActionKind::EndReq, 0});  // BEGIN_RESP implies END_REQ
-        m_actions.push(at, {ActionKind::Response, 0, p});
+        if (now) response_arrived(p);
+        else m_actions.push(at, {ActionKind::Response, 0, p});
         return tlm::TLM_COMPLETED;
     }
     fail(std::string(name()) + ".initiator: unexpected phase on the backward path");
@@ -428,6 +435,7 @@ void EidolonGpu::response_arrived(Packet* p) {
     const std::uint32_t w = p->wg;
     p->release();
     if (g.in_flight == 0 && g.issue_left == 0) m_actions.push(now_ps(), {ActionKind::Resume, w});
+    else if (!m_issue_queue.empty()) m_actions.push(now_ps(), {ActionKind::Issue, 0});  // a slot freed
 }
 
 tlm::tlm_sync_enum EidolonGpu::nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,

@@ -147,7 +147,8 @@ void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
         case tlm::TLM_ACCEPTED: return;
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
-                m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
+                if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
+                else m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
                 return;
             }
             if (phase == tlm::BEGIN_RESP) break;
@@ -173,7 +174,8 @@ void IdealFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) 
     m_response_busy[src] = true;
     tlm::tlm_sync_enum status = targets[src]->nb_transport_bw(*trans, phase, delay);
     if (status == tlm::TLM_ACCEPTED) return;
-    m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, nullptr});
+    if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
+    else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, nullptr});
 }
 
 void IdealFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
