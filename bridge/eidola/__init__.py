@@ -4,6 +4,7 @@ Eidolon GPUs replay annotated timing profiles over real TLM-2.0 transactions thr
 model; Python assembles platforms from YAML, and C++ simulates.
 """
 
+from . import models
 from .errors import ConfigError, DeadlockError, EidolaError, ProfileError, SimulationCrashed, SimulationError
 from .platform import Component, Platform, load_platform
 from .profile import Profile, ProfileBuilder, load_profile
@@ -12,6 +13,7 @@ from .simulate import simulate
 
 __all__ = [
     "Component", "ConfigError", "DeadlockError", "EidolaError", "Platform", "Profile", "ProfileBuilder",
-    "ProfileError", "Result", "SimulationCrashed", "SimulationError", "load_platform", "load_profile", "simulate",
+    "ProfileError", "Result", "SimulationCrashed", "SimulationError", "load_platform", "load_profile", "models",
+    "simulate",
 ]
 __version__ = "0.1.0"

@@ -9,6 +9,7 @@ when checked, so errors can name the YAML key or the component that holds the ba
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from . import catalog
 from .errors import ConfigError
 from .plugin import PluginSpec, parse_plugin
 
-__all__ = ["Platform", "Component", "PluginComponent", "SocketRef", "load_platform", "apply_overrides"]
+__all__ = ["Platform", "Component", "PluginComponent", "SocketRef", "load_platform", "apply_overrides", "parse_socket"]
 
 SCHEMA_VERSION = 1
 _FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "Plugin"}
@@ -150,6 +151,8 @@ class Platform:
             raise ConfigError(f"platform {self.name!r}: a component named {component.name!r} already exists")
         if not isinstance(component, PluginComponent):
             catalog.model(component.model)
+            if component.model == "EidolonGpu" and "id" not in component.params:
+                component.params["id"] = len(self.gpus())  # the next window, in the order GPUs are added
         self.components[component.name] = component
         return component
 
@@ -178,7 +181,14 @@ class Platform:
     def validate(self) -> None:
         """Checks parameters and bindings before anything is built; ConfigError names component and socket."""
         for c in self.components.values():
+            spec = None if isinstance(c, PluginComponent) else catalog.model(c.model)
+            if spec is not None and spec.param("ports") and "ports" not in c.params:
+                c.params["ports"] = len(self.gpus())  # a fabric has one port per GPU unless told otherwise
             c.resolved()
+        for c in self.components.values():
+            if "ports" in c.resolved() and c.port_count() != len(self.gpus()):
+                raise ConfigError(f"component {c.name!r} ({c.model}) has {c.port_count()} ports but the platform has "
+                                  f"{len(self.gpus())} GPUs: one port per GPU")
         bound: dict[str, str] = {}
         for initiator, target in self.connections:
             for ref, direction in ((initiator, "initiator"), (target, "target")):
@@ -198,9 +208,23 @@ class Platform:
                     ref = SocketRef(c.name, s.base_name, i)
                     if ref.path not in bound:
                         raise ConfigError(f"socket {ref} ({s.direction}, {s.doc}) is not bound")
-        ids = [g.resolved()["id"] for g in self.gpus()]
-        if sorted(ids) != list(range(len(ids))):
-            raise ConfigError(f"platform {self.name!r}: GPU ids must be 0..{len(ids) - 1}, got {sorted(ids)}")
+        self._check_windows()
+
+    def _check_windows(self) -> None:
+        """Each GPU owns one window of the address map: ids unique and inside the map."""
+        gpus = self.gpus()
+        owner: dict[int, str] = {}
+        for g in gpus:
+            i = int(g.resolved()["id"])
+            if i in owner:
+                raise ConfigError(f"GPUs {owner[i]!r} and {g.name!r} both have id {i}: their address windows overlap")
+            if i >= len(gpus):
+                raise ConfigError(f"GPU {g.name!r} has id {i}, outside the address map's {len(gpus)} windows "
+                                  f"(ids 0..{len(gpus) - 1})")
+            owner[i] = g.name
+        if gpus and self.base() + len(gpus) * self.stride() > 2 ** 64:
+            raise ConfigError(f"platform {self.name!r}: {len(gpus)} windows of {self.stride()} bytes from "
+                              f"{self.base():#x} run past the 64-bit address space")
 
     def _socket_spec(self, ref: SocketRef) -> catalog.SocketSpec:
         comp = self.components.get(ref.component)
@@ -215,17 +239,57 @@ class Platform:
             raise ConfigError(f"socket {ref}: index out of range (the component has {comp.port_count()} ports)")
         return spec
 
+    def describe(self) -> dict:
+        """The platform as a plain document: every component with its parameters as given, every binding."""
+        comps = []
+        for c in self.components.values():
+            if isinstance(c, PluginComponent):
+                entry = {"name": c.name, "model": "Plugin", "role": c.role, "plugin": _plugin_yaml(c.spec)}
+                entry.update({"ports": c.ports} if c.role == "fabric" else {"id": c.gpu_id})
+            else:
+                entry = {"name": c.name, "model": c.model, "params": dict(c.params)}
+            comps.append(entry)
+        return {"eidola": SCHEMA_VERSION, "name": self.name, "address_map": dict(self.address_map),
+                "components": comps, "connections": [[str(i), str(t)] for i, t in self.connections],
+                "check_protocol": self.check_protocol, "profile": self.profile, "seed": self.seed}
+
+    def to_yaml(self, path=None) -> str:
+        """Writes the platform as YAML (components and connections); `load_platform` reads it back."""
+        text = yaml.safe_dump(self.describe(), sort_keys=False)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    def graph(self, path) -> Path:
+        """Draws components and bindings as Graphviz DOT at `path`; also SVG and PNG when `dot` is installed."""
+        import shutil
+        import subprocess
+
+        lines = [f'digraph "{self.name}" {{', "  rankdir=LR;", '  node [shape=box, fontname="Helvetica"];',
+                 '  edge [fontname="Helvetica", fontsize=9];']
+        for c in self.components.values():
+            label = c.spec.class_text if isinstance(c, PluginComponent) else c.model
+            lines.append(f'  "{c.name}" [label="{c.name}\\n{label}"];')
+        for i, t in self.connections:
+            lines.append(f'  "{i.component}" -> "{t.component}" '
+                         f'[label="{i.socket}{"" if i.index is None else f"[{i.index}]"} -> '
+                         f'{t.socket}{"" if t.index is None else f"[{t.index}]"}"];')
+        lines.append("}")
+        path = Path(path)
+        path.write_text("\n".join(lines) + "\n")
+        if shutil.which("dot"):
+            for fmt in ("svg", "png"):
+                subprocess.run(["dot", f"-T{fmt}", str(path), "-o", str(path.with_suffix(f".{fmt}"))], check=True)
+        return path
+
     def effective_yaml(self) -> str:
         """The platform as YAML with every default filled in, so a run can be repeated exactly."""
         if self.shorthand is not None:
             return yaml.safe_dump(self.shorthand, sort_keys=False)
-        doc = {"eidola": SCHEMA_VERSION, "name": self.name, "address_map": dict(self.address_map),
-               "components": [{"model": c.model, "name": c.name,
-                               "params": {k: catalog.model(c.model).param(k).to_yaml(v)
-                                          for k, v in c.resolved().items()}}
-                              for c in self.components.values()],
-               "connections": [[str(i), str(t)] for i, t in self.connections],
-               "seed": self.seed}
+        doc = self.describe()
+        for entry, c in zip(doc["components"], self.components.values()):
+            if not isinstance(c, PluginComponent):
+                entry["params"] = {k: catalog.model(c.model).param(k).to_yaml(v) for k, v in c.resolved().items()}
         return yaml.safe_dump(doc, sort_keys=False)
 
 
@@ -314,8 +378,61 @@ def load_platform(path, overrides: dict | None = None) -> Platform:
     return platform_from_dict(doc, source=str(path))
 
 
+_SOCKET = re.compile(r"^([A-Za-z_][\w]*)\.([A-Za-z_]\w*)(?:\[(\d+)\])?$")
+
+
+def parse_socket(text, where: str) -> SocketRef:
+    """A socket reference as written in YAML: ``gpu0.initiator`` or ``fabric.targets[3]``."""
+    m = _SOCKET.match(text) if isinstance(text, str) else None
+    if not m:
+        raise ConfigError(f"{where}: {text!r} is not a socket (expected component.socket or component.socket[i])")
+    return SocketRef(m.group(1), m.group(2), None if m.group(3) is None else int(m.group(3)))
+
+
+def _platform_from_components(doc: dict, source: str) -> Platform:
+    """Builds a Platform from the general form: a list of components and a list of connections."""
+    loc = _loc(source)
+    allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed")
+    for key in doc:
+        if key not in allowed:
+            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(allowed)}")
+    if doc.get("eidola") != SCHEMA_VERSION:
+        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
+    base = Path(source).parent if source != "<dict>" else Path.cwd()
+    plat = Platform(doc.get("name", Path(source).stem), address_map=dict(doc.get("address_map") or
+                    {"base": 0, "stride": "1TiB"}), profile=doc.get("profile"), seed=doc.get("seed", 1),
+                    check_protocol=doc.get("check_protocol", False), source=source)
+    if plat.profile and source != "<dict>" and not Path(plat.profile).is_absolute():
+        plat.profile = str(base / plat.profile)
+    for n, entry in enumerate(doc.get("components") or []):
+        where = f"{loc}components[{n}]"
+        if not isinstance(entry, dict) or "name" not in entry or "model" not in entry:
+            raise ConfigError(f"{where}: expected a mapping with name and model")
+        if entry["model"] == "Plugin":
+            role = entry.get("role", "fabric")
+            spec = parse_plugin(entry.get("plugin"), f"{where}.plugin", base, role)
+            plat.add(PluginComponent(entry["name"], spec, role, entry.get("ports", 1), entry.get("id"),
+                                     raw=entry.get("plugin")))
+            continue
+        if entry["model"] not in catalog.models():
+            raise ConfigError(f"{where}.model: no model named {entry['model']!r}; registered: "
+                              f"{', '.join(catalog.models())}")
+        params = entry.get("params") or {}
+        plat.add(Component(entry["model"], entry["name"], dict(params),
+                           {k: f"{where}.params.{k}" for k in params}))
+    for n, pair in enumerate(doc.get("connections") or []):
+        where = f"{loc}connections[{n}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ConfigError(f"{where}: expected [initiator socket, target socket]")
+        plat.connect(parse_socket(pair[0], where), parse_socket(pair[1], where))
+    plat.validate()
+    return plat
+
+
 def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
-    """Builds a Platform from the YAML shorthand (gpus / fabric sections)."""
+    """Builds a Platform from YAML: the shorthand (gpus / fabric sections) or the general form (components)."""
+    if "components" in doc:
+        return _platform_from_components(doc, source)
     loc = _loc(source)
     for key in doc:
         if key not in _TOP_KEYS:
