@@ -243,7 +243,7 @@ def elaborate_and_run(plan: dict) -> dict:
     ran = time.perf_counter()
     del plugins  # kept alive through the run: SystemC holds pointers to them
     tables = {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
-              + (("ops",) if plan["trace"] else ())}
+              + (("ops", "syncmon_trace") if plan["trace"] else ())}
     return {
         "timings": {"elaborate_s": built - clock, "simulate_s": ran - built, "tables_s": time.perf_counter() - ran},
         "status": int(status),

@@ -47,9 +47,17 @@ def _cmd_run(args) -> int:
     from .simulate import simulate  # loads cppyy only when a simulation is asked for
 
     platform, profile = _load(args)
-    result = simulate(platform, profile)
+    result = simulate(platform, profile, trace=args.trace or args.plots)
     out = Path(args.out) if args.out else Path("out") / platform.name
     result.save(out)
+    if args.trace:
+        from .trace import write_trace
+
+        write_trace(result, out / "trace.json", args.trace_limit)
+    if args.plots:
+        from .plots import plot_run
+
+        plot_run(result, out)
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
@@ -62,6 +70,14 @@ def _si(x: float) -> str:
         if abs(x) >= factor:
             return f"{x / factor:.3g} {prefix}"
     return f"{x:.3g} "
+
+
+def _busiest(link) -> str:
+    if not link:
+        return "none (no link traffic)"
+    text = f"{link['src']} -> {link['dst']}, {_si(link['bytes'])}B"
+    return text + (f" at {100 * link['utilization']:.1f}% utilisation" if link["utilization"] > 0
+                   else " (the ideal fabric has no link timing)")
 
 
 def _summary_text(r, out: Path) -> str:
@@ -78,9 +94,12 @@ def _summary_text(r, out: Path) -> str:
     lines += [
         "",
         f"moved         {_si(s['bytes_moved'])}B in {s['packets']} packets",
+        ("busiest link  " + _busiest(s["busiest_link"])),
         f"reads         {s['reads']} data, {s['flag_reads']} flag (polling)",
         f"simulation    {r.wall_s:.3f} s wall, {s['events']} events ({_si(s['events_per_s'] or 0)}events/s)",
-        f"wrote         {out}/ (summary.json, gpus.csv, workgroups.csv, links.csv, effective.yaml)",
+        f"wrote         {out}/ (summary.json, CSV tables, effective.yaml"
+        + (", trace.json" if (out / "trace.json").exists() else "")
+        + (", figures" if (out / "timeline.png").exists() or (out / "reads.png").exists() else "") + ")",
     ]
     return "\n".join(lines)
 
@@ -104,6 +123,18 @@ def _cmd_import(args) -> int:
     except OSError as e:
         raise ConfigError(f"{args.output}: cannot write profile ({e.strerror})") from None
     print(f"wrote {args.output}: profile {profile.name}, {len(profile.programs)} programs, {profile.ops_count()} ops")
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    from .plots import plot_run
+
+    d = Path(args.directory)
+    if not (d / "summary.json").exists():
+        raise ConfigError(f"{d}: not a run directory (no summary.json); write one with eidola run --out {d}")
+    written = plot_run(d, d)
+    print(f"wrote {len(written)} figure files into {d}/" + ("" if (d / "ops.csv").exists() else
+          " (no timeline: the run was not traced; use eidola run --trace or --plots)"))
     return 0
 
 
@@ -142,6 +173,11 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME)")
             p.add_argument("--json", action="store_true", help="print the summary as JSON")
+            p.add_argument("--trace", action="store_true", help="write DIR/trace.json (Perfetto / chrome://tracing)")
+            p.add_argument("--trace-limit", type=int, default=500_000, help="most op slices in the trace")
+            p.add_argument("--plots", action="store_true", help="write figures (PNG and SVG) into DIR")
+    pl = sub.add_parser("plot", help="draw the figures of a finished run (a directory written by run)")
+    pl.add_argument("directory")
     d = sub.add_parser("describe", help="list the models, or one model's parameters and sockets")
     d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu")
     imp = sub.add_parser("import", help="turn measurements of a real run into a timing profile")
@@ -156,7 +192,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
     args = _parser().parse_args(argv)
-    handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe,
+    handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe, "plot": _cmd_plot,
                "import": _cmd_import}[args.command]
     try:
         return handler(args)

@@ -32,6 +32,9 @@ PAIR_DTYPE = np.dtype([
     ("latency_max_ns", "<f8"),
 ])
 BIN_DTYPE = np.dtype([("link", "<i4"), ("bin", "<i4"), ("start_ns", "<f8"), ("busy_ns", "<f8")])
+SYNCMON_TRACE_DTYPE = np.dtype([("gpu", "<i4"), ("time_ns", "<f8"), ("occupancy", "<i4")])
+SYNCMON_DTYPE = np.dtype([("gpu", "<i4"), ("arms", "<i8"), ("wakeups", "<i8"), ("spurious", "<i8"),
+                          ("fallbacks", "<i8"), ("peak_entries", "<i8")])
 
 
 def _structured(raw: dict, dtype: np.dtype) -> np.ndarray:
@@ -60,10 +63,12 @@ class Result:
     pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (PAIR_DTYPE; packet fabric)
     link_bins: np.ndarray | None = None  #: busy time per link per time bin (BIN_DTYPE; packet fabric)
     flags: dict | None = None            #: final flag values: {(gpu, flag name): value} for every eidolon GPU
+    syncmon_trace: np.ndarray | None = None  #: with trace=True: SyncMon occupancy after each change (SYNCMON_TRACE_DTYPE)
     ops: np.ndarray | None = None  #: with trace=True: a row per executed op (OP_EVENT_DTYPE), by gpu, wg, op
     effective_config: str = ""    #: the platform as YAML with every default filled in
     profile_name: str = ""        #: the profile that was replayed
     meta: dict = field(default_factory=dict)  #: platform and profile facts for the summary
+    profile: object = None        #: the Profile that was replayed (op kinds for traces and plots)
 
     @classmethod
     def from_raw(cls, name: str, raw: dict, wall_s: float, **kw) -> "Result":
@@ -81,9 +86,61 @@ class Result:
         flag_table = tables.get("flags", {})
         flags = {(int(g), names[int(f)] if int(f) < len(names) else int(f)): int(v)
                  for g, f, v in zip(flag_table.get("gpu", []), flag_table.get("flag", []), flag_table.get("value", []))}
+        syncmon_trace = (_structured(tables["syncmon_trace"], SYNCMON_TRACE_DTYPE) if "syncmon_trace" in tables
+                         else None)
         return cls(name, kernel, gpus, _structured(tables["workgroups"], WORKGROUP_DTYPE), links,
                    raw["events"], wall_s, _structured(tables.get("pairs", {}), PAIR_DTYPE),
-                   _structured(tables.get("link_bins", {}), BIN_DTYPE), flags, ops, **kw)
+                   _structured(tables.get("link_bins", {}), BIN_DTYPE), flags, syncmon_trace, ops, **kw)
+
+    @property
+    def syncmon(self) -> np.ndarray:
+        """SyncMon statistics, a row per GPU (SYNCMON_DTYPE)."""
+        out = np.zeros(len(self.gpus), dtype=SYNCMON_DTYPE)
+        out["gpu"] = self.gpus["gpu"]
+        for field_name in SYNCMON_DTYPE.names[1:]:
+            source = "syncmon_peak" if field_name == "peak_entries" else f"syncmon_{field_name}"
+            out[field_name] = self.gpus[source]
+        return out
+
+    def ops_table(self) -> np.ndarray | None:
+        """With trace=True: every executed op with its kind, peer and flag (for plots and `eidola plot`)."""
+        if self.ops is None:
+            return None
+        dtype = np.dtype(OP_EVENT_DTYPE.descr + [("kind", "U8"), ("peer", "<i4"), ("flag", "U32"),
+                                                   ("detail", "U48")])
+        out = np.zeros(len(self.ops), dtype=dtype)
+        for name in OP_EVENT_DTYPE.names:
+            out[name] = self.ops[name]
+        out["peer"] = -1
+        if self.profile is not None:
+            for i, row in enumerate(self.ops):
+                op = self.profile.program(int(row["gpu"]), int(row["wg"]))[int(row["op"])]
+                out["kind"][i] = op.kind
+                out["peer"][i] = op.get("dst", -1) if op.get("dst") is not None else -1
+                out["flag"][i] = op.get("flag") or ""
+                if op.kind == "wait":
+                    out["detail"][i] = f"{op['flag']} {op['cond']} {op['value']} ({op['mode']})"
+                elif op.kind in ("write", "read"):
+                    out["detail"][i] = f"{op['nbytes']} B to gpu {op['dst']}"
+                elif op.kind == "signal":
+                    out["detail"][i] = f"{op['op']} {op['value']} on gpu {op['dst']}"
+        return out
+
+    def dataframe(self, table: str):
+        """A table as a pandas DataFrame (pandas must be installed): gpus, workgroups, links, syncmon, pairs, ops."""
+        import pandas
+
+        data = self.ops_table() if table == "ops" else getattr(self, table)
+        return pandas.DataFrame.from_records(data)
+
+    def busiest_link(self):
+        """(src, dst, utilization, bytes) of the most used link (by bytes where links have no timing), or None."""
+        if not len(self.links):
+            return None
+        timed = float(self.links["utilization"].max()) > 0
+        i = int(np.argmax(self.links["utilization"] if timed else self.links["bytes"]))
+        return (int(self.links["src"][i]), int(self.links["dst"][i]), float(self.links["utilization"][i]),
+                int(self.links["bytes"][i]))
 
     @property
     def critical_gpu(self) -> int:
@@ -108,15 +165,22 @@ class Result:
             "events": self.events,
             "wall_s": self.wall_s,
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
+            "busiest_link": (dict(zip(("src", "dst", "utilization", "bytes"), self.busiest_link()))
+                             if self.busiest_link() else None),
             **self.meta,
         }
 
     def save(self, directory) -> Path:
-        """Writes summary.json, gpus.csv, workgroups.csv, links.csv and effective.yaml into `directory`."""
+        """Writes summary.json, the CSV tables (gpus, workgroups, links, syncmon; pairs, link_bins and
+        ops when present) and effective.yaml into `directory`."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(self.summary(), indent=2) + "\n")
-        tables = [(self.gpus, "gpus"), (self.workgroups, "workgroups"), (self.links, "links")]
+        tables = [(self.gpus, "gpus"), (self.workgroups, "workgroups"), (self.links, "links"),
+                  (self.syncmon, "syncmon")]
+        ops = self.ops_table()
+        if ops is not None:
+            tables.append((ops, "ops"))
         if self.pairs is not None and len(self.pairs):
             tables.append((self.pairs, "pairs"))
         if self.link_bins is not None and len(self.link_bins):

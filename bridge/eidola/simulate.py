@@ -127,7 +127,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
             **raw.get("timings", {}), **({"child_max_rss_kb": raw["child_max_rss_kb"]} if "child_max_rss_kb" in raw
                                          else {})}
     return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml(),
-                           profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags))
+                           profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile)
 
 
 def _fabric_model(platform: Platform) -> str:

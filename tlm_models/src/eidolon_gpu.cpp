@@ -276,6 +276,7 @@ void EidolonGpu::arm_done(std::uint32_t w) {
     }
     if (m_syncmon.arm(op.offset / 8, w)) {
         g.asleep = true;
+        note_syncmon();
         return;
     }
     issue_poll(w);  // fallback: the log is full
@@ -300,6 +301,7 @@ void EidolonGpu::flag_written(std::uint64_t flag) {
         if (m_check_in_monitor) {
             if (!cond_holds(static_cast<Cond>(op.sub), value, op.value)) continue;
             m_syncmon.disarm(flag, w);
+            note_syncmon();
             g.asleep = false;
             m_actions.push(now + m_wake_latency_ps, {ActionKind::WaitDone, w});
         } else {
@@ -319,6 +321,7 @@ void EidolonGpu::recheck_done(std::uint32_t w) {
     ++g.stats.polls;
     if (cond_holds(static_cast<Cond>(op.sub), m_memory.poll_flag(op.offset / 8), op.value)) {
         m_syncmon.disarm(op.offset / 8, w);
+        note_syncmon();
         g.asleep = false;
         end_wait(w);
         return;

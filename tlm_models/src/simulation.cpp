@@ -256,6 +256,11 @@ Table Simulation::table(const std::string& which) const {
         for (const EidolonGpu* g : s.gpus)
             for (std::uint64_t f = 0; f < g->memory().flag_count(); ++f)
                 row({double(g->index()), double(f), double(g->memory().peek_flag(f))});
+    } else if (which == "syncmon_trace") {
+        t.columns = {"gpu", "time_ps", "occupancy"};
+        for (const EidolonGpu* g : s.gpus)
+            for (const auto& [time, occupancy] : g->syncmon_trace())
+                row({double(g->index()), double(time), double(occupancy)});
     } else if (which == "ops") {
         t.columns = {"gpu", "wg", "op", "begin_ps", "end_ps"};
         for (const EidolonGpu* g : s.gpus)

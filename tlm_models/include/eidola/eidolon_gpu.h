@@ -76,6 +76,8 @@ public:
     /// Records every op's begin and end time (off by default: it costs memory per op).
     void set_tracing(bool on) { m_tracing = on; }
     const std::vector<OpRecord>& trace() const { return m_trace; }
+    /// SyncMon occupancy after each change, (time ps, addresses watched), when tracing.
+    const std::vector<std::pair<std::uint64_t, std::uint32_t>>& syncmon_trace() const { return m_syncmon_trace; }
     std::uint64_t bytes_sent() const { return m_bytes_sent; }
     std::uint64_t packets_sent() const { return m_packets_sent; }
     std::uint64_t bytes_received() const { return m_bytes_received; }
@@ -163,6 +165,10 @@ private:
     std::uint64_t m_wake_latency_ps;
     bool m_tracing = false;
     std::vector<OpRecord> m_trace;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> m_syncmon_trace;
+    void note_syncmon() {
+        if (m_tracing) m_syncmon_trace.emplace_back(now_ps(), std::uint32_t(m_syncmon.occupancy()));
+    }
     ProgressMonitor* m_monitor = nullptr;
 
     std::vector<Workgroup> m_wgs;

@@ -1,0 +1,104 @@
+"""The simulated run as a Chrome/Perfetto trace (trace.json), opened in ui.perfetto.dev or chrome://tracing.
+
+Layout: a process per GPU with a thread per workgroup carrying compute, write, read, signal and
+wait slices (waits labelled with flag, condition and mode); flow arrows from each signal to the
+wait it releases; counters for SyncMon occupancy per GPU and, on the packet fabric, link
+utilisation per link in a "fabric" process. Everything comes from buffers the C++ models filled
+(the op records and occupancy changes); this module only arranges and writes them.
+
+Size is bounded: when the run has more op slices than `limit`, only every n-th workgroup of each
+GPU is kept, and the trace's metadata says so.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["build_trace", "write_trace", "DEFAULT_LIMIT"]
+
+DEFAULT_LIMIT = 500_000  #: op slices kept at most (about 100 bytes each in the file)
+
+
+def _us(ns: float) -> float:
+    return round(float(ns) / 1000.0, 6)
+
+
+def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict:
+    """The trace as a dict in the Trace Event Format (``traceEvents`` plus metadata)."""
+    ops = result.ops_table()
+    if ops is None:
+        raise ValueError("the run was not traced: simulate(..., trace=True) or `eidola run --trace`")
+    workgroups = max(1, int(ops["wg"].max()) + 1) if len(ops) else 1
+    stride = max(1, -(-len(ops) // max(1, limit)))  # keep 1 workgroup in `stride`
+    kept = ops if stride == 1 else ops[ops["wg"] % stride == 0]
+    events = []
+    for g in np.unique(result.gpus["gpu"]):
+        events.append({"ph": "M", "name": "process_name", "pid": int(g), "tid": 0, "args": {"name": f"GPU {g}"}})
+    for g, w in sorted({(int(r["gpu"]), int(r["wg"])) for r in kept}):
+        events.append({"ph": "M", "name": "thread_name", "pid": g, "tid": w, "args": {"name": f"workgroup {w}"}})
+    for r in kept:
+        args = {"op": int(r["op"])}
+        if r["detail"]:
+            args["detail"] = str(r["detail"])
+        name = str(r["kind"]) if r["kind"] != "wait" else f"wait {r['detail']}"
+        events.append({"ph": "X", "name": name, "cat": str(r["kind"]), "pid": int(r["gpu"]), "tid": int(r["wg"]),
+                       "ts": _us(r["begin_ns"]), "dur": _us(r["end_ns"] - r["begin_ns"]), "args": args})
+    events += _flows(kept)
+    if result.syncmon_trace is not None:
+        for r in result.syncmon_trace:
+            events.append({"ph": "C", "name": "SyncMon occupancy", "pid": int(r["gpu"]), "ts": _us(r["time_ns"]),
+                           "args": {"addresses": int(r["occupancy"])}})
+    fabric_pid = int(result.gpus["gpu"].max()) + 1 if len(result.gpus) else 0
+    if result.link_bins is not None and len(result.link_bins):
+        events.append({"ph": "M", "name": "process_name", "pid": fabric_pid, "tid": 0, "args": {"name": "fabric"}})
+        for r in result.link_bins:
+            link = result.links[int(r["link"])]
+            name = f"link {link['src']}->{link['dst']}"
+            events.append({"ph": "C", "name": name, "pid": fabric_pid, "ts": _us(r["start_ns"]),
+                           "args": {"busy_ns": round(float(r["busy_ns"]), 3)}})
+    meta = {"simulation": result.name, "profile": result.profile_name, "kernel_time_ns": result.kernel_time_ns,
+            "op_slices_total": int(len(ops)), "op_slices_written": int(len(kept)),
+            "workgroups_per_gpu": workgroups,
+            "sampling": ("all workgroups" if stride == 1 else
+                         f"1 workgroup in {stride} per GPU (workgroups 0, {stride}, {2 * stride}, ...): "
+                         f"the run had {len(ops)} op slices, the limit is {limit}")}
+    return {"traceEvents": events, "displayTimeUnit": "ns", "metadata": meta}
+
+
+def _flows(ops) -> list:
+    """An arrow from each signal to the wait it releases: the last signal to that GPU's flag
+    that began before the wait ended."""
+    signals: dict[tuple, list] = {}
+    for r in ops:
+        if r["kind"] == "signal":
+            signals.setdefault((int(r["peer"]), str(r["flag"])), []).append(r)
+    starts = {}
+    for key in signals:
+        signals[key].sort(key=lambda r: float(r["begin_ns"]))
+        starts[key] = [float(r["begin_ns"]) for r in signals[key]]
+    out, next_id = [], 1
+    for r in ops:
+        if r["kind"] != "wait" or r["end_ns"] <= r["begin_ns"]:
+            continue  # a wait that never waited was released by nothing in particular
+        key = (int(r["gpu"]), str(r["flag"]))
+        n = bisect.bisect_right(starts.get(key, []), float(r["end_ns"]))
+        if n == 0:
+            continue
+        s = signals[key][n - 1]
+        out.append({"ph": "s", "id": next_id, "name": "release", "cat": "flag", "pid": int(s["gpu"]),
+                    "tid": int(s["wg"]), "ts": _us(s["begin_ns"])})
+        out.append({"ph": "f", "bp": "e", "id": next_id, "name": "release", "cat": "flag", "pid": int(r["gpu"]),
+                    "tid": int(r["wg"]), "ts": _us(r["end_ns"])})
+        next_id += 1
+    return out
+
+
+def write_trace(result, path, limit: int = DEFAULT_LIMIT) -> Path:
+    """Writes trace.json for a traced run; returns its path."""
+    path = Path(path)
+    path.write_text(json.dumps(build_trace(result, limit), separators=(",", ":")))
+    return path

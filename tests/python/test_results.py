@@ -1,0 +1,118 @@
+"""What people look at: the Perfetto trace, tables, figures and the terminal summary, checked
+through their data (not their pixels)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import eidola
+from eidola.generators import gemv_allreduce, neighbor_exchange
+from eidola.plots import heatmap_matrix, load_run, plot_run
+from eidola.trace import build_trace, write_trace
+
+
+@pytest.fixture(scope="module")
+def traced(request):
+    root = request.config.rootpath
+    plat = eidola.load_platform(root / "platforms" / "mi300x-8gpu.yaml")
+    prof = gemv_allreduce(gpus=8, workgroups=2, vector_bytes=8 * 2 * 1024, mode="syncmon")
+    return eidola.simulate(plat, prof, trace=True)
+
+
+def test_trace_slices_match_the_runs_op_events(traced):
+    trace = build_trace(traced)
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == len(traced.ops) == traced.profile.ops_count()
+    by_key = {(e["pid"], e["tid"], e["args"]["op"]): e for e in slices}
+    for r in traced.ops:
+        e = by_key[(int(r["gpu"]), int(r["wg"]), int(r["op"]))]
+        assert e["ts"] == pytest.approx(r["begin_ns"] / 1000, abs=1e-6)
+        assert e["dur"] == pytest.approx((r["end_ns"] - r["begin_ns"]) / 1000, abs=1e-6)
+    waits = [e for e in slices if e["cat"] == "wait"]
+    assert waits and all(">=" in e["name"] and "(syncmon)" in e["name"] for e in waits)
+
+
+def test_trace_has_the_fields_perfetto_requires(traced, tmp_path):
+    path = write_trace(traced, tmp_path / "trace.json")
+    data = json.loads(path.read_text())
+    for e in data["traceEvents"]:
+        assert {"ph", "pid", "name"} <= set(e)
+        if e["ph"] != "M":
+            assert isinstance(e["ts"], (int, float))
+        if e["ph"] == "X":
+            assert e["dur"] >= 0 and "tid" in e
+        if e["ph"] == "C":
+            assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values())
+        if e["ph"] in ("s", "f"):
+            assert "id" in e and "tid" in e
+    kinds = {e["ph"] for e in data["traceEvents"]}
+    assert {"M", "X", "C", "s", "f"} <= kinds   # slices, counters (SyncMon, links) and signal->wait flows
+    # Every flow starts at a signal slice and ends inside a wait slice of the flag's owner.
+    starts = {e["id"]: e for e in data["traceEvents"] if e["ph"] == "s"}
+    for f in (e for e in data["traceEvents"] if e["ph"] == "f"):
+        assert starts[f["id"]]["pid"] != f["pid"] or starts[f["id"]]["tid"] != f["tid"]
+
+
+def test_heatmap_matrix_equals_the_link_table(traced):
+    nodes, m = heatmap_matrix(traced.links)
+    index = {n: i for i, n in enumerate(nodes)}
+    assert m.sum() == pytest.approx(traced.links["utilization"].sum())
+    for r in traced.links:
+        assert m[index[int(r["src"])], index[int(r["dst"])]] == pytest.approx(r["utilization"])
+    assert np.count_nonzero(m) == np.count_nonzero(traced.links["utilization"])
+
+
+def test_tables_and_figures_from_a_saved_run(traced, tmp_path):
+    traced.save(tmp_path)
+    for name in ("summary.json", "gpus.csv", "workgroups.csv", "links.csv", "syncmon.csv", "ops.csv"):
+        assert (tmp_path / name).exists(), name
+    run = load_run(tmp_path)
+    assert list(run.gpus["flag_reads"]) == list(traced.gpus["flag_reads"])
+    nodes, m = heatmap_matrix(run.links)
+    assert m.sum() == pytest.approx(traced.links["utilization"].sum())
+    written = {p.name for p in plot_run(tmp_path, tmp_path)}
+    for stem in ("timeline", "link_heatmap", "link_time", "reads", "latency"):
+        assert {f"{stem}.png", f"{stem}.svg"} <= written
+    syncmon = np.genfromtxt(tmp_path / "syncmon.csv", delimiter=",", names=True)
+    assert list(syncmon["wakeups"]) == list(traced.gpus["syncmon_wakeups"])
+
+
+def test_dataframes_when_pandas_is_installed(traced):
+    pandas = pytest.importorskip("pandas")
+    df = traced.dataframe("gpus")
+    assert isinstance(df, pandas.DataFrame) and list(df["flag_reads"]) == list(traced.gpus["flag_reads"])
+
+
+def test_a_1024_gpu_trace_stays_under_the_limit(repo, tmp_path):
+    plat = eidola.load_platform(repo / "platforms" / "gemv-allreduce-4gpu.yaml",
+                                {"gpus.count": 1024, "gpus.workgroups": 4})
+    res = eidola.simulate(plat, neighbor_exchange(gpus=1024, nbytes=4 * 4 * 256, neighbors=4, workgroups=4),
+                          trace=True)
+    limit = 10_000
+    path = write_trace(res, tmp_path / "trace.json", limit=limit)
+    data = json.loads(path.read_text())
+    slices = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert len(res.ops) > limit >= len(slices)
+    assert "1 workgroup in 4" in data["metadata"]["sampling"]
+    assert path.stat().st_size < 200 * limit   # bounded: about 100 bytes a slice, plus flows
+
+
+def test_terminal_summary_json(repo, cli, tmp_path):
+    r = cli("run", repo / "platforms" / "mi300x-8gpu.yaml", "--json", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    for key in ("kernel_time_ns", "critical_gpu", "busiest_link", "flag_reads", "reads", "wall_s", "events_per_s"):
+        assert key in s, key
+    assert s["busiest_link"]["utilization"] > 0
+
+
+def test_default_run_writes_trace_tables_and_figures(repo, cli, tmp_path):
+    r = cli("run", repo / "platforms" / "gemv-allreduce-4gpu.yaml", "--trace", "--plots", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    for name in ("trace.json", "timeline.png", "reads.svg", "gpus.csv", "syncmon.csv"):
+        assert (tmp_path / "o" / name).exists(), name
+    r = cli("plot", tmp_path / "o")
+    assert r.returncode == 0 and "figure files" in r.stdout
