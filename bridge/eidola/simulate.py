@@ -124,8 +124,8 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
     meta = {"gpus": len(platform.gpus()), "fabric": _fabric_model(platform), "profile_ops": profile.ops_count(),
-            **raw.get("timings", {}), **({"child_max_rss_kb": raw["child_max_rss_kb"]} if "child_max_rss_kb" in raw
-                                         else {})}
+            **raw.get("timings", {}),
+            **{k: raw[k] for k in ("child_max_rss_kb", "child_private_kb") if k in raw}}
     return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml(),
                            profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile)
 
@@ -166,6 +166,7 @@ def _run_in_child(plan: dict) -> dict:
             code = 0
             try:
                 payload = {"ok": _sysc.elaborate_and_run(plan)}
+                payload["ok"]["child_private_kb"] = _private_kb()
             except EidolaError as e:
                 payload = {"error": e}
             except BaseException:
@@ -202,6 +203,20 @@ def _run_in_child(plan: dict) -> dict:
                             + (f"; its last output:\n{tail}" if tail else ""),
                             report={"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                                     "output": output})
+
+
+def _private_kb() -> int:
+    """Memory this process owns (not shared with the parent it was forked from), in KiB.
+
+    Why not RSS: a forked child maps every page of its parent, so its RSS counts the parent's
+    heap (a large profile's Python objects included) although the simulation never touches it.
+    """
+    try:
+        text = open("/proc/self/smaps_rollup").read()
+    except OSError:
+        return -1
+    return sum(int(line.split()[1]) for line in text.splitlines()
+               if line.startswith(("Private_Clean:", "Private_Dirty:")))
 
 
 def _raise_failure(name: str, raw: dict, profile: Profile) -> None:
