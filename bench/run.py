@@ -212,7 +212,7 @@ def plot_scaling(points) -> None:
     rss = [p[4] for p in points]
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     ax.plot(gpus, [x / per_tx[0] for x in per_tx], "o-", color="black", label="simulation cost per transaction")
-    ax.plot(gpus, [r / rss[0] for r in rss], "s--", color="gray", label="peak memory")
+    ax.plot(gpus, [r / rss[0] for r in rss], "s--", color="gray", label="private memory of the simulation")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("GPUs (fixed traffic per GPU)")
     ax.set_ylabel("normalised to the smallest case")
