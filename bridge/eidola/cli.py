@@ -106,11 +106,10 @@ def _summary_text(r, out: Path) -> str:
 
 def _cmd_validate(args) -> int:
     platform, profile = _load(args)
-    from ._encode import encode_profile
+    from .simulate import check
 
-    gpus = platform.gpus()
-    encode_profile(profile, min(g.resolved()["workgroups"] for g in gpus), len(gpus), platform.stride())
-    print(f"{args.platform}: ok ({len(gpus)} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
+    check(platform, profile)
+    print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
     return 0
 
 

@@ -26,7 +26,7 @@ from .platform import Platform, PluginComponent
 from .profile import Profile, load_profile
 from .result import Result
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "check"]
 
 _in_process_used = []  # a SystemC kernel runs once per process; remembers the in-process run
 
@@ -37,11 +37,6 @@ def _plan(platform: Platform, profile: Profile, seed: int, trace: bool) -> dict:
     eidolons = platform.eidolons()
     if not eidolons:
         raise ConfigError(f"platform {platform.name!r} has no EidolonGpu")
-    plugin_gpus = {c.gpu_id for c in gpus if isinstance(c, PluginComponent)}
-    for (g, w), ops in profile.programs:
-        if g in plugin_gpus and ops:
-            raise ConfigError(f"profile {profile.name!r} has a program for gpu {g} wg {w}, but GPU {g} is a plugin "
-                              "model, which runs its own behaviour")
     workgroups = min(int(g.resolved()["workgroups"]) for g in eidolons)
     clocks = {g.resolved()["clock"] for g in eidolons}
     if len(clocks) > 1 and any(op.kind == "compute" and op["cycles"] is not None
@@ -49,6 +44,11 @@ def _plan(platform: Platform, profile: Profile, seed: int, trace: bool) -> dict:
         raise ConfigError(f"platform {platform.name!r}: compute(cycles=...) with variability needs one clock for "
                           "all GPUs")
     encoded = encode_profile(profile, workgroups, len(gpus), platform.stride(), seed=seed, clock_hz=min(clocks))
+    plugin_gpus = {c.gpu_id for c in gpus if isinstance(c, PluginComponent)}
+    for (g, w), ops in profile.programs:
+        if g in plugin_gpus and ops:
+            raise ConfigError(f"profile {profile.name!r} has a program for gpu {g} wg {w}, but GPU {g} is a plugin "
+                              "model, which runs its own behaviour")
     components, plugins = [], []
     for c in platform.components.values():
         if isinstance(c, PluginComponent):
@@ -64,6 +64,11 @@ def _plan(platform: Platform, profile: Profile, seed: int, trace: bool) -> dict:
         "components": components, "plugins": plugins, "bindings": bindings,
         "flags": encoded.flags, "ops": encoded.ops, "programs": encoded.programs, "trace": trace,
     }
+
+
+def check(platform: Platform, profile: Profile) -> None:
+    """Every check simulate() makes before it builds anything (what `eidola validate` runs)."""
+    _plan(platform, profile, platform.seed, False)
 
 
 def _ref(socket) -> dict:

@@ -136,3 +136,17 @@ def test_plugin_errors_exit_2_with_the_relevant_line(tmp_path, repo, cli, change
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) <= 3, r.stderr   # condensed, not a compiler dump
+
+
+def test_validate_a_plugin_platform(repo, cli):
+    r = cli("validate", repo / "examples" / "user_gpu" / "user-gpu-2gpu.yaml", "--profile",
+            repo / "profiles" / "gemv-allreduce-4gpu.yaml")
+    assert r.returncode == 2 and "needs 4 GPUs" in r.stderr
+
+
+def test_profile_program_on_a_plugin_gpu_is_refused(repo, cli, tmp_path):
+    b = ProfileBuilder(gpus=2, workgroups=1, name="busy-plugin")
+    b.program(gpu=1, wg=0).compute(ns=10)
+    b.build().save(tmp_path / "p.yaml")
+    r = cli("validate", repo / "examples" / "user_gpu" / "user-gpu-2gpu.yaml", "--profile", tmp_path / "p.yaml")
+    assert r.returncode == 2 and "GPU 1 is a plugin model" in r.stderr
