@@ -15,30 +15,6 @@ const std::vector<ParamSpec>& IdealFabric::param_specs() {
     return specs;
 }
 
-/// Forward-path interface of targets[i].
-struct IdealFabric::TargetPort : tlm::tlm_fw_transport_if<> {
-    IdealFabric& fabric;
-    std::uint32_t index;
-    TargetPort(IdealFabric& f, std::uint32_t i) : fabric(f), index(i) {}
-    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
-        return fabric.request(index, t, p, d);
-    }
-    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& d) override { fabric.forward_b_transport(index, t, d); }
-    bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
-    unsigned int transport_dbg(tlm::tlm_generic_payload& t) override { return fabric.forward_debug(t); }
-};
-
-/// Backward-path interface of initiators[i].
-struct IdealFabric::InitiatorPort : tlm::tlm_bw_transport_if<> {
-    IdealFabric& fabric;
-    std::uint32_t index;
-    InitiatorPort(IdealFabric& f, std::uint32_t i) : fabric(f), index(i) {}
-    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
-        return fabric.response(index, t, p, d);
-    }
-    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
-};
-
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
     : sc_module(name), targets("targets"), initiators("initiators"), m_latency_ps(0), m_actions(m_event) {
     Params p(param_specs(), given, std::string(basename()));
@@ -47,8 +23,8 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
     targets.init(ports);
     initiators.init(ports);
     for (std::uint32_t i = 0; i < ports; ++i) {
-        m_target_ports.push_back(std::make_unique<TargetPort>(*this, i));
-        m_initiator_ports.push_back(std::make_unique<InitiatorPort>(*this, i));
+        m_target_ports.push_back(std::make_unique<FabricTargetPort<IdealFabric>>(*this, i));
+        m_initiator_ports.push_back(std::make_unique<FabricInitiatorPort<IdealFabric>>(*this, i));
         targets[i].bind(*m_target_ports[i]);
         initiators[i].bind(*m_initiator_ports[i]);
     }

@@ -124,28 +124,6 @@ struct PacketFabric::LinkCounters {
     std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
 };
 
-struct PacketFabric::TargetPort : tlm::tlm_fw_transport_if<> {
-    PacketFabric& f;
-    std::uint32_t gpu;
-    TargetPort(PacketFabric& fabric, std::uint32_t g) : f(fabric), gpu(g) {}
-    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
-        return f.request_in(gpu, t, p, d);
-    }
-    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time& d) override { f.forward_b_transport(gpu, t, d); }
-    bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
-    unsigned int transport_dbg(tlm::tlm_generic_payload& t) override { return f.forward_debug(t); }
-};
-
-struct PacketFabric::InitiatorPort : tlm::tlm_bw_transport_if<> {
-    PacketFabric& f;
-    std::uint32_t gpu;
-    InitiatorPort(PacketFabric& fabric, std::uint32_t g) : f(fabric), gpu(g) {}
-    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& p, sc_core::sc_time& d) override {
-        return f.response_in(gpu, t, p, d);
-    }
-    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
-};
-
 namespace {
 
 LinkParams link_params(const Params& p, const std::string& prefix, const LinkParams& base) {
@@ -240,8 +218,8 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
     targets.init(spec.gpus);
     initiators.init(spec.gpus);
     for (std::uint32_t i = 0; i < spec.gpus; ++i) {
-        m_target_ports.push_back(std::make_unique<TargetPort>(*this, i));
-        m_initiator_ports.push_back(std::make_unique<InitiatorPort>(*this, i));
+        m_target_ports.push_back(std::make_unique<FabricTargetPort<PacketFabric>>(*this, i));
+        m_initiator_ports.push_back(std::make_unique<FabricInitiatorPort<PacketFabric>>(*this, i));
         targets[i].bind(*m_target_ports[i]);
         initiators[i].bind(*m_initiator_ports[i]);
     }
@@ -254,7 +232,7 @@ PacketFabric::~PacketFabric() = default;
 
 // ---- TLM entry points -------------------------------------------------------------------------
 
-tlm::tlm_sync_enum PacketFabric::request_in(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
+tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
                                             sc_core::sc_time& delay) {
     if (phase == tlm::BEGIN_REQ) {
         const std::int64_t dst = m_map.window_of(t.get_address());
@@ -278,7 +256,7 @@ tlm::tlm_sync_enum PacketFabric::request_in(std::uint32_t gpu, tlm::tlm_generic_
     return tlm::TLM_COMPLETED;
 }
 
-tlm::tlm_sync_enum PacketFabric::response_in(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
+tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
                                              sc_core::sc_time& delay) {
     const std::uint32_t eject_req = m_node_first_output[gpu];
     if (phase == tlm::END_REQ) {

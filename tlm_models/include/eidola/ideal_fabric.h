@@ -15,6 +15,7 @@
 
 #include "eidola/event_heap.h"
 #include "eidola/fabric.h"
+#include "eidola/fabric_ports.h"
 #include "eidola/params.h"
 #include "eidola/pointer_map.h"
 
@@ -40,8 +41,8 @@ public:
     std::uint64_t events() const override { return m_actions.processed(); }
 
 private:
-    struct TargetPort;
-    struct InitiatorPort;
+    friend struct FabricTargetPort<IdealFabric>;
+    friend struct FabricInitiatorPort<IdealFabric>;
     enum class ActionKind : std::uint8_t { Deliver, Return, RequestFree, ResponseFree };
     struct Action {
         ActionKind kind;
@@ -62,8 +63,8 @@ private:
 
     std::uint64_t m_latency_ps;
     AddressMap m_map;
-    std::vector<std::unique_ptr<TargetPort>> m_target_ports;
-    std::vector<std::unique_ptr<InitiatorPort>> m_initiator_ports;
+    std::vector<std::unique_ptr<FabricTargetPort<IdealFabric>>> m_target_ports;
+    std::vector<std::unique_ptr<FabricInitiatorPort<IdealFabric>>> m_initiator_ports;
     // Per port: is a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
     std::vector<bool> m_request_busy, m_response_busy;
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_request_queue, m_response_queue;

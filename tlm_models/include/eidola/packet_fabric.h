@@ -16,6 +16,7 @@
 
 #include "eidola/event_heap.h"
 #include "eidola/fabric.h"
+#include "eidola/fabric_ports.h"
 #include "eidola/params.h"
 #include "eidola/pointer_map.h"
 #include "eidola/topology.h"
@@ -46,8 +47,8 @@ public:
     const Topology& topology() const { return *m_topology; }
 
 private:
-    struct TargetPort;
-    struct InitiatorPort;
+    friend struct FabricTargetPort<PacketFabric>;
+    friend struct FabricInitiatorPort<PacketFabric>;
     struct Packet;
     struct Queue;
     struct Input;
@@ -62,9 +63,9 @@ private:
     };
 
     // TLM entry points
-    tlm::tlm_sync_enum request_in(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
+    tlm::tlm_sync_enum request(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
                                   sc_core::sc_time& d);
-    tlm::tlm_sync_enum response_in(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
+    tlm::tlm_sync_enum response(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
                                    sc_core::sc_time& d);
     void forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_payload& t, sc_core::sc_time& d);
     unsigned int forward_debug(tlm::tlm_generic_payload& t);
@@ -94,8 +95,8 @@ private:
     std::uint64_t m_watchdog_ps;
     std::uint32_t m_vcs_per_class;  // 2 with dateline virtual channels, else 1
 
-    std::vector<std::unique_ptr<TargetPort>> m_target_ports;
-    std::vector<std::unique_ptr<InitiatorPort>> m_initiator_ports;
+    std::vector<std::unique_ptr<FabricTargetPort<PacketFabric>>> m_target_ports;
+    std::vector<std::unique_ptr<FabricInitiatorPort<PacketFabric>>> m_initiator_ports;
     std::vector<Packet> m_packets;
     std::vector<std::uint32_t> m_free_packets;
     std::vector<Input> m_inputs;     // per node: injection, then one per incoming link
