@@ -5,6 +5,14 @@ import subprocess
 import sys
 
 
+def test_every_readme_python_block_runs(repo):
+    # Each block is self-contained and writes only under out/ (ignored by git).
+    (repo / "out").mkdir(exist_ok=True)
+    for code in re.findall(r"```python\n(.*?)```", (repo / "README.md").read_text(), re.S):
+        out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, (code, out.stderr)
+
+
 def test_readme_python_example_runs(repo, tmp_path):
     text = (repo / "README.md").read_text()
     code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
