@@ -190,3 +190,19 @@ def test_link_statistics_are_consistent(write_platform):
     assert np.allclose(per_link, res.links["busy_ns"], rtol=1e-5)
     assert np.all(res.links["queue_p50_ns"] <= res.links["queue_p99_ns"] + 1e-9)
     assert np.all(res.links["queue_p99_ns"] <= res.links["queue_max_ns"] + 1e-9)
+
+
+@pytest.mark.parametrize("spread, spines_used", [(False, 1), (True, 2)])
+def test_equal_cost_spreading_uses_both_spines(repo, spread, spines_used):
+    # hierarchical-16gpu: two nodes of 8 GPUs, each node's leaf switch joined to two spines. A
+    # packet between nodes has two equal-cost routes (via either spine): without spreading the
+    # deterministic first choice takes one spine; with it, packets alternate over both.
+    plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml", {"fabric.routing.spread": spread})
+    b = ProfileBuilder(gpus=16, workgroups=1, name="cross")
+    b.buffer("data", nbytes=8192)
+    b.program(gpu=0, wg=0).write(dst=8, buffer="data", offset=0, nbytes=8192)
+    res = eidola.simulate(plat, b.build())
+    # Nodes: GPUs 0-15, leaves 16-17, spines 18-19. Links from leaf 16 (node 0) up to a spine:
+    up = res.links[(res.links["src"] == 16) & (res.links["dst"] >= 18)]
+    assert int((up["packets"] > 0).sum()) == spines_used
+    assert int(up["packets"].sum()) == 8192 // 256
