@@ -92,7 +92,7 @@ def throughput(ceiling: dict, sizes) -> list[str]:
 def scaling(sizes) -> tuple[list[str], list]:
     rows = ["## Scaling at fixed traffic per GPU", "",
             "Neighbour exchange, 4 neighbours, 512 KiB and 4 workgroups per GPU, ideal fabric. Normalised to the "
-            f"smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs).", "",
+            "smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs).", "",
             "| GPUs | transactions | sim s | ns per transaction | cost/transaction vs smallest | wall s (child) | "
             "private memory MiB | memory vs smallest |", "|---|---|---|---|---|---|---|---|"]
     points = []

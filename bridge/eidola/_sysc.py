@@ -170,6 +170,7 @@ def _instantiate_plugin(plugin: dict):
     if error is not None:
         raise ConfigError(f"{where}: constructing {spec.class_text}({', '.join(map(repr, (name, *spec.args)))}): "
                           f"{_condensed(diag['text'], error)}")
+    obj.__python_owns__ = False  # SystemC keeps pointers to its modules until the process ends
     return obj
 
 
@@ -241,7 +242,6 @@ def elaborate_and_run(plan: dict) -> dict:
     built = time.perf_counter()
     status = sim.run()
     ran = time.perf_counter()
-    del plugins  # kept alive through the run: SystemC holds pointers to them
     tables = {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
               + (("ops", "syncmon_trace") if plan["trace"] else ())}
     return {

@@ -143,7 +143,7 @@ def _ring(b, P, W, C, chunk, steps, reduce_ns, wait):
         for w in range(W):
             p = b.program(gpu=g, wg=w)
 
-            def receive(s, c):
+            def receive(s, c, p=p, w=w):
                 # Chunk c of step s is the (s*C + c + 1)-th chunk the predecessor sends.
                 p.wait(flag=flags[w], cond=">=", value=s * C + c + 1, **wait)
                 if steps[s][2] and reduce_ns > 0:

@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 import traceback
-from pathlib import Path
 
 from . import _sysc
 from ._encode import CONDS, MODES, encode_profile

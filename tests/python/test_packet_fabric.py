@@ -8,7 +8,6 @@ packets per virtual channel: a slot is reserved while its packet flies, so a lin
 rate only if the buffer covers (lat + sw) x B / packet = 150 ns x 64 GB/s / 272 B = 36 packets.
 """
 
-import math
 
 import numpy as np
 import pytest

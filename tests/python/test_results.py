@@ -2,8 +2,6 @@
 through their data (not their pixels)."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
