@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for pkg in libsystemc-dev pkg-config g++ cmake ninja-build python3-venv; do
+for pkg in libsystemc-dev pkg-config g++ cmake ninja-build python3-venv graphviz; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -2,6 +2,7 @@
 validation that names component and socket, graphs, and the examples."""
 
 import re
+import shutil
 import subprocess
 import sys
 
@@ -141,6 +142,10 @@ def test_graph_has_every_component_and_binding(tmp_path):
         assert f'"{name}" [label=' in dot
     assert dot.count(" -> ") == 2 * len(p.connections)   # one edge, one label arrow per binding
     assert '"gpu1" -> "fabric" [label="initiator -> targets[1]"]' in dot
+    if shutil.which("dot"):  # scripts/setup.sh installs Graphviz
+        for ext in ("svg", "png"):
+            assert (tmp_path / f"ring.{ext}").stat().st_size > 0
+        assert "gpu1" in (tmp_path / "ring.svg").read_text()
 
 
 @pytest.mark.parametrize("script, needle", [("mi300x_8gpu.py", "kernel time 36.979 us"),
