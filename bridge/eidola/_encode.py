@@ -71,20 +71,29 @@ def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int, se
     n_ops = sum(len(ops) for _, ops in profile.programs)
     ops_arr = np.zeros(n_ops, dtype=OP_DTYPE)
     progs = np.zeros(len(profile.programs), dtype=PROGRAM_DTYPE)
+    # Interned ops recur across programs: encode each distinct op once, then gather by index.
+    distinct: dict[int, int] = {}
     rows = []
+    order = []
     first = 0
     for p_index, ((gpu, wg), ops) in enumerate(profile.programs):
         progs[p_index] = (gpu, wg, first, len(ops))
-        for i, op in enumerate(ops):
-            rows.append(_encode_op(op, flag_index, buffers))
+        for op in ops:
+            k = distinct.get(id(op))
+            if k is None:
+                k = distinct[id(op)] = len(rows)
+                rows.append(_encode_op(op, flag_index, buffers))
+            order.append(k)
         first += len(ops)
     if rows:
-        ops_arr[:] = np.array(rows, dtype=OP_DTYPE)
+        ops_arr[:] = np.array(rows, dtype=OP_DTYPE)[np.array(order, dtype=np.int64)]
     _apply_variability(profile, ops_arr, progs, seed, clock_hz)
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset)
 
 
 def _apply_variability(profile, ops_arr, progs, seed, clock_hz) -> None:
+    if not profile.variability:  # nothing to draw: skip the per-program pass (it dominates large profiles)
+        return
     scales = variability.compute_scales(profile, seed)
     holds = variability.hold_ns(profile)
     compute = ops_arr["kind"] == _KINDS["compute"]

@@ -122,6 +122,7 @@ class _Scope:
         self.flags = {}
         self.buffers = {}
         self.interned = {}
+        self.pairs = {}  # (name, value) -> the one shared tuple
         self.memo = {}  # builder: (kind, args, arg types) -> Op; loader: id(raw op) -> Op
 
     def declare_flag(self, name):
@@ -152,6 +153,11 @@ class _Scope:
             raise _Invalid(f"buffer {v!r} is not declared (declared: {', '.join(self.buffers) or 'none'})")
         return self.buffers[v]
 
+    def pair(self, name, value):
+        """One shared (name, value) tuple per distinct argument."""
+        key = (name, value)
+        return self.pairs.setdefault(key, key)
+
     def intern(self, op):
         # Many ops repeat across workgroups; sharing one object saves memory and speeds up saving.
         return self.interned.setdefault(op, op)
@@ -176,7 +182,10 @@ def _transfer(kind, s, dst, buffer, offset, nbytes):
     nbytes = _int("nbytes", nbytes, lo=1)
     if offset + nbytes > size:
         raise _Invalid(f"offset {offset} + nbytes {nbytes} = {offset + nbytes} exceeds buffer {buffer!r} size {size}")
-    return Op(kind, (("dst", dst), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))
+    # Interned: large profiles repeat the same transfer (and the same argument pairs) across GPUs
+    # and workgroups, so sharing the objects keeps a 1,024-GPU profile's memory down.
+    return s.intern(Op(kind, tuple(s.pair(n, v) for n, v in
+                                   (("dst", dst), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))))
 
 
 def _write(s, dst, buffer, offset, nbytes):
