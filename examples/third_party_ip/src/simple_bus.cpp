@@ -10,21 +10,6 @@ LtBus::LtBus(sc_core::sc_module_name name, unsigned ports, unsigned window_bits,
     }
 }
 
-void LtBus::b_transport(int, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
-    const sc_dt::uint64 original = trans.get_address();
-    sc_dt::uint64 local = original;
-    const int to = decode(local);
-    if (to < 0) {
-        trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-        return;
-    }
-    trans.set_address(local);
-    delay += m_latency;
-    initiator_socket[to]->b_transport(trans, delay);
-    delay += m_latency;
-    trans.set_address(original);
-}
-
 unsigned int LtBus::transport_dbg(int, tlm::tlm_generic_payload& trans) {
     sc_dt::uint64 local = trans.get_address();
     const int to = decode(local);
@@ -146,21 +131,6 @@ void AtBus::send_response(int from, tlm::tlm_generic_payload* trans) {
         m_response_queue[from].pop_front();
         send_response(from, next);
     }
-}
-
-void AtBus::b_transport(int, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
-    const sc_dt::uint64 original = trans.get_address();
-    sc_dt::uint64 local = original;
-    const int to = decode(local);
-    if (to < 0) {
-        trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-        return;
-    }
-    trans.set_address(local);
-    delay += m_latency;
-    initiator_socket[to]->b_transport(trans, delay);
-    delay += m_latency;
-    trans.set_address(original);
 }
 
 }  // namespace vendor

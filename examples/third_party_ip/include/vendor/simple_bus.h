@@ -35,6 +35,22 @@ public:
           m_latency(latency_ns, sc_core::SC_NS) {}
 
 protected:
+    /// Loosely timed forwarding, shared by both variants: decode, latency there and back.
+    void b_transport(int, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+        const sc_dt::uint64 original = trans.get_address();
+        sc_dt::uint64 local = original;
+        const int to = decode(local);
+        if (to < 0) {
+            trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+            return;
+        }
+        trans.set_address(local);
+        delay += m_latency;
+        initiator_socket[to]->b_transport(trans, delay);
+        delay += m_latency;
+        trans.set_address(original);
+    }
+
     /// The port owning `address`, or -1; `address` is rewritten to the window-local offset.
     int decode(sc_dt::uint64& address) const {
         const sc_dt::uint64 port = address >> m_window_bits;
@@ -52,7 +68,6 @@ public:
     LtBus(sc_core::sc_module_name name, unsigned ports, unsigned window_bits, double latency_ns);
 
 private:
-    void b_transport(int from, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     unsigned int transport_dbg(int from, tlm::tlm_generic_payload& trans);
 };
 
@@ -66,7 +81,6 @@ private:
                                        sc_core::sc_time& delay);
     tlm::tlm_sync_enum nb_transport_bw(int to, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                        sc_core::sc_time& delay);
-    void b_transport(int from, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     void request_ready(tlm::tlm_generic_payload& trans, const tlm::tlm_phase& phase);
     void response_ready(tlm::tlm_generic_payload& trans, const tlm::tlm_phase& phase);
     void send_request(int to, tlm::tlm_generic_payload* trans);
