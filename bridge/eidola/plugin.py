@@ -45,11 +45,6 @@ class SocketPattern:
                 steps.append((name, index if token == "{i}" else int(token)))
         return steps
 
-    @property
-    def per_port(self) -> bool:
-        """Whether the pattern takes the port index (otherwise every port binds the same socket)."""
-        return "{i}" in self.text
-
 
 @dataclass(frozen=True)
 class PluginSpec:

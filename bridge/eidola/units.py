@@ -37,7 +37,6 @@ _UNITS = {
     "bandwidth": _size_units("B/s"),
 }
 KINDS = tuple(_UNITS)
-_CANONICAL = {"time": "s", "frequency": "Hz", "size": "B", "bandwidth": "B/s"}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
 
 
@@ -94,7 +93,3 @@ def _trim(x: float) -> str:
 def _example(kind: str) -> str:
     return {"time": "'300ns'", "frequency": "'2.1GHz'", "size": "'4KiB'", "bandwidth": "'64GB/s'"}[kind]
 
-
-def canonical_unit(kind: str) -> str:
-    """The canonical unit of a kind ("s", "Hz", "B", "B/s")."""
-    return _CANONICAL[kind]

@@ -83,9 +83,12 @@ def _faulty_platform(tmp_path, repo, fault, check=True, template=None):
 _PROFILE = all_to_all(gpus=4, nbytes=4 * 4 * 256, workgroups=4, mode="syncmon")
 
 
-def test_correct_bus_passes_the_checker(tmp_path, repo):
+def test_correct_bus_passes_the_checker(tmp_path, repo, write_platform):
+    # faulty::Bus<0> breaks no rule and adds 100 ns each way without contention: behind the checker
+    # it must time exactly like the ideal fabric at 100 ns (the checker adds no time).
     res = eidola.simulate(eidola.load_platform(_faulty_platform(tmp_path, repo, 0)), _PROFILE)
-    assert res.kernel_time_ns > 0
+    ideal = eidola.load_platform(write_platform(gpus=4, workgroups=4, latency="100ns"))
+    assert res.kernel_time_ns == eidola.simulate(ideal, _PROFILE).kernel_time_ns
 
 
 @pytest.mark.parametrize("fault, rule, socket", [

@@ -208,7 +208,6 @@ void EidolonGpu::start_op(std::uint32_t w) {
             g.state = WgState::Transferring;
             g.issue_offset = op.offset;
             g.issue_left = static_cast<OpKind>(op.kind) == OpKind::Signal ? 8 : op.nbytes;
-            g.queued = true;
             m_issue_queue.push_back(w);
             return;
         }
@@ -275,7 +274,6 @@ void EidolonGpu::arm_done(std::uint32_t w) {
         return;
     }
     if (m_syncmon.arm(op.offset / 8, w)) {
-        g.asleep = true;
         note_syncmon();
         return;
     }
@@ -302,7 +300,6 @@ void EidolonGpu::flag_written(std::uint64_t flag) {
             if (!cond_holds(static_cast<Cond>(op.sub), value, op.value)) continue;
             m_syncmon.disarm(flag, w);
             note_syncmon();
-            g.asleep = false;
             m_actions.push(now + m_wake_latency_ps, {ActionKind::WaitDone, w});
         } else {
             if (g.rechecking) continue;
@@ -322,7 +319,6 @@ void EidolonGpu::recheck_done(std::uint32_t w) {
     if (cond_holds(static_cast<Cond>(op.sub), m_memory.poll_flag(op.offset / 8), op.value)) {
         m_syncmon.disarm(op.offset / 8, w);
         note_syncmon();
-        g.asleep = false;
         end_wait(w);
         return;
     }
@@ -363,7 +359,6 @@ void EidolonGpu::try_issue() {
         ++g.in_flight;
         ++g.stats.packets;
         if (g.issue_left > 0) m_issue_queue.push_back(w);
-        else g.queued = false;
         send(p);
     }
 }

@@ -25,7 +25,6 @@ void PacketPool::free(tlm::tlm_generic_payload* trans) {
     Packet* p = static_cast<Packet*>(trans);
     p->clear_extension<AtomicExtension>();
     p->reset();
-    p->is_poll = false;
     m_free.push_back(p);
 }
 

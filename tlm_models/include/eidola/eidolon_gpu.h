@@ -103,13 +103,11 @@ private:
         std::uint64_t issue_offset = 0;   // next byte of the current write/read to packetise
         std::uint64_t issue_left = 0;     // bytes of it not yet packetised
         std::uint32_t in_flight = 0;      // packets sent, response pending
-        bool queued = false;              // in the issue queue
         std::uint64_t wait_since_ps = 0;
         std::uint64_t interval_ps = 0;    // current poll interval (spin-yield backs off)
         std::uint64_t op_begin_ps = 0;    // when the current op started (for the trace)
         bool held = false;                // the current op's hold (wake-up delay) has been served
         bool rechecking = false;          // woken by SyncMon, re-reading its flag
-        bool asleep = false;              // sleeping in the SyncMon log
         WorkgroupStats stats;
     };
     enum class ActionKind : std::uint8_t {

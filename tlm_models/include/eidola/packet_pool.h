@@ -19,7 +19,6 @@ class Packet : public tlm::tlm_generic_payload {
 public:
     explicit Packet(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {}
     std::uint32_t wg = 0;                ///< issuing workgroup
-    bool is_poll = false;                ///< a local flag read (never leaves the GPU)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
 };
