@@ -1,15 +1,20 @@
 """Eidola-TLM: multi-GPU communication traffic of AI workloads, simulated in SystemC TLM-2.0.
 
 Eidolon GPUs replay annotated timing profiles over real TLM-2.0 transactions through a fabric
-model; Python assembles platforms from YAML, and C++ simulates.
+model; Python assembles platforms from YAML, and C++ simulates. The package is in rooms by
+concern: `platform` (models, components, YAML, elaboration into a Plan), `workload` (profiles,
+builder, generators, importers), `run` (encoding, the native bridge, simulate, Result) and
+`report` (figures, trace); see docs/architecture.md.
 """
 
 from . import models
 from .errors import ConfigError, DeadlockError, EidolaError, ProfileError, SimulationCrashed, SimulationError
 from .platform import Component, Platform, load_platform
-from .profile import Profile, ProfileBuilder, load_profile
-from .result import Result
-from .simulate import simulate
+from .run.result import Result
+from .run.simulate import simulate
+from .workload.builder import ProfileBuilder
+from .workload.profile import Profile
+from .workload.profile_yaml import load_profile
 
 __all__ = [
     "Component", "ConfigError", "DeadlockError", "EidolaError", "Platform", "Profile", "ProfileBuilder",

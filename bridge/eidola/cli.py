@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
-from . import catalog
+from .platform import catalog
 from .errors import ConfigError, EidolaError
 from .platform import load_platform
-from .profile import load_profile
+from .workload.profile_yaml import load_profile
 
 __all__ = ["main"]
 
@@ -44,18 +44,18 @@ def _load(args):
 
 
 def _cmd_run(args) -> int:
-    from .simulate import simulate  # loads cppyy only when a simulation is asked for
+    from .run.simulate import simulate  # loads cppyy only when a simulation is asked for
 
     platform, profile = _load(args)
     result = simulate(platform, profile, trace=args.trace or args.plots)
     out = Path(args.out) if args.out else Path("out") / platform.name
     result.save(out)
     if args.trace:
-        from .trace import write_trace
+        from .report.trace import write_trace
 
         write_trace(result, out / "trace.json", args.trace_limit)
     if args.plots:
-        from .plots import plot_run
+        from .report.plots import plot_run
 
         plot_run(result, out)
     if args.json:
@@ -106,7 +106,7 @@ def _summary_text(r, out: Path) -> str:
 
 def _cmd_validate(args) -> int:
     platform, profile = _load(args)
-    from .simulate import check
+    from .run.simulate import check
 
     check(platform, profile)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
@@ -114,7 +114,7 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_import(args) -> int:
-    from .timestamps import import_timestamps
+    from .workload.importers.timestamps import import_timestamps
 
     profile = import_timestamps(args.file, name=args.name)
     try:
@@ -126,7 +126,7 @@ def _cmd_import(args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from .plots import plot_run
+    from .report.plots import plot_run
 
     d = Path(args.directory)
     if not (d / "summary.json").exists():

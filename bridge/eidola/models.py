@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import catalog
+from .platform import catalog
 from .errors import ConfigError
-from .platform import Component, PluginComponent
-from .plugin import parse_plugin
+from .platform.model import Component
+from .platform.yaml_io import plugin_component
 
 __all__ = ["Plugin"]  # extended below with every registered model
 
@@ -52,7 +52,7 @@ def _model_class(spec: catalog.ModelSpec) -> type:
 
 
 def Plugin(name: str, *, role: str = "fabric", ports: int = 1, gpu_id: int | None = None, base: str | Path = ".",
-           **declaration) -> PluginComponent:
+           **declaration) -> Component:
     """A third-party TLM-2.0 model: role "fabric" (with `ports`) or "gpu" (with `gpu_id`).
 
     `declaration` takes the YAML keys: headers, include_dirs, library, class_ (or "class" via a
@@ -63,8 +63,8 @@ def Plugin(name: str, *, role: str = "fabric", ports: int = 1, gpu_id: int | Non
         raise ConfigError(f"plugin {name!r}: role must be 'fabric' or 'gpu', got {role!r}")
     if role == "gpu" and gpu_id is None:
         raise ConfigError(f"plugin {name!r}: a GPU plugin needs gpu_id")
-    spec = parse_plugin(raw, f"plugin {name!r}", Path(base), role)
-    return PluginComponent(name, spec, role, ports, gpu_id, raw=raw)
+    params = {"ports": ports} if role == "fabric" else {"id": gpu_id}
+    return plugin_component(name, raw, role, params, f"plugin {name!r}", Path(base))
 
 
 def __getattr__(name: str):

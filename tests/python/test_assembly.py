@@ -9,7 +9,8 @@ import sys
 import pytest
 
 import eidola
-from eidola import Platform, catalog, models
+from eidola import Platform, models
+from eidola.platform import catalog
 
 
 def _mi300x_example(repo):

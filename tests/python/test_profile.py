@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from eidola import profile as profile_module
+from eidola.workload import profile_yaml as profile_module
 from eidola.errors import ProfileError
 from eidola.profile import Op, Profile, ProfileBuilder, load_profile
 

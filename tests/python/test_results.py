@@ -8,8 +8,8 @@ import pytest
 
 import eidola
 from eidola.generators import gemv_allreduce, neighbor_exchange
-from eidola.plots import heatmap_matrix, load_run, plot_run
-from eidola.trace import build_trace, write_trace
+from eidola.report.plots import heatmap_matrix, load_run, plot_run
+from eidola.report.trace import build_trace, write_trace
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import numpy as np
 
 import eidola
 from eidola.generators import gemv_allreduce
-from eidola.timestamps import export_timestamps, import_timestamps
+from eidola.workload.importers.timestamps import export_timestamps, import_timestamps
 
 
 def _finish(res):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import eidola
-from eidola import catalog
+from eidola.platform import catalog
 from eidola.platform import Component
 
 

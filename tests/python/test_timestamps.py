@@ -12,7 +12,7 @@ import pytest
 from eidola.errors import ProfileError
 from eidola.generators import gemv_allreduce
 from eidola.profile import ProfileBuilder, load_profile
-from eidola.timestamps import export_timestamps, import_timestamps
+from eidola.workload.importers.timestamps import export_timestamps, import_timestamps
 
 HEADER = "gpu,wg,t_ns,event,peer,flag,value,nbytes"
 BRIDGE = Path(__file__).resolve().parents[2] / "bridge"

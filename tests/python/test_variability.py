@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import yaml
 
-from eidola import profile as profile_module
+from eidola.workload import profile_yaml as profile_module
 from eidola.errors import ProfileError
 from eidola.profile import Profile, ProfileBuilder, load_profile
-from eidola.variability import NO_VARIABILITY, compute_scales, hold_ns
+from eidola.workload.variability import NO_VARIABILITY, compute_scales, hold_ns
 
 
 def builder(gpus=2, workgroups=2, computes=2):

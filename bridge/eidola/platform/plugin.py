@@ -9,13 +9,15 @@ code is ever built from free text (the bridge looks the class up, it does not co
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from .catalog import ModelSpec, ParamSpec, SocketSpec
 
-__all__ = ["PluginSpec", "parse_plugin", "parse_class_name", "SocketPattern"]
+__all__ = ["PluginSpec", "parse_plugin", "parse_class_name", "SocketPattern", "plugin_model"]
 
 _IDENT = r"[A-Za-z_]\w*"
 _QUALIFIED = rf"(?:::)?{_IDENT}(?:::{_IDENT})*"
@@ -129,3 +131,23 @@ def parse_plugin(raw, where: str, base: Path, role: str) -> PluginSpec:
         raise ConfigError(f"{where}.{key}: not a socket of a {role} plugin (it has {' and '.join(roles)})")
     return PluginSpec(headers, include_dirs, library, class_path, template_args, raw["class"], tuple(args), protocol,
                       sockets)
+
+
+def plugin_model(spec: PluginSpec, role: str) -> ModelSpec:
+    """The model description of a plugin declaration: its sockets come from the patterns.
+
+    A fabric plugin has one `targets[i]` and `initiators[i]` socket per port (parameter `ports`);
+    a GPU plugin has one `initiator` and one `target` and owns the window of its `id`.
+    """
+    if role == "fabric":
+        params: tuple = (ParamSpec("ports", "int", "", 1, 1, math.inf, (), "ports, one per GPU"),)
+        multiplicity, names = "ports", {"targets": "targets[i]", "initiators": "initiators[i]"}
+    else:
+        params = (ParamSpec("id", "int", "", 0, 0, math.inf, (), "GPU index: the address window it owns"),)
+        multiplicity, names = "1", {"initiator": "initiator", "target": "target"}
+    sockets = tuple(
+        SocketSpec(names[key], "target" if key.startswith("target") else "initiator", spec.protocol, multiplicity,
+                   f"plugin socket {pattern.text}")
+        for key, pattern in spec.sockets.items())
+    doc = f"third-party TLM-2.0 {role} model {spec.class_text} (from {', '.join(Path(h).name for h in spec.headers)})"
+    return ModelSpec(spec.class_text, doc, params, sockets, role, plugin=spec)

@@ -45,8 +45,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ProfileError
-from .profile import _CONDS, _MODES, _NAME, ProfileBuilder
+from ...errors import ProfileError
+from ..builder import ProfileBuilder
+from ..checks import NAME
+from ..ops import CONDS, WAIT_MODES
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "EVENTS", "import_timestamps", "export_timestamps"]
 
@@ -114,7 +116,7 @@ def _flag(cells, need=None):
         if need:
             raise _Bad(f"{need} without flag (column 'flag' is empty)")
         return None
-    if not _NAME.fullmatch(s):
+    if not NAME.fullmatch(s):
         raise _Bad(f"flag {s!r} is not a valid name (expected [A-Za-z_][A-Za-z0-9_.]*)")
     return s
 
@@ -151,8 +153,8 @@ def _parse_row(line, cells):
     elif event == "wait_begin":
         row.flag = _flag(cells, need=event)
         row.value = _int(cells, "value", lo=_I64_MIN)
-        row.cond = _choice(cells, "cond", _CONDS, ">=")
-        row.mode = _choice(cells, "mode", _MODES, "poll")
+        row.cond = _choice(cells, "cond", CONDS, ">=")
+        row.mode = _choice(cells, "mode", WAIT_MODES, "poll")
     elif event == "wait_end":
         row.flag = _flag(cells)
     return row

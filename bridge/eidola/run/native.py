@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import EidolaError
+from ..errors import EidolaError
 
 __all__ = ["NativeLibrary", "native_library"]
 
@@ -33,12 +33,13 @@ class NativeLibrary:
 
 def _candidates() -> list[tuple[Path, Path]]:
     here = Path(__file__).resolve().parent
-    source_root = here.parent.parent
+    package = here.parent  # eidola/, where pip install puts _native
+    source_root = package.parent.parent
     found = []
     if os.environ.get("EIDOLA_NATIVE_DIR"):
         d = Path(os.environ["EIDOLA_NATIVE_DIR"])
         found.append((d, d / "include" if (d / "include").is_dir() else source_root / "tlm_models" / "include"))
-    found.append((here / "_native", here / "_native" / "include"))
+    found.append((package / "_native", package / "_native" / "include"))
     found.append((source_root / "build" / "cpp", source_root / "tlm_models" / "include"))
     return found
 

@@ -18,8 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ._native import native_library
-from .errors import ConfigError
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError
+from ..platform.model import SocketRef
+from ..platform.plugin import PluginSpec
+from .native import native_library
+
+if TYPE_CHECKING:
+    from .simulate import NativeRun
 
 __all__ = ["load", "elaborate_and_run"]
 
@@ -139,10 +146,9 @@ def _plugin_class(cppyy, spec, where: str):
     return node
 
 
-def _instantiate_plugin(plugin: dict):
+def _instantiate_plugin(name: str, spec: PluginSpec):
     """Includes a plugin's headers, loads its library, constructs its class; ConfigError with the diagnostic."""
     cppyy = _load_systemc_headers()
-    spec, name = plugin["spec"], plugin["name"]
     where = f"plugin {name!r}"
     for d in spec.include_dirs:
         cppyy.add_include_path(d)
@@ -174,9 +180,8 @@ def _instantiate_plugin(plugin: dict):
     return obj
 
 
-def _plugin_socket_name(obj, plugin: dict, socket: str, index) -> str:
+def _plugin_socket_name(obj, name: str, spec: PluginSpec, socket: str, index: int | None) -> str:
     """The hierarchical name of the plugin socket that a platform socket maps to, by its pattern."""
-    spec = plugin["spec"]
     pattern = spec.sockets[socket]
     node = obj
     for member, i in pattern.resolve(index):
@@ -185,13 +190,13 @@ def _plugin_socket_name(obj, plugin: dict, socket: str, index) -> str:
             if i is not None:
                 node = node[i]
         except Exception:
-            raise ConfigError(f"plugin {plugin['name']!r}: socket pattern {socket}: {pattern.text!r} does not match "
+            raise ConfigError(f"plugin {name!r}: socket pattern {socket}: {pattern.text!r} does not match "
                               f"a member of {spec.class_text} (at '{member}'"
                               f"{'' if i is None else f'[{i}]'})") from None
     try:
         return str(node.name())
     except Exception:
-        raise ConfigError(f"plugin {plugin['name']!r}: {pattern.text!r} is not a SystemC socket") from None
+        raise ConfigError(f"plugin {name!r}: {pattern.text!r} is not a SystemC socket") from None
 
 
 def _table(sim, which: str) -> dict:
@@ -204,46 +209,50 @@ def _table(sim, which: str) -> dict:
     return {c: values[:, i].copy() for i, c in enumerate(columns)}
 
 
-def elaborate_and_run(plan: dict) -> dict:
-    """Builds the platform described by `plan` (see simulate._plan), runs it, returns raw result tables."""
+def elaborate_and_run(run: NativeRun) -> dict:
+    """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables."""
     ns = load()
+    plan = run.plan
     clock = time.perf_counter()
-    sim = ns.Simulation(plan["name"])
-    sim.set_address_map(plan["base"], plan["stride"], plan["windows"])
-    for comp in plan["components"]:
+    sim = ns.Simulation(plan.name)
+    sim.set_address_map(plan.base, plan.stride, len(plan.gpus))
+    plugins = {}
+    for comp in plan.components:
+        if comp.spec.plugin is not None:  # a third-party class: built by cppyy from its declaration
+            plugins[comp.name] = _instantiate_plugin(comp.name, comp.spec.plugin)
+            continue
         params = ns.ParamSet()
-        for key, value in comp["numbers"].items():
-            params.set(key, float(value))
-        for key, value in comp["choices"].items():
-            params.set_choice(key, value)
+        for key, value in comp.values:
+            if isinstance(value, str):
+                params.set_choice(key, value)
+            else:
+                params.set(key, float(value))
         try:
-            sim.add(comp["model"], comp["name"], params)
+            sim.add(comp.spec.name, comp.name, params)
         except Exception as e:  # the C++ check agrees with the Python one; this names what slipped through
-            raise ConfigError(f"component {comp['name']!r} ({comp['model']}): {e}") from None
-    plugins = {p["name"]: (p, _instantiate_plugin(p)) for p in plan["plugins"]}
+            raise ConfigError(f"component {comp.name!r} ({comp.spec.name}): {e}") from None
 
-    def socket_name(ref) -> str:
-        if ref["component"] in plugins:
-            plugin, obj = plugins[ref["component"]]
-            return _plugin_socket_name(obj, plugin, ref["socket"], ref["index"])
-        suffix = "" if ref["index"] is None else f"[{ref['index']}]"
-        return f"{ref['component']}.{ref['socket']}{suffix}"
+    def socket_name(ref: SocketRef) -> str:
+        if ref.component in plugins:
+            spec = next(c.spec.plugin for c in plan.components if c.name == ref.component)
+            return _plugin_socket_name(plugins[ref.component], ref.component, spec, ref.socket, ref.index)
+        return ref.path
 
-    for initiator, target in plan["bindings"]:
-        i_name, t_name = socket_name(initiator), socket_name(target)
+    for binding in plan.bindings:
+        i_name, t_name = socket_name(binding.initiator), socket_name(binding.target)
         try:
             sim.bind(i_name, t_name)
         except Exception as e:
             raise ConfigError(f"binding {i_name} -> {t_name}: {_condensed(e)}") from None
-    sim.set_flags(list(plan["flags"]))
-    sim.set_tracing(bool(plan["trace"]))
-    ops, programs = plan["ops"], plan["programs"]
-    sim.load_programs(ops.ctypes.data, len(ops), programs.ctypes.data, len(programs))
+    encoded = run.encoded
+    sim.set_flags(list(encoded.flags))
+    sim.set_tracing(run.trace)
+    sim.load_programs(encoded.ops.ctypes.data, len(encoded.ops), encoded.programs.ctypes.data, len(encoded.programs))
     built = time.perf_counter()
     status = sim.run()
     ran = time.perf_counter()
     tables = {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
-              + (("ops", "syncmon_trace") if plan["trace"] else ())}
+              + (("ops", "syncmon_trace") if run.trace else ())}
     return {
         "timings": {"elaborate_s": built - clock, "simulate_s": ran - built, "tables_s": time.perf_counter() - ran},
         "status": int(status),

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ProfileError
+from ..errors import ProfileError
 
 __all__ = ["DISTRIBUTIONS", "Distribution", "Delay", "Variability", "compute_scales", "hold_ns"]
 

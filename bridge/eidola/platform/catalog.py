@@ -12,10 +12,18 @@ import json
 import math
 from dataclasses import dataclass
 
-from . import units
-from ._native import native_library
+from typing import TYPE_CHECKING
 
-__all__ = ["ParamSpec", "SocketSpec", "ModelSpec", "models", "model"]
+from ..run.native import native_library
+from . import units
+
+if TYPE_CHECKING:
+    from .plugin import PluginSpec
+
+__all__ = ["ParamSpec", "SocketSpec", "ModelSpec", "ROLES", "models", "model", "enum", "table_columns"]
+
+#: The roles a model declares in its C++ registration.
+ROLES = ("gpu", "fabric", "adapter", "checker", "test")
 
 _UNIT_KINDS = {"time", "frequency", "bandwidth", "size"}
 _LIST_KINDS = {"ints", "edges"}
@@ -179,12 +187,19 @@ class SocketSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A registered model."""
+    """A model a component can be: registered in C++, or declared as a third-party plugin."""
 
-    name: str
-    doc: str
-    params: tuple
-    sockets: tuple
+    name: str                     #: registry name ("EidolonGpu"), or a plugin's C++ class as written
+    doc: str                      #: one-line description
+    params: tuple                 #: ParamSpec of every parameter
+    sockets: tuple                #: SocketSpec of every socket
+    role: str                     #: what the platform uses it as: one of ROLES
+    plugin: PluginSpec | None = None  #: how to build a third-party model (None: by registry name)
+
+    @property
+    def replays_profile(self) -> bool:
+        """Whether it runs profile programs: an eidolon GPU (it declares its workgroup count)."""
+        return self.role == "gpu" and self.param("workgroups") is not None
 
     def param(self, name: str) -> ParamSpec | None:
         """The parameter of that name, or None."""
@@ -209,11 +224,35 @@ def _default(p):
 
 
 @functools.lru_cache(maxsize=None)
-def models() -> dict[str, ModelSpec]:
-    """Every registered model, by name, read from the compiled library."""
+def _catalog() -> dict:
     fn = native_library().handle.eidola_catalog_json
     fn.restype = ctypes.c_char_p
     data = json.loads(fn().decode())
+    # TRANSITIONAL until the C++ registry declares these (cpp-arch branch); removed on merge.
+    roles = {"EidolonGpu": "gpu", "IdealFabric": "fabric", "PacketFabric": "fabric", "AtToLtAdapter": "adapter",
+             "ProtocolChecker": "checker", "FaultInjector": "test"}
+    for m in data["models"]:
+        m.setdefault("role", roles[m["name"]])
+    data.setdefault("enums", {"op_kind": ["compute", "write", "read", "signal", "wait", "local"],
+                              "cond": ["==", "!=", ">=", ">", "<=", "<"], "wait_mode": ["poll", "spin_yield", "syncmon"],
+                              "atomic": ["add", "set", "cas"]})
+    return data
+
+
+def enum(name: str) -> tuple[str, ...]:
+    """The value names of an enum shared with C++ ("op_kind", "cond", "wait_mode", "atomic"), in code order."""
+    return tuple(_catalog()["enums"][name])
+
+
+def table_columns(name: str) -> tuple[str, ...]:
+    """The columns of a result table ("gpus", "links", ...), as C++ declares them beside the statistics."""
+    return tuple(_catalog()["tables"][name])
+
+
+@functools.lru_cache(maxsize=None)
+def models() -> dict[str, ModelSpec]:
+    """Every registered model, by name, read from the compiled library."""
+    data = _catalog()
     out = {}
     for m in data["models"]:
         params = tuple(
@@ -222,7 +261,7 @@ def models() -> dict[str, ModelSpec]:
             for p in m["params"]
         )
         sockets = tuple(SocketSpec(**s) for s in m["sockets"])
-        out[m["name"]] = ModelSpec(m["name"], m["doc"], params, sockets)
+        out[m["name"]] = ModelSpec(m["name"], m["doc"], params, sockets, m["role"])
     return out
 
 

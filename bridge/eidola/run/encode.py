@@ -11,8 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import variability
-from .errors import ConfigError, ProfileError
+from ..errors import ConfigError, ProfileError
+from ..platform import catalog
+from ..platform.elaborate import Plan
+from ..workload import variability
+from ..workload.profile import Profile
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
 
@@ -25,10 +28,11 @@ PROGRAM_DTYPE = np.dtype([("gpu", "<i4"), ("wg", "<i4"), ("first", "<i8"), ("cou
 assert OP_DTYPE.itemsize == 56 and PROGRAM_DTYPE.itemsize == 24
 
 BUFFER_ALIGN = 4096
-_KINDS = {"compute": 0, "write": 1, "read": 2, "signal": 3, "wait": 4, "local": 5}
-CONDS = ("==", "!=", ">=", ">", "<=", "<")
-MODES = ("poll", "spin_yield", "syncmon")
-_ATOMICS = {"add": 0, "set": 1, "cas": 2}
+
+
+def _codes(enum: str) -> dict[str, int]:
+    """Name -> code of an enum shared with C++ (declared there, read through the catalog)."""
+    return {name: code for code, name in enumerate(catalog.enum(enum))}
 
 
 @dataclass(frozen=True)
@@ -46,19 +50,28 @@ def _ps(ns) -> int:
     return int(round(ns * 1000))
 
 
-def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int, seed: int = 1,
-                   clock_hz: float = 2.1e9) -> EncodedProfile:
-    """Encodes `profile` for a platform of `gpu_count` GPUs with `gpu_workgroups` each; ConfigError if it does not fit.
+def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfile:
+    """Encodes `profile` for the elaborated platform `plan`; ConfigError if it does not fit.
 
     The profile's variability is drawn here, from `seed`: compute phases are scaled by their
-    skew x jitter factors (cycle counts are first turned into time at `clock_hz`), and a held-back
-    workgroup's first communication op carries its hold in `time2_ps`.
+    skew x jitter factors (cycle counts are first turned into time at the eidolons' clock), and a
+    held-back workgroup's first communication op carries its hold in `time2_ps`.
     """
+    gpu_count, gpu_workgroups, stride = len(plan.gpus), plan.workgroups, plan.stride
+    clocks = {g.clock_hz for g in plan.eidolons()}
+    if len(clocks) > 1 and any(op.kind == "compute" and op["cycles"] is not None
+                               for _, ops in profile.programs for op in ops):
+        raise ConfigError(f"platform {plan.name!r}: compute(cycles=...) with variability needs one clock for "
+                          "all GPUs")
     if profile.gpus > gpu_count:
         raise ConfigError(f"profile {profile.name!r} needs {profile.gpus} GPUs; the platform has {gpu_count}")
     if profile.workgroups > gpu_workgroups:
         raise ConfigError(f"profile {profile.name!r} needs {profile.workgroups} workgroups per GPU; the platform's "
                           f"GPUs have {gpu_workgroups} (gpus.workgroups)")
+    for (g, w), ops in profile.programs:
+        if ops and not plan.gpus[g].replays_profile:
+            raise ConfigError(f"profile {profile.name!r} has a program for gpu {g} wg {w}, but GPU {g} is a plugin "
+                              "model, which runs its own behaviour")
     flag_index = {name: i for i, name in enumerate(profile.flags)}
     offset = -(-8 * len(profile.flags) // BUFFER_ALIGN) * BUFFER_ALIGN
     buffers = {}
@@ -72,6 +85,7 @@ def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int, se
     ops_arr = np.zeros(n_ops, dtype=OP_DTYPE)
     progs = np.zeros(len(profile.programs), dtype=PROGRAM_DTYPE)
     # Interned ops recur across programs: encode each distinct op once, then gather by index.
+    codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode")}
     distinct: dict[int, int] = {}
     rows = []
     order = []
@@ -82,12 +96,12 @@ def encode_profile(profile, gpu_workgroups: int, gpu_count: int, stride: int, se
             k = distinct.get(id(op))
             if k is None:
                 k = distinct[id(op)] = len(rows)
-                rows.append(_encode_op(op, flag_index, buffers))
+                rows.append(_encode_op(op, flag_index, buffers, codes))
             order.append(k)
         first += len(ops)
     if rows:
         ops_arr[:] = np.array(rows, dtype=OP_DTYPE)[np.array(order, dtype=np.int64)]
-    _apply_variability(profile, ops_arr, progs, seed, clock_hz)
+    _apply_variability(profile, ops_arr, progs, seed, min(clocks))
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset)
 
 
@@ -96,7 +110,8 @@ def _apply_variability(profile, ops_arr, progs, seed, clock_hz) -> None:
         return
     scales = variability.compute_scales(profile, seed)
     holds = variability.hold_ns(profile)
-    compute = ops_arr["kind"] == _KINDS["compute"]
+    kinds = _codes("op_kind")
+    compute = ops_arr["kind"] == kinds["compute"]
     cycles = compute & (ops_arr["mode"] == 1)
     for p_index, (key, _) in enumerate(profile.programs):
         first, count = int(progs[p_index]["first"]), int(progs[p_index]["count"])
@@ -110,28 +125,29 @@ def _apply_variability(profile, ops_arr, progs, seed, clock_hz) -> None:
             view["time_ps"][c] = np.rint(view["time_ps"][c] * np.maximum(factors[c], 0.0)).astype(np.int64)
         hold = holds.get(key)
         if hold:
-            comm = np.flatnonzero(np.isin(view["kind"], (_KINDS["write"], _KINDS["read"], _KINDS["signal"])))
+            comm = np.flatnonzero(np.isin(view["kind"], (kinds["write"], kinds["read"], kinds["signal"])))
             if comm.size:
                 view["time2_ps"][comm[0]] = _ps(hold)
 
 
-def _encode_op(op, flag_index, buffers):
+def _encode_op(op, flag_index, buffers, codes):
+    """One op as an OP_DTYPE record: (kind, sub, mode, wake_all, peer, offset, nbytes, value, compare, time_ps,
+    time2_ps); field use per kind is documented at eidola::Op."""
     k = op.kind
-    # (kind, sub, mode, wake_all, peer, offset, nbytes, value, compare, time_ps, time2_ps)
+    kind = codes["op_kind"][k]
     if k == "compute":
         if op["cycles"] is not None:
-            return (0, 0, 1, 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
-        return (0, 0, 0, 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
+            return (kind, 0, 1, 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
+        return (kind, 0, 0, 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
     if k in ("write", "read"):
-        return (_KINDS[k], 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+        return (kind, 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
     if k == "signal":
         compare = op["compare"] if op["compare"] is not None else 0
-        return (3, _ATOMICS[op["op"]], 0, 0, op["dst"], 8 * flag_index[op["flag"]], 8, op["value"], compare, 0, 0)
+        return (kind, codes["atomic"][op["op"]], 0, 0, op["dst"], 8 * flag_index[op["flag"]], 8, op["value"],
+                compare, 0, 0)
     if k == "wait":
-        interval = _ps(op["interval_ns"])
-        max_interval = _ps(op["max_interval_ns"]) if op["max_interval_ns"] is not None else 16 * interval
-        return (4, CONDS.index(op["cond"]), MODES.index(op["mode"]), 1 if op["wake"] == "all" else 0, 0,
-                8 * flag_index[op["flag"]], 8, op["value"], 0, interval, max_interval)
+        return (kind, codes["cond"][op["cond"]], codes["wait_mode"][op["mode"]], 1 if op["wake"] == "all" else 0, 0,
+                8 * flag_index[op["flag"]], 8, op["value"], 0, _ps(op["interval_ns"]), _ps(op["max_interval_ns"]))
     if k == "local":
-        return (5, 0, 0, 0, 0, op["reads"], op["nbytes"], op["writes"], 0, 0, 0)
+        return (kind, 0, 0, 0, 0, op["reads"], op["nbytes"], op["writes"], 0, 0, 0)
     raise ProfileError(f"unknown op kind {k!r}")

@@ -1,0 +1,197 @@
+"""Elaboration: a Platform checked and turned into a `Plan`, the single hand-over to the run layer.
+
+The plan holds every component with its parameters in canonical units, every binding with the
+AT-to-LT adapters and protocol checkers already inserted, the address map and the GPU placement.
+After this step nothing is looked up by name again: the run layer encodes the profile against
+the plan and builds exactly what it lists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from . import catalog
+from .catalog import ModelSpec, SocketSpec
+from .model import SocketRef
+
+if TYPE_CHECKING:
+    from .model import Component, Platform
+
+__all__ = ["Plan", "PlannedComponent", "Binding", "GpuSlot", "elaborate"]
+
+
+@dataclass(frozen=True)
+class PlannedComponent:
+    """One component to build: its model description and parameters in canonical units."""
+
+    name: str                       #: instance name
+    spec: ModelSpec                 #: the model (registered, or a plugin declaration)
+    values: tuple                   #: (parameter, canonical value) pairs, every declared parameter
+    inserted: bool = False          #: added by elaboration (an adapter or a checker), not by the user
+
+    @property
+    def role(self) -> str:
+        """gpu, fabric, adapter or checker."""
+        return self.spec.role
+
+    def value(self, name: str) -> Any:
+        """One parameter's canonical value."""
+        return dict(self.values)[name]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One initiator socket bound to one target socket."""
+
+    initiator: SocketRef  #: the initiator side
+    target: SocketRef     #: the target side
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    """The GPU that owns one window of the address map."""
+
+    window: int            #: its index: it owns [base + window*stride, base + (window+1)*stride)
+    component: str         #: the component's name
+    replays_profile: bool  #: an eidolon (runs programs), or a model with behaviour of its own
+    workgroups: int        #: resident workgroups (0 when it does not replay profiles)
+    clock_hz: float        #: its clock (0 when it declares none)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked platform, ready to build: components, bindings, address map and GPU placement."""
+
+    name: str                               #: names the simulation
+    base: int                               #: first byte of window 0
+    stride: int                             #: bytes per window
+    components: tuple[PlannedComponent, ...]  #: in build order; inserted adapters and checkers last
+    bindings: tuple[Binding, ...]           #: every socket binding, after insertion
+    gpus: tuple[GpuSlot, ...]               #: by window
+
+    def eidolons(self) -> tuple[GpuSlot, ...]:
+        """The GPU slots that replay programs."""
+        return tuple(g for g in self.gpus if g.replays_profile)
+
+    @property
+    def workgroups(self) -> int:
+        """Workgroups a profile may use per GPU: the fewest any eidolon has."""
+        return min(g.workgroups for g in self.eidolons())
+
+    def fabric_description(self) -> str:
+        """The fabric model(s), as the summary names them."""
+        return ", ".join(c.spec.name for c in self.components if c.role == "fabric")
+
+
+def elaborate(platform: Platform) -> Plan:
+    """Checks `platform` and returns its Plan; ConfigError names the component, socket or key."""
+    gpus = platform.gpus()
+    for c in platform.components.values():
+        if c.spec.param("ports") and "ports" not in c.params:
+            c.params["ports"] = len(gpus)  # a fabric has one port per GPU unless told otherwise
+    values = {c.name: c.resolved() for c in platform.components.values()}
+    for c in platform.components.values():
+        if "ports" in values[c.name] and int(values[c.name]["ports"]) != len(gpus):
+            raise ConfigError(f"component {c.name!r} ({c.spec.name}) has {values[c.name]['ports']} ports but the "
+                              f"platform has {len(gpus)} GPUs: one port per GPU")
+    _check_bindings(platform, values)
+    slots = _place_gpus(platform, gpus, values)
+    if not any(s.replays_profile for s in slots):
+        raise ConfigError(f"platform {platform.name!r} has no eidolon GPU to run the profile")
+    components = [PlannedComponent(c.name, c.spec, tuple(values[c.name].items()))
+                  for c in platform.components.values()]
+    bindings = _insert_adapters_and_checkers(platform, components, {s.component for s in slots})
+    return Plan(platform.name, platform.base(), platform.stride(), tuple(components), tuple(bindings), tuple(slots))
+
+
+def _socket_spec(platform: Platform, ref: SocketRef, ports: dict[str, int]) -> SocketSpec:
+    comp = platform.components.get(ref.component)
+    if comp is None:
+        raise ConfigError(f"socket {ref}: no component named {ref.component!r}")
+    spec = comp.spec.socket(ref.socket)
+    if spec is None:
+        raise ConfigError(f"socket {ref}: {comp.spec.name} has no socket {ref.socket!r}")
+    if (spec.multiplicity == "1") != (ref.index is None):
+        raise ConfigError(f"socket {ref}: {ref.socket} is {'not ' if spec.multiplicity == '1' else ''}indexed")
+    if ref.index is not None and not 0 <= ref.index < ports[comp.name]:
+        raise ConfigError(f"socket {ref}: index out of range (the component has {ports[comp.name]} ports)")
+    return spec
+
+
+def _check_bindings(platform: Platform, values: dict[str, dict]) -> None:
+    """Each socket bound exactly once, initiators to targets."""
+    ports = {name: int(v.get("ports", 1)) for name, v in values.items()}
+    bound: dict[str, str] = {}
+    for initiator, target in platform.connections:
+        for ref, direction, other in ((initiator, "initiator", target), (target, "target", initiator)):
+            spec = _socket_spec(platform, ref, ports)
+            if spec.direction != direction:
+                raise ConfigError(f"connection {initiator} -> {target}: {ref} is a {spec.direction} socket, "
+                                  f"expected a {direction} socket here")
+            if ref.path in bound:
+                raise ConfigError(f"socket {ref} is bound twice (to {bound[ref.path]} and to {other})")
+            bound[ref.path] = str(other)
+    for c in platform.components.values():
+        for s in c.spec.sockets:
+            for i in ([None] if s.multiplicity == "1" else range(ports[c.name])):
+                ref = SocketRef(c.name, s.base_name, i)
+                if ref.path not in bound:
+                    raise ConfigError(f"socket {ref} ({s.direction}, {s.doc}) is not bound")
+
+
+def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict]) -> list[GpuSlot]:
+    """Each GPU owns one window of the address map: ids unique and inside the map."""
+    owner: dict[int, str] = {}
+    slots = []
+    for g in gpus:
+        v = values[g.name]
+        i = int(v["id"])
+        if i in owner:
+            raise ConfigError(f"GPUs {owner[i]!r} and {g.name!r} both have id {i}: their address windows overlap")
+        if i >= len(gpus):
+            raise ConfigError(f"GPU {g.name!r} has id {i}, outside the address map's {len(gpus)} windows "
+                              f"(ids 0..{len(gpus) - 1})")
+        owner[i] = g.name
+        slots.append(GpuSlot(i, g.name, g.spec.replays_profile, int(v.get("workgroups", 0)),
+                             float(v.get("clock", 0.0))))
+    if gpus and platform.base() + len(gpus) * platform.stride() > 2 ** 64:
+        raise ConfigError(f"platform {platform.name!r}: {len(gpus)} windows of {platform.stride()} bytes from "
+                          f"{platform.base():#x} run past the 64-bit address space")
+    return sorted(slots, key=lambda s: s.window)
+
+
+def _inserted(components: list[PlannedComponent], model: str, name: str, **values: Any) -> str:
+    spec = catalog.model(model)
+    defaults = {p.name: p.default for p in spec.params}
+    components.append(PlannedComponent(name, spec, tuple({**defaults, **values}.items()), inserted=True))
+    return name
+
+
+def _insert_adapters_and_checkers(platform: Platform, components: list[PlannedComponent],
+                                  gpu_names: set[str]) -> list[Binding]:
+    """The connections as bindings, with an AT-to-LT adapter in front of every LT-only target driven by an
+    AT initiator, and a protocol checker on every binding when the platform asks for one."""
+    ports = {c.name: int(dict(c.values).get("ports", 1)) for c in components}
+    out: list[Binding] = []
+    for n, (initiator, target) in enumerate(platform.connections):
+        i_spec = _socket_spec(platform, initiator, ports)
+        t_spec = _socket_spec(platform, target, ports)
+        pairs = [Binding(initiator, target)]
+        if t_spec.protocol == "lt" and i_spec.protocol != "lt":
+            name = _inserted(components, "AtToLtAdapter", f"adapter{n}")
+            pairs = [Binding(initiator, SocketRef(name, "target")), Binding(SocketRef(name, "initiator"), target)]
+        elif i_spec.protocol == "lt" and "lt" not in t_spec.protocol:
+            raise ConfigError(f"connection {initiator} -> {target}: an LT initiator cannot drive an AT-only target "
+                              "(no adapter exists in that direction)")
+        if platform.check_protocol:
+            checked = []
+            for k, b in enumerate(pairs):
+                toward = "gpu" if b.target.component in gpu_names else "fabric"
+                name = _inserted(components, "ProtocolChecker", f"checker{n}_{k}", toward=toward)
+                checked += [Binding(b.initiator, SocketRef(name, "target")),
+                            Binding(SocketRef(name, "initiator"), b.target)]
+            pairs = checked
+        out += pairs
+    return out

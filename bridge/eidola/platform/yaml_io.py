@@ -1,0 +1,293 @@
+"""Platform YAML: the shorthand (gpus / fabric sections) and the general form (components and connections).
+
+Both forms load into the same `Platform`. The general form is what `Platform.to_yaml()` writes;
+the shorthand is written back with every default filled in (the effective configuration), so a
+run can be repeated exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import yaml
+
+from ..errors import ConfigError
+from . import catalog
+from .model import Component, Platform, SocketRef
+from .plugin import PluginSpec, parse_plugin, plugin_model
+
+__all__ = ["load_platform", "platform_from_dict", "apply_overrides", "parse_socket", "plugin_component", "describe",
+           "to_yaml", "effective_yaml", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+#: The shorthand's fabric.model values and the models they name.
+_FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "Plugin"}
+_TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
+
+
+def plugin_component(name: str, raw: object, role: str, params: dict, where: str, base: Path,
+                     origin: dict | None = None) -> Component:
+    """A component for a third-party class declared as in YAML (`raw`), in a `role` slot ("fabric" or "gpu")."""
+    spec = parse_plugin(raw, where, base, role)
+    return Component("Plugin", name, dict(params), origin or {}, spec=plugin_model(spec, role),
+                     declared=dict(raw) if isinstance(raw, dict) else None)
+
+
+def describe(platform: Platform) -> dict:
+    """The platform as a plain document: every component with its parameters as given, every binding."""
+    comps = []
+    for c in platform.components.values():
+        entry: dict = {"name": c.name, "model": c.model}
+        if c.spec.plugin is not None:
+            entry.update({"role": c.role, "plugin": _plugin_yaml(c.spec.plugin), **c.params})
+        else:
+            entry["params"] = dict(c.params)
+        comps.append(entry)
+    return {"eidola": SCHEMA_VERSION, "name": platform.name, "address_map": dict(platform.address_map),
+            "components": comps, "connections": [[str(i), str(t)] for i, t in platform.connections],
+            "check_protocol": platform.check_protocol, "profile": platform.profile, "seed": platform.seed}
+
+
+def to_yaml(platform: Platform, path: str | Path | None = None) -> str:
+    """Writes the platform as YAML (components and connections); `load_platform` reads it back."""
+    text = yaml.safe_dump(describe(platform), sort_keys=False)
+    if path is not None:
+        Path(path).write_text(text)
+    return text
+
+
+def effective_yaml(platform: Platform) -> str:
+    """The platform as YAML with every default filled in, so a run can be repeated exactly."""
+    if platform.shorthand is not None:
+        return yaml.safe_dump(platform.shorthand, sort_keys=False)
+    doc = describe(platform)
+    for entry, c in zip(doc["components"], platform.components.values()):
+        if "params" in entry:
+            entry["params"] = {k: c.spec.param(k).to_yaml(v) for k, v in c.resolved().items()}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _plugin_yaml(spec: PluginSpec) -> dict:
+    """A plugin declaration with absolute paths, so the effective configuration loads from anywhere."""
+    out = {"headers": list(spec.headers)}
+    if spec.include_dirs:
+        out["include_dirs"] = list(spec.include_dirs)
+    if spec.library:
+        out["library"] = spec.library
+    out.update({"class": spec.class_text, "args": list(spec.args), "protocol": spec.protocol})
+    out.update({role: pattern.text for role, pattern in spec.sockets.items()})
+    return out
+
+
+def _loc(source: str | None) -> str:
+    return f"{source}: " if source else ""
+
+
+def apply_overrides(doc: dict, overrides: dict, source) -> dict:
+    """Applies dotted-key overrides (``{"fabric.latency": "700ns"}``) to a YAML document; returns a copy."""
+    doc = copy.deepcopy(doc)
+    for key, value in (overrides or {}).items():
+        parts = key.split(".")
+        node = doc
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"{_loc(source)}override {key!r}: {'.'.join(parts[:i + 1])} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return doc
+
+
+def _flatten(mapping: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in mapping.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, name + "."))
+        else:
+            out[name] = v
+    return out
+
+
+def _nest(flat: dict) -> dict:
+    out: dict = {}
+    for key, value in flat.items():
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def load_platform(path, overrides: dict | None = None) -> Platform:
+    """Loads a platform YAML file, applies dotted-key overrides, checks it and returns a Platform."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the platform file ({e.strerror})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where} is not valid YAML ({getattr(e, 'problem', e)})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: expected a mapping of platform keys at the top level")
+    doc = apply_overrides(doc, overrides, path)
+    return platform_from_dict(doc, source=str(path))
+
+
+_SOCKET = re.compile(r"^([A-Za-z_][\w]*)\.([A-Za-z_]\w*)(?:\[(\d+)\])?$")
+
+
+def parse_socket(text, where: str) -> SocketRef:
+    """A socket reference as written in YAML: ``gpu0.initiator`` or ``fabric.targets[3]``."""
+    m = _SOCKET.match(text) if isinstance(text, str) else None
+    if not m:
+        raise ConfigError(f"{where}: {text!r} is not a socket (expected component.socket or component.socket[i])")
+    return SocketRef(m.group(1), m.group(2), None if m.group(3) is None else int(m.group(3)))
+
+
+def _platform_from_components(doc: dict, source: str) -> Platform:
+    """Builds a Platform from the general form: a list of components and a list of connections."""
+    loc = _loc(source)
+    allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed")
+    for key in doc:
+        if key not in allowed:
+            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(allowed)}")
+    if doc.get("eidola") != SCHEMA_VERSION:
+        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
+    base = Path(source).parent if source != "<dict>" else Path.cwd()
+    plat = Platform(doc.get("name", Path(source).stem), address_map=dict(doc.get("address_map") or
+                    {"base": 0, "stride": "1TiB"}), profile=doc.get("profile"), seed=doc.get("seed", 1),
+                    check_protocol=doc.get("check_protocol", False), source=source)
+    if plat.profile and source != "<dict>" and not Path(plat.profile).is_absolute():
+        plat.profile = str(base / plat.profile)
+    for n, entry in enumerate(doc.get("components") or []):
+        where = f"{loc}components[{n}]"
+        if not isinstance(entry, dict) or "name" not in entry or "model" not in entry:
+            raise ConfigError(f"{where}: expected a mapping with name and model")
+        if entry["model"] == "Plugin":
+            role = entry.get("role", "fabric")
+            if role not in ("fabric", "gpu"):
+                raise ConfigError(f"{where}.role: expected fabric or gpu, got {role!r}")
+            key = "ports" if role == "fabric" else "id"
+            params = {key: entry[key]} if key in entry else {}
+            plat.add(plugin_component(entry["name"], entry.get("plugin"), role, params, f"{where}.plugin", base,
+                                      {k: f"{where}.{k}" for k in params}))
+            continue
+        if entry["model"] not in catalog.models():
+            raise ConfigError(f"{where}.model: no model named {entry['model']!r}; registered: "
+                              f"{', '.join(catalog.models())}")
+        params = entry.get("params") or {}
+        plat.add(Component(entry["model"], entry["name"], dict(params),
+                           {k: f"{where}.params.{k}" for k in params}))
+    for n, pair in enumerate(doc.get("connections") or []):
+        where = f"{loc}connections[{n}]"
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ConfigError(f"{where}: expected [initiator socket, target socket]")
+        plat.connect(parse_socket(pair[0], where), parse_socket(pair[1], where))
+    plat.validate()
+    return plat
+
+
+def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
+    """Builds a Platform from YAML: the shorthand (gpus / fabric sections) or the general form (components)."""
+    if "components" in doc:
+        return _platform_from_components(doc, source)
+    loc = _loc(source)
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(_TOP_KEYS)}")
+    if doc.get("eidola") != SCHEMA_VERSION:
+        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
+    name = doc.get("name", Path(source).stem)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{loc}name: expected a non-empty string, got {name!r}")
+    for key in ("gpus", "fabric"):
+        if not isinstance(doc.get(key), dict):
+            raise ConfigError(f"{loc}{key}: expected a mapping, got {doc.get(key)!r}")
+    amap = doc.get("address_map", {"base": 0, "stride": "1TiB"})
+    if not isinstance(amap, dict) or set(amap) - {"base", "stride"}:
+        raise ConfigError(f"{loc}address_map: expected a mapping with keys base and stride, got {amap!r}")
+    seed = doc.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"{loc}seed: expected an integer, got {seed!r}")
+    check = doc.get("check_protocol", False)
+    if not isinstance(check, bool):
+        raise ConfigError(f"{loc}check_protocol: expected true or false, got {check!r}")
+    profile = doc.get("profile")
+    if profile is not None:
+        if not isinstance(profile, str):
+            raise ConfigError(f"{loc}profile: expected a path, got {profile!r}")
+        if source != "<dict>" and not Path(profile).is_absolute():
+            profile = str(Path(source).parent / profile)
+
+    plat = Platform(name, address_map=dict(amap), profile=profile, seed=seed, check_protocol=check, source=source)
+    gpus = dict(doc["gpus"])
+    count = gpus.pop("count", None)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ConfigError(f"{loc}gpus.count: expected a positive integer, got {count!r}")
+    base = Path(source).parent if source != "<dict>" else Path.cwd()
+    gpu_plugins = gpus.pop("plugins", {}) or {}
+    if not isinstance(gpu_plugins, dict) or not all(isinstance(k, int) and 0 <= k < count for k in gpu_plugins):
+        raise ConfigError(f"{loc}gpus.plugins: expected a mapping from GPU index (0..{count - 1}) to a plugin")
+    gpu_params = _flatten(gpus)
+    if "id" in gpu_params:
+        raise ConfigError(f"{loc}gpus.id: GPU ids are given by the platform (0..count-1); remove this key")
+    fabric = dict(doc["fabric"])
+    kind = fabric.pop("model", "ideal")
+    if kind not in _FABRIC_MODELS:
+        raise ConfigError(f"{loc}fabric.model: expected one of {', '.join(_FABRIC_MODELS)}, got {kind!r}")
+    fabric_params = _flatten(fabric)
+    if "ports" in fabric_params:
+        raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")
+
+    if kind == "plugin":
+        raw = fabric.get("plugin")
+        extra = set(fabric) - {"plugin"}
+        if extra:
+            raise ConfigError(f"{loc}fabric.{sorted(extra)[0]}: a plugin fabric takes its settings under fabric.plugin")
+        fab = plugin_component("fabric", raw, "fabric", {"ports": count}, f"{loc}fabric.plugin", base)
+    else:
+        fab = Component(_FABRIC_MODELS[kind], "fabric", {**fabric_params, "ports": count},
+                        {k: f"{loc}fabric.{k}" for k in fabric_params})
+    for i in range(count):
+        if i in gpu_plugins:
+            gpu = plat.add(plugin_component(f"gpu{i}", gpu_plugins[i], "gpu", {"id": i}, f"{loc}gpus.plugins.{i}",
+                                            base))
+        else:
+            gpu = plat.add(Component("EidolonGpu", f"gpu{i}", {**gpu_params, "id": i},
+                                     {k: f"{loc}gpus.{k}" for k in gpu_params}))
+        plat.connect(gpu.initiator, fab.targets[i])
+        plat.connect(fab.initiators[i], gpu.target)
+    plat.add(fab)
+    if not plat.eidolons():
+        raise ConfigError(f"{loc}gpus.plugins: at least one GPU must be an eidolon (they run the profile)")
+    plat.validate()
+
+    # The effective configuration: the same shorthand with every default written out.
+    gpu_resolved = plat.eidolons()[0].resolved()
+    gspec = plat.eidolons()[0].spec
+    gpus_out = {"count": count, **_nest({k: gspec.param(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})}
+    if gpu_plugins:
+        gpus_out["plugins"] = {i: _plugin_yaml(plat.components[f"gpu{i}"].spec.plugin) for i in gpu_plugins}
+    if kind == "plugin":
+        fabric_out = {"model": "plugin", "plugin": _plugin_yaml(fab.spec.plugin)}
+    else:
+        fspec = fab.spec
+        fabric_out = {"model": kind, **_nest({k: fspec.param(k).to_yaml(v) for k, v in fab.resolved().items()
+                                              if k != "ports"})}
+    plat.shorthand = {
+        "eidola": SCHEMA_VERSION, "name": name, "gpus": gpus_out,
+        "address_map": {"base": plat.base(), "stride": catalog.ParamSpec("", "size", "B", 0, 0, 0, (), "")
+                        .format(plat.stride())},
+        "fabric": fabric_out, "check_protocol": check, "profile": profile, "seed": seed,
+    }
+    return plat

@@ -1,0 +1,1 @@
+"""Reports of a finished run: figures and the Perfetto trace."""

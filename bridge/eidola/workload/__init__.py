@@ -1,0 +1,1 @@
+"""Workloads: timing profiles, their ops and builder, collective generators, variability and importers."""

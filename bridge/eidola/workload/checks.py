@@ -1,0 +1,112 @@
+"""Value checks for profiles, and the scope ops are checked against (GPU count, flags, buffers).
+
+Checks raise `Invalid` with what is wrong; the caller prefixes where it happened (the gpu, wg and
+op index, or the file), so one message names both.
+"""
+
+import math
+import numbers
+import re
+
+__all__ = ["Invalid", "Scope", "check_int", "check_num", "check_choice", "check_name", "check_header", "NAME",
+           "I64_MIN", "I64_MAX"]
+
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  #: flag and buffer names
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+class Invalid(Exception):
+    """A problem found by a checker; the caller prefixes it with where it happened."""
+
+
+def check_int(name, v, lo=0, hi=I64_MAX):
+    if type(v) is not int:
+        # bool is an int subclass but a True offset is always a mistake; numpy ints are fine.
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise Invalid(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        v = int(v)
+    if v < lo or v > hi:
+        raise Invalid(f"{name} {v} is out of range (expected {lo} <= {name} <= {hi})")
+    return v
+
+
+def check_num(name, v, positive=False):
+    if type(v) is not int and type(v) is not float:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise Invalid(f"{name} must be a number, got {type(v).__name__} {v!r}")
+        v = int(v) if isinstance(v, numbers.Integral) else float(v)
+    if type(v) is float and not math.isfinite(v):
+        raise Invalid(f"{name} must be finite, got {v!r}")
+    if v < 0 or (positive and v == 0):
+        raise Invalid(f"{name} must be {'> 0' if positive else '>= 0'}, got {v!r}")
+    return v
+
+
+def check_choice(name, v, allowed):
+    if type(v) is not str or v not in allowed:
+        raise Invalid(f"{name} {v!r} is not one of {', '.join(allowed)}")
+    return v
+
+
+def check_name(what, v):
+    if type(v) is not str or not NAME.fullmatch(v):
+        raise Invalid(f"{what} name {v!r} is invalid (expected [A-Za-z_][A-Za-z0-9_.]*)")
+    return v
+
+
+class Scope:
+    """What ops are checked against: GPU count, declared flags and buffers, and an op intern table."""
+
+    def __init__(self, gpus):
+        self.gpus = gpus
+        self.flags = {}
+        self.buffers = {}
+        self.interned = {}
+        self.pairs = {}  # (name, value) -> the one shared tuple
+        self.memo = {}  # builder: (kind, args, arg types) -> Op; loader: id(raw op) -> Op
+
+    def declare_flag(self, name):
+        check_name("flag", name)
+        if name in self.flags or name in self.buffers:
+            raise Invalid(f"flag {name!r} is already declared as a {'flag' if name in self.flags else 'buffer'}")
+        self.flags[name] = len(self.flags)
+
+    def declare_buffer(self, name, nbytes):
+        check_name("buffer", name)
+        if name in self.flags or name in self.buffers:
+            raise Invalid(f"buffer {name!r} is already declared as a {'flag' if name in self.flags else 'buffer'}")
+        self.buffers[name] = check_int(f"buffer {name!r} nbytes", nbytes, lo=1)
+
+    def dst(self, v):
+        v = check_int("dst", v, lo=I64_MIN)
+        if not 0 <= v < self.gpus:
+            raise Invalid(f"dst {v} is out of range (expected 0 <= dst < {self.gpus})")
+        return v
+
+    def flag(self, v):
+        if type(v) is not str or v not in self.flags:
+            raise Invalid(f"flag {v!r} is not declared (declared: {', '.join(self.flags) or 'none'})")
+        return v
+
+    def buffer(self, v):
+        if type(v) is not str or v not in self.buffers:
+            raise Invalid(f"buffer {v!r} is not declared (declared: {', '.join(self.buffers) or 'none'})")
+        return self.buffers[v]
+
+    def pair(self, name, value):
+        """One shared (name, value) tuple per distinct argument."""
+        key = (name, value)
+        return self.pairs.setdefault(key, key)
+
+    def intern(self, op):
+        # Many ops repeat across workgroups; sharing one object saves memory and speeds up saving.
+        return self.interned.setdefault(op, op)
+
+
+def check_header(name, gpus, workgroups):
+    if type(name) is not str or not name:
+        raise Invalid(f"name must be a non-empty string, got {name!r}")
+    check_int("gpus", gpus, lo=1)
+    check_int("workgroups", workgroups, lo=1)
+
+

@@ -1,0 +1,1 @@
+"""Importers: traces of real runs turned into timing profiles."""

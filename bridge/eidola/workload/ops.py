@@ -1,0 +1,178 @@
+"""The op kinds of a workgroup program: one table of their arguments, defaults and checks.
+
+`OP_KINDS` is the single source of what each op takes: the builder's methods
+(`ProgramBuilder.write(...)`), the YAML reader's argument checks and the writer's "leave out
+what is default" rule are all made from it. Each kind's checker validates a full argument list
+(defaults already filled in) and returns the interned `Op`.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .checks import I64_MIN, Invalid, Scope, check_choice, check_int, check_num
+
+__all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "explicit_args"]
+
+CONDS = ("==", "!=", ">=", ">", "<=", "<")            #: wait conditions (the C++ enum Cond, same order)
+WAIT_MODES = ("poll", "spin_yield", "syncmon")        #: how a workgroup waits (the C++ enum WaitMode)
+SIGNAL_OPS = ("add", "set", "cas")                    #: atomics of a signal (the C++ enum AtomicOp)
+WAKES = ("all", "one")                                #: SyncMon wakes every waiter, or one
+REQUIRED: Any = object()  #: marks an argument without a default
+MAX_INTERVAL_FACTOR = 16  #: spin-yield backs off to this many poll intervals unless told otherwise
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One op of a workgroup program: its kind and every argument, defaults filled in."""
+
+    kind: str
+    args: tuple
+
+    def __getitem__(self, key):
+        """Return the value of argument `key` (KeyError if the kind has no such argument)."""
+        for name, value in self.args:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        """Return the value of argument `key`, or `default` if the kind has no such argument."""
+        for name, value in self.args:
+            if name == key:
+                return value
+        return default
+
+    def as_dict(self):
+        """Return the arguments as a dict in signature order."""
+        return dict(self.args)
+
+
+def _compute(s, ns, cycles):
+    if (ns is None) == (cycles is None):
+        raise Invalid(f"exactly one of ns or cycles is required (got {'both' if ns is not None else 'neither'})")
+    if ns is not None:
+        ns = check_num("ns", ns)
+    else:
+        cycles = check_int("cycles", cycles)
+    return s.intern(Op("compute", (("ns", ns), ("cycles", cycles))))
+
+
+def _transfer(kind, s, dst, buffer, offset, nbytes):
+    dst = s.dst(dst)
+    size = s.buffer(buffer)
+    offset = check_int("offset", offset)
+    nbytes = check_int("nbytes", nbytes, lo=1)
+    if offset + nbytes > size:
+        raise Invalid(f"offset {offset} + nbytes {nbytes} = {offset + nbytes} exceeds buffer {buffer!r} size {size}")
+    # Interned: large profiles repeat the same transfer (and the same argument pairs) across GPUs
+    # and workgroups, so sharing the objects keeps a 1,024-GPU profile's memory down.
+    return s.intern(Op(kind, tuple(s.pair(n, v) for n, v in
+                                   (("dst", dst), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))))
+
+
+def _write(s, dst, buffer, offset, nbytes):
+    return _transfer("write", s, dst, buffer, offset, nbytes)
+
+
+def _read(s, dst, buffer, offset, nbytes):
+    return _transfer("read", s, dst, buffer, offset, nbytes)
+
+
+def _signal(s, dst, flag, op, value, compare):
+    dst = s.dst(dst)
+    flag = s.flag(flag)
+    op = check_choice("op", op, SIGNAL_OPS)
+    value = check_int("value", value, lo=I64_MIN)
+    if op == "cas":
+        if compare is None:
+            raise Invalid("op 'cas' requires compare (an int)")
+        compare = check_int("compare", compare, lo=I64_MIN)
+    elif compare is not None:
+        raise Invalid(f"compare is only allowed with op 'cas' (got op {op!r})")
+    return s.intern(Op("signal", (("dst", dst), ("flag", flag), ("op", op), ("value", value), ("compare", compare))))
+
+
+def _wait(s, flag, cond, value, mode, interval_ns, max_interval_ns, wake):
+    flag = s.flag(flag)
+    cond = check_choice("cond", cond, CONDS)
+    value = check_int("value", value, lo=I64_MIN)
+    mode = check_choice("mode", mode, WAIT_MODES)
+    interval_ns = check_num("interval_ns", interval_ns, positive=True)
+    if max_interval_ns is None:
+        max_interval_ns = MAX_INTERVAL_FACTOR * interval_ns
+    else:
+        max_interval_ns = check_num("max_interval_ns", max_interval_ns, positive=True)
+        if max_interval_ns < interval_ns:
+            raise Invalid(f"max_interval_ns {max_interval_ns!r} must be >= interval_ns {interval_ns!r}")
+    wake = check_choice("wake", wake, WAKES)
+    return s.intern(Op("wait", (("flag", flag), ("cond", cond), ("value", value), ("mode", mode),
+                                ("interval_ns", interval_ns), ("max_interval_ns", max_interval_ns), ("wake", wake))))
+
+
+def _local(s, reads, writes, nbytes):
+    reads = check_int("reads", reads)
+    writes = check_int("writes", writes)
+    nbytes = check_int("nbytes", nbytes, lo=1)
+    if reads + writes < 1:
+        raise Invalid("reads + writes must be >= 1 (got 0)")
+    return s.intern(Op("local", (("reads", reads), ("writes", writes), ("nbytes", nbytes))))
+
+
+
+
+
+@dataclass(frozen=True)
+class OpKind:
+    """One kind of op: its arguments in order with their defaults, its checker and its doc."""
+
+    name: str                          #: "compute", "write", ...
+    args: tuple[tuple[str, Any], ...]  #: (argument, default or REQUIRED), in signature order
+    check: Callable[..., Op]           #: check(scope, *every argument) -> the interned Op; raises Invalid
+    doc: str                           #: what the op does (the builder method's docstring)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every argument name."""
+        return frozenset(n for n, _ in self.args)
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The arguments without a default."""
+        return tuple(n for n, d in self.args if d is REQUIRED)
+
+    def build(self, scope: Scope, given: dict[str, Any]) -> Op:
+        """Checks `given` (a subset of the arguments, by name) with defaults filled in; Invalid if wrong."""
+        return self.check(scope, *(given.get(n, d) for n, d in self.args))
+
+
+OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
+    OpKind("compute", (("ns", None), ("cycles", None)), _compute,
+           "Busy the workgroup for `ns` nanoseconds or `cycles` GPU cycles (exactly one)."),
+    OpKind("write", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)), _write,
+           "Write `nbytes` at `offset` into GPU `dst`'s copy of `buffer`."),
+    OpKind("read", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)), _read,
+           "Read `nbytes` at `offset` from GPU `dst`'s copy of `buffer`."),
+    OpKind("signal", (("dst", REQUIRED), ("flag", REQUIRED), ("op", "add"), ("value", 1), ("compare", None)), _signal,
+           "Atomically add/set/compare-and-swap GPU `dst`'s copy of `flag`."),
+    OpKind("wait", (("flag", REQUIRED), ("cond", REQUIRED), ("value", REQUIRED), ("mode", "poll"), ("interval_ns", 100),
+                    ("max_interval_ns", None), ("wake", "all")), _wait,
+           "Block until the local copy of `flag` satisfies `flag <cond> value` (max_interval_ns defaults to "
+           f"{MAX_INTERVAL_FACTOR} x interval_ns)."),
+    OpKind("local", (("reads", 0), ("writes", 0), ("nbytes", 64)), _local,
+           "Issue `reads` and `writes` local memory accesses of `nbytes` each."),
+)}
+
+
+def explicit_args(op: Op) -> dict[str, Any]:
+    """The arguments of `op` that differ from their defaults (what a file needs to write)."""
+    out = {}
+    for (name, value), (_, default) in zip(op.args, OP_KINDS[op.kind].args):
+        if value is None or value == default and type(value) is type(default):
+            continue
+        if name == "max_interval_ns":  # its default is relative to interval_ns
+            implied = MAX_INTERVAL_FACTOR * op["interval_ns"]
+            if value == implied and type(value) is type(implied):
+                continue
+        out[name] = value
+    return out

@@ -1,0 +1,174 @@
+"""Timing profiles: per-(gpu, workgroup) op programs, as an immutable, validated value.
+
+A profile declares per-GPU flags (one 8-byte word each) and data buffers, then lists, for each
+workgroup of each GPU, the ops it issues in order: compute phases, peer writes/reads, atomic
+signals on peer flags, waits on local flags and local memory traffic. An optional `variability`
+section (skew, jitter, wake-up delays; see `variability`) says how a real run strays from it.
+Profiles are made by the builder (`builder.ProfileBuilder`) or read from files (`profile_yaml`).
+"""
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..errors import ProfileError
+from .checks import Invalid, Scope, check_header, check_int
+from .ops import OP_KINDS, explicit_args
+from .variability import NO_VARIABILITY, Variability, parse_variability
+
+__all__ = ["Profile", "FORMAT_VERSION"]
+
+FORMAT_VERSION = 1  #: the eidola_profile version this reader and writer speak
+_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "variability", "programs")
+_PROGRAM_KEYS = ("gpu", "wg", "ops")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An immutable, validated timing profile; compare with ==, save() to YAML, load_profile() back."""
+
+    name: str
+    gpus: int
+    workgroups: int
+    flags: tuple
+    buffers: tuple
+    programs: tuple
+    variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
+
+    @cached_property
+    def _index(self):
+        return dict(self.programs)
+
+    def program(self, gpu, wg):
+        """Return the ops of workgroup `wg` on GPU `gpu` (an empty tuple if it has none)."""
+        return self._index.get((gpu, wg), ())
+
+    def buffer_size(self, name):
+        """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
+        return dict(self.buffers)[name]
+
+    def ops_count(self):
+        """Return the total number of ops over all programs."""
+        return sum(len(ops) for _, ops in self.programs)
+
+    def to_dict(self):
+        """Return the plain dict/list form written to files (defaulted op args are left out)."""
+        d = {
+            "eidola_profile": FORMAT_VERSION, "name": self.name, "gpus": self.gpus,
+            "workgroups": self.workgroups, "flags": list(self.flags), "buffers": dict(self.buffers),
+        }
+        if self.variability:
+            d["variability"] = self.variability.to_dict()
+        d["programs"] = [{"gpu": g, "wg": w, "ops": [[op.kind, explicit_args(op)] for op in ops]}
+                         for (g, w), ops in self.programs]
+        return d
+
+    @classmethod
+    def from_dict(cls, d, source="<dict>"):
+        """Validate the dict form (as read from a file) and return a Profile; errors name `source`."""
+        return _from_dict(d, source)
+
+    def save(self, path):
+        """Write the profile as YAML to `path`."""
+        from .profile_yaml import write_profile  # the writer needs this class; imported late to avoid a cycle
+
+        with open(path, "w", encoding="utf-8") as f:
+            write_profile(self, f.write)
+
+
+# ---------------------------------------------------------------- reading
+
+def _where(source, text):
+    return f"{source}: {text}"
+
+
+def _from_dict(d, source):
+    if not isinstance(d, dict):
+        raise ProfileError(_where(source, f"expected a mapping with keys {', '.join(_TOP_KEYS)}, got {type(d).__name__}"))
+    for key in d:
+        if key not in _TOP_KEYS:
+            raise ProfileError(_where(source, f"unknown key {key!r} (allowed: {', '.join(_TOP_KEYS)})"))
+    for key in ("eidola_profile", "name", "gpus", "workgroups"):
+        if key not in d:
+            raise ProfileError(_where(source, f"missing key {key!r}"))
+    version = d["eidola_profile"]
+    if type(version) is not int or version != FORMAT_VERSION:
+        raise ProfileError(_where(source, f"unsupported eidola_profile version {version!r} (expected {FORMAT_VERSION})"))
+    name, gpus, workgroups = d["name"], d["gpus"], d["workgroups"]
+    flags, buffers = d.get("flags") or [], d.get("buffers") or {}
+    try:
+        check_header(name, gpus, workgroups)
+        if not isinstance(flags, list):
+            raise Invalid(f"flags must be a list of names, got {type(flags).__name__}")
+        if not isinstance(buffers, dict):
+            raise Invalid(f"buffers must be a mapping of name to nbytes, got {type(buffers).__name__}")
+        scope = Scope(gpus)
+        for f in flags:
+            scope.declare_flag(f)
+        for b, nbytes in buffers.items():
+            scope.declare_buffer(b, nbytes)
+    except Invalid as e:
+        raise ProfileError(_where(source, str(e))) from None
+    variability = parse_variability(d.get("variability"), gpus, workgroups, _where(source, "variability"))
+    programs = _read_programs(d.get("programs") or [], scope, gpus, workgroups, source)
+    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability)
+
+
+def _read_programs(raw_programs, scope, gpus, workgroups, source):
+    if not isinstance(raw_programs, list):
+        raise ProfileError(_where(source, f"programs must be a list, got {type(raw_programs).__name__}"))
+    seen = {}
+    for j, rp in enumerate(raw_programs):
+        here = f"programs[{j}]"
+        try:
+            if not isinstance(rp, dict):
+                raise Invalid(f"expected a mapping with keys {', '.join(_PROGRAM_KEYS)}, got {type(rp).__name__}")
+            for key in rp:
+                if key not in _PROGRAM_KEYS:
+                    raise Invalid(f"unknown key {key!r} (allowed: {', '.join(_PROGRAM_KEYS)})")
+            for key in _PROGRAM_KEYS:
+                if key not in rp:
+                    raise Invalid(f"missing key {key!r}")
+            gpu = check_int("gpu", rp["gpu"], hi=gpus - 1)
+            wg = check_int("wg", rp["wg"], hi=workgroups - 1)
+            if (gpu, wg) in seen:
+                raise Invalid(f"duplicate program for gpu {gpu} wg {wg} (first at programs[{seen[gpu, wg][0]}])")
+            if not isinstance(rp["ops"], list):
+                raise Invalid(f"ops must be a list, got {type(rp['ops']).__name__}")
+        except Invalid as e:
+            raise ProfileError(_where(source, f"{here}: {e}")) from None
+        seen[gpu, wg] = (j, _read_ops(rp["ops"], scope, f"gpu {gpu} wg {wg}", source))
+    return tuple((key, ops) for key, (_, ops) in sorted(seen.items()) if ops)
+
+
+def _read_ops(raw_ops, scope, here, source):
+    ops = []
+    append = ops.append
+    memo = scope.memo
+    for i, raw in enumerate(raw_ops):
+        # The fast reader (and YAML aliases) share one raw object among identical ops.
+        op = memo.get(id(raw))
+        if op is not None:
+            append(op)
+            continue
+        kind = raw[0] if type(raw) is list and raw else None
+        try:
+            if type(raw) is not list or len(raw) != 2 or type(raw[1]) is not dict:
+                raise Invalid(f"expected [kind, {{args}}], got {raw!r}")
+            spec = OP_KINDS.get(kind) if type(kind) is str else None
+            if spec is None:
+                raise Invalid(f"unknown op kind {kind!r} (allowed: {', '.join(OP_KINDS)})")
+            args = raw[1]
+            if not spec.names.issuperset(args):
+                bad = next(k for k in args if k not in spec.names)
+                raise Invalid(f"unknown argument {bad!r} (allowed: {', '.join(n for n, _ in spec.args)})")
+            missing = [n for n in spec.required if n not in args]
+            if missing:
+                raise Invalid(f"missing argument {missing[0]!r} (required: {', '.join(sorted(spec.required))})")
+            op = memo[id(raw)] = spec.build(scope, args)
+            append(op)
+        except Invalid as e:
+            label = f" ({kind})" if type(kind) is str and kind in OP_KINDS else ""
+            raise ProfileError(_where(source, f"{here} op {i}{label}: {e}")) from None
+    return tuple(ops)
+
+

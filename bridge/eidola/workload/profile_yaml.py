@@ -1,0 +1,215 @@
+"""Profile files: the YAML reader (with a fast path for the layout we write) and the writer.
+
+Large profiles are mostly one op per line; the fast reader parses exactly that layout and hands
+anything else to PyYAML, so errors still carry PyYAML's line and column.
+"""
+
+import os
+import re
+
+import yaml
+
+from ..errors import ProfileError
+from .ops import explicit_args
+from .profile import FORMAT_VERSION, Profile
+
+__all__ = ["load_profile", "write_profile"]
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_Loader):
+    """The safe YAML loader, but a repeated mapping key is an error instead of silently winning."""
+
+    def construct_mapping(self, node, deep=False):
+        mapping = super().construct_mapping(node, deep=deep)
+        if len(mapping) != len(node.value):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r}", key_node.start_mark)
+                seen.add(key)
+        return mapping
+
+
+_FAST_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FAST_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+(?:e[-+][0-9]+)?")
+_FAST_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _fast_key(v):
+    if not _FAST_KEY.fullmatch(v) or v.lower() in _YAML_WORDS:
+        raise ValueError(v)
+    return v
+
+
+def _fast_scalar(v):
+    if _FAST_INT.fullmatch(v):
+        return int(v)
+    if len(v) >= 2 and v[0] == v[-1] == "'" and "'" not in v[1:-1]:
+        return v[1:-1]
+    if _PLAIN.fullmatch(v) and v.lower() not in _YAML_WORDS:
+        return v
+    if _FAST_FLOAT.fullmatch(v):
+        return float(v)
+    raise ValueError(v)
+
+
+_N = r"(0|[1-9][0-9]*)"
+_FAST_TRANSFER = re.compile(
+    rf"  - \[(write|read), \{{dst: {_N}, buffer: ([A-Za-z_][A-Za-z0-9_./-]*), offset: {_N}, nbytes: {_N}\}}\]")
+
+
+def _fast_op(line):
+    m = _FAST_TRANSFER.fullmatch(line)
+    # Transfers are the bulk of big profiles and mostly unique, so they get a single regex.
+    if m and m[3].lower() not in _YAML_WORDS:
+        return [m[1], {"dst": int(m[2]), "buffer": m[3], "offset": int(m[4]), "nbytes": int(m[5])}]
+    if not (line.startswith("  - [") and line.endswith("}]")):
+        raise ValueError(line)
+    kind, sep, body = line[5:-2].partition(", {")
+    if not sep:
+        raise ValueError(line)
+    _fast_key(kind)
+    args = {}
+    for item in body.split(", ") if body else ():
+        key, sep, value = item.partition(": ")
+        if not sep or key in args:
+            raise ValueError(line)
+        args[_fast_key(key)] = _fast_scalar(value)
+    return [kind, args]
+
+
+def _fast_load(text):
+    """Parse the layout save() writes, much faster than PyYAML; None if the text strays from it.
+
+    Only a strict subset is accepted (decimal ints, plain names, simple quoted strings, one op per
+    line), for which the result is exactly what the YAML loader would return; anything else,
+    including every kind of error, falls back to the YAML loader and its messages.
+    """
+    try:
+        text = text.decode("utf-8")
+        head, sep, body = text.partition("\nprograms:\n")
+        data = yaml.load(head, Loader=_StrictLoader) if sep else None
+        if not isinstance(data, dict) or "programs" in data:
+            return None
+        programs, ops, seen = [], None, {}
+        for line in body.split("\n"):
+            raw = seen.get(line)
+            if raw is not None and ops is not None:
+                ops.append(raw)
+            elif line.startswith("  - [") and ops is not None:
+                raw = seen[line] = _fast_op(line)
+                ops.append(raw)
+            elif line.startswith("- gpu: ") and _FAST_INT.fullmatch(line[7:]) and (not programs or ops):
+                programs.append({"gpu": int(line[7:])})
+                ops = None
+            elif line.startswith("  wg: ") and _FAST_INT.fullmatch(line[6:]) and len(programs[-1]) == 1:
+                programs[-1]["wg"] = int(line[6:])
+            elif line == "  ops:" and len(programs[-1]) == 2:
+                ops = programs[-1]["ops"] = []
+            elif line or ops is None:  # blank lines are harmless in YAML, except before any ops
+                return None
+        if not programs or not ops:
+            return None
+        data["programs"] = programs
+        return data
+    except (ValueError, IndexError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def load_profile(path):
+    """Read and validate a YAML profile file; every error is a ProfileError naming `path`."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise ProfileError(f"{path}: no such profile file") from None
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read profile file ({e.strerror})") from None
+    data = _fast_load(text)
+    try:
+        if data is None:
+            data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        raise ProfileError(f"{path}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {e.problem}") from None
+    except yaml.YAMLError as e:
+        raise ProfileError(f"{path}: invalid YAML: {e}") from None
+    if data is None:
+        raise ProfileError(f"{path}: file is empty (expected eidola_profile: {FORMAT_VERSION} and a profile)")
+    return Profile.from_dict(data, path)
+
+
+# ---------------------------------------------------------------- writing
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", "n"))
+
+
+def _scalar(v):
+    if type(v) is str:
+        if _PLAIN.fullmatch(v) and v.lower() not in _YAML_WORDS:
+            return v
+        if v.isprintable():
+            return "'" + v.replace("'", "''") + "'"
+        return '"' + v.encode("unicode_escape").decode("ascii").replace('"', '\\"') + '"'
+    if type(v) is float:
+        r = repr(v)
+        # YAML 1.1 reads "1e+20" as a string; it needs a dot in the mantissa.
+        return r.replace("e", ".0e", 1) if "e" in r and "." not in r else r
+    return str(v)
+
+
+def _render(op):
+    body = ", ".join(f"{k}: {_scalar(v)}" for k, v in explicit_args(op).items())
+    return f"[{op.kind}, {{{body}}}]"
+
+
+def _flow(v):
+    if type(v) is dict:
+        return "{" + ", ".join(f"{_scalar(k)}: {_flow(x)}" for k, x in v.items()) + "}"
+    if type(v) is list:
+        return "[" + ", ".join(map(_flow, v)) + "]"
+    return _scalar(v)
+
+
+def _render_variability(v):
+    lines = ["variability:\n"]
+    for key, value in v.items():
+        if key == "delays":
+            lines.append("  delays:\n" + "".join(f"  - {_flow(d)}\n" for d in value))
+        else:
+            lines.append(f"  {key}: {_flow(value)}\n")
+    return "".join(lines)
+
+
+def write_profile(p: Profile, write) -> None:
+    """Writes `p` in the layout the fast reader takes, through `write` (a text sink)."""
+    write(f"eidola_profile: {FORMAT_VERSION}\nname: {_scalar(p.name)}\ngpus: {p.gpus}\nworkgroups: {p.workgroups}\n")
+    write(f"flags: [{', '.join(map(_scalar, p.flags))}]\n")
+    write("buffers: {" + ", ".join(f"{_scalar(n)}: {size}" for n, size in p.buffers) + "}\n")
+    if p.variability:
+        # Before programs: the fast reader hands everything above "programs:" to the YAML loader.
+        write(_render_variability(p.variability.to_dict()))
+    if not p.programs:
+        write("programs: []\n")
+        return
+    write("programs:\n")
+    rendered = {}  # by id: interned ops are shared objects, so each is rendered once
+    for (g, w), ops in p.programs:
+        lines = [f"- gpu: {g}\n  wg: {w}\n  ops:\n"]
+        for op in ops:
+            if op.kind == "write" or op.kind == "read":
+                # Transfers are mostly unique (offsets differ), so render them directly.
+                (_, dst), (_, buf), (_, off), (_, n) = op.args
+                lines.append(f"  - [{op.kind}, {{dst: {dst}, buffer: {_scalar(buf)}, offset: {off}, nbytes: {n}}}]\n")
+            else:
+                text = rendered.get(id(op))
+                if text is None:
+                    text = rendered[id(op)] = f"  - {_render(op)}\n"
+                lines.append(text)
+        write("".join(lines))
