@@ -56,7 +56,7 @@ def _ideal(gpus: int, workgroups: int) -> eidola.Platform:
 
 
 def _packet(gpus: int, workgroups: int) -> eidola.Platform:
-    side = int(round(gpus ** 0.5))
+    side = round(gpus ** 0.5)
     dims = [side, gpus // side] if side * (gpus // side) == gpus else [gpus, 1]
     return eidola.load_platform(ROOT / "platforms" / "torus2d-16gpu.yaml",
                                 {"gpus.count": gpus, "gpus.workgroups": workgroups, "fabric.dims": dims})

@@ -11,18 +11,18 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from .platform import catalog
 from .errors import ConfigError, EidolaError
-from .platform import load_platform
+from .platform import catalog, load_platform
 from .workload.profile_yaml import load_profile
 
 __all__ = ["main"]
 
 
-def _overrides(pairs: list[str]) -> dict:
+def _overrides(pairs: list[str]) -> dict[str, Any]:
     out = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")

@@ -1,5 +1,7 @@
 """Exception types. Each names where the problem is; the CLI maps them to exit statuses."""
 
+from typing import Any
+
 __all__ = ["EidolaError", "ConfigError", "ProfileError", "SimulationError", "DeadlockError", "SimulationCrashed"]
 
 
@@ -24,7 +26,7 @@ class SimulationError(EidolaError):
 
     exit_status = 3
 
-    def __init__(self, message, report=None):
+    def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.report = report
 

@@ -10,9 +10,10 @@ each class and its docstring are generated from `eidola.catalog` (dotted paramet
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from .platform import catalog
 from .errors import ConfigError
+from .platform import catalog
 from .platform.model import Component
 from .platform.yaml_io import plugin_component
 
@@ -22,7 +23,7 @@ __all__ = ["Plugin"]  # extended below with every registered model
 def _model_class(spec: catalog.ModelSpec) -> type:
     by_keyword = {p.name.replace(".", "_"): p for p in spec.params}
 
-    def __init__(self, name: str, **params):
+    def __init__(self: Component, name: str, **params: Any) -> None:
         if not isinstance(name, str) or not name:
             raise ConfigError(f"{spec.name}: the component name must be a non-empty string, got {name!r}")
         values = {}
@@ -52,7 +53,7 @@ def _model_class(spec: catalog.ModelSpec) -> type:
 
 
 def Plugin(name: str, *, role: str = "fabric", ports: int = 1, gpu_id: int | None = None, base: str | Path = ".",
-           **declaration) -> Component:
+           **declaration: Any) -> Component:
     """A third-party TLM-2.0 model: role "fabric" (with `ports`) or "gpu" (with `gpu_id`).
 
     `declaration` takes the YAML keys: headers, include_dirs, library, class_ (or "class" via a
@@ -67,7 +68,7 @@ def Plugin(name: str, *, role: str = "fabric", ports: int = 1, gpu_id: int | Non
     return plugin_component(name, raw, role, params, f"plugin {name!r}", Path(base))
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     models = catalog.models()
     if name in models:
         cls = _model_class(models[name])
@@ -76,5 +77,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'eidola.models' has no model {name!r}; registered: {', '.join(models)}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(list(globals()) + list(catalog.models()))

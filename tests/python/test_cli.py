@@ -2,7 +2,6 @@
 
 import json
 
-
 from eidola.profile import ProfileBuilder
 
 

@@ -3,9 +3,9 @@
 import pytest
 import yaml
 
-from eidola.workload import profile_yaml as profile_module
 from eidola.errors import ProfileError
 from eidola.profile import Op, Profile, ProfileBuilder, load_profile
+from eidola.workload import profile_yaml as profile_module
 
 
 def example_builder():
@@ -166,7 +166,7 @@ def test_builder_rejects_bad_op(call, fragments):
 def test_bool_never_hits_the_entry_made_for_an_int():
     _, p = small()
     p.signal(dst=0, flag="ready", value=1)
-    with pytest.raises(ProfileError, match="op 1 .*bool True"):
+    with pytest.raises(ProfileError, match=r"op 1 .*bool True"):
         p.signal(dst=0, flag="ready", value=True)
 
 

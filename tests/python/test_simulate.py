@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import eidola
-from eidola.platform import catalog
-from eidola.platform import Component
+from eidola.platform import Component, catalog
 
 
 def test_two_runs_are_bit_identical(repo):

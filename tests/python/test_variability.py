@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import yaml
 
-from eidola.workload import profile_yaml as profile_module
 from eidola.errors import ProfileError
 from eidola.profile import Profile, ProfileBuilder, load_profile
+from eidola.workload import profile_yaml as profile_module
 from eidola.workload.variability import NO_VARIABILITY, compute_scales, hold_ns
 
 

@@ -11,8 +11,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..run.native import native_library
 from . import units
@@ -30,7 +29,7 @@ _LIST_KINDS = {"ints", "edges"}
 _EDGE_KEYS = ("src", "dst", "bandwidth", "latency", "header", "count", "bidirectional")
 
 
-def _node(value, where: str) -> str:
+def _node(value: object, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return str(value)
     if isinstance(value, str) and value[:1] == "s" and value[1:].isdigit():
@@ -38,7 +37,7 @@ def _node(value, where: str) -> str:
     raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {value!r}")
 
 
-def _edges_to_text(edges) -> str:
+def _edges_to_text(edges: object) -> str:
     """Custom-topology edges as the canonical text the C++ topology parses (numbers in SI units, '-' for default)."""
     if not isinstance(edges, list):
         raise ValueError(f"expected a list of edges {{src, dst, bandwidth, latency, ...}}, got {edges!r}")
@@ -72,7 +71,7 @@ def _edges_to_text(edges) -> str:
     return ";".join(out)
 
 
-def _edges_to_yaml(text: str) -> list:
+def _edges_to_yaml(text: str) -> list[Any]:
     """The inverse of _edges_to_text, for the effective configuration (each direction listed)."""
     edges = []
     for part in filter(None, text.split(";")):
@@ -100,14 +99,14 @@ class ParamSpec:
     default: object            #: default in canonical units (a string for a choice)
     min: float                 #: smallest accepted value
     max: float                 #: largest accepted value (inf when unbounded)
-    choices: tuple             #: accepted values of a choice
+    choices: tuple[Any, ...]             #: accepted values of a choice
     doc: str                   #: one-line description
 
     def default_text(self) -> str:
         """The default as a user writes it in YAML (``300ns``, ``64``, ``true``)."""
         return self.format(self.default)
 
-    def format(self, value) -> str:
+    def format(self, value: Any) -> str:
         """A canonical value as a user writes it."""
         if self.type in _LIST_KINDS:
             return str(self.to_yaml(value))
@@ -119,7 +118,7 @@ class ParamSpec:
             return str(int(value))
         return str(value)
 
-    def to_yaml(self, value):
+    def to_yaml(self, value: Any) -> Any:
         """A canonical value as it is written in YAML: a string with a unit, or a plain int/bool/float."""
         if self.type == "ints":
             return [int(x) for x in value.split()]
@@ -133,7 +132,7 @@ class ParamSpec:
             return bool(value)
         return float(value)
 
-    def convert(self, value):
+    def convert(self, value: Any) -> Any:
         """Checks a user value (YAML or keyword) and returns it in canonical units; raises ValueError."""
         t = self.type
         if t == "ints":
@@ -191,8 +190,8 @@ class ModelSpec:
 
     name: str                     #: registry name ("EidolonGpu"), or a plugin's C++ class as written
     doc: str                      #: one-line description
-    params: tuple                 #: ParamSpec of every parameter
-    sockets: tuple                #: SocketSpec of every socket
+    params: tuple[ParamSpec, ...]  #: every parameter
+    sockets: tuple[SocketSpec, ...]  #: every socket
     role: str                     #: what the platform uses it as: one of ROLES
     plugin: PluginSpec | None = None  #: how to build a third-party model (None: by registry name)
 
@@ -205,16 +204,23 @@ class ModelSpec:
         """The parameter of that name, or None."""
         return next((p for p in self.params if p.name == name), None)
 
+    def declared(self, name: str) -> ParamSpec:
+        """The parameter of that name; KeyError if it has none."""
+        p = self.param(name)
+        if p is None:
+            raise KeyError(f"{self.name} has no parameter {name!r}")
+        return p
+
     def socket(self, name: str) -> SocketSpec | None:
         """The socket of that base name, or None."""
         return next((s for s in self.sockets if s.base_name == name), None)
 
 
-def _number(x):
+def _number(x: float | None) -> float:
     return math.inf if x is None else x
 
 
-def _default(p):
+def _default(p: dict[str, Any]) -> Any:
     """The declared default as Python holds a converted value (bool for bool, int for counts)."""
     if p["type"] == "bool":
         return bool(p["default"])
@@ -223,11 +229,11 @@ def _default(p):
     return p["default"]
 
 
-@functools.lru_cache(maxsize=None)
-def _catalog() -> dict:
+@functools.cache
+def _catalog() -> dict[str, Any]:
     fn = native_library().handle.eidola_catalog_json
     fn.restype = ctypes.c_char_p
-    data = json.loads(fn().decode())
+    data: dict[str, Any] = json.loads(fn().decode())
     # TRANSITIONAL until the C++ registry declares these (cpp-arch branch); removed on merge.
     roles = {"EidolonGpu": "gpu", "IdealFabric": "fabric", "PacketFabric": "fabric", "AtToLtAdapter": "adapter",
              "ProtocolChecker": "checker", "FaultInjector": "test"}
@@ -236,6 +242,18 @@ def _catalog() -> dict:
     data.setdefault("enums", {"op_kind": ["compute", "write", "read", "signal", "wait", "local"],
                               "cond": ["==", "!=", ">=", ">", "<=", "<"], "wait_mode": ["poll", "spin_yield", "syncmon"],
                               "atomic": ["add", "set", "cas"]})
+    data.setdefault("tables", {
+        "gpus": ["gpu", "finish_ps", "reads", "flag_reads", "writes", "atomics", "bytes_sent", "bytes_received",
+                 "packets_sent", "memory_bytes_read", "memory_bytes_written", "syncmon_arms", "syncmon_wakeups",
+                 "syncmon_spurious", "syncmon_fallbacks", "syncmon_peak"],
+        "workgroups": ["gpu", "wg", "finish_ps", "wait_ps", "polls", "packets"],
+        "links": ["src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "queue_mean_ps", "queue_p50_ps",
+                  "queue_p99_ps", "queue_max_ps", "peak_occupancy"],
+        "link_bins": ["link", "bin", "start_ps", "busy_ps"],
+        "pairs": ["src", "dst", "bytes", "packets", "latency_mean_ps", "latency_max_ps"],
+        "stuck": ["gpu", "wg", "op", "flag", "cond", "mode", "value", "flag_value", "since_ps"],
+        "flags": ["gpu", "flag", "value"], "syncmon_trace": ["gpu", "time_ps", "occupancy"],
+        "ops": ["gpu", "wg", "op", "begin_ps", "end_ps"]})
     return data
 
 
@@ -249,7 +267,7 @@ def table_columns(name: str) -> tuple[str, ...]:
     return tuple(_catalog()["tables"][name])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def models() -> dict[str, ModelSpec]:
     """Every registered model, by name, read from the compiled library."""
     data = _catalog()

@@ -28,7 +28,7 @@ class PlannedComponent:
 
     name: str                       #: instance name
     spec: ModelSpec                 #: the model (registered, or a plugin declaration)
-    values: tuple                   #: (parameter, canonical value) pairs, every declared parameter
+    values: tuple[tuple[str, Any], ...]  #: (parameter, canonical value) pairs, every declared parameter
     inserted: bool = False          #: added by elaboration (an adapter or a checker), not by the user
 
     @property
@@ -120,7 +120,7 @@ def _socket_spec(platform: Platform, ref: SocketRef, ports: dict[str, int]) -> S
     return spec
 
 
-def _check_bindings(platform: Platform, values: dict[str, dict]) -> None:
+def _check_bindings(platform: Platform, values: dict[str, dict[str, Any]]) -> None:
     """Each socket bound exactly once, initiators to targets."""
     ports = {name: int(v.get("ports", 1)) for name, v in values.items()}
     bound: dict[str, str] = {}
@@ -141,7 +141,7 @@ def _check_bindings(platform: Platform, values: dict[str, dict]) -> None:
                     raise ConfigError(f"socket {ref} ({s.direction}, {s.doc}) is not bound")
 
 
-def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict]) -> list[GpuSlot]:
+def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict[str, Any]]) -> list[GpuSlot]:
     """Each GPU owns one window of the address map: ids unique and inside the map."""
     owner: dict[int, str] = {}
     slots = []

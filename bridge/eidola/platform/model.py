@@ -61,11 +61,11 @@ class Component:
 
     model: str                                   #: registry name, e.g. "EidolonGpu", or "Plugin"
     name: str                                    #: instance name, unique in the platform
-    params: dict = field(default_factory=dict)   #: parameter values as written ("300ns", 64, true)
-    origin: dict = field(default_factory=dict, compare=False)  #: parameter -> where it was written (for errors)
+    params: dict[str, Any] = field(default_factory=dict)   #: parameter values as written ("300ns", 64, true)
+    origin: dict[str, Any] = field(default_factory=dict, compare=False)  #: parameter -> where it was written (for errors)
     spec: ModelSpec = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
     #: the declaration as the user wrote it (plugins), for the written-back YAML
-    declared: dict | None = field(default=None, compare=False, repr=False)
+    declared: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.spec is None:
@@ -78,7 +78,7 @@ class Component:
         return (isinstance(other, Component) and (self.model, self.name, self.params, self.spec) ==
                 (other.model, other.name, other.params, other.spec))
 
-    def __getattr__(self, socket: str) -> SocketRef | _SocketVector:
+    def __getattr__(self, socket: str) -> Any:  # a SocketRef, or a _SocketVector of per-port sockets
         if socket.startswith("_") or socket in ("model", "name", "params", "origin", "spec", "declared"):
             raise AttributeError(socket)
         spec = self.spec.socket(socket)
@@ -101,7 +101,7 @@ class Component:
 
     def where(self, param: str) -> str:
         """Where a parameter was written: a YAML key path, or the component and parameter."""
-        return self.origin.get(param, f"component {self.name!r} ({self.spec.name}) parameter {param!r}")
+        return str(self.origin.get(param) or f"component {self.name!r} ({self.spec.name}) parameter {param!r}")
 
     def resolved(self) -> dict[str, Any]:
         """Every declared parameter in canonical units, defaults filled in; ConfigError names the bad one."""
@@ -123,14 +123,14 @@ class Platform:
     """A platform: components, bindings, the address map and run settings."""
 
     name: str                                                       #: names the simulation
-    address_map: dict = field(default_factory=lambda: {"base": 0, "stride": "1TiB"})  #: GPU i owns base + i*stride
-    components: dict = field(default_factory=dict)                  #: name -> Component, in insertion order
-    connections: list = field(default_factory=list)                 #: (initiator SocketRef, target SocketRef)
+    address_map: dict[str, Any] = field(default_factory=lambda: {"base": 0, "stride": "1TiB"})  #: GPU i owns base + i*stride
+    components: dict[str, Component] = field(default_factory=dict)  #: name -> Component, in insertion order
+    connections: list[tuple[SocketRef, SocketRef]] = field(default_factory=list)  #: (initiator, target) pairs
     profile: str | None = None                                      #: default profile path (absolute or relative to cwd)
     seed: int = 1                                                   #: seed of every random choice
     check_protocol: bool = False                                    #: insert the base-protocol checker on bindings
     source: str | None = field(default=None, compare=False)         #: the YAML file it came from
-    shorthand: dict | None = field(default=None, compare=False)     #: the effective YAML (gpus/fabric form)
+    shorthand: dict[str, Any] | None = field(default=None, compare=False)     #: the effective YAML (gpus/fabric form)
 
     def add(self, component: Component) -> Component:
         """Adds a component; its name must be new. A GPU without an id gets the next window."""
@@ -172,7 +172,7 @@ class Platform:
         """Every check `elaborate` makes, for its errors only."""
         self.elaborate()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """The platform as a plain document: every component with its parameters as given, every binding."""
         from .yaml_io import describe
 

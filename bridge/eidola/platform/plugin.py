@@ -13,6 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from .catalog import ModelSpec, ParamSpec, SocketSpec
@@ -37,7 +38,7 @@ class SocketPattern:
 
     def resolve(self, index: int | None) -> list[tuple[str, int | None]]:
         """The path for port `index`: [(member, index or None), ...]."""
-        steps = []
+        steps: list[tuple[str, int | None]] = []
         for segment in self.text.split("."):
             name, _, rest = segment.partition("[")
             if not rest:
@@ -52,25 +53,25 @@ class SocketPattern:
 class PluginSpec:
     """A checked plugin declaration; paths are absolute."""
 
-    headers: tuple            #: header files cppyy parses
-    include_dirs: tuple       #: directories added to the include path
+    headers: tuple[Any, ...]            #: header files cppyy parses
+    include_dirs: tuple[Any, ...]       #: directories added to the include path
     library: str | None       #: shared library loaded before instantiation (None: header-only)
-    class_path: tuple         #: ("vendor", "Bus"): the class, by namespace path
-    template_args: tuple      #: template arguments: ints, bools, or type paths (tuples)
+    class_path: tuple[Any, ...]         #: ("vendor", "Bus"): the class, by namespace path
+    template_args: tuple[Any, ...]      #: template arguments: ints, bools, or type paths (tuples)
     class_text: str           #: the class as written, for messages
-    args: tuple               #: constructor arguments after the module name
+    args: tuple[Any, ...]               #: constructor arguments after the module name
     protocol: str             #: "at" or "lt": what its targets accept
-    sockets: dict             #: role -> SocketPattern (targets/initiators, or initiator/target)
+    sockets: dict[str, Any]             #: role -> SocketPattern (targets/initiators, or initiator/target)
 
 
-def parse_class_name(text: str, where: str) -> tuple[tuple, tuple]:
+def parse_class_name(text: str, where: str) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     """Splits ``ns::Class<4, true, ns::T>`` into its path and template arguments; ConfigError if it is not one."""
     match = _CLASS.match(text) if isinstance(text, str) else None
     if not match:
         raise ConfigError(f"{where}: {text!r} is not a C++ class name (expected e.g. vendor::Bus or vendor::Bus<4,4>;"
                           " only names, integers and true/false are allowed as template arguments)")
     path = tuple(p for p in match.group(1).split("::") if p)
-    args = []
+    args: list[Any] = []
     for token in (t.strip() for t in (match.group(2) or "").split(",") if t.strip()):
         if re.fullmatch(r"-?\d+", token):
             args.append(int(token))
@@ -81,7 +82,7 @@ def parse_class_name(text: str, where: str) -> tuple[tuple, tuple]:
     return path, tuple(args)
 
 
-def parse_plugin(raw, where: str, base: Path, role: str) -> PluginSpec:
+def parse_plugin(raw: object, where: str, base: Path, role: str) -> PluginSpec:
     """Checks a plugin mapping from YAML (`role` "fabric" or "gpu"); relative paths are taken from `base`."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: expected a mapping with headers, class, protocol and socket patterns")
@@ -89,7 +90,7 @@ def parse_plugin(raw, where: str, base: Path, role: str) -> PluginSpec:
     if unknown:
         raise ConfigError(f"{where}.{sorted(unknown)[0]}: unknown key; expected {', '.join(sorted(_KEYS))}")
 
-    def paths(key, must_exist):
+    def paths(key: str, must_exist: bool) -> tuple[str, ...]:
         value = raw.get(key, [])
         if isinstance(value, str):
             value = [value]
@@ -140,7 +141,7 @@ def plugin_model(spec: PluginSpec, role: str) -> ModelSpec:
     a GPU plugin has one `initiator` and one `target` and owns the window of its `id`.
     """
     if role == "fabric":
-        params: tuple = (ParamSpec("ports", "int", "", 1, 1, math.inf, (), "ports, one per GPU"),)
+        params: tuple[Any, ...] = (ParamSpec("ports", "int", "", 1, 1, math.inf, (), "ports, one per GPU"),)
         multiplicity, names = "ports", {"targets": "targets[i]", "initiators": "initiators[i]"}
     else:
         params = (ParamSpec("id", "int", "", 0, 0, math.inf, (), "GPU index: the address window it owns"),)

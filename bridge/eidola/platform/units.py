@@ -40,7 +40,7 @@ KINDS = tuple(_UNITS)
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
 
 
-def parse(text, kind: str) -> float:
+def parse(text: object, kind: str) -> float:
     """Converts ``text`` (e.g. ``"300ns"``) of the given kind to its canonical unit; raises UnitError."""
     units = _UNITS[kind]
     if isinstance(text, (int, float)) and not isinstance(text, bool):

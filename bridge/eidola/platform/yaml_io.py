@@ -8,8 +8,10 @@ run can be repeated exactly.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -27,19 +29,19 @@ _FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "P
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
 
 
-def plugin_component(name: str, raw: object, role: str, params: dict, where: str, base: Path,
-                     origin: dict | None = None) -> Component:
+def plugin_component(name: str, raw: object, role: str, params: dict[str, Any], where: str, base: Path,
+                     origin: dict[str, Any] | None = None) -> Component:
     """A component for a third-party class declared as in YAML (`raw`), in a `role` slot ("fabric" or "gpu")."""
     spec = parse_plugin(raw, where, base, role)
     return Component("Plugin", name, dict(params), origin or {}, spec=plugin_model(spec, role),
                      declared=dict(raw) if isinstance(raw, dict) else None)
 
 
-def describe(platform: Platform) -> dict:
+def describe(platform: Platform) -> dict[str, Any]:
     """The platform as a plain document: every component with its parameters as given, every binding."""
     comps = []
     for c in platform.components.values():
-        entry: dict = {"name": c.name, "model": c.model}
+        entry: dict[str, Any] = {"name": c.name, "model": c.model}
         if c.spec.plugin is not None:
             entry.update({"role": c.role, "plugin": _plugin_yaml(c.spec.plugin), **c.params})
         else:
@@ -65,13 +67,13 @@ def effective_yaml(platform: Platform) -> str:
     doc = describe(platform)
     for entry, c in zip(doc["components"], platform.components.values()):
         if "params" in entry:
-            entry["params"] = {k: c.spec.param(k).to_yaml(v) for k, v in c.resolved().items()}
+            entry["params"] = {k: c.spec.declared(k).to_yaml(v) for k, v in c.resolved().items()}
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def _plugin_yaml(spec: PluginSpec) -> dict:
+def _plugin_yaml(spec: PluginSpec) -> dict[str, Any]:
     """A plugin declaration with absolute paths, so the effective configuration loads from anywhere."""
-    out = {"headers": list(spec.headers)}
+    out: dict[str, Any] = {"headers": list(spec.headers)}
     if spec.include_dirs:
         out["include_dirs"] = list(spec.include_dirs)
     if spec.library:
@@ -81,11 +83,18 @@ def _plugin_yaml(spec: PluginSpec) -> dict:
     return out
 
 
-def _loc(source: str | None) -> str:
+def _declaration(c: Component) -> PluginSpec:
+    """The plugin declaration behind a component (it must be a plugin)."""
+    if c.spec.plugin is None:
+        raise TypeError(f"component {c.name!r} is not a plugin")
+    return c.spec.plugin
+
+
+def _loc(source: object) -> str:
     return f"{source}: " if source else ""
 
 
-def apply_overrides(doc: dict, overrides: dict, source) -> dict:
+def apply_overrides(doc: dict[str, Any], overrides: dict[str, Any] | None, source: object) -> dict[str, Any]:
     """Applies dotted-key overrides (``{"fabric.latency": "700ns"}``) to a YAML document; returns a copy."""
     doc = copy.deepcopy(doc)
     for key, value in (overrides or {}).items():
@@ -102,7 +111,7 @@ def apply_overrides(doc: dict, overrides: dict, source) -> dict:
     return doc
 
 
-def _flatten(mapping: dict, prefix: str = "") -> dict:
+def _flatten(mapping: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out = {}
     for k, v in mapping.items():
         name = f"{prefix}{k}"
@@ -113,8 +122,8 @@ def _flatten(mapping: dict, prefix: str = "") -> dict:
     return out
 
 
-def _nest(flat: dict) -> dict:
-    out: dict = {}
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in flat.items():
         node = out
         parts = key.split(".")
@@ -124,7 +133,7 @@ def _nest(flat: dict) -> dict:
     return out
 
 
-def load_platform(path, overrides: dict | None = None) -> Platform:
+def load_platform(path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> Platform:
     """Loads a platform YAML file, applies dotted-key overrides, checks it and returns a Platform."""
     path = Path(path)
     try:
@@ -146,7 +155,7 @@ def load_platform(path, overrides: dict | None = None) -> Platform:
 _SOCKET = re.compile(r"^([A-Za-z_][\w]*)\.([A-Za-z_]\w*)(?:\[(\d+)\])?$")
 
 
-def parse_socket(text, where: str) -> SocketRef:
+def parse_socket(text: object, where: str) -> SocketRef:
     """A socket reference as written in YAML: ``gpu0.initiator`` or ``fabric.targets[3]``."""
     m = _SOCKET.match(text) if isinstance(text, str) else None
     if not m:
@@ -154,7 +163,7 @@ def parse_socket(text, where: str) -> SocketRef:
     return SocketRef(m.group(1), m.group(2), None if m.group(3) is None else int(m.group(3)))
 
 
-def _platform_from_components(doc: dict, source: str) -> Platform:
+def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     """Builds a Platform from the general form: a list of components and a list of connections."""
     loc = _loc(source)
     allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed")
@@ -197,7 +206,7 @@ def _platform_from_components(doc: dict, source: str) -> Platform:
     return plat
 
 
-def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
+def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     """Builds a Platform from YAML: the shorthand (gpus / fabric sections) or the general form (components)."""
     if "components" in doc:
         return _platform_from_components(doc, source)
@@ -275,14 +284,14 @@ def platform_from_dict(doc: dict, source: str = "<dict>") -> Platform:
     # The effective configuration: the same shorthand with every default written out.
     gpu_resolved = plat.eidolons()[0].resolved()
     gspec = plat.eidolons()[0].spec
-    gpus_out = {"count": count, **_nest({k: gspec.param(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})}
+    gpus_out = {"count": count, **_nest({k: gspec.declared(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})}
     if gpu_plugins:
-        gpus_out["plugins"] = {i: _plugin_yaml(plat.components[f"gpu{i}"].spec.plugin) for i in gpu_plugins}
+        gpus_out["plugins"] = {i: _plugin_yaml(_declaration(plat.components[f"gpu{i}"])) for i in gpu_plugins}
     if kind == "plugin":
-        fabric_out = {"model": "plugin", "plugin": _plugin_yaml(fab.spec.plugin)}
+        fabric_out = {"model": "plugin", "plugin": _plugin_yaml(_declaration(fab))}
     else:
         fspec = fab.spec
-        fabric_out = {"model": kind, **_nest({k: fspec.param(k).to_yaml(v) for k, v in fab.resolved().items()
+        fabric_out = {"model": kind, **_nest({k: fspec.declared(k).to_yaml(v) for k, v in fab.resolved().items()
                                               if k != "ports"})}
     plat.shorthand = {
         "eidola": SCHEMA_VERSION, "name": name, "gpus": gpus_out,

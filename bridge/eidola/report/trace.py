@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ def _us(ns: float) -> float:
     return round(float(ns) / 1000.0, 6)
 
 
-def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict:
+def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The trace as a dict in the Trace Event Format (``traceEvents`` plus metadata)."""
     ops = result.ops_table()
     if ops is None:
@@ -61,7 +62,7 @@ def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict:
             events.append({"ph": "C", "name": name, "pid": fabric_pid, "ts": _us(r["start_ns"]),
                            "args": {"busy_ns": round(float(r["busy_ns"]), 3)}})
     meta = {"simulation": result.name, "profile": result.profile_name, "kernel_time_ns": result.kernel_time_ns,
-            "op_slices_total": int(len(ops)), "op_slices_written": int(len(kept)),
+            "op_slices_total": len(ops), "op_slices_written": len(kept),
             "workgroups_per_gpu": workgroups,
             "sampling": ("all workgroups" if stride == 1 else
                          f"1 workgroup in {stride} per GPU (workgroups 0, {stride}, {2 * stride}, ...): "
@@ -69,7 +70,7 @@ def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ns", "metadata": meta}
 
 
-def _flows(ops) -> list:
+def _flows(ops) -> list[Any]:
     """An arrow from each signal to the wait it releases: the last signal to that GPU's flag
     that began before the wait ended."""
     signals: dict[tuple, list] = {}

@@ -8,6 +8,7 @@ side asserts the struct sizes, and a test checks the offsets. Window layout: fla
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,13 +42,13 @@ class EncodedProfile:
 
     ops: np.ndarray            #: OP_DTYPE records, all programs back to back
     programs: np.ndarray       #: PROGRAM_DTYPE records
-    flags: tuple               #: flag names, in window order
-    buffer_offsets: dict       #: buffer name -> byte offset in every window
+    flags: tuple[Any, ...]               #: flag names, in window order
+    buffer_offsets: dict[str, Any]       #: buffer name -> byte offset in every window
     window_bytes: int          #: bytes of each window the profile uses
 
 
 def _ps(ns) -> int:
-    return int(round(ns * 1000))
+    return round(ns * 1000)
 
 
 def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfile:

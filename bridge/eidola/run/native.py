@@ -44,7 +44,7 @@ def _candidates() -> list[tuple[Path, Path]]:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def native_library() -> NativeLibrary:
     """Loads the models library (once per process) and returns where it is."""
     tried = []

@@ -6,47 +6,17 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Result", "GPU_DTYPE", "WORKGROUP_DTYPE", "LINK_DTYPE", "PAIR_DTYPE", "BIN_DTYPE", "OP_EVENT_DTYPE"]
+from .tables import structured, table_dtype
 
-GPU_DTYPE = np.dtype([
-    ("gpu", "<i4"), ("finish_ns", "<f8"), ("reads", "<i8"), ("flag_reads", "<i8"), ("writes", "<i8"),
-    ("atomics", "<i8"), ("bytes_sent", "<i8"), ("bytes_received", "<i8"), ("packets_sent", "<i8"),
-    ("memory_bytes_read", "<i8"), ("memory_bytes_written", "<i8"),
-    ("syncmon_arms", "<i8"), ("syncmon_wakeups", "<i8"), ("syncmon_spurious", "<i8"), ("syncmon_fallbacks", "<i8"),
-    ("syncmon_peak", "<i8"),
-])
-WORKGROUP_DTYPE = np.dtype([
-    ("gpu", "<i4"), ("wg", "<i4"), ("finish_ns", "<f8"), ("wait_ns", "<f8"), ("polls", "<i8"), ("packets", "<i8"),
-])
-OP_EVENT_DTYPE = np.dtype([("gpu", "<i4"), ("wg", "<i4"), ("op", "<i8"), ("begin_ns", "<f8"), ("end_ns", "<f8")])
-LINK_DTYPE = np.dtype([
-    ("src", "<i4"), ("dst", "<i4"), ("lanes", "<i4"), ("bytes", "<i8"), ("wire_bytes", "<i8"), ("packets", "<i8"),
-    ("busy_ns", "<f8"), ("utilization", "<f8"), ("queue_mean_ns", "<f8"), ("queue_p50_ns", "<f8"),
-    ("queue_p99_ns", "<f8"), ("queue_max_ns", "<f8"), ("peak_occupancy", "<i8"),
-])
-PAIR_DTYPE = np.dtype([
-    ("src", "<i4"), ("dst", "<i4"), ("bytes", "<i8"), ("packets", "<i8"), ("latency_mean_ns", "<f8"),
-    ("latency_max_ns", "<f8"),
-])
-BIN_DTYPE = np.dtype([("link", "<i4"), ("bin", "<i4"), ("start_ns", "<f8"), ("busy_ns", "<f8")])
-SYNCMON_TRACE_DTYPE = np.dtype([("gpu", "<i4"), ("time_ns", "<f8"), ("occupancy", "<i4")])
+__all__ = ["Result", "SYNCMON_DTYPE"]
+
+#: SyncMon statistics per GPU: a view of the gpus table's syncmon_* columns.
 SYNCMON_DTYPE = np.dtype([("gpu", "<i4"), ("arms", "<i8"), ("wakeups", "<i8"), ("spurious", "<i8"),
                           ("fallbacks", "<i8"), ("peak_entries", "<i8")])
-
-
-def _structured(raw: dict, dtype: np.dtype) -> np.ndarray:
-    """Builds a structured array from raw C++ columns; *_ns fields come from *_ps columns."""
-    n = len(next(iter(raw.values()))) if raw else 0
-    out = np.zeros(n, dtype=dtype)
-    for name in dtype.names:
-        if name in raw:
-            out[name] = raw[name]
-        elif name.endswith("_ns") and name[:-3] + "_ps" in raw:
-            out[name] = raw[name[:-3] + "_ps"] / 1000.0
-    return out
 
 
 @dataclass
@@ -55,42 +25,41 @@ class Result:
 
     name: str                     #: the simulation's name (the platform's)
     kernel_time_ns: float         #: when the last workgroup finished
-    gpus: np.ndarray              #: a row per GPU (GPU_DTYPE)
-    workgroups: np.ndarray        #: a row per (gpu, wg) (WORKGROUP_DTYPE)
-    links: np.ndarray             #: a row per fabric link (LINK_DTYPE); utilization is busy / (lanes x kernel time)
+    gpus: np.ndarray              #: a row per GPU (see run.tables)
+    workgroups: np.ndarray        #: a row per (gpu, wg) (see run.tables)
+    links: np.ndarray             #: a row per fabric link (see run.tables); utilization is busy / (lanes x kernel time)
     events: int                   #: actions the models processed
     wall_s: float                 #: wall-clock time of the simulation (child process included)
-    pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (PAIR_DTYPE; packet fabric)
-    link_bins: np.ndarray | None = None  #: busy time per link per time bin (BIN_DTYPE; packet fabric)
-    flags: dict | None = None            #: final flag values: {(gpu, flag name): value} for every eidolon GPU
-    syncmon_trace: np.ndarray | None = None  #: with trace=True: SyncMon occupancy after each change (SYNCMON_TRACE_DTYPE)
-    ops: np.ndarray | None = None  #: with trace=True: a row per executed op (OP_EVENT_DTYPE), by gpu, wg, op
+    pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair ( packet fabric)
+    link_bins: np.ndarray | None = None  #: busy time per link per time bin ( packet fabric)
+    flags: dict[str, Any] | None = None            #: final flag values: {(gpu, flag name): value} for every eidolon GPU
+    syncmon_trace: np.ndarray | None = None  #: with trace=True: SyncMon occupancy after each change
+    ops: np.ndarray | None = None  #: with trace=True: a row per executed op, by gpu, wg, op
     effective_config: str = ""    #: the platform as YAML with every default filled in
     profile_name: str = ""        #: the profile that was replayed
-    meta: dict = field(default_factory=dict)  #: platform and profile facts for the summary
+    meta: dict[str, Any] = field(default_factory=dict)  #: platform and profile facts for the summary
     profile: object = None        #: the Profile that was replayed (op kinds for traces and plots)
 
     @classmethod
-    def from_raw(cls, name: str, raw: dict, wall_s: float, **kw) -> "Result":
+    def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw) -> Result:
         """Assembles a Result from the child's raw tables."""
-        gpus = _structured(raw["tables"]["gpus"], GPU_DTYPE)
-        links = _structured(raw["tables"]["links"], LINK_DTYPE)
+        tables = raw["tables"]
+        gpus = structured("gpus", tables["gpus"])
+        links = structured("links", tables["links"])
         kernel = float(gpus["finish_ns"].max()) if len(gpus) else 0.0
         if kernel > 0:
             links["utilization"] = links["busy_ns"] / (np.maximum(links["lanes"], 1) * kernel)
         ops = None
-        if "ops" in raw["tables"]:
-            ops = np.sort(_structured(raw["tables"]["ops"], OP_EVENT_DTYPE), order=("gpu", "wg", "op"))
-        tables = raw["tables"]
+        if "ops" in tables:
+            ops = np.sort(structured("ops", tables["ops"]), order=("gpu", "wg", "op"))
         names = kw.pop("flag_names", ())
         flag_table = tables.get("flags", {})
         flags = {(int(g), names[int(f)] if int(f) < len(names) else int(f)): int(v)
                  for g, f, v in zip(flag_table.get("gpu", []), flag_table.get("flag", []), flag_table.get("value", []))}
-        syncmon_trace = (_structured(tables["syncmon_trace"], SYNCMON_TRACE_DTYPE) if "syncmon_trace" in tables
-                         else None)
-        return cls(name, kernel, gpus, _structured(tables["workgroups"], WORKGROUP_DTYPE), links,
-                   raw["events"], wall_s, _structured(tables.get("pairs", {}), PAIR_DTYPE),
-                   _structured(tables.get("link_bins", {}), BIN_DTYPE), flags, syncmon_trace, ops, **kw)
+        syncmon_trace = structured("syncmon_trace", tables["syncmon_trace"]) if "syncmon_trace" in tables else None
+        return cls(name, kernel, gpus, structured("workgroups", tables["workgroups"]), links,
+                   raw["events"], wall_s, structured("pairs", tables.get("pairs", {})),
+                   structured("link_bins", tables.get("link_bins", {})), flags, syncmon_trace, ops, **kw)
 
     @property
     def syncmon(self) -> np.ndarray:
@@ -106,10 +75,11 @@ class Result:
         """With trace=True: every executed op with its kind, peer and flag (for plots and `eidola plot`)."""
         if self.ops is None:
             return None
-        dtype = np.dtype(OP_EVENT_DTYPE.descr + [("kind", "U8"), ("peer", "<i4"), ("flag", "U32"),
+        events = table_dtype("ops")
+        dtype = np.dtype(events.descr + [("kind", "U8"), ("peer", "<i4"), ("flag", "U32"),
                                                    ("detail", "U48")])
         out = np.zeros(len(self.ops), dtype=dtype)
-        for name in OP_EVENT_DTYPE.names:
+        for name in events.names or ():
             out[name] = self.ops[name]
         out["peer"] = -1
         if self.profile is not None:
@@ -147,7 +117,7 @@ class Result:
         """The GPU whose last workgroup finished last."""
         return int(self.gpus["gpu"][int(np.argmax(self.gpus["finish_ns"]))]) if len(self.gpus) else -1
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The headline figures, as saved in summary.json."""
         g = self.gpus
         return {

@@ -17,9 +17,8 @@ import sys
 import tempfile
 import time
 import traceback
-
-from . import sysc
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError
 from ..platform import catalog
@@ -27,6 +26,7 @@ from ..platform.elaborate import Plan
 from ..platform.model import Platform
 from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
+from . import sysc
 from .encode import EncodedProfile, encode_profile
 from .result import Result
 
@@ -85,7 +85,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = N
                            profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile)
 
 
-def _run_in_process(run: NativeRun) -> dict:
+def _run_in_process(run: NativeRun) -> dict[str, Any]:
     if _in_process_used:
         raise EidolaError("a SystemC kernel elaborates once per process: only one in-process simulation can run "
                           "(use the default child-process mode for more)")
@@ -93,7 +93,7 @@ def _run_in_process(run: NativeRun) -> dict:
     return sysc.elaborate_and_run(run)
 
 
-def _run_in_child(run: NativeRun) -> dict:
+def _run_in_child(run: NativeRun) -> dict[str, Any]:
     read_fd, write_fd = os.pipe()
     with tempfile.TemporaryFile() as errors:
         sys.stdout.flush()
@@ -167,7 +167,7 @@ def _private_kb() -> int:
                if line.startswith(("Private_Clean:", "Private_Dirty:")))
 
 
-def _raise_failure(name: str, raw: dict, profile: Profile) -> None:
+def _raise_failure(name: str, raw: dict[str, Any], profile: Profile) -> None:
     kind, text = raw["failure_kind"], raw["failure"]
     if kind != "deadlock":
         raise SimulationError(f"simulation {name!r} failed ({kind}): {text}", report={"kind": kind, "text": text})

@@ -15,10 +15,9 @@ import re
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from typing import TYPE_CHECKING
 
 from ..errors import ConfigError
 from ..platform.model import SocketRef
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["load", "elaborate_and_run"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load():
     """Loads cppyy, the models library and the Simulation header; returns the `eidola` C++ namespace."""
     lib = native_library()  # loads the sc_main shim first, so libsystemc resolves
@@ -81,7 +80,7 @@ def _sc_cplusplus() -> str:
     raise ConfigError("cannot find libsystemc's API version symbol to set SC_CPLUSPLUS for third-party headers")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_systemc_headers():
     """Parses <systemc> and <tlm> into cppyy (about a second): needed only by plugins."""
     import cppyy
@@ -199,7 +198,7 @@ def _plugin_socket_name(obj, name: str, spec: PluginSpec, socket: str, index: in
         raise ConfigError(f"plugin {name!r}: {pattern.text!r} is not a SystemC socket") from None
 
 
-def _table(sim, which: str) -> dict:
+def _table(sim, which: str) -> dict[str, Any]:
     t = sim.table(which)
     columns = [str(c) for c in t.columns]
     values = np.empty(t.rows() * len(columns), dtype=np.float64)
@@ -209,7 +208,7 @@ def _table(sim, which: str) -> dict:
     return {c: values[:, i].copy() for i, c in enumerate(columns)}
 
 
-def elaborate_and_run(run: NativeRun) -> dict:
+def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
     """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables."""
     ns = load()
     plan = run.plan
