@@ -11,13 +11,18 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import ConfigError, EidolaError
 from .platform import catalog, load_platform
 from .workload.profile_yaml import load_profile
+
+if TYPE_CHECKING:
+    from .platform.model import Platform
+    from .run.result import Result
+    from .workload.profile import Profile
 
 __all__ = ["main"]
 
@@ -35,7 +40,7 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def _load(args):
+def _load(args: argparse.Namespace) -> tuple[Platform, Profile]:
     platform = load_platform(args.platform, _overrides(args.set))
     profile_path = args.profile or platform.profile
     if not profile_path:
@@ -43,7 +48,7 @@ def _load(args):
     return platform, load_profile(profile_path)
 
 
-def _cmd_run(args) -> int:
+def _cmd_run(args: argparse.Namespace) -> int:
     from .run.simulate import simulate  # loads cppyy only when a simulation is asked for
 
     platform, profile = _load(args)
@@ -72,7 +77,7 @@ def _si(x: float) -> str:
     return f"{x:.3g} "
 
 
-def _busiest(link) -> str:
+def _busiest(link: dict[str, Any] | None) -> str:
     if not link:
         return "none (no link traffic)"
     text = f"{link['src']} -> {link['dst']}, {_si(link['bytes'])}B"
@@ -80,7 +85,7 @@ def _busiest(link) -> str:
                    else " (the ideal fabric has no link timing)")
 
 
-def _summary_text(r, out: Path) -> str:
+def _summary_text(r: Result, out: Path) -> str:
     s = r.summary()
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
@@ -104,7 +109,7 @@ def _summary_text(r, out: Path) -> str:
     return "\n".join(lines)
 
 
-def _cmd_validate(args) -> int:
+def _cmd_validate(args: argparse.Namespace) -> int:
     platform, profile = _load(args)
     from .run.simulate import check
 
@@ -113,7 +118,7 @@ def _cmd_validate(args) -> int:
     return 0
 
 
-def _cmd_import(args) -> int:
+def _cmd_import(args: argparse.Namespace) -> int:
     from .workload.importers.timestamps import import_timestamps
 
     profile = import_timestamps(args.file, name=args.name)
@@ -125,7 +130,7 @@ def _cmd_import(args) -> int:
     return 0
 
 
-def _cmd_plot(args) -> int:
+def _cmd_plot(args: argparse.Namespace) -> int:
     from .report.plots import plot_run
 
     d = Path(args.directory)
@@ -137,7 +142,7 @@ def _cmd_plot(args) -> int:
     return 0
 
 
-def _cmd_describe(args) -> int:
+def _cmd_describe(args: argparse.Namespace) -> int:
     models = catalog.models()
     if not args.model:
         for m in models.values():
@@ -188,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe, "plot": _cmd_plot,

@@ -15,23 +15,24 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
 __all__ = ["plot_run", "load_run", "heatmap_matrix", "heatmap_field"]
 
-_STYLE = {  # grayscale: fill and hatch tell the kinds apart
+_STYLE: dict[str, dict[str, str | None]] = {  # grayscale: fill and hatch tell the kinds apart
     "compute": {"color": "0.25", "hatch": None, "label": "compute"},
     "comm": {"color": "0.75", "hatch": "///", "label": "write / read / signal"},
     "wait": {"color": "white", "hatch": "...", "label": "wait"},
 }
 
 
-def load_run(directory) -> SimpleNamespace:
+def load_run(directory: str | Path) -> SimpleNamespace:
     """The tables of a saved run, as structured arrays."""
     d = Path(directory)
 
-    def table(name):
+    def table(name: str) -> Any:
         path = d / f"{name}.csv"
         if not path.exists() or path.stat().st_size == 0:
             return None
@@ -43,19 +44,19 @@ def load_run(directory) -> SimpleNamespace:
                            links=table("links"), link_bins=table("link_bins"), ops=table("ops"))
 
 
-def _tables(run) -> SimpleNamespace:
+def _tables(run: Any) -> SimpleNamespace:
     if isinstance(run, (str, Path)):
         return load_run(run)
     return SimpleNamespace(name=run.name, kernel_time_ns=run.kernel_time_ns, gpus=run.gpus, links=run.links,
                            link_bins=run.link_bins, ops=run.ops_table())
 
 
-def heatmap_field(links) -> str:
+def heatmap_field(links: Any) -> str:
     """What the heatmap shows: utilisation, or bytes on a fabric with no link timing (the ideal one)."""
     return "utilization" if links is not None and len(links) and float(np.max(links["utilization"])) > 0 else "bytes"
 
 
-def heatmap_matrix(links) -> tuple[list, np.ndarray]:
+def heatmap_matrix(links: Any) -> tuple[list[int], np.ndarray[Any, np.dtype[Any]]]:
     """(nodes, matrix): the link from node row to node column, by `heatmap_field` (0 where none)."""
     if links is None or not len(links):
         return [], np.zeros((0, 0))
@@ -68,7 +69,7 @@ def heatmap_matrix(links) -> tuple[list, np.ndarray]:
     return nodes, m
 
 
-def _save(fig, out: Path, stem: str) -> list[Path]:
+def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     paths = []
     for ext in ("png", "svg"):
         path = out / f"{stem}.{ext}"
@@ -77,7 +78,7 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     return paths
 
 
-def plot_run(run, out_dir, max_workgroups: int = 2) -> list[Path]:
+def plot_run(run: Any, out_dir: str | Path, max_workgroups: int = 2) -> list[Path]:
     """Draws every figure the run has data for into `out_dir`; returns the files written."""
     import matplotlib
 
@@ -101,7 +102,7 @@ def plot_run(run, out_dir, max_workgroups: int = 2) -> list[Path]:
     return written
 
 
-def _timeline(plt, t, out, max_workgroups):
+def _timeline(plt: Any, t: SimpleNamespace, out: Path, max_workgroups: int) -> list[Path]:
     ops = t.ops
     gpus = sorted(set(int(g) for g in ops["gpu"]))
     rows = []
@@ -135,7 +136,7 @@ def _timeline(plt, t, out, max_workgroups):
     return _save(fig, out, "timeline")
 
 
-def _heatmap(plt, t, out):
+def _heatmap(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
     nodes, m = heatmap_matrix(t.links)
     fig, ax = plt.subplots(figsize=(5.5, 4.6), dpi=120)
     image = ax.imshow(m, cmap="Greys", vmin=0, vmax=max(1e-9, m.max()))
@@ -155,7 +156,7 @@ def _heatmap(plt, t, out):
     return _save(fig, out, "link_heatmap")
 
 
-def _link_time(plt, t, out):
+def _link_time(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
     bins = t.link_bins
     nonzero = bins["bin"] > 0
     width = float(np.median(bins["start_ns"][nonzero] / bins["bin"][nonzero])) if nonzero.any() else 1000.0
@@ -180,7 +181,7 @@ def _link_time(plt, t, out):
     return _save(fig, out, "link_time")
 
 
-def _reads(plt, t, out):
+def _reads(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
     g = t.gpus
     fig, ax = plt.subplots(figsize=(6, 3.8), dpi=120)
     x = np.arange(len(g))
@@ -202,7 +203,7 @@ def _reads(plt, t, out):
     return _save(fig, out, "reads")
 
 
-def _latency(plt, t, out):
+def _latency(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
     ops = t.ops
     sel = np.isin(ops["kind"], ["write", "read", "signal"])
     if not sel.any():

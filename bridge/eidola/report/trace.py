@@ -15,9 +15,13 @@ from __future__ import annotations
 import bisect
 import json
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..run.result import Result
 
 __all__ = ["build_trace", "write_trace", "DEFAULT_LIMIT"]
 
@@ -28,7 +32,7 @@ def _us(ns: float) -> float:
     return round(float(ns) / 1000.0, 6)
 
 
-def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
+def build_trace(result: Result | SimpleNamespace, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     """The trace as a dict in the Trace Event Format (``traceEvents`` plus metadata)."""
     ops = result.ops_table()
     if ops is None:
@@ -42,7 +46,7 @@ def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     for g, w in sorted({(int(r["gpu"]), int(r["wg"])) for r in kept}):
         events.append({"ph": "M", "name": "thread_name", "pid": g, "tid": w, "args": {"name": f"workgroup {w}"}})
     for r in kept:
-        args = {"op": int(r["op"])}
+        args: dict[str, Any] = {"op": int(r["op"])}
         if r["detail"]:
             args["detail"] = str(r["detail"])
         name = str(r["kind"]) if r["kind"] != "wait" else f"wait {r['detail']}"
@@ -70,10 +74,10 @@ def build_trace(result, limit: int = DEFAULT_LIMIT) -> dict[str, Any]:
     return {"traceEvents": events, "displayTimeUnit": "ns", "metadata": meta}
 
 
-def _flows(ops) -> list[Any]:
+def _flows(ops: np.ndarray[Any, np.dtype[Any]]) -> list[Any]:
     """An arrow from each signal to the wait it releases: the last signal to that GPU's flag
     that began before the wait ended."""
-    signals: dict[tuple, list] = {}
+    signals: dict[tuple[int, str], list[Any]] = {}
     for r in ops:
         if r["kind"] == "signal":
             signals.setdefault((int(r["peer"]), str(r["flag"])), []).append(r)
@@ -98,7 +102,7 @@ def _flows(ops) -> list[Any]:
     return out
 
 
-def write_trace(result, path, limit: int = DEFAULT_LIMIT) -> Path:
+def write_trace(result: Result | SimpleNamespace, path: str | Path, limit: int = DEFAULT_LIMIT) -> Path:
     """Writes trace.json for a traced run; returns its path."""
     path = Path(path)
     path.write_text(json.dumps(build_trace(result, limit), separators=(",", ":")))

@@ -16,6 +16,7 @@ from ..errors import ConfigError, ProfileError
 from ..platform import catalog
 from ..platform.elaborate import Plan
 from ..workload import variability
+from ..workload.ops import Op
 from ..workload.profile import Profile
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
@@ -47,7 +48,7 @@ class EncodedProfile:
     window_bytes: int          #: bytes of each window the profile uses
 
 
-def _ps(ns) -> int:
+def _ps(ns: float) -> int:
     return round(ns * 1000)
 
 
@@ -88,7 +89,7 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     # Interned ops recur across programs: encode each distinct op once, then gather by index.
     codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode")}
     distinct: dict[int, int] = {}
-    rows = []
+    rows: list[tuple[int, ...]] = []
     order = []
     first = 0
     for p_index, ((gpu, wg), ops) in enumerate(profile.programs):
@@ -106,7 +107,8 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset)
 
 
-def _apply_variability(profile, ops_arr, progs, seed, clock_hz) -> None:
+def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]], progs: np.ndarray[Any, np.dtype[Any]],
+                       seed: int, clock_hz: float) -> None:
     if not profile.variability:  # nothing to draw: skip the per-program pass (it dominates large profiles)
         return
     scales = variability.compute_scales(profile, seed)
@@ -131,7 +133,8 @@ def _apply_variability(profile, ops_arr, progs, seed, clock_hz) -> None:
                 view["time2_ps"][comm[0]] = _ps(hold)
 
 
-def _encode_op(op, flag_index, buffers, codes):
+def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
+               codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
     """One op as an OP_DTYPE record: (kind, sub, mode, wake_all, peer, offset, nbytes, value, compare, time_ps,
     time2_ps); field use per kind is documented at eidola::Op."""
     k = op.kind

@@ -6,11 +6,14 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .tables import structured, table_dtype
+
+if TYPE_CHECKING:
+    from ..workload.profile import Profile
 
 __all__ = ["Result", "SYNCMON_DTYPE"]
 
@@ -30,18 +33,18 @@ class Result:
     links: np.ndarray             #: a row per fabric link (see run.tables); utilization is busy / (lanes x kernel time)
     events: int                   #: actions the models processed
     wall_s: float                 #: wall-clock time of the simulation (child process included)
-    pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair ( packet fabric)
-    link_bins: np.ndarray | None = None  #: busy time per link per time bin ( packet fabric)
-    flags: dict[str, Any] | None = None            #: final flag values: {(gpu, flag name): value} for every eidolon GPU
+    pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (packet fabric)
+    link_bins: np.ndarray | None = None  #: busy time per link per time bin (packet fabric)
+    flags: dict[tuple[int, str | int], int] | None = None  #: final flag values: {(gpu, flag name): value}
     syncmon_trace: np.ndarray | None = None  #: with trace=True: SyncMon occupancy after each change
     ops: np.ndarray | None = None  #: with trace=True: a row per executed op, by gpu, wg, op
     effective_config: str = ""    #: the platform as YAML with every default filled in
     profile_name: str = ""        #: the profile that was replayed
     meta: dict[str, Any] = field(default_factory=dict)  #: platform and profile facts for the summary
-    profile: object = None        #: the Profile that was replayed (op kinds for traces and plots)
+    profile: Profile | None = None  #: the Profile that was replayed (op kinds for traces and plots)
 
     @classmethod
-    def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw) -> Result:
+    def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw: Any) -> Result:
         """Assembles a Result from the child's raw tables."""
         tables = raw["tables"]
         gpus = structured("gpus", tables["gpus"])
@@ -66,7 +69,7 @@ class Result:
         """SyncMon statistics, a row per GPU (SYNCMON_DTYPE)."""
         out = np.zeros(len(self.gpus), dtype=SYNCMON_DTYPE)
         out["gpu"] = self.gpus["gpu"]
-        for field_name in SYNCMON_DTYPE.names[1:]:
+        for field_name in (SYNCMON_DTYPE.names or ())[1:]:
             source = "syncmon_peak" if field_name == "peak_entries" else f"syncmon_{field_name}"
             out[field_name] = self.gpus[source]
         return out
@@ -96,14 +99,14 @@ class Result:
                     out["detail"][i] = f"{op['op']} {op['value']} on gpu {op['dst']}"
         return out
 
-    def dataframe(self, table: str):
+    def dataframe(self, table: str) -> Any:
         """A table as a pandas DataFrame (pandas must be installed): gpus, workgroups, links, syncmon, pairs, ops."""
         import pandas
 
-        data = self.ops_table() if table == "ops" else getattr(self, table)
+        data: Any = self.ops_table() if table == "ops" else getattr(self, table)
         return pandas.DataFrame.from_records(data)
 
-    def busiest_link(self):
+    def busiest_link(self) -> tuple[int, int, float, int] | None:
         """(src, dst, utilization, bytes) of the most used link (by bytes where links have no timing), or None."""
         if not len(self.links):
             return None
@@ -120,6 +123,7 @@ class Result:
     def summary(self) -> dict[str, Any]:
         """The headline figures, as saved in summary.json."""
         g = self.gpus
+        busiest = self.busiest_link()
         return {
             "name": self.name,
             "profile": self.profile_name,
@@ -135,12 +139,11 @@ class Result:
             "events": self.events,
             "wall_s": self.wall_s,
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
-            "busiest_link": (dict(zip(("src", "dst", "utilization", "bytes"), self.busiest_link()))
-                             if self.busiest_link() else None),
+            "busiest_link": dict(zip(("src", "dst", "utilization", "bytes"), busiest)) if busiest else None,
             **self.meta,
         }
 
-    def save(self, directory) -> Path:
+    def save(self, directory: str | Path) -> Path:
         """Writes summary.json, the CSV tables (gpus, workgroups, links, syncmon; pairs, link_bins and
         ops when present) and effective.yaml into `directory`."""
         out = Path(directory)
@@ -158,7 +161,7 @@ class Result:
         for table, name in tables:
             with open(out / f"{name}.csv", "w", newline="") as f:
                 w = csv.writer(f)
-                w.writerow(table.dtype.names)
+                w.writerow(table.dtype.names or ())
                 w.writerows(row.tolist() for row in table)
         if self.effective_config:
             (out / "effective.yaml").write_text(self.effective_config)

@@ -32,7 +32,7 @@ from .result import Result
 
 __all__ = ["simulate", "check", "prepare", "NativeRun"]
 
-_in_process_used = []  # a SystemC kernel runs once per process; remembers the in-process run
+_in_process_used: list[bool] = []  # a SystemC kernel runs once per process; remembers the in-process run
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def check(platform: Platform, profile: Profile) -> None:
     prepare(platform, profile, platform.seed)
 
 
-def simulate(platform: Platform, profile: Profile | str | os.PathLike | None = None, *,
+def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | None = None, *,
              seed: int | None = None, trace: bool = False, in_process: bool = False) -> Result:
     """Simulates `profile` (default: the platform's own) on `platform` and returns its Result.
 
@@ -112,6 +112,7 @@ def _run_in_child(run: NativeRun) -> dict[str, Any]:
             os.dup2(errors.fileno(), 2)
             os.dup2(errors.fileno(), 1)
             code = 0
+            payload: dict[str, Any]
             try:
                 payload = {"ok": sysc.elaborate_and_run(run)}
                 payload["ok"]["child_private_kb"] = _private_kb()
@@ -137,8 +138,9 @@ def _run_in_child(run: NativeRun) -> dict[str, Any]:
         if output.strip():
             sys.stderr.write(output)
         if "ok" in payload:
-            payload["ok"]["child_max_rss_kb"] = usage.ru_maxrss
-            return payload["ok"]
+            result: dict[str, Any] = payload["ok"]
+            result["child_max_rss_kb"] = usage.ru_maxrss
+            return result
         if "error" in payload:
             raise payload["error"]
         raise EidolaError(f"simulation {run.plan.name!r}: internal error in the child process:\n{payload['internal']}")

@@ -14,6 +14,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ __all__ = ["load", "elaborate_and_run"]
 
 
 @functools.cache
-def load():
+def load() -> Any:
     """Loads cppyy, the models library and the Simulation header; returns the `eidola` C++ namespace."""
     lib = native_library()  # loads the sc_main shim first, so libsystemc resolves
     import cppyy
@@ -44,7 +45,7 @@ def load():
     return ns
 
 
-def _warm(ns) -> None:
+def _warm(ns: Any) -> None:
     # Generating the wrappers here, before fork(), spares every child simulation the JIT cost.
     # Nothing below creates a SystemC object, so the kernel stays untouched in the parent.
     params = ns.ParamSet()
@@ -81,7 +82,7 @@ def _sc_cplusplus() -> str:
 
 
 @functools.cache
-def _load_systemc_headers():
+def _load_systemc_headers() -> Any:
     """Parses <systemc> and <tlm> into cppyy (about a second): needed only by plugins."""
     import cppyy
 
@@ -93,7 +94,7 @@ def _load_systemc_headers():
 
 
 @contextlib.contextmanager
-def _diagnostics():
+def _diagnostics() -> Iterator[dict[str, str]]:
     """Collects what the C++ compiler prints on stderr during the block (cppyy reports there)."""
     captured = {"text": ""}
     with tempfile.TemporaryFile() as tmp:
@@ -108,7 +109,7 @@ def _diagnostics():
             captured["text"] = tmp.read().decode(errors="replace")
 
 
-def _condensed(*texts) -> str:
+def _condensed(*texts: object) -> str:
     """The first compiler error line of the diagnostics, else the first line of the message."""
     lines = [line.strip() for t in texts for line in str(t).splitlines() if line.strip()]
     for line in lines:
@@ -117,7 +118,7 @@ def _condensed(*texts) -> str:
     return lines[0] if lines else "unknown error"
 
 
-def _plugin_class(cppyy, spec, where: str):
+def _plugin_class(cppyy: Any, spec: PluginSpec, where: str) -> Any:
     node = cppyy.gbl
     for part in spec.class_path:
         try:
@@ -145,7 +146,7 @@ def _plugin_class(cppyy, spec, where: str):
     return node
 
 
-def _instantiate_plugin(name: str, spec: PluginSpec):
+def _instantiate_plugin(name: str, spec: PluginSpec) -> Any:
     """Includes a plugin's headers, loads its library, constructs its class; ConfigError with the diagnostic."""
     cppyy = _load_systemc_headers()
     where = f"plugin {name!r}"
@@ -179,7 +180,7 @@ def _instantiate_plugin(name: str, spec: PluginSpec):
     return obj
 
 
-def _plugin_socket_name(obj, name: str, spec: PluginSpec, socket: str, index: int | None) -> str:
+def _plugin_socket_name(obj: Any, name: str, spec: PluginSpec, socket: str, index: int | None) -> str:
     """The hierarchical name of the plugin socket that a platform socket maps to, by its pattern."""
     pattern = spec.sockets[socket]
     node = obj
@@ -198,7 +199,7 @@ def _plugin_socket_name(obj, name: str, spec: PluginSpec, socket: str, index: in
         raise ConfigError(f"plugin {name!r}: {pattern.text!r} is not a SystemC socket") from None
 
 
-def _table(sim, which: str) -> dict[str, Any]:
+def _table(sim: Any, which: str) -> dict[str, Any]:
     t = sim.table(which)
     columns = [str(c) for c in t.columns]
     values = np.empty(t.rows() * len(columns), dtype=np.float64)
@@ -215,10 +216,10 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
     clock = time.perf_counter()
     sim = ns.Simulation(plan.name)
     sim.set_address_map(plan.base, plan.stride, len(plan.gpus))
-    plugins = {}
+    plugins: dict[str, tuple[Any, PluginSpec]] = {}
     for comp in plan.components:
         if comp.spec.plugin is not None:  # a third-party class: built by cppyy from its declaration
-            plugins[comp.name] = _instantiate_plugin(comp.name, comp.spec.plugin)
+            plugins[comp.name] = (_instantiate_plugin(comp.name, comp.spec.plugin), comp.spec.plugin)
             continue
         params = ns.ParamSet()
         for key, value in comp.values:
@@ -233,8 +234,8 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
 
     def socket_name(ref: SocketRef) -> str:
         if ref.component in plugins:
-            spec = next(c.spec.plugin for c in plan.components if c.name == ref.component)
-            return _plugin_socket_name(plugins[ref.component], ref.component, spec, ref.socket, ref.index)
+            obj, spec = plugins[ref.component]
+            return _plugin_socket_name(obj, ref.component, spec, ref.socket, ref.index)
         return ref.path
 
     for binding in plan.bindings:

@@ -33,7 +33,7 @@ def _field(column: str) -> tuple[str, str]:
     return column, "<i8"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def table_dtype(table: str) -> np.dtype[Any]:
     """The structured dtype of result table `table` ("gpus", "workgroups", "links", "pairs", ...)."""
     fields = []

@@ -7,14 +7,14 @@ checks its op at once, so a ProfileError names the gpu, wg and op index.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
-from .ops import OP_KINDS, REQUIRED, OpKind
+from .ops import OP_KINDS, REQUIRED, Op, OpKind
 from .profile import Profile
-from .variability import Variability, check_new_delay, make_delay, make_distribution
+from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
 
 __all__ = ["ProfileBuilder", "ProgramBuilder"]
 
@@ -22,16 +22,17 @@ __all__ = ["ProfileBuilder", "ProgramBuilder"]
 class ProgramBuilder:
     """Appends ops to one workgroup's program; each method checks its op at once and returns the builder."""
 
-    def __init__(self, scope, gpu, wg):
+    def __init__(self, scope: Scope, gpu: int, wg: int) -> None:
         self._scope = scope
         self.gpu = gpu
         self.wg = wg
-        self._ops = []
+        self._ops: list[Op] = []
 
-    def _add(self, kind, *args):
+    def _add(self, kind: str, *args: Any) -> Self:
         # Most non-transfer ops repeat verbatim across workgroups: check each distinct one once.
         # Types are part of the key so that True (rejected) never hits the entry made for 1.
-        key = None
+        key: Hashable | None = None
+        op: Op | None
         if kind not in ("write", "read"):
             try:
                 key = (kind, args, tuple(map(type, args)))
@@ -60,7 +61,7 @@ def _op_method(kind: OpKind) -> Callable[..., ProgramBuilder]:
     names = "".join(f"{n}, " for n, _ in kind.args)
     namespace: dict[str, Any] = {"_defaults": dict(kind.args)}
     exec(f"def {kind.name}(self, {params}):\n    return self._add({kind.name!r}, {names})\n", namespace)
-    method = namespace[kind.name]
+    method: Callable[..., ProgramBuilder] = namespace[kind.name]
     method.__doc__ = kind.doc
     method.__qualname__ = f"ProgramBuilder.{kind.name}"
     return method
@@ -73,33 +74,33 @@ for _kind in OP_KINDS.values():
 class ProfileBuilder:
     """Declares flags and buffers and hands out one ProgramBuilder per (gpu, wg); build() returns a Profile."""
 
-    def __init__(self, gpus, workgroups, name="profile"):
+    def __init__(self, gpus: int, workgroups: int, name: str = "profile") -> None:
         try:
             check_header(name, gpus, workgroups)
         except Invalid as e:
             raise ProfileError(f"profile: {e}") from None
         self.name, self.gpus, self.workgroups = name, int(gpus), int(workgroups)
         self._scope = Scope(self.gpus)
-        self._programs = {}
-        self._dists = {}  # "skew"/"jitter" -> Distribution
-        self._delays = []
+        self._programs: dict[tuple[int, int], ProgramBuilder] = {}
+        self._dists: dict[str, Distribution] = {}  # "skew"/"jitter" -> Distribution
+        self._delays: list[Delay] = []
 
-    def _set_dist(self, key, dist, params):
+    def _set_dist(self, key: str, dist: str, params: dict[str, Any]) -> Self:
         where = f"profile {self.name!r}: variability.{key}"
         if key in self._dists:
             raise ProfileError(f"{where}: already set (call {key}() once)")
         self._dists[key] = make_distribution(where, dist, params)
         return self
 
-    def skew(self, dist, **params):
+    def skew(self, dist: str, **params: Any) -> Self:
         """Draw one factor per GPU from `dist`; it multiplies every compute phase of that GPU."""
         return self._set_dist("skew", dist, params)
 
-    def jitter(self, dist, **params):
+    def jitter(self, dist: str, **params: Any) -> Self:
         """Draw one factor per compute phase of every workgroup from `dist`; it multiplies that phase."""
         return self._set_dist("jitter", dist, params)
 
-    def delay(self, gpu, ns, wg=None):
+    def delay(self, gpu: int, ns: float, wg: int | None = None) -> Self:
         """Hold back the first write/read/signal of GPU `gpu`'s workgroups (or only `wg`'s) by `ns`."""
         where = f"profile {self.name!r}: variability.delays[{len(self._delays)}]"
         d = make_delay(where, gpu, ns, wg, self.gpus, self.workgroups)
@@ -107,7 +108,7 @@ class ProfileBuilder:
         self._delays.append(d)
         return self
 
-    def flag(self, name):
+    def flag(self, name: str) -> Self:
         """Declare a flag: one 8-byte word on every GPU, initially 0."""
         try:
             self._scope.declare_flag(name)
@@ -115,7 +116,7 @@ class ProfileBuilder:
             raise ProfileError(f"profile {self.name!r}: {e}") from None
         return self
 
-    def buffer(self, name, nbytes):
+    def buffer(self, name: str, nbytes: int) -> Self:
         """Declare a data buffer of `nbytes` bytes on every GPU."""
         try:
             self._scope.declare_buffer(name, nbytes)
@@ -123,7 +124,7 @@ class ProfileBuilder:
             raise ProfileError(f"profile {self.name!r}: {e}") from None
         return self
 
-    def program(self, gpu, wg):
+    def program(self, gpu: int, wg: int) -> ProgramBuilder:
         """Start the program of workgroup `wg` on GPU `gpu`; each (gpu, wg) may be started once."""
         try:
             gpu = check_int("gpu", gpu, hi=self.gpus - 1)
@@ -135,7 +136,7 @@ class ProfileBuilder:
         p = self._programs[gpu, wg] = ProgramBuilder(self._scope, gpu, wg)
         return p
 
-    def build(self):
+    def build(self) -> Profile:
         """Return the immutable Profile (ops were checked as they were added; names only ever get added)."""
         programs = tuple((key, tuple(p._ops)) for key, p in sorted(self._programs.items()) if p._ops)
         variability = Variability(self._dists.get("skew"), self._dists.get("jitter"), tuple(self._delays))

@@ -4,9 +4,16 @@ Checks raise `Invalid` with what is wrong; the caller prefixes where it happened
 op index, or the file), so one message names both.
 """
 
+from __future__ import annotations
+
 import math
 import numbers
 import re
+from collections.abc import Collection, Hashable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .ops import Op
 
 __all__ = ["Invalid", "Scope", "check_int", "check_num", "check_choice", "check_name", "check_header", "NAME",
            "I64_MIN", "I64_MAX"]
@@ -19,7 +26,7 @@ class Invalid(Exception):
     """A problem found by a checker; the caller prefixes it with where it happened."""
 
 
-def check_int(name, v, lo=0, hi=I64_MAX):
+def check_int(name: str, v: object, lo: int = 0, hi: int = I64_MAX) -> int:
     if type(v) is not int:
         # bool is an int subclass but a True offset is always a mistake; numpy ints are fine.
         if isinstance(v, bool) or not isinstance(v, numbers.Integral):
@@ -30,7 +37,7 @@ def check_int(name, v, lo=0, hi=I64_MAX):
     return v
 
 
-def check_num(name, v, positive=False):
+def check_num(name: str, v: object, positive: bool = False) -> int | float:
     if type(v) is not int and type(v) is not float:
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise Invalid(f"{name} must be a number, got {type(v).__name__} {v!r}")
@@ -42,13 +49,13 @@ def check_num(name, v, positive=False):
     return v
 
 
-def check_choice(name, v, allowed):
+def check_choice(name: str, v: Any, allowed: Collection[str]) -> str:
     if type(v) is not str or v not in allowed:
         raise Invalid(f"{name} {v!r} is not one of {', '.join(allowed)}")
     return v
 
 
-def check_name(what, v):
+def check_name(what: str, v: Any) -> str:
     if type(v) is not str or not NAME.fullmatch(v):
         raise Invalid(f"{what} name {v!r} is invalid (expected [A-Za-z_][A-Za-z0-9_.]*)")
     return v
@@ -57,53 +64,53 @@ def check_name(what, v):
 class Scope:
     """What ops are checked against: GPU count, declared flags and buffers, and an op intern table."""
 
-    def __init__(self, gpus):
+    def __init__(self, gpus: int) -> None:
         self.gpus = gpus
-        self.flags = {}
-        self.buffers = {}
-        self.interned = {}
-        self.pairs = {}  # (name, value) -> the one shared tuple
-        self.memo = {}  # builder: (kind, args, arg types) -> Op; loader: id(raw op) -> Op
+        self.flags: dict[str, int] = {}
+        self.buffers: dict[str, int] = {}
+        self.interned: dict[Op, Op] = {}
+        self.pairs: dict[tuple[str, Any], tuple[str, Any]] = {}  # (name, value) -> the one shared tuple
+        self.memo: dict[Hashable, Op] = {}  # builder: (kind, args, arg types) -> Op; loader: id(raw op) -> Op
 
-    def declare_flag(self, name):
+    def declare_flag(self, name: Any) -> None:
         check_name("flag", name)
         if name in self.flags or name in self.buffers:
             raise Invalid(f"flag {name!r} is already declared as a {'flag' if name in self.flags else 'buffer'}")
         self.flags[name] = len(self.flags)
 
-    def declare_buffer(self, name, nbytes):
+    def declare_buffer(self, name: Any, nbytes: Any) -> None:
         check_name("buffer", name)
         if name in self.flags or name in self.buffers:
             raise Invalid(f"buffer {name!r} is already declared as a {'flag' if name in self.flags else 'buffer'}")
         self.buffers[name] = check_int(f"buffer {name!r} nbytes", nbytes, lo=1)
 
-    def dst(self, v):
+    def dst(self, v: object) -> int:
         v = check_int("dst", v, lo=I64_MIN)
         if not 0 <= v < self.gpus:
             raise Invalid(f"dst {v} is out of range (expected 0 <= dst < {self.gpus})")
         return v
 
-    def flag(self, v):
+    def flag(self, v: Any) -> str:
         if type(v) is not str or v not in self.flags:
             raise Invalid(f"flag {v!r} is not declared (declared: {', '.join(self.flags) or 'none'})")
         return v
 
-    def buffer(self, v):
+    def buffer(self, v: Any) -> int:
         if type(v) is not str or v not in self.buffers:
             raise Invalid(f"buffer {v!r} is not declared (declared: {', '.join(self.buffers) or 'none'})")
         return self.buffers[v]
 
-    def pair(self, name, value):
+    def pair(self, name: str, value: Any) -> tuple[str, Any]:
         """One shared (name, value) tuple per distinct argument."""
         key = (name, value)
         return self.pairs.setdefault(key, key)
 
-    def intern(self, op):
+    def intern(self, op: Op) -> Op:
         # Many ops repeat across workgroups; sharing one object saves memory and speeds up saving.
         return self.interned.setdefault(op, op)
 
 
-def check_header(name, gpus, workgroups):
+def check_header(name: Any, gpus: Any, workgroups: Any) -> None:
     if type(name) is not str or not name:
         raise Invalid(f"name must be a non-empty string, got {name!r}")
     check_int("gpus", gpus, lo=1)

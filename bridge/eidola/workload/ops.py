@@ -6,6 +6,8 @@ what is default" rule are all made from it. Each kind's checker validates a full
 (defaults already filled in) and returns the interned `Op`.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,28 +29,28 @@ class Op:
     """One op of a workgroup program: its kind and every argument, defaults filled in."""
 
     kind: str
-    args: tuple
+    args: tuple[tuple[str, Any], ...]
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         """Return the value of argument `key` (KeyError if the kind has no such argument)."""
         for name, value in self.args:
             if name == key:
                 return value
         raise KeyError(key)
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: Any = None) -> Any:
         """Return the value of argument `key`, or `default` if the kind has no such argument."""
         for name, value in self.args:
             if name == key:
                 return value
         return default
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, Any]:
         """Return the arguments as a dict in signature order."""
         return dict(self.args)
 
 
-def _compute(s, ns, cycles):
+def _compute(s: Scope, ns: Any, cycles: Any) -> Op:
     if (ns is None) == (cycles is None):
         raise Invalid(f"exactly one of ns or cycles is required (got {'both' if ns is not None else 'neither'})")
     if ns is not None:
@@ -58,7 +60,7 @@ def _compute(s, ns, cycles):
     return s.intern(Op("compute", (("ns", ns), ("cycles", cycles))))
 
 
-def _transfer(kind, s, dst, buffer, offset, nbytes):
+def _transfer(kind: str, s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
     dst = s.dst(dst)
     size = s.buffer(buffer)
     offset = check_int("offset", offset)
@@ -71,15 +73,15 @@ def _transfer(kind, s, dst, buffer, offset, nbytes):
                                    (("dst", dst), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))))
 
 
-def _write(s, dst, buffer, offset, nbytes):
+def _write(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
     return _transfer("write", s, dst, buffer, offset, nbytes)
 
 
-def _read(s, dst, buffer, offset, nbytes):
+def _read(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
     return _transfer("read", s, dst, buffer, offset, nbytes)
 
 
-def _signal(s, dst, flag, op, value, compare):
+def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any) -> Op:
     dst = s.dst(dst)
     flag = s.flag(flag)
     op = check_choice("op", op, SIGNAL_OPS)
@@ -93,7 +95,8 @@ def _signal(s, dst, flag, op, value, compare):
     return s.intern(Op("signal", (("dst", dst), ("flag", flag), ("op", op), ("value", value), ("compare", compare))))
 
 
-def _wait(s, flag, cond, value, mode, interval_ns, max_interval_ns, wake):
+def _wait(s: Scope, flag: Any, cond: Any, value: Any, mode: Any, interval_ns: Any, max_interval_ns: Any,
+          wake: Any) -> Op:
     flag = s.flag(flag)
     cond = check_choice("cond", cond, CONDS)
     value = check_int("value", value, lo=I64_MIN)
@@ -110,7 +113,7 @@ def _wait(s, flag, cond, value, mode, interval_ns, max_interval_ns, wake):
                                 ("interval_ns", interval_ns), ("max_interval_ns", max_interval_ns), ("wake", wake))))
 
 
-def _local(s, reads, writes, nbytes):
+def _local(s: Scope, reads: Any, writes: Any, nbytes: Any) -> Op:
     reads = check_int("reads", reads)
     writes = check_int("writes", writes)
     nbytes = check_int("nbytes", nbytes, lo=1)
@@ -166,9 +169,9 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
 
 def explicit_args(op: Op) -> dict[str, Any]:
     """The arguments of `op` that differ from their defaults (what a file needs to write)."""
-    out = {}
+    out: dict[str, Any] = {}
     for (name, value), (_, default) in zip(op.args, OP_KINDS[op.kind].args):
-        if value is None or value == default and type(value) is type(default):
+        if value is None or (value == default and type(value) is type(default)):
             continue
         if name == "max_interval_ns":  # its default is relative to interval_ns
             implied = MAX_INTERVAL_FACTOR * op["interval_ns"]

@@ -7,12 +7,16 @@ section (skew, jitter, wake-up delays; see `variability`) says how a real run st
 Profiles are made by the builder (`builder.ProfileBuilder`) or read from files (`profile_yaml`).
 """
 
+from __future__ import annotations
+
+import os
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
-from .ops import OP_KINDS, explicit_args
+from .ops import OP_KINDS, Op, explicit_args
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
 __all__ = ["Profile", "FORMAT_VERSION"]
@@ -29,30 +33,30 @@ class Profile:
     name: str
     gpus: int
     workgroups: int
-    flags: tuple
-    buffers: tuple
-    programs: tuple
+    flags: tuple[str, ...]
+    buffers: tuple[tuple[str, int], ...]
+    programs: tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]
     variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
 
     @cached_property
-    def _index(self):
+    def _index(self) -> dict[tuple[int, int], tuple[Op, ...]]:
         return dict(self.programs)
 
-    def program(self, gpu, wg):
+    def program(self, gpu: int, wg: int) -> tuple[Op, ...]:
         """Return the ops of workgroup `wg` on GPU `gpu` (an empty tuple if it has none)."""
         return self._index.get((gpu, wg), ())
 
-    def buffer_size(self, name):
+    def buffer_size(self, name: str) -> int:
         """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
         return dict(self.buffers)[name]
 
-    def ops_count(self):
+    def ops_count(self) -> int:
         """Return the total number of ops over all programs."""
         return sum(len(ops) for _, ops in self.programs)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return the plain dict/list form written to files (defaulted op args are left out)."""
-        d = {
+        d: dict[str, Any] = {
             "eidola_profile": FORMAT_VERSION, "name": self.name, "gpus": self.gpus,
             "workgroups": self.workgroups, "flags": list(self.flags), "buffers": dict(self.buffers),
         }
@@ -63,11 +67,11 @@ class Profile:
         return d
 
     @classmethod
-    def from_dict(cls, d, source="<dict>"):
+    def from_dict(cls, d: Any, source: str = "<dict>") -> Profile:
         """Validate the dict form (as read from a file) and return a Profile; errors name `source`."""
         return _from_dict(d, source)
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the profile as YAML to `path`."""
         from .profile_yaml import write_profile  # the writer needs this class; imported late to avoid a cycle
 
@@ -77,11 +81,11 @@ class Profile:
 
 # ---------------------------------------------------------------- reading
 
-def _where(source, text):
+def _where(source: str, text: str) -> str:
     return f"{source}: {text}"
 
 
-def _from_dict(d, source):
+def _from_dict(d: Any, source: str) -> Profile:
     if not isinstance(d, dict):
         raise ProfileError(_where(source, f"expected a mapping with keys {', '.join(_TOP_KEYS)}, got {type(d).__name__}"))
     for key in d:
@@ -113,10 +117,11 @@ def _from_dict(d, source):
     return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability)
 
 
-def _read_programs(raw_programs, scope, gpus, workgroups, source):
+def _read_programs(raw_programs: Any, scope: Scope, gpus: int, workgroups: int,
+                   source: str) -> tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]:
     if not isinstance(raw_programs, list):
         raise ProfileError(_where(source, f"programs must be a list, got {type(raw_programs).__name__}"))
-    seen = {}
+    seen: dict[tuple[int, int], tuple[int, tuple[Op, ...]]] = {}
     for j, rp in enumerate(raw_programs):
         here = f"programs[{j}]"
         try:
@@ -140,8 +145,8 @@ def _read_programs(raw_programs, scope, gpus, workgroups, source):
     return tuple((key, ops) for key, (_, ops) in sorted(seen.items()) if ops)
 
 
-def _read_ops(raw_ops, scope, here, source):
-    ops = []
+def _read_ops(raw_ops: list[Any], scope: Scope, here: str, source: str) -> tuple[Op, ...]:
+    ops: list[Op] = []
     append = ops.append
     memo = scope.memo
     for i, raw in enumerate(raw_ops):

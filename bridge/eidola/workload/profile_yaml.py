@@ -4,24 +4,31 @@ Large profiles are mostly one op per line; the fast reader parses exactly that l
 anything else to PyYAML, so errors still carry PyYAML's line and column.
 """
 
+from __future__ import annotations
+
 import os
 import re
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, cast
 
 import yaml
 
 from ..errors import ProfileError
-from .ops import explicit_args
+from .ops import Op, explicit_args
 from .profile import FORMAT_VERSION, Profile
 
 __all__ = ["load_profile", "write_profile"]
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:  # the C loader if PyYAML was built with libyaml; same interface either way
+    _Loader = yaml.SafeLoader
+else:
+    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _StrictLoader(_Loader):
     """The safe YAML loader, but a repeated mapping key is an error instead of silently winning."""
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         mapping = super().construct_mapping(node, deep=deep)
         if len(mapping) != len(node.value):
             seen = set()
@@ -39,13 +46,13 @@ _FAST_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+(?:e[-+][0-9]+)?")
 _FAST_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _fast_key(v):
+def _fast_key(v: str) -> str:
     if not _FAST_KEY.fullmatch(v) or v.lower() in _YAML_WORDS:
         raise ValueError(v)
     return v
 
 
-def _fast_scalar(v):
+def _fast_scalar(v: str) -> int | str | float:
     if _FAST_INT.fullmatch(v):
         return int(v)
     if len(v) >= 2 and v[0] == v[-1] == "'" and "'" not in v[1:-1]:
@@ -62,7 +69,7 @@ _FAST_TRANSFER = re.compile(
     rf"  - \[(write|read), \{{dst: {_N}, buffer: ([A-Za-z_][A-Za-z0-9_./-]*), offset: {_N}, nbytes: {_N}\}}\]")
 
 
-def _fast_op(line):
+def _fast_op(line: str) -> list[Any]:
     m = _FAST_TRANSFER.fullmatch(line)
     # Transfers are the bulk of big profiles and mostly unique, so they get a single regex.
     if m and m[3].lower() not in _YAML_WORDS:
@@ -73,7 +80,7 @@ def _fast_op(line):
     if not sep:
         raise ValueError(line)
     _fast_key(kind)
-    args = {}
+    args: dict[str, int | str | float] = {}
     for item in body.split(", ") if body else ():
         key, sep, value = item.partition(": ")
         if not sep or key in args:
@@ -82,7 +89,7 @@ def _fast_op(line):
     return [kind, args]
 
 
-def _fast_load(text):
+def _fast_load(encoded: bytes) -> dict[str, Any] | None:
     """Parse the layout save() writes, much faster than PyYAML; None if the text strays from it.
 
     Only a strict subset is accepted (decimal ints, plain names, simple quoted strings, one op per
@@ -90,12 +97,14 @@ def _fast_load(text):
     including every kind of error, falls back to the YAML loader and its messages.
     """
     try:
-        text = text.decode("utf-8")
+        text = encoded.decode("utf-8")
         head, sep, body = text.partition("\nprograms:\n")
         data = yaml.load(head, Loader=_StrictLoader) if sep else None
         if not isinstance(data, dict) or "programs" in data:
             return None
-        programs, ops, seen = [], None, {}
+        programs: list[dict[str, Any]] = []
+        ops: list[Any] | None = None
+        seen: dict[str, list[Any]] = {}
         for line in body.split("\n"):
             raw = seen.get(line)
             if raw is not None and ops is not None:
@@ -120,7 +129,7 @@ def _fast_load(text):
         return None
 
 
-def load_profile(path):
+def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a YAML profile file; every error is a ProfileError naming `path`."""
     path = os.fspath(path)
     try:
@@ -130,12 +139,12 @@ def load_profile(path):
         raise ProfileError(f"{path}: no such profile file") from None
     except OSError as e:
         raise ProfileError(f"{path}: cannot read profile file ({e.strerror})") from None
-    data = _fast_load(text)
+    data: Any = _fast_load(text)
     try:
         if data is None:
             data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark
+        mark = cast(yaml.Mark, e.problem_mark)  # always set by the loader
         raise ProfileError(f"{path}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {e.problem}") from None
     except yaml.YAMLError as e:
         raise ProfileError(f"{path}: invalid YAML: {e}") from None
@@ -150,7 +159,7 @@ _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
 _YAML_WORDS = frozenset(("yes", "no", "true", "false", "on", "off", "null", "y", "n"))
 
 
-def _scalar(v):
+def _scalar(v: Any) -> str:
     if type(v) is str:
         if _PLAIN.fullmatch(v) and v.lower() not in _YAML_WORDS:
             return v
@@ -164,12 +173,12 @@ def _scalar(v):
     return str(v)
 
 
-def _render(op):
+def _render(op: Op) -> str:
     body = ", ".join(f"{k}: {_scalar(v)}" for k, v in explicit_args(op).items())
     return f"[{op.kind}, {{{body}}}]"
 
 
-def _flow(v):
+def _flow(v: Any) -> str:
     if type(v) is dict:
         return "{" + ", ".join(f"{_scalar(k)}: {_flow(x)}" for k, x in v.items()) + "}"
     if type(v) is list:
@@ -177,7 +186,7 @@ def _flow(v):
     return _scalar(v)
 
 
-def _render_variability(v):
+def _render_variability(v: dict[str, Any]) -> str:
     lines = ["variability:\n"]
     for key, value in v.items():
         if key == "delays":
@@ -187,7 +196,7 @@ def _render_variability(v):
     return "".join(lines)
 
 
-def write_profile(p: Profile, write) -> None:
+def write_profile(p: Profile, write: Callable[[str], object]) -> None:
     """Writes `p` in the layout the fast reader takes, through `write` (a text sink)."""
     write(f"eidola_profile: {FORMAT_VERSION}\nname: {_scalar(p.name)}\ngpus: {p.gpus}\nworkgroups: {p.workgroups}\n")
     write(f"flags: [{', '.join(map(_scalar, p.flags))}]\n")
@@ -199,7 +208,7 @@ def write_profile(p: Profile, write) -> None:
         write("programs: []\n")
         return
     write("programs:\n")
-    rendered = {}  # by id: interned ops are shared objects, so each is rendered once
+    rendered: dict[int, str] = {}  # by id: interned ops are shared objects, so each is rendered once
     for (g, w), ops in p.programs:
         lines = [f"- gpu: {g}\n  wg: {w}\n  ops:\n"]
         for op in ops:

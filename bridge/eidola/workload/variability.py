@@ -20,18 +20,26 @@ jitter factor for every compute op, programs in ``profile.programs`` order and o
 order (only if jitter is set).
 """
 
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ProfileError
+
+if TYPE_CHECKING:
+    from .profile import Profile
 
 __all__ = ["DISTRIBUTIONS", "Distribution", "Delay", "Variability", "compute_scales", "hold_ns"]
 
 # Per distribution, its parameter names in the order they are stored and written.
-DISTRIBUTIONS = {"normal": ("mean", "std"), "lognormal": ("mu", "sigma"), "uniform": ("low", "high"),
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"normal": ("mean", "std"), "lognormal": ("mu", "sigma"), "uniform": ("low", "high"),
                  "empirical": ("samples",)}
 _SECTION_KEYS = ("skew", "jitter", "delays")
 _DELAY_KEYS = ("gpu", "wg", "ns")
@@ -42,19 +50,20 @@ class Distribution:
     """A distribution of factors: its name and ((parameter, value), ...) in DISTRIBUTIONS order."""
 
     dist: str
-    params: tuple
+    params: tuple[tuple[str, Any], ...]
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         """Return the value of parameter `key` (empirical samples are a tuple)."""
         return dict(self.params)[key]
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return the plain form written to files: {dist: name, parameter: value, ...}."""
         return {"dist": self.dist, **{k: list(v) if type(v) is tuple else v for k, v in self.params}}
 
-    def draw(self, rng, n):
+    def draw(self, rng: np.random.Generator, n: int) -> NDArray[np.float64]:
         """Return `n` factors drawn from `rng`, each clipped at 0."""
         p = dict(self.params)
+        x: NDArray[np.float64]
         if self.dist == "normal":
             x = rng.normal(p["mean"], p["std"], n)
         elif self.dist == "lognormal":
@@ -74,7 +83,7 @@ class Delay:
     ns: float
     wg: int | None = None
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return the plain form written to files ({gpu, wg (if set), ns})."""
         return {"gpu": self.gpu, **({} if self.wg is None else {"wg": self.wg}), "ns": self.ns}
 
@@ -85,14 +94,14 @@ class Variability:
 
     skew: Distribution | None = None
     jitter: Distribution | None = None
-    delays: tuple = ()
+    delays: tuple[Delay, ...] = ()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.skew is not None or self.jitter is not None or bool(self.delays)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         """Return the plain form written to files; only the parts that are set."""
-        out = {}
+        out: dict[str, Any] = {}
         if self.skew is not None:
             out["skew"] = self.skew.to_dict()
         if self.jitter is not None:
@@ -107,7 +116,7 @@ NO_VARIABILITY = Variability()
 
 # ---------------------------------------------------------------- validation
 
-def _number(where, v, lo=None):
+def _number(where: str, v: object, lo: float | None = None) -> int | float:
     # bool is a number to Python but True as a std is always a mistake; numpy scalars are fine.
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise ProfileError(f"{where} must be a number, got {type(v).__name__} {v!r}")
@@ -119,16 +128,16 @@ def _number(where, v, lo=None):
     return v
 
 
-def _index(where, v, count, what):
+def _index(where: str, v: object, count: int, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise ProfileError(f"{where} must be an int, got {type(v).__name__} {v!r}")
-    if not 0 <= v < count:
+    if not 0 <= cast(int, v) < count:  # an Integral (numpy ints too) compares like an int
         raise ProfileError(f"{where} {v} is out of range (expected 0 <= {where.rsplit('.', 1)[-1]} < {count}, "
                            f"the number of {what})")
     return int(v)
 
 
-def make_distribution(where, dist, params):
+def make_distribution(where: str, dist: Any, params: Mapping[str, Any]) -> Distribution:
     """Check `dist` and its `params` (a mapping) and return a Distribution; errors start with `where`."""
     if type(dist) is not str or dist not in DISTRIBUTIONS:
         raise ProfileError(f"{where}.dist {dist!r} is not one of {', '.join(DISTRIBUTIONS)}")
@@ -141,7 +150,7 @@ def make_distribution(where, dist, params):
         if name not in params:
             raise ProfileError(f"{where}: missing parameter {name!r} for dist {dist!r} "
                                f"(expected {', '.join(expected)})")
-    values = {}
+    values: dict[str, Any] = {}
     if dist == "empirical":
         samples = params["samples"]
         if not isinstance(samples, (list, tuple, np.ndarray)) or len(samples) == 0:
@@ -155,7 +164,7 @@ def make_distribution(where, dist, params):
     return Distribution(dist, tuple((name, values[name]) for name in expected))
 
 
-def make_delay(where, gpu, ns, wg, gpus, workgroups):
+def make_delay(where: str, gpu: Any, ns: Any, wg: Any, gpus: int, workgroups: int) -> Delay:
     """Check one delay against the profile's GPU and workgroup counts and return a Delay."""
     gpu = _index(f"{where}.gpu", gpu, gpus, "GPUs")
     if wg is not None:
@@ -163,7 +172,7 @@ def make_delay(where, gpu, ns, wg, gpus, workgroups):
     return Delay(gpu, _number(f"{where}.ns", ns, lo=0), wg)
 
 
-def check_new_delay(where, delay, delays):
+def check_new_delay(where: str, delay: Delay, delays: Sequence[Delay]) -> None:
     """Raise if `delays` already holds one for the same (gpu, wg) target as `delay`."""
     for i, d in enumerate(delays):
         if (d.gpu, d.wg) == (delay.gpu, delay.wg):
@@ -171,7 +180,7 @@ def check_new_delay(where, delay, delays):
             raise ProfileError(f"{where}: a second delay for gpu {d.gpu} {target} (the first is delays[{i}])")
 
 
-def parse_variability(raw, gpus, workgroups, where):
+def parse_variability(raw: Any, gpus: int, workgroups: int, where: str) -> Variability:
     """Validate the plain form of a `variability` section (None means none) and return a Variability."""
     if raw is None:
         return NO_VARIABILITY
@@ -181,7 +190,7 @@ def parse_variability(raw, gpus, workgroups, where):
     for key in raw:
         if key not in _SECTION_KEYS:
             raise ProfileError(f"{where}: unknown key {key!r} (allowed: {', '.join(_SECTION_KEYS)})")
-    dists = {}
+    dists: dict[str, Distribution] = {}
     for key in ("skew", "jitter"):
         spec = raw.get(key)
         if spec is None:
@@ -195,7 +204,7 @@ def parse_variability(raw, gpus, workgroups, where):
     if not isinstance(raw_delays, list):
         raise ProfileError(f"{where}.delays: expected a list of {{gpu, wg (optional), ns}}, "
                            f"got {type(raw_delays).__name__}")
-    delays = []
+    delays: list[Delay] = []
     for i, rd in enumerate(raw_delays):
         here = f"{where}.delays[{i}]"
         if not isinstance(rd, dict):
@@ -214,7 +223,7 @@ def parse_variability(raw, gpus, workgroups, where):
 
 # ---------------------------------------------------------------- sampling
 
-def compute_scales(profile, seed):
+def compute_scales(profile: Profile, seed: int) -> dict[tuple[int, int], NDArray[np.float64]]:
     """Return {(gpu, wg): factors}, one float per op of every program (1.0 for non-compute ops).
 
     A compute op's factor is its GPU's skew factor times its own jitter factor. The dict has an
@@ -226,7 +235,8 @@ def compute_scales(profile, seed):
     masks = [np.fromiter((op.kind == "compute" for op in ops), dtype=bool, count=len(ops))
              for _, ops in profile.programs]
     jitter = v.jitter.draw(rng, sum(int(m.sum()) for m in masks)) if v.jitter is not None else None
-    out, used = {}, 0
+    out: dict[tuple[int, int], NDArray[np.float64]] = {}
+    used = 0
     for ((gpu, wg), _), mask in zip(profile.programs, masks):
         scale = np.ones(len(mask))
         if skew is not None:
@@ -239,14 +249,14 @@ def compute_scales(profile, seed):
     return out
 
 
-def hold_ns(profile):
+def hold_ns(profile: Profile) -> dict[tuple[int, int], float]:
     """Return {(gpu, wg): ns} for every program a delay applies to; a wg's own delay beats its GPU's."""
     v = profile.variability or NO_VARIABILITY
     if not v.delays:
         return {}
     per_gpu = {d.gpu: d.ns for d in v.delays if d.wg is None}
     per_wg = {(d.gpu, d.wg): d.ns for d in v.delays if d.wg is not None}
-    out = {}
+    out: dict[tuple[int, int], float] = {}
     for (gpu, wg), _ in profile.programs:
         ns = per_wg.get((gpu, wg), per_gpu.get(gpu))
         if ns is not None:

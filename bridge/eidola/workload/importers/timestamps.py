@@ -35,20 +35,26 @@ buffers and offsets (the import uses ``imported`` at offset 0), signal ops other
 (exported with their value, imported as add) and wait intervals (imported as 100 ns).
 """
 
+from __future__ import annotations
+
 import bisect
 import csv
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any, SupportsFloat, cast, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ...errors import ProfileError
-from ..builder import ProfileBuilder
+from ..builder import ProfileBuilder, ProgramBuilder
 from ..checks import NAME
-from ..ops import CONDS, WAIT_MODES
+from ..ops import CONDS, WAIT_MODES, Op
+from ..profile import Profile
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "EVENTS", "import_timestamps", "export_timestamps"]
 
@@ -86,7 +92,11 @@ class _Row:
 
 # ---------------------------------------------------------------- reading rows
 
-def _int(cells, key, lo=0, hi=_I64_MAX, need=None):
+@overload
+def _int(cells: dict[str, str], key: str, lo: int = ..., hi: int = ..., *, need: str) -> int: ...
+@overload
+def _int(cells: dict[str, str], key: str, lo: int = ..., hi: int = ..., need: None = ...) -> int | None: ...
+def _int(cells: dict[str, str], key: str, lo: int = 0, hi: int = _I64_MAX, need: str | None = None) -> int | None:
     s = cells.get(key, "")
     if not s:
         if need:
@@ -97,10 +107,11 @@ def _int(cells, key, lo=0, hi=_I64_MAX, need=None):
     return int(s)
 
 
-def _time(cells, key):
+def _time(cells: dict[str, str], key: str) -> Decimal | None:
     s = cells.get(key, "")
     if not s:
         return None
+    t: Decimal | None
     try:
         t = Decimal(s)
     except InvalidOperation:
@@ -110,7 +121,7 @@ def _time(cells, key):
     return t
 
 
-def _flag(cells, need=None):
+def _flag(cells: dict[str, str], need: str | None = None) -> str | None:
     s = cells.get("flag", "")
     if not s:
         if need:
@@ -121,7 +132,7 @@ def _flag(cells, need=None):
     return s
 
 
-def _choice(cells, key, allowed, default):
+def _choice(cells: dict[str, str], key: str, allowed: Sequence[str], default: str) -> str:
     s = cells.get(key, "")
     if not s:
         return default
@@ -130,7 +141,7 @@ def _choice(cells, key, allowed, default):
     return s
 
 
-def _parse_row(line, cells):
+def _parse_row(line: int, cells: dict[str, str]) -> _Row:
     event = cells["event"]
     if event not in EVENTS:
         raise _Bad(f"event {event!r} is not one of {', '.join(EVENTS)}")
@@ -160,7 +171,7 @@ def _parse_row(line, cells):
     return row
 
 
-def _check_header(header):
+def _check_header(header: list[str]) -> None:
     allowed = COLUMNS + OPTIONAL_COLUMNS
     for i, col in enumerate(header):
         if col not in allowed:
@@ -172,14 +183,14 @@ def _check_header(header):
             raise _Bad(f"missing column {col!r} (required: {', '.join(COLUMNS)})")
 
 
-def _read_rows(path):
+def _read_rows(path: str) -> list[_Row]:
     try:
         f = open(path, newline="", encoding="utf-8-sig")
     except FileNotFoundError:
         raise ProfileError(f"{path}: no such timestamps file") from None
     except OSError as e:
         raise ProfileError(f"{path}: cannot read timestamps file ({e.strerror})") from None
-    rows = []
+    rows: list[_Row] = []
     with f:
         reader = csv.reader(f)
         try:
@@ -210,29 +221,31 @@ def _read_rows(path):
 class _Signals:
     """Signal rows per (target gpu, flag), to sum the values that had arrived by a given time."""
 
-    def __init__(self, rows):
-        by_target = {}
+    def __init__(self, rows: list[_Row]) -> None:
+        by_target: dict[tuple[int | None, str | None], list[tuple[Decimal, int | None]]] = {}
         for r in rows:
             if r.event == "signal":
                 by_target.setdefault((r.peer, r.flag), []).append((r.t, r.value))
-        self._times, self._sums = {}, {}
+        self._times: dict[tuple[int | None, str | None], list[Decimal]] = {}
+        self._sums: dict[tuple[int | None, str | None], list[Any]] = {}
         for key, items in by_target.items():
             items.sort(key=lambda tv: tv[0])
             self._times[key] = [t for t, _ in items]
-            self._sums[key] = list(np.cumsum([v for _, v in items], dtype=object))
+            # Signal rows always have a value; dtype object keeps exact Python ints (no 64-bit overflow).
+            self._sums[key] = list(np.cumsum(cast("list[int]", [v for _, v in items]), dtype=np.object_))
 
-    def released(self, gpu, flag, t):
+    def released(self, gpu: int, flag: str | None, t: Decimal) -> tuple[int, int]:
         """Return (number of signals, sum of their values) to `gpu`'s `flag` with t_ns <= `t`."""
         times = self._times.get((gpu, flag), [])
         n = bisect.bisect_right(times, t)
         return n, (int(self._sums[gpu, flag][n - 1]) if n else 0)
 
 
-def _ns(gap):
+def _ns(gap: Decimal) -> int | float:
     return int(gap) if gap == gap.to_integral_value() else float(gap)
 
 
-def _wait_value(begin, end, signals):
+def _wait_value(begin: _Row, end: _Row, signals: _Signals) -> int:
     if begin.value is not None:
         return begin.value
     n, total = signals.released(begin.gpu, begin.flag, end.t)
@@ -243,12 +256,15 @@ def _wait_value(begin, end, signals):
     return total
 
 
-def _add_program(p, rows, signals):
+def _add_program(p: ProgramBuilder, rows: list[_Row], signals: _Signals) -> None:
     """Append the ops of one workgroup's time-ordered rows to ProgramBuilder `p`; _Bad carries the line."""
     who = f"gpu {p.gpu} wg {p.wg}"
     first = rows[0]
     if first.event != "start":
         raise _Bad(f"{who} has no start row before this {first.event!r} row (its first row must be 'start')", first)
+    ready: Decimal | None
+    waiting: _Row | None
+    end: _Row | None
     ready, waiting, end = first.t, None, None
     for r in rows[1:]:
         if end is not None:
@@ -290,8 +306,8 @@ def _add_program(p, rows, signals):
         raise _Bad(f"{who} has no end row (its last row is this {last.event!r} row)", last)
 
 
-def _declare(b, rows):
-    flags = {}
+def _declare(b: ProfileBuilder, rows: list[_Row]) -> None:
+    flags: dict[str, _Row] = {}
     for r in rows:
         if r.flag is not None and r.flag not in flags:
             flags[r.flag] = r
@@ -300,16 +316,16 @@ def _declare(b, rows):
     if writes:
         if BUFFER in flags:
             raise _Bad(f"flag name {BUFFER!r} is reserved for the imported data buffer", flags[BUFFER])
-        b.buffer(BUFFER, max(writes))
+        b.buffer(BUFFER, max(cast("list[int]", writes)))  # every write row has nbytes
 
 
-def import_timestamps(path, name=None):
+def import_timestamps(path: str | os.PathLike[str], name: str | None = None) -> Profile:
     """Read an annotated timestamps CSV (see the module doc) as a Profile named `name` (default: file stem)."""
     path = os.fspath(path)
     rows = _read_rows(path)
     gpus = 1 + max(max(r.gpu, -1 if r.peer is None else r.peer) for r in rows)
     workgroups = 1 + max(r.wg for r in rows)
-    programs = {}
+    programs: dict[tuple[int, int], list[_Row]] = {}
     for r in rows:
         programs.setdefault((r.gpu, r.wg), []).append(r)
     signals = _Signals(rows)
@@ -328,12 +344,13 @@ def import_timestamps(path, name=None):
 
 # ---------------------------------------------------------------- export
 
-def _t(x):
+def _t(x: SupportsFloat) -> str:
     return f"{float(x):.3f}"
 
 
-def _program_rows(gpu, wg, ops, idx, begin, end):
-    rows = [[gpu, wg, _t(begin[0]), "start", "", "", "", "", "", "", ""]]
+def _program_rows(gpu: int, wg: int, ops: tuple[Op, ...], idx: list[int], begin: npt.NDArray[Any],
+                  end: npt.NDArray[Any]) -> list[list[object]]:
+    rows: list[list[object]] = [[gpu, wg, _t(begin[0]), "start", "", "", "", "", "", "", ""]]
     for k, b, e in zip(idx, begin, end):
         op = ops[k]
         if op.kind == "write":
@@ -347,7 +364,7 @@ def _program_rows(gpu, wg, ops, idx, begin, end):
     return rows
 
 
-def export_timestamps(profile, op_events, path):
+def export_timestamps(profile: Profile, op_events: npt.ArrayLike, path: str | os.PathLike[str]) -> None:
     """Write the timestamps CSV of a simulated run; `op_events` rows are (gpu, wg, op, begin_ns, end_ns)."""
     ev = np.asarray(op_events)
     missing = [f for f in _EVENT_FIELDS if f not in (ev.dtype.names or ())]
@@ -357,7 +374,7 @@ def export_timestamps(profile, op_events, path):
     ev = ev[np.lexsort((ev["op"], ev["wg"], ev["gpu"]))]
     cut = np.flatnonzero((np.diff(ev["gpu"]) != 0) | (np.diff(ev["wg"]) != 0)) + 1
     groups = {(int(g[0]["gpu"]), int(g[0]["wg"])): g for g in np.split(ev, cut) if len(g)}
-    rows = []
+    rows: list[list[object]] = []
     for (gpu, wg), ops in profile.programs:
         g = groups.pop((gpu, wg), None)
         if g is None:
