@@ -3,6 +3,9 @@
 # installed package. Run scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Lint and types first: they take seconds and catch what tests would only hit by chance.
+.venv/bin/ruff check bridge tests bench experiments examples
+.venv/bin/mypy
 cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp
 SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --test-dir build/cpp --output-on-failure

@@ -12,13 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..platform import catalog
 from .checks import I64_MIN, Invalid, Scope, check_choice, check_int, check_num
 
 __all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "explicit_args"]
 
-CONDS = ("==", "!=", ">=", ">", "<=", "<")            #: wait conditions (the C++ enum Cond, same order)
-WAIT_MODES = ("poll", "spin_yield", "syncmon")        #: how a workgroup waits (the C++ enum WaitMode)
-SIGNAL_OPS = ("add", "set", "cas")                    #: atomics of a signal (the C++ enum AtomicOp)
+# The value sets shared with C++ are declared there (program.h) and read through the catalog.
+CONDS = catalog.enum("cond")            #: wait conditions, in the order of the C++ enum Cond
+WAIT_MODES = catalog.enum("wait_mode")  #: how a workgroup waits (the C++ enum WaitMode)
+SIGNAL_OPS = catalog.enum("atomic")     #: atomics of a signal (the C++ enum AtomicOp)
 WAKES = ("all", "one")                                #: SyncMon wakes every waiter, or one
 REQUIRED: Any = object()  #: marks an argument without a default
 MAX_INTERVAL_FACTOR = 16  #: spin-yield backs off to this many poll intervals unless told otherwise
