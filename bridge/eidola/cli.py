@@ -7,6 +7,7 @@ simulation failed (deadlock, protocol violation, model error), with a report; 1 
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import json
 import sys
 import traceback
@@ -85,6 +86,12 @@ def _busiest(link: dict[str, Any] | None) -> str:
                    else " (the ideal fabric has no link timing)")
 
 
+def _counted(inserted: list[str]) -> str:
+    """ "adapter0 (AtToLtAdapter)", ... as "2 AtToLtAdapter, 8 ProtocolChecker"."""
+    counts = Counter(item.rsplit("(", 1)[-1].rstrip(")") for item in inserted)
+    return ", ".join(f"{n} {model}" for model, n in counts.items())
+
+
 def _summary_text(r: Result, out: Path) -> str:
     s = r.summary()
     lines = [
@@ -102,6 +109,9 @@ def _summary_text(r: Result, out: Path) -> str:
         ("busiest link  " + _busiest(s["busiest_link"])),
         f"reads         {s['reads']} data, {s['flag_reads']} flag (polling)",
         f"simulation    {r.wall_s:.3f} s wall, {s['events']} events ({_si(s['events_per_s'] or 0)}events/s)",
+        f"time          compile {s.get('compile_s', 0):.2f} s, elaborate {s.get('elaborate_s', 0):.3f} s, "
+        f"simulate {s.get('simulate_s', 0):.3f} s",
+        *([f"inserted      {_counted(s['inserted'])} (on the bindings; see effective.yaml)"] if s.get("inserted") else []),
         f"wrote         {out}/ (summary.json, CSV tables, effective.yaml"
         + (", trace.json" if (out / "trace.json").exists() else "")
         + (", figures" if (out / "timeline.png").exists() or (out / "reads.png").exists() else "") + ")",

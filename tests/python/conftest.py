@@ -59,3 +59,13 @@ def cli(tmp_path):
                               capture_output=True, text=True, timeout=300)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def simple_bus_lib(request):
+    """Builds examples/third_party_ip with its own CMakeLists (as a vendor would), once."""
+    root = request.config.rootpath
+    build = root / "build" / "third_party_ip"
+    subprocess.run(["cmake", "-S", root / "examples" / "third_party_ip", "-B", build], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", build], check=True, capture_output=True)
+    return build / "libsimplebus.so"

@@ -27,7 +27,11 @@ _CLASS = re.compile(rf"^\s*({_QUALIFIED})\s*(?:<\s*({_TEMPLATE_ARG}(?:\s*,\s*{_T
 _SEGMENT = rf"{_IDENT}(?:\[(?:\{{i\}}|\d+)\])?"
 _PATTERN = re.compile(rf"^{_SEGMENT}(?:\.{_SEGMENT})*$")
 _KEYS = {"headers", "include_dirs", "library", "class", "args", "protocol", "targets", "initiators", "initiator",
-         "target"}
+         "target", "prelude", "defines", "setup", "setup_each"}
+_DEFINE = re.compile(rf"^{_IDENT}$")
+#: Placeholders of setup statements; other braces pass through untouched.
+SETUP_PLACEHOLDERS = ("{self}",)
+SETUP_EACH_PLACEHOLDERS = ("{self}", "{i}", "{base}", "{size}", "{last}")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class PluginSpec:
     args: tuple[Any, ...]               #: constructor arguments after the module name
     protocol: str             #: "at" or "lt": what its targets accept
     sockets: dict[str, Any]             #: role -> SocketPattern (targets/initiators, or initiator/target)
+    prelude: tuple[str, ...] = ()       #: before `headers`: absolute header paths, or code lines (start with #)
+    defines: tuple[tuple[str, str], ...] = ()  #: (macro, value) defined before anything is included
+    setup: tuple[str, ...] = ()         #: C++ statements run once after construction ({self})
+    setup_each: tuple[str, ...] = ()    #: statements run per GPU window ({self} {i} {base} {size} {last})
 
 
 def parse_class_name(text: str, where: str) -> tuple[tuple[str, ...], tuple[Any, ...]]:
@@ -131,7 +139,73 @@ def parse_plugin(raw: object, where: str, base: Path, role: str) -> PluginSpec:
     for key in set(raw) & ({"targets", "initiators", "initiator", "target"} - set(roles)):
         raise ConfigError(f"{where}.{key}: not a socket of a {role} plugin (it has {' and '.join(roles)})")
     return PluginSpec(headers, include_dirs, library, class_path, template_args, raw["class"], tuple(args), protocol,
-                      sockets)
+                      sockets, _prelude(raw.get("prelude"), f"{where}.prelude", base),
+                      _defines(raw.get("defines"), f"{where}.defines"),
+                      _statements(raw.get("setup"), f"{where}.setup"),
+                      _statements(raw.get("setup_each"), f"{where}.setup_each"))
+
+
+def _strings(value: object, where: str, what: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}: expected a list of {what}, got {value!r}")
+    if any("\n" in v for v in value):
+        raise ConfigError(f"{where}: one {what[:-1]} per list item (no line breaks inside one)")
+    return [v.strip() for v in value]
+
+
+def _prelude(value: object, where: str, base: Path) -> tuple[str, ...]:
+    """Header paths (made absolute, must exist) and code lines (anything starting with '#' or holding a space,
+    a ';' or a brace), in order."""
+    out = []
+    for k, item in enumerate(_strings(value, where, "headers or code lines")):
+        if item.startswith("#") or any(c in item for c in " ;{}()"):
+            out.append(item)
+            continue
+        path = Path(item) if Path(item).is_absolute() else (base / item).resolve()
+        if not path.is_file():
+            raise ConfigError(f"{where}[{k}]: {item!r} is neither a code line nor an existing header (looked for {path})")
+        out.append(str(path))
+    return tuple(out)
+
+
+def _defines(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    """`{NAME: value}` or `[NAME, NAME=value]`; a value is written as given (true/false become 1/0)."""
+    pairs: list[tuple[str, object]] = []
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list):
+        for item in value:
+            if not isinstance(item, str):
+                raise ConfigError(f"{where}: expected NAME or NAME=VALUE strings, got {item!r}")
+            name, _, text = item.partition("=")
+            pairs.append((name, text if "=" in item else ""))
+    elif value is not None:
+        raise ConfigError(f"{where}: expected a mapping of macro to value, or a list of NAME=VALUE, got {value!r}")
+    out = []
+    for name, v in pairs:
+        if not isinstance(name, str) or not _DEFINE.match(name):
+            raise ConfigError(f"{where}: {name!r} is not a macro name")
+        if isinstance(v, bool):
+            text = "1" if v else "0"
+        elif v is None:
+            text = ""
+        elif isinstance(v, (int, float, str)):
+            text = str(v)
+        else:
+            raise ConfigError(f"{where}.{name}: expected a number or a string, got {v!r}")
+        if "\n" in text:
+            raise ConfigError(f"{where}.{name}: a macro value is one line")
+        out.append((name, text))
+    return tuple(out)
+
+
+def _statements(value: object, where: str) -> tuple[str, ...]:
+    """C++ statements, one per item; a missing final ';' is added."""
+    return tuple(v if v.endswith((";", "}")) else v + ";" for v in _strings(value, where, "C++ statements"))
 
 
 def plugin_model(spec: PluginSpec, role: str) -> ModelSpec:

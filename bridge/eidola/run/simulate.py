@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError
@@ -28,6 +28,7 @@ from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
 from . import sysc
 from .encode import EncodedProfile, encode_profile
+from .plugin_build import PluginBuild, Window, build_plugin
 from .result import Result
 
 __all__ = ["simulate", "check", "prepare", "NativeRun"]
@@ -42,12 +43,22 @@ class NativeRun:
     plan: Plan                #: the elaborated platform
     encoded: EncodedProfile   #: the profile as the models replay it
     trace: bool               #: record every op's begin and end
+    plugins: dict[str, PluginBuild] = field(default_factory=dict)  #: component -> its compiled plugin
+
+    @property
+    def compile_s(self) -> float:
+        """Seconds spent compiling plugins for this run (0 when all came from the cache)."""
+        return sum(b.compile_s for b in self.plugins.values())
 
 
 def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False) -> NativeRun:
     """Elaborates `platform` and encodes `profile` for it: every check simulate() makes before building."""
     plan = platform.elaborate()
-    return NativeRun(plan, encode_profile(profile, plan, seed=seed), trace)
+    encoded = encode_profile(profile, plan, seed=seed)
+    windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
+    plugins = {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}")
+               for c in plan.components if c.spec.plugin is not None}
+    return NativeRun(plan, encoded, trace, plugins)
 
 
 def check(platform: Platform, profile: Profile) -> None:
@@ -79,10 +90,25 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
     meta = {"gpus": len(run.plan.gpus), "fabric": run.plan.fabric_description(), "profile_ops": profile.ops_count(),
+            "compile_s": run.compile_s,
+            "inserted": [f"{c.name} ({c.spec.name})" for c in run.plan.components if c.inserted],
             **raw.get("timings", {}),
             **{k: raw[k] for k in ("child_max_rss_kb", "child_private_kb") if k in raw}}
-    return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml(),
+    return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml() + _inserted_note(run.plan),
                            profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile)
+
+
+def _inserted_note(plan: Plan) -> str:
+    """The parts elaboration inserted, as YAML comments (they are not part of the input)."""
+    inserted = {c.name: c.spec.name for c in plan.components if c.inserted}
+    if not inserted:
+        return ""
+    lines = ["# Inserted by elaboration (adapters, protocol checkers), as bound in this run:"]
+    for b in plan.bindings:
+        if b.initiator.component in inserted or b.target.component in inserted:
+            lines.append(f"#   {b.initiator} -> {b.target}")
+    lines += [f"#   {name}: {model}" for name, model in inserted.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _run_in_process(run: NativeRun) -> dict[str, Any]:

@@ -8,13 +8,9 @@ called at most once per process, because a SystemC kernel elaborates once.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 import re
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +20,7 @@ from ..errors import ConfigError
 from ..platform.model import SocketRef
 from ..platform.plugin import PluginSpec
 from .native import native_library
+from .plugin_build import PluginBuild, load_plugin
 
 if TYPE_CHECKING:
     from .simulate import NativeRun
@@ -66,7 +63,7 @@ def _warm(ns: Any) -> None:
     sim.failure_kind()
 
 
-def _sc_cplusplus() -> str:
+def sc_cplusplus() -> str:
     """The C++ standard the loaded libsystemc was built for, read from its exported API-version symbol.
 
     Why: SystemC checks that its headers and library agree on SC_CPLUSPLUS; Cling defaults to a newer
@@ -81,34 +78,6 @@ def _sc_cplusplus() -> str:
     raise ConfigError("cannot find libsystemc's API version symbol to set SC_CPLUSPLUS for third-party headers")
 
 
-@functools.cache
-def _load_systemc_headers() -> Any:
-    """Parses <systemc> and <tlm> into cppyy (about a second): needed only by plugins."""
-    import cppyy
-
-    load()
-    cppyy.cppdef(f"#ifndef SC_CPLUSPLUS\n#define SC_CPLUSPLUS {_sc_cplusplus()}\n#endif")
-    cppyy.include("systemc")
-    cppyy.include("tlm")
-    return cppyy
-
-
-@contextlib.contextmanager
-def _diagnostics() -> Iterator[dict[str, str]]:
-    """Collects what the C++ compiler prints on stderr during the block (cppyy reports there)."""
-    captured = {"text": ""}
-    with tempfile.TemporaryFile() as tmp:
-        saved = os.dup(2)
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield captured
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            captured["text"] = tmp.read().decode(errors="replace")
-
-
 def _condensed(*texts: object) -> str:
     """The first compiler error line of the diagnostics, else the first line of the message."""
     lines = [line.strip() for t in texts for line in str(t).splitlines() if line.strip()]
@@ -118,85 +87,16 @@ def _condensed(*texts: object) -> str:
     return lines[0] if lines else "unknown error"
 
 
-def _plugin_class(cppyy: Any, spec: PluginSpec, where: str) -> Any:
-    node = cppyy.gbl
-    for part in spec.class_path:
-        try:
-            node = getattr(node, part)
-        except AttributeError:
-            raise ConfigError(f"{where}: class {spec.class_text!r}: no '{part}' is declared by the headers "
-                              f"{', '.join(Path(h).name for h in spec.headers)}") from None
-    if spec.template_args:
-        args = []
-        for a in spec.template_args:
-            if isinstance(a, tuple):
-                t = cppyy.gbl
-                for part in a:
-                    t = getattr(t, part, None)
-                    if t is None:
-                        raise ConfigError(f"{where}: class {spec.class_text!r}: template argument "
-                                          f"{'::'.join(a)!r} is not a declared type")
-                args.append(t)
-            else:
-                args.append(a)
-        try:
-            node = node[tuple(args)] if len(args) > 1 else node[args[0]]
-        except Exception as e:
-            raise ConfigError(f"{where}: class {spec.class_text!r}: {_condensed(e)}") from None
-    return node
-
-
-def _instantiate_plugin(name: str, spec: PluginSpec) -> Any:
-    """Includes a plugin's headers, loads its library, constructs its class; ConfigError with the diagnostic."""
-    cppyy = _load_systemc_headers()
-    where = f"plugin {name!r}"
-    for d in spec.include_dirs:
-        cppyy.add_include_path(d)
-    for header in spec.headers:
-        with _diagnostics() as diag:
-            try:
-                cppyy.include(header)
-                error = None
-            except Exception as e:
-                error = e
-        if error is not None:
-            raise ConfigError(f"{where}: header {header}: {_condensed(error, diag['text'])}")
-    if spec.library:
-        try:
-            cppyy.load_library(spec.library)
-        except Exception as e:
-            raise ConfigError(f"{where}: library {spec.library}: {_condensed(e)}") from None
-    cls = _plugin_class(cppyy, spec, where)
-    with _diagnostics() as diag:
-        try:
-            obj = cls(name, *spec.args)
-            error = None
-        except Exception as e:
-            error = e
-    if error is not None:
-        raise ConfigError(f"{where}: constructing {spec.class_text}({', '.join(map(repr, (name, *spec.args)))}): "
-                          f"{_condensed(diag['text'], error)}")
-    obj.__python_owns__ = False  # SystemC keeps pointers to its modules until the process ends
-    return obj
-
-
-def _plugin_socket_name(obj: Any, name: str, spec: PluginSpec, socket: str, index: int | None) -> str:
-    """The hierarchical name of the plugin socket that a platform socket maps to, by its pattern."""
-    pattern = spec.sockets[socket]
-    node = obj
-    for member, i in pattern.resolve(index):
-        try:
-            node = getattr(node, member)
-            if i is not None:
-                node = node[i]
-        except Exception:
-            raise ConfigError(f"plugin {name!r}: socket pattern {socket}: {pattern.text!r} does not match "
-                              f"a member of {spec.class_text} (at '{member}'"
-                              f"{'' if i is None else f'[{i}]'})") from None
-    try:
-        return str(node.name())
-    except Exception:
-        raise ConfigError(f"plugin {name!r}: {pattern.text!r} is not a SystemC socket") from None
+def _construct_plugin(name: str, spec: PluginSpec, build: PluginBuild) -> tuple[Any, Any, PluginSpec]:
+    """Loads a compiled plugin, constructs its class and runs its setup statements."""
+    lib = load_plugin(build)
+    obj = lib.eidola_plugin_create(name.encode())
+    if not obj:
+        raise ConfigError(f"plugin {name!r}: constructing {spec.class_text}({', '.join(map(repr, (name, *spec.args)))})"
+                          f" threw: {lib.eidola_plugin_error().decode(errors='replace')}")
+    if lib.eidola_plugin_setup(obj) != 0:
+        raise ConfigError(f"plugin {name!r}: a setup statement threw: {lib.eidola_plugin_error().decode(errors='replace')}")
+    return lib, obj, spec
 
 
 def _table(sim: Any, which: str) -> dict[str, Any]:
@@ -216,10 +116,10 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
     clock = time.perf_counter()
     sim = ns.Simulation(plan.name)
     sim.set_address_map(plan.base, plan.stride, len(plan.gpus))
-    plugins: dict[str, tuple[Any, PluginSpec]] = {}
+    plugins: dict[str, tuple[Any, Any, PluginSpec]] = {}
     for comp in plan.components:
-        if comp.spec.plugin is not None:  # a third-party class: built by cppyy from its declaration
-            plugins[comp.name] = (_instantiate_plugin(comp.name, comp.spec.plugin), comp.spec.plugin)
+        if comp.spec.plugin is not None:  # a third-party class, compiled beforehand (plugin_build)
+            plugins[comp.name] = _construct_plugin(comp.name, comp.spec.plugin, run.plugins[comp.name])
             continue
         params = ns.ParamSet()
         for key, value in comp.values:
@@ -234,8 +134,13 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
 
     def socket_name(ref: SocketRef) -> str:
         if ref.component in plugins:
-            obj, spec = plugins[ref.component]
-            return _plugin_socket_name(obj, ref.component, spec, ref.socket, ref.index)
+            lib, obj, spec = plugins[ref.component]
+            which = list(spec.sockets).index(ref.socket)
+            found = lib.eidola_plugin_socket(obj, which, -1 if ref.index is None else ref.index)
+            if not found:
+                raise ConfigError(f"plugin {ref.component!r}: socket pattern {ref.socket}: "
+                                  f"{spec.sockets[ref.socket].text!r} names no SystemC object")
+            return str(found.decode())
         return ref.path
 
     for binding in plan.bindings:
