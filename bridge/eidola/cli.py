@@ -7,10 +7,10 @@ simulation failed (deadlock, protocol violation, model error), with a report; 1 
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 import json
 import sys
 import traceback
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
