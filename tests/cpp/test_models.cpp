@@ -92,14 +92,15 @@ void test_address_map() {
 void test_params() {
     ParamSet given;
     given.set("latency", 2e-6);
-    Params p(IdealFabric::param_specs(), given, "fabric");
-    expect(p.time("latency") == sc_core::sc_time(2, sc_core::SC_US), "given value overrides the default");
-    expect(p.integer("ports") == 4, "absent value takes the declared default");
+    const Configured<IdealFabric::Params> p(given, "fabric");
+    expect(p.latency.get() == sc_core::sc_time(2, sc_core::SC_US), "given value overrides the default");
+    expect(p.ports.get() == 4, "absent value takes the declared default");
+    expect(p.specs().size() == 2 && p.specs()[0].name == "latency", "the catalog's specs come from the members");
     ParamSet bad;
     bad.set("latencyy", 1e-9);
     bool threw = false;
     try {
-        Params q(IdealFabric::param_specs(), bad, "fabric");
+        Configured<IdealFabric::Params> q(bad, "fabric");
     } catch (const std::invalid_argument& e) {
         threw = std::string(e.what()).find("latencyy") != std::string::npos;
     }
@@ -108,7 +109,7 @@ void test_params() {
     negative.set("latency", -1e-9);
     threw = false;
     try {
-        Params q(IdealFabric::param_specs(), negative, "fabric");
+        Configured<IdealFabric::Params> q(negative, "fabric");
     } catch (const std::invalid_argument& e) {
         threw = std::string(e.what()).find("out of range") != std::string::npos;
     }
