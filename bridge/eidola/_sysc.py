@@ -33,6 +33,8 @@ def load():
     cppyy.add_include_path(str(lib.include_dir))
     cppyy.include("eidola/simulation.h")  # free of SystemC headers: nothing else is parsed
     cppyy.load_library(str(lib.library))
+    for extra in lib.extra:  # $EIDOLA_MODEL_LIBS: already loaded by ctypes; made known to cppyy alike
+        cppyy.load_library(str(extra))
     ns = cppyy.gbl.eidola
     _warm(ns)
     return ns

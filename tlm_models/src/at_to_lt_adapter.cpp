@@ -31,12 +31,12 @@ tlm::tlm_sync_enum AtToLtAdapter::nb_transport_fw(tlm::tlm_generic_payload& t, t
         }
         return tlm::TLM_COMPLETED;
     }
-    SC_REPORT_ERROR(name(), "target: illegal phase on the forward path");
+    errors().fatal(ErrorKind::ModelError, std::string(name()) + ".target: illegal phase on the forward path");
     return tlm::TLM_COMPLETED;
 }
 
 tlm::tlm_sync_enum AtToLtAdapter::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) {
-    SC_REPORT_ERROR(name(), "initiator: an LT target called the AT backward path");
+    errors().fatal(ErrorKind::ModelError, std::string(name()) + ".initiator: an LT target called the AT backward path");
     return tlm::TLM_COMPLETED;
 }
 

@@ -101,7 +101,8 @@ TopologySpec PacketFabricParams::topology_spec() const {
     spec.gpus_per_node = std::uint32_t(hierarchical.gpus_per_node.get());
     spec.intra = hierarchical.intra.get();
     spec.spines = std::uint32_t(hierarchical.spines.get());
-    spec.nic = LinkParams{hierarchical.nic_bandwidth.get(), hierarchical.nic_latency.get().value(), spec.link.header, 1};
+    spec.nic = LinkParams{hierarchical.nic_bandwidth.get(), hierarchical.nic_latency.get().value(), spec.link.header,
+                          1};
     spec.network = LinkParams{hierarchical.network_bandwidth.get(), hierarchical.network_latency.get().value(),
                               spec.link.header, 1};
     spec.switches = std::uint32_t(custom.switches.get());
@@ -198,7 +199,8 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
         m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, m_node_first_output[gpu] + 1, 0});
         return tlm::TLM_COMPLETED;
     }
-    errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(gpu) + "]: illegal phase on the forward path");
+    errors().report(ErrorKind::ModelError,
+                    std::string(name()) + ".targets[" + std::to_string(gpu) + "]: illegal phase on the forward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -215,7 +217,8 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
         m_blocked_response[gpu] = &t;  // END_RESP withheld until there is room
         return tlm::TLM_ACCEPTED;
     }
-    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) + "]: illegal phase on the backward path");
+    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
+                                               "]: illegal phase on the backward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -346,8 +349,8 @@ std::uint32_t PacketFabric::route(std::uint32_t node, const Packet& p) {
     std::uint32_t n;
     const std::uint32_t* candidates = m_topology->next(node, p.dst_gpu, n);
     if (n == 0) {
-        errors().report(ErrorKind::ModelError, std::string(name()) + ": no route from " + m_topology->node_name(node) + " to gpu" +
-             std::to_string(p.dst_gpu));
+        errors().report(ErrorKind::ModelError, std::string(name()) + ": no route from " +
+                                                   m_topology->node_name(node) + " to gpu" + std::to_string(p.dst_gpu));
         return m_node_first_output[node] + p.cls;
     }
     const std::uint32_t pick = m_spread && n > 1 ? candidates[m_spread_counter[node]++ % n] : candidates[0];
@@ -499,7 +502,8 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
         if (s == tlm::TLM_COMPLETED || phase == tlm::BEGIN_RESP) {
             // The target answered at once: the response starts back from here.
-            if (!inject(p.dst_gpu, p.trans, 1)) errors().report(ErrorKind::ModelError, std::string(name()) + ": no room for an immediate response");
+            if (!inject(p.dst_gpu, p.trans, 1))
+                errors().report(ErrorKind::ModelError, std::string(name()) + ": no room for an immediate response");
         }
         return;
     }

@@ -180,7 +180,8 @@ std::vector<std::string> ProtocolChecker::unanswered() const {
 
 namespace {
 const bool registered = register_model(model_info<ProtocolChecker>(
-    "ProtocolChecker", Role::Checker, "Checks the TLM-2.0 base protocol on one binding and forwards everything unchanged"));
+    "ProtocolChecker", Role::Checker,
+    "Checks the TLM-2.0 base protocol on one binding and forwards everything unchanged"));
 }  // namespace
 
 }  // namespace eidola

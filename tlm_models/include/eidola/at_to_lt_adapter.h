@@ -11,6 +11,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/errors.h"
 #include "eidola/params.h"
 #include "eidola/registry.h"
 
@@ -24,6 +25,7 @@ struct AtToLtAdapterParams : ParamGroup {
 
 /// AT target in, LT initiator out.
 class AtToLtAdapter : public sc_core::sc_module,
+                      public ErrorReporter,
                       private tlm::tlm_fw_transport_if<>,
                       private tlm::tlm_bw_transport_if<> {
 public:

@@ -71,11 +71,11 @@ struct EidolonGpuParams : ParamGroup {
 class EidolonGpu : public sc_core::sc_module, public ErrorReporter {
 public:
     /// initiator: writes, reads and atomics towards the fabric.
-    inline static const SocketSpec initiator_spec{"initiator", "initiator", "at", "1",
-                                                  "writes, reads and atomics towards the fabric (4-phase base protocol)"};
+    inline static const SocketSpec initiator_spec{
+        "initiator", "initiator", "at", "1", "writes, reads and atomics towards the fabric (4-phase base protocol)"};
     /// target: incoming traffic to this GPU's memory.
-    inline static const SocketSpec target_spec{"target", "target", "at+lt", "1",
-                                               "incoming traffic to this GPU's memory (nb_transport_fw and b_transport)"};
+    inline static const SocketSpec target_spec{
+        "target", "target", "at+lt", "1", "incoming traffic to this GPU's memory (nb_transport_fw and b_transport)"};
     /// AT initiator (4-phase base protocol) towards the fabric; carries writes, reads and atomics.
     tlm::tlm_initiator_socket<> initiator{initiator_spec.name.c_str()};
     /// Target for incoming traffic to this GPU's memory; answers nb_transport_fw (AT) and b_transport (LT).

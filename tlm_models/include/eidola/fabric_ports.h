@@ -48,7 +48,8 @@ struct FabricInitiatorPort : tlm::tlm_bw_transport_if<> {
 /// targets[i] as the catalog documents it (the same for every Eidola fabric).
 inline const SocketSpec kFabricTargetsSocket{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"};
 /// initiators[i] as the catalog documents it.
-inline const SocketSpec kFabricInitiatorsSocket{"initiators[i]", "initiator", "at", "ports", "bound to GPU i's target"};
+inline const SocketSpec kFabricInitiatorsSocket{"initiators[i]", "initiator", "at", "ports",
+                                                "bound to GPU i's target"};
 
 /// The module base of a fabric with `ports` GPU ports; Derived is the fabric itself (CRTP).
 template <class Derived>

@@ -72,8 +72,9 @@ struct PacketFabricParams : ParamGroup {
                           "per-hop router latency, charged as a packet enters a router", 0, 1.0};
         /// Input buffer depth per virtual channel.
         IntParam buffer{group, "switch.buffer", 64,
-                        "input buffer depth in packets, per virtual channel; a link runs at full rate only if it covers "
-                        "(link latency + switch latency) x bandwidth, since a slot stays reserved while its packet flies",
+                        "input buffer depth in packets, per virtual channel; a link runs at full rate only if it "
+                        "covers (link latency + switch latency) x bandwidth, since a slot stays reserved while its "
+                        "packet flies",
                         1, 1 << 20};
     } router{*this};
 

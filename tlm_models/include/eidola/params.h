@@ -156,7 +156,7 @@ public:
 template <>
 class Param<ParamType::Ints> : public ParamBase {
 public:
-    Param(ParamGroup& g, const char* name, const char* doc) : ParamBase(g, {name, ParamType::Ints, 0, doc, 0, 0, {}}) {}
+    Param(ParamGroup& g, const char* name, const char* doc) : ParamBase(g, {name, ParamType::Ints, 0, doc}) {}
     const std::string& get() const { return m_text; }
     /// The integers; throws std::invalid_argument on one below 1.
     std::vector<std::uint32_t> values() const;
@@ -166,7 +166,7 @@ public:
 template <>
 class Param<ParamType::Edges> : public ParamBase {
 public:
-    Param(ParamGroup& g, const char* name, const char* doc) : ParamBase(g, {name, ParamType::Edges, 0, doc, 0, 0, {}}) {}
+    Param(ParamGroup& g, const char* name, const char* doc) : ParamBase(g, {name, ParamType::Edges, 0, doc}) {}
     const std::string& get() const { return m_text; }
 };
 
