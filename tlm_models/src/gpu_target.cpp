@@ -33,7 +33,7 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
 }
 
 // Counts an incoming write and wakes the waiters of every flag word it covers.
-void GpuTarget::wrote(std::uint64_t offset, std::uint64_t length) {
+[[gnu::always_inline]] inline void GpuTarget::wrote(std::uint64_t offset, std::uint64_t length) {
     m_bytes_written += length;
     for (std::uint64_t f = offset / 8; f < m_core.memory.flag_count() && f * 8 < offset + length; ++f)
         m_engine.flag_written(f);

@@ -65,13 +65,14 @@ public:
 
     void set_address_map(const AddressMap& map) override { m_map = map; }
     /// Number of GPU ports.
-    std::uint32_t ports() const { return std::uint32_t(targets.size()); }
+    std::uint32_t ports() const { return m_ports; }
 
 protected:
     FabricShell(sc_core::sc_module_name name, std::uint32_t ports)
         : sc_module(name),
           targets(kFabricTargetsSocket.member().c_str(), ports),
-          initiators(kFabricInitiatorsSocket.member().c_str(), ports) {
+          initiators(kFabricInitiatorsSocket.member().c_str(), ports),
+          m_ports(ports) {
         Derived& self = static_cast<Derived&>(*this);  // not yet built: only its address is kept
         for (std::uint32_t i = 0; i < ports; ++i) {
             m_target_ports.push_back(std::make_unique<FabricTargetPort<Derived>>(self, i));
@@ -84,12 +85,13 @@ protected:
     /// The port owning `address`, or -1 when no port does (the caller answers with an address error).
     std::int64_t decode(std::uint64_t address) const {
         const std::int64_t port = m_map.window_of(address);
-        return port < std::int64_t(targets.size()) ? port : -1;
+        return port < std::int64_t(m_ports) ? port : -1;
     }
 
     AddressMap m_map;  ///< the platform's address map
 
 private:
+    std::uint32_t m_ports;  // kept apart from targets.size(): decode() runs per transaction
     std::vector<std::unique_ptr<FabricTargetPort<Derived>>> m_target_ports;
     std::vector<std::unique_ptr<FabricInitiatorPort<Derived>>> m_initiator_ports;
 };

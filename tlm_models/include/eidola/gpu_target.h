@@ -36,7 +36,7 @@ public:
 
 private:
     void send_response(tlm::tlm_generic_payload* trans);
-    void wrote(std::uint64_t offset, std::uint64_t length);
+    inline void wrote(std::uint64_t offset, std::uint64_t length);
 
     GpuCore& m_core;
     WorkgroupEngine& m_engine;
