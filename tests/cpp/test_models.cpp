@@ -9,6 +9,7 @@
 
 #include "eidola/address_map.h"
 #include "eidola/eidolon_gpu.h"
+#include "eidola/errors.h"
 #include "eidola/atomic_extension.h"
 #include "eidola/gpu_memory.h"
 #include "eidola/ideal_fabric.h"
@@ -92,14 +93,15 @@ void test_address_map() {
 void test_params() {
     ParamSet given;
     given.set("latency", 2e-6);
-    Params p(IdealFabric::param_specs(), given, "fabric");
-    expect(p.time("latency") == sc_core::sc_time(2, sc_core::SC_US), "given value overrides the default");
-    expect(p.integer("ports") == 4, "absent value takes the declared default");
+    const Configured<IdealFabric::Params> p(given, "fabric");
+    expect(p.latency.get() == sc_core::sc_time(2, sc_core::SC_US), "given value overrides the default");
+    expect(p.ports.get() == 4, "absent value takes the declared default");
+    expect(p.specs().size() == 2 && p.specs()[0].name == "latency", "the catalog's specs come from the members");
     ParamSet bad;
     bad.set("latencyy", 1e-9);
     bool threw = false;
     try {
-        Params q(IdealFabric::param_specs(), bad, "fabric");
+        Configured<IdealFabric::Params> q(bad, "fabric");
     } catch (const std::invalid_argument& e) {
         threw = std::string(e.what()).find("latencyy") != std::string::npos;
     }
@@ -108,7 +110,7 @@ void test_params() {
     negative.set("latency", -1e-9);
     threw = false;
     try {
-        Params q(IdealFabric::param_specs(), negative, "fabric");
+        Configured<IdealFabric::Params> q(negative, "fabric");
     } catch (const std::invalid_argument& e) {
         threw = std::string(e.what()).find("out of range") != std::string::npos;
     }
@@ -120,6 +122,24 @@ void test_catalog() {
     expect(json.find("\"EidolonGpu\"") != std::string::npos && json.find("\"IdealFabric\"") != std::string::npos,
            "catalog lists the registered models");
     expect(json.find("\"memory.latency\"") != std::string::npos, "catalog lists EidolonGpu's parameters");
+    expect(json.find("\"name\": \"EidolonGpu\", \"role\": \"gpu\"") != std::string::npos, "catalog gives each model's role");
+    expect(json.find("\"FaultInjector\"") == std::string::npos, "test models are not in the product library");
+    expect(json.find("\"cond\": [\"==\", \"!=\", \">=\", \">\", \"<=\", \"<\"]") != std::string::npos,
+           "catalog lists the shared enums' value names");
+    expect(json.find("\"workgroups\": [\"gpu\", \"wg\", \"finish_ps\"") != std::string::npos,
+           "catalog lists the result tables' columns");
+}
+
+void test_error_verdict() {
+    ErrorCollector errors;
+    errors.report(ErrorKind::Stall, "stall: no response");
+    errors.report(ErrorKind::ModelError, "first model error");
+    errors.report(ErrorKind::FabricDeadlock, "fabric deadlock");
+    errors.report(ErrorKind::ModelError, "second model error");
+    expect(errors.verdict() && errors.verdict()->kind == ErrorKind::FabricDeadlock,
+           "the most telling kind is the verdict, whatever the order of reports");
+    expect(std::string(error_kind_name(errors.verdict()->kind)) == "fabric deadlock", "kinds keep their harness names");
+    expect(errors.first(ErrorKind::ModelError)->text == "first model error", "the first report of a kind is kept");
 }
 
 /// An LT initiator: one b_transport write of 256 bytes into GPU 1, through the ideal fabric.
@@ -203,6 +223,7 @@ int sc_main(int, char**) {
     test_address_map();
     test_params();
     test_catalog();
+    test_error_verdict();
     test_lt_path_through_ideal_fabric();
     std::printf("%d failed\n", g_failures);
     return g_failures ? 1 : 0;

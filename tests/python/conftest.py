@@ -1,6 +1,7 @@
 """Shared fixtures. Tests import the installed `eidola` package (scripts/setup.sh installs it),
 so they check what a user gets, native library included."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -9,6 +10,18 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _test_models_library() -> Path | None:
+    """The tests' own models (FaultInjector), built by CMake with the C++ tests (scripts/test.sh builds build/cpp)."""
+    found = sorted(REPO.glob("build/*/tests/cpp/libeidola_test_models.so"), key=lambda p: p.stat().st_mtime)
+    return found[-1] if found else None
+
+
+# Set before eidola loads its native library (and inherited by the CLI subprocesses), so the
+# catalog lists the test models too.
+if "EIDOLA_MODEL_LIBS" not in os.environ and _test_models_library():
+    os.environ["EIDOLA_MODEL_LIBS"] = str(_test_models_library())
 
 
 @pytest.fixture

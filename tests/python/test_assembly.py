@@ -46,15 +46,15 @@ def test_yaml_platform_yaml_round_trip(repo, tmp_path, name):
 
 
 def _cpp_declared(repo, source, model):
-    """Parameter names declared in a model's param_specs() in its C++ source file."""
-    text = (repo / "tlm_models" / "src" / source).read_text()
-    block = text[text.index(f"{model}::param_specs()"):]
-    block = block[:block.index("return specs;")]
-    return re.findall(r'\{"([\w.]+)", ParamType::', block)
+    """Parameter names declared as Param members of a model's parameter struct in its C++ header."""
+    text = (repo / "tlm_models" / "include" / "eidola" / source).read_text()
+    block = text[text.index(f"struct {model}Params : ParamGroup"):]
+    block = block[:block.index("\n};\n")]
+    return re.findall(r'Param\s+\w+\{\s*[*\w]+,\s*"([\w.]+)"', block)
 
 
-@pytest.mark.parametrize("model, source", [("EidolonGpu", "eidolon_gpu.cpp"), ("IdealFabric", "ideal_fabric.cpp"),
-                                           ("PacketFabric", "packet_fabric.cpp")])
+@pytest.mark.parametrize("model, source", [("EidolonGpu", "eidolon_gpu.h"), ("IdealFabric", "ideal_fabric.h"),
+                                           ("PacketFabric", "packet_fabric.h")])
 def test_describe_python_and_cpp_list_the_same_parameters(repo, cli, model, source):
     cpp = _cpp_declared(repo, source, model)
     library = [p.name for p in catalog.model(model).params]

@@ -61,7 +61,7 @@ int sc_main(int, char**) {
         g.set_address_map(map);
         g.set_layout(layout);
         g.attach(&monitor);
-        monitor.attach(&g);
+        monitor.attach(&g.waits());
         g.initiator.bind(fabric.targets[i]);  // one binding per direction, as in any TLM platform
         fabric.initiators[i].bind(g.target);
     }

@@ -6,19 +6,12 @@
 
 namespace eidola {
 
-const std::vector<ParamSpec>& AtToLtAdapter::param_specs() {
-    static const std::vector<ParamSpec> specs = {
-        {"workers", ParamType::Int, 16, "b_transport calls in progress at once (worker threads)", 1, 4096},
-    };
-    return specs;
-}
-
 AtToLtAdapter::AtToLtAdapter(sc_core::sc_module_name name, const ParamSet& given)
-    : sc_module(name), target("target"), initiator("initiator") {
-    Params p(param_specs(), given, std::string(basename()));
+    : sc_module(name) {
+    const Configured<Params> p(given, basename());
     target.bind(*static_cast<tlm::tlm_fw_transport_if<>*>(this));
     initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
-    for (std::int64_t i = 0; i < p.integer("workers"); ++i) sc_core::sc_spawn([this] { worker(); });
+    for (std::int64_t i = 0; i < p.workers.get(); ++i) sc_core::sc_spawn([this] { worker(); });
 }
 
 tlm::tlm_sync_enum AtToLtAdapter::nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
@@ -38,12 +31,12 @@ tlm::tlm_sync_enum AtToLtAdapter::nb_transport_fw(tlm::tlm_generic_payload& t, t
         }
         return tlm::TLM_COMPLETED;
     }
-    SC_REPORT_ERROR(name(), "target: illegal phase on the forward path");
+    errors().fatal(ErrorKind::ModelError, std::string(name()) + ".target: illegal phase on the forward path");
     return tlm::TLM_COMPLETED;
 }
 
 tlm::tlm_sync_enum AtToLtAdapter::nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) {
-    SC_REPORT_ERROR(name(), "initiator: an LT target called the AT backward path");
+    errors().fatal(ErrorKind::ModelError, std::string(name()) + ".initiator: an LT target called the AT backward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -77,12 +70,9 @@ void AtToLtAdapter::respond(tlm::tlm_generic_payload* t) {
 }
 
 namespace {
-const bool registered = register_model(ModelInfo{
-    "AtToLtAdapter", "Lets AT initiators drive an LT-only target: b_transport in worker threads, AT responses",
-    AtToLtAdapter::param_specs(),
-    {{"target", "target", "at", "1", "bound to the AT initiator"},
-     {"initiator", "initiator", "lt", "1", "bound to the LT target"}},
-    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new AtToLtAdapter(name, params); }});
+const bool registered = register_model(model_info<AtToLtAdapter>(
+    "AtToLtAdapter", Role::Adapter,
+    "Lets AT initiators drive an LT-only target: b_transport in worker threads, AT responses"));
 }  // namespace
 
 }  // namespace eidola

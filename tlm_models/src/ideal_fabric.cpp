@@ -7,32 +7,17 @@
 
 namespace eidola {
 
-const std::vector<ParamSpec>& IdealFabric::param_specs() {
-    static const std::vector<ParamSpec> specs = {
-        {"latency", ParamType::Time, 500e-9, "one-way latency of every request and every response", 0, 1.0},
-        {"ports", ParamType::Int, 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20},
-    };
-    return specs;
-}
-
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
-    : sc_module(name), targets("targets"), initiators("initiators"), m_latency_ps(0), m_actions(m_event) {
-    Params p(param_specs(), given, std::string(basename()));
-    m_latency_ps = p.time("latency").value();
-    const std::uint32_t ports = std::uint32_t(p.integer("ports"));
-    targets.init(ports);
-    initiators.init(ports);
-    for (std::uint32_t i = 0; i < ports; ++i) {
-        m_target_ports.push_back(std::make_unique<FabricTargetPort<IdealFabric>>(*this, i));
-        m_initiator_ports.push_back(std::make_unique<FabricInitiatorPort<IdealFabric>>(*this, i));
-        targets[i].bind(*m_target_ports[i]);
-        initiators[i].bind(*m_initiator_ports[i]);
-    }
-    m_pairs.resize(std::size_t(ports) * ports);
-    m_request_busy.assign(ports, false);
-    m_response_busy.assign(ports, false);
-    m_request_queue.resize(ports);
-    m_response_queue.resize(ports);
+    : IdealFabric(name, Configured<Params>(given, static_cast<const char*>(name))) {}
+
+IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
+    : FabricShell(name, std::uint32_t(p.ports.get())), m_latency_ps(p.latency.get().value()), m_actions(m_event) {
+    const std::uint32_t n = ports();
+    m_pairs.resize(std::size_t(n) * n);
+    m_request_busy.assign(n, false);
+    m_response_busy.assign(n, false);
+    m_request_queue.resize(n);
+    m_response_queue.resize(n);
     SC_METHOD(on_event);
     sensitive << m_event;
     dont_initialize();
@@ -44,7 +29,7 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
                                         sc_core::sc_time& delay) {
     const std::uint64_t at = now_ps() + delay.value();
     if (phase == tlm::BEGIN_REQ) {
-        const std::int64_t dst = m_map.window_of(trans.get_address());
+        const std::int64_t dst = decode(trans.get_address());
         if (dst < 0) {  // no GPU owns the address: answer at once with an error
             trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
@@ -59,7 +44,7 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
         m_actions.push(at, {ActionKind::ResponseFree, src, nullptr});
         return tlm::TLM_COMPLETED;
     }
-    SC_REPORT_ERROR(name(), "targets: illegal phase on the forward path");
+    errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -77,7 +62,7 @@ tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_pay
         m_actions.push(at + m_latency_ps, {ActionKind::Return, src, &trans});
         return tlm::TLM_COMPLETED;
     }
-    SC_REPORT_ERROR(name(), "initiators: illegal phase on the backward path");
+    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators: illegal phase on the backward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -128,7 +113,8 @@ void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
                 return;
             }
             if (phase == tlm::BEGIN_RESP) break;
-            SC_REPORT_ERROR(name(), "initiators: target returned TLM_UPDATED with an illegal phase");
+            errors().report(ErrorKind::ModelError,
+                            std::string(name()) + ".initiators: target returned TLM_UPDATED with an illegal phase");
             return;
         case tlm::TLM_COMPLETED: break;
     }
@@ -155,7 +141,7 @@ void IdealFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) 
 }
 
 void IdealFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
-    const std::int64_t dst = m_map.window_of(trans.get_address());
+    const std::int64_t dst = decode(trans.get_address());
     if (dst < 0) {
         trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         return;
@@ -167,12 +153,12 @@ void IdealFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payloa
 }
 
 unsigned int IdealFabric::forward_debug(tlm::tlm_generic_payload& trans) {
-    const std::int64_t dst = m_map.window_of(trans.get_address());
+    const std::int64_t dst = decode(trans.get_address());
     return dst < 0 ? 0 : initiators[std::uint32_t(dst)]->transport_dbg(trans);
 }
 
 void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans) {
-    PairCount& pair = m_pairs[std::size_t(src) * targets.size() + dst];
+    PairCount& pair = m_pairs[std::size_t(src) * ports() + dst];
     pair.bytes += trans.get_data_length();
     ++pair.packets;
 }
@@ -193,13 +179,9 @@ std::vector<LinkStats> IdealFabric::link_stats() const {
 }
 
 namespace {
-const bool registered = register_model(ModelInfo{
-    "IdealFabric",
-    "Routes by the address map with a fixed latency on every request and response, without contention",
-    IdealFabric::param_specs(),
-    {{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"},
-     {"initiators[i]", "initiator", "at", "ports", "bound to GPU i's target"}},
-    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new IdealFabric(name, params); }});
+const bool registered = register_model(model_info<IdealFabric>(
+    "IdealFabric", Role::Fabric,
+    "Routes by the address map with a fixed latency on every request and response, without contention"));
 }  // namespace
 
 }  // namespace eidola

@@ -18,42 +18,6 @@ std::size_t bucket_of(double ps) { return ps < 1 ? 0 : std::min<std::size_t>(kHi
 double bucket_value(std::size_t b) { return b == 0 ? 0 : std::exp2((double(b - 1) + 0.5) / 8); }
 }  // namespace
 
-const std::vector<ParamSpec>& PacketFabric::param_specs() {
-    static const std::vector<ParamSpec> specs = {
-        {"topology", ParamType::Choice, 0, "graph of GPUs, switches and links", 0, 0,
-         {"fully_connected", "ring", "mesh2d", "torus2d", "switch", "hierarchical", "custom"}},
-        {"ports", ParamType::Int, 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20},
-        {"dims", ParamType::Ints, 0, "mesh2d/torus2d sizes [x, y] (empty: the squarest that fits)"},
-        {"bidirectional", ParamType::Bool, 1, "ring: links in both directions (false: one way round)", 0, 1},
-        {"link.bandwidth", ParamType::Bandwidth, 64e9, "raw bandwidth of one link lane, per direction", 1e3, 1e18},
-        {"link.latency", ParamType::Time, 100e-9, "propagation latency of a link", 0, 1.0},
-        {"link.header", ParamType::Size, 16, "bytes of overhead added to every packet on a link", 0, 1 << 20},
-        {"link.ack", ParamType::Size, 0, "wire bytes of a write's response (0: just the header)", 0, 1 << 20},
-        {"link.count", ParamType::Int, 1, "parallel links between each connected pair (a packet uses one)", 1, 1024},
-        {"switch.latency", ParamType::Time, 50e-9, "per-hop router latency, charged as a packet enters a router", 0,
-         1.0},
-        {"switch.buffer", ParamType::Int, 64,
-         "input buffer depth in packets, per virtual channel; a link runs at full rate only if it covers "
-         "(link latency + switch latency) x bandwidth, since a slot stays reserved while its packet flies",
-         1, 1 << 20},
-        {"routing.spread", ParamType::Bool, 0, "spread packets round robin over equal-cost next hops", 0, 1},
-        {"hierarchical.gpus_per_node", ParamType::Int, 8, "hierarchical: GPUs in one node", 1, 1 << 20},
-        {"hierarchical.intra", ParamType::Choice, 0, "hierarchical: inside a node", 0, 0, {"fully_connected", "switch"}},
-        {"hierarchical.spines", ParamType::Int, 1, "hierarchical: spine switches above the nodes' leaf switches", 1,
-         1 << 16},
-        {"nic.bandwidth", ParamType::Bandwidth, 50e9, "hierarchical: GPU NIC to leaf switch bandwidth", 1e3, 1e18},
-        {"nic.latency", ParamType::Time, 500e-9, "hierarchical: GPU NIC to leaf switch latency", 0, 1.0},
-        {"network.bandwidth", ParamType::Bandwidth, 400e9, "hierarchical: leaf to spine link bandwidth", 1e3, 1e18},
-        {"network.latency", ParamType::Time, 500e-9, "hierarchical: leaf to spine link latency", 0, 1.0},
-        {"custom.switches", ParamType::Int, 0, "custom: switch nodes, named s0, s1, ... in edges", 0, 1 << 20},
-        {"custom.edges", ParamType::Edges, 0, "custom: links {src, dst, bandwidth, latency, header, count, bidirectional}"},
-        {"stats.bin", ParamType::Time, 1e-6, "width of the link utilisation-over-time bins", 1e-12, 1.0},
-        {"watchdog", ParamType::Time, 1e-3, "packets held this long with none moving is reported as a fabric deadlock",
-         1e-9, 1e3},
-    };
-    return specs;
-}
-
 /// A packet in the fabric: one TLM transaction's request or response.
 struct PacketFabric::Packet {
     tlm::tlm_generic_payload* trans = nullptr;
@@ -124,62 +88,54 @@ struct PacketFabric::LinkCounters {
     std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
 };
 
-namespace {
-
-LinkParams link_params(const Params& p, const std::string& prefix, const LinkParams& base) {
-    LinkParams l = base;
-    l.bytes_per_s = p.number(prefix + ".bandwidth");
-    l.latency_ps = p.time(prefix + ".latency").value();
-    return l;
+TopologySpec PacketFabricParams::topology_spec() const {
+    TopologySpec spec;
+    spec.kind = topology.get();
+    spec.gpus = std::uint32_t(ports.get());
+    spec.dims = grid.dims.values();
+    spec.bidirectional = ring.bidirectional.get();
+    spec.link.bytes_per_s = link.bandwidth.get();
+    spec.link.latency_ps = link.latency.get().value();
+    spec.link.header = std::uint32_t(link.header.get());
+    spec.link.lanes = std::uint32_t(link.count.get());
+    spec.gpus_per_node = std::uint32_t(hierarchical.gpus_per_node.get());
+    spec.intra = hierarchical.intra.get();
+    spec.spines = std::uint32_t(hierarchical.spines.get());
+    spec.nic = LinkParams{hierarchical.nic_bandwidth.get(), hierarchical.nic_latency.get().value(), spec.link.header,
+                          1};
+    spec.network = LinkParams{hierarchical.network_bandwidth.get(), hierarchical.network_latency.get().value(),
+                              spec.link.header, 1};
+    spec.switches = std::uint32_t(custom.switches.get());
+    spec.edges = custom.edges.get();
+    return spec;
 }
 
-std::vector<std::uint32_t> parse_ints(const std::string& text) {
-    std::vector<std::uint32_t> out;
-    std::stringstream in(text);
-    long long v;
-    while (in >> v) {
-        if (v < 1) throw std::invalid_argument("dims: sizes must be positive");
-        out.push_back(std::uint32_t(v));
+namespace {
+
+std::unique_ptr<Topology> build_topology(const PacketFabricParams& p, const char* owner) {
+    try {
+        return std::make_unique<Topology>(p.topology_spec());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(owner) + ": " + e.what());
     }
-    return out;
 }
 
 }  // namespace
 
 PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
-    : sc_module(name), targets("targets"), initiators("initiators"), m_actions(m_event) {
-    Params p(param_specs(), given, std::string(basename()));
-    TopologySpec spec;
-    spec.kind = p.choice("topology");
-    spec.gpus = std::uint32_t(p.integer("ports"));
-    spec.dims = parse_ints(p.choice("dims"));
-    spec.bidirectional = p.flag("bidirectional");
-    spec.link.bytes_per_s = p.number("link.bandwidth");
-    spec.link.latency_ps = p.time("link.latency").value();
-    spec.link.header = std::uint32_t(p.integer("link.header"));
-    spec.link.lanes = std::uint32_t(p.integer("link.count"));
-    spec.gpus_per_node = std::uint32_t(p.integer("hierarchical.gpus_per_node"));
-    spec.intra = p.choice("hierarchical.intra");
-    spec.spines = std::uint32_t(p.integer("hierarchical.spines"));
-    spec.nic = link_params(p, "nic", spec.link);
-    spec.nic.lanes = 1;
-    spec.network = link_params(p, "network", spec.link);
-    spec.network.lanes = 1;
-    spec.switches = std::uint32_t(p.integer("custom.switches"));
-    spec.edges = p.choice("custom.edges");
-    try {
-        m_topology = std::make_unique<Topology>(spec);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string(basename()) + ": " + e.what());
-    }
-    m_switch_latency_ps = p.time("switch.latency").value();
-    m_depth = std::uint32_t(p.integer("switch.buffer"));
-    m_ack_bytes = std::uint32_t(p.integer("link.ack"));
-    m_spread = p.flag("routing.spread");
-    m_bin_ps = p.time("stats.bin").value();
-    m_watchdog_ps = p.time("watchdog").value();
-    m_vcs_per_class = m_topology->needs_dateline() ? 2 : 1;
+    : PacketFabric(name, Configured<Params>(given, static_cast<const char*>(name))) {}
 
+PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
+    : FabricShell(name, std::uint32_t(p.ports.get())),
+      m_topology(build_topology(p, static_cast<const char*>(name))),
+      m_switch_latency_ps(p.router.latency.get().value()),
+      m_depth(std::uint32_t(p.router.buffer.get())),
+      m_ack_bytes(std::uint32_t(p.link.ack.get())),
+      m_spread(p.spread.get()),
+      m_bin_ps(p.stats_bin.get().value()),
+      m_watchdog_ps(p.watchdog.get().value()),
+      m_vcs_per_class(m_topology->needs_dateline() ? 2 : 1),
+      m_actions(m_event) {
     const Topology& topo = *m_topology;
     const std::uint32_t vcs = 2 * m_vcs_per_class;
     auto make_input = [&](std::uint32_t node, std::int64_t link) {
@@ -212,17 +168,8 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
         m_link_counters[l].s.lanes = topo.links()[l].lanes;
     }
     m_spread_counter.assign(topo.nodes(), 0);
-    m_blocked_request.assign(spec.gpus, nullptr);
-    m_blocked_response.assign(spec.gpus, nullptr);
-
-    targets.init(spec.gpus);
-    initiators.init(spec.gpus);
-    for (std::uint32_t i = 0; i < spec.gpus; ++i) {
-        m_target_ports.push_back(std::make_unique<FabricTargetPort<PacketFabric>>(*this, i));
-        m_initiator_ports.push_back(std::make_unique<FabricInitiatorPort<PacketFabric>>(*this, i));
-        targets[i].bind(*m_target_ports[i]);
-        initiators[i].bind(*m_initiator_ports[i]);
-    }
+    m_blocked_request.assign(ports(), nullptr);
+    m_blocked_response.assign(ports(), nullptr);
     SC_METHOD(on_event);
     sensitive << m_event;
     dont_initialize();
@@ -235,8 +182,8 @@ PacketFabric::~PacketFabric() = default;
 tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
                                             sc_core::sc_time& delay) {
     if (phase == tlm::BEGIN_REQ) {
-        const std::int64_t dst = m_map.window_of(t.get_address());
-        if (dst < 0 || dst >= std::int64_t(m_topology->gpus())) {
+        const std::int64_t dst = decode(t.get_address());
+        if (dst < 0) {
             t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
@@ -252,7 +199,8 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
         m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, m_node_first_output[gpu] + 1, 0});
         return tlm::TLM_COMPLETED;
     }
-    fail(std::string(name()) + ".targets[" + std::to_string(gpu) + "]: illegal phase on the forward path");
+    errors().report(ErrorKind::ModelError,
+                    std::string(name()) + ".targets[" + std::to_string(gpu) + "]: illegal phase on the forward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -269,14 +217,15 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
         m_blocked_response[gpu] = &t;  // END_RESP withheld until there is room
         return tlm::TLM_ACCEPTED;
     }
-    fail(std::string(name()) + ".initiators[" + std::to_string(gpu) + "]: illegal phase on the backward path");
+    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
+                                               "]: illegal phase on the backward path");
     return tlm::TLM_COMPLETED;
 }
 
 // LT traffic has no phases to hold back, so it crosses the fabric at its zero-load latency.
 void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_payload& t, sc_core::sc_time& delay) {
-    const std::int64_t dst = m_map.window_of(t.get_address());
-    if (dst < 0 || dst >= std::int64_t(m_topology->gpus())) {
+    const std::int64_t dst = decode(t.get_address());
+    if (dst < 0) {
         t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         return;
     }
@@ -298,8 +247,8 @@ void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_paylo
 }
 
 unsigned int PacketFabric::forward_debug(tlm::tlm_generic_payload& t) {
-    const std::int64_t dst = m_map.window_of(t.get_address());
-    return dst < 0 || dst >= std::int64_t(m_topology->gpus()) ? 0 : initiators[std::uint32_t(dst)]->transport_dbg(t);
+    const std::int64_t dst = decode(t.get_address());
+    return dst < 0 ? 0 : initiators[std::uint32_t(dst)]->transport_dbg(t);
 }
 
 // ---- the event loop ---------------------------------------------------------------------------
@@ -400,8 +349,8 @@ std::uint32_t PacketFabric::route(std::uint32_t node, const Packet& p) {
     std::uint32_t n;
     const std::uint32_t* candidates = m_topology->next(node, p.dst_gpu, n);
     if (n == 0) {
-        fail(std::string(name()) + ": no route from " + m_topology->node_name(node) + " to gpu" +
-             std::to_string(p.dst_gpu));
+        errors().report(ErrorKind::ModelError, std::string(name()) + ": no route from " +
+                                                   m_topology->node_name(node) + " to gpu" + std::to_string(p.dst_gpu));
         return m_node_first_output[node] + p.cls;
     }
     const std::uint32_t pick = m_spread && n > 1 ? candidates[m_spread_counter[node]++ % n] : candidates[0];
@@ -553,7 +502,8 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
         if (s == tlm::TLM_COMPLETED || phase == tlm::BEGIN_RESP) {
             // The target answered at once: the response starts back from here.
-            if (!inject(p.dst_gpu, p.trans, 1)) fail(std::string(name()) + ": no room for an immediate response");
+            if (!inject(p.dst_gpu, p.trans, 1))
+                errors().report(ErrorKind::ModelError, std::string(name()) + ": no room for an immediate response");
         }
         return;
     }
@@ -582,15 +532,10 @@ void PacketFabric::watchdog() {
                         << " vc " << v << ";";
                     ++shown;
                 }
-        fail(msg.str());
+        errors().report(ErrorKind::FabricDeadlock, msg.str());
         return;
     }
     m_actions.push(m_last_progress_ps + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
-}
-
-void PacketFabric::fail(const std::string& what) {
-    if (m_error.empty()) m_error = what;
-    sc_core::sc_stop();
 }
 
 std::vector<LinkStats> PacketFabric::link_stats() const {
@@ -626,13 +571,9 @@ std::vector<PairStats> PacketFabric::pair_stats() const {
 }
 
 namespace {
-const bool registered = register_model(ModelInfo{
-    "PacketFabric",
-    "Cycle-approximate packet fabric: links, routers with credit-based buffers, topologies and congestion",
-    PacketFabric::param_specs(),
-    {{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"},
-     {"initiators[i]", "initiator", "at", "ports", "bound to GPU i's target"}},
-    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new PacketFabric(name, params); }});
+const bool registered = register_model(model_info<PacketFabric>(
+    "PacketFabric", Role::Fabric,
+    "Cycle-approximate packet fabric: links, routers with credit-based buffers, topologies and congestion"));
 }  // namespace
 
 }  // namespace eidola

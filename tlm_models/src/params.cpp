@@ -32,21 +32,43 @@ const char* param_type_unit(ParamType type) {
     }
 }
 
+bool param_type_is_text(ParamType type) {
+    return type == ParamType::Choice || type == ParamType::Ints || type == ParamType::Edges;
+}
+
 sc_core::sc_time seconds_to_time(double seconds) {
     double units = seconds / sc_core::sc_get_time_resolution().to_seconds();
     return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(std::llround(units)));
 }
 
-Params::Params(const std::vector<ParamSpec>& specs, const ParamSet& given, const std::string& owner)
-    : m_specs(specs), m_owner(owner) {
-    for (const auto& spec : specs) {
-        if (spec.type == ParamType::Choice) m_choices[spec.name] = spec.choices.at(0);
-        else if (spec.type == ParamType::Ints || spec.type == ParamType::Edges) m_choices[spec.name] = "";
-        else m_numbers[spec.name] = spec.default_value;
-    }
+ParamBase::ParamBase(ParamGroup& group, ParamSpec spec) : m_number(spec.default_value), m_spec(std::move(spec)) {
+    if (m_spec.type == ParamType::Choice) m_text = m_spec.choices.at(0);
+    group.m_params.push_back(this);
+}
+
+std::vector<ParamSpec> ParamGroup::specs() const {
+    std::vector<ParamSpec> out;
+    out.reserve(m_params.size());
+    for (const ParamBase* p : m_params) out.push_back(p->spec());
+    return out;
+}
+
+ParamBase* ParamGroup::find(const std::string& name) const {
+    for (ParamBase* p : m_params)
+        if (p->m_spec.name == name) return p;
+    return nullptr;
+}
+
+void ParamGroup::apply(const ParamSet& given, const std::string& owner) {
+    auto declared = [&](const std::string& name) -> ParamBase& {
+        ParamBase* p = find(name);
+        if (!p) throw std::invalid_argument(owner + ": unknown parameter '" + name + "'");
+        return *p;
+    };
     for (const auto& [name, value] : given.numbers()) {
-        const ParamSpec& s = spec(name);
-        if (s.type == ParamType::Choice || s.type == ParamType::Ints || s.type == ParamType::Edges)
+        ParamBase& p = declared(name);
+        const ParamSpec& s = p.m_spec;
+        if (param_type_is_text(s.type))
             throw std::invalid_argument(owner + ": parameter '" + name + "' expects text, got a number");
         bool integral = s.type == ParamType::Int || s.type == ParamType::Bool || s.type == ParamType::Size;
         if (std::isnan(value) || value < s.min || value > s.max || (integral && value != std::floor(value))) {
@@ -55,45 +77,31 @@ Params::Params(const std::vector<ParamSpec>& specs, const ParamSet& given, const
                 << s.max << "]" << (integral ? " or not whole" : "");
             throw std::invalid_argument(msg.str());
         }
-        m_numbers[name] = value;
+        p.m_number = value;
     }
     for (const auto& [name, value] : given.choices()) {
-        const ParamSpec& s = spec(name);
-        if (s.type == ParamType::Ints || s.type == ParamType::Edges) {
-            m_choices[name] = value;
-            continue;
-        }
-        if (s.type != ParamType::Choice)
+        ParamBase& p = declared(name);
+        const ParamSpec& s = p.m_spec;
+        if (!param_type_is_text(s.type))
             throw std::invalid_argument(owner + ": parameter '" + name + "' expects a number, got text");
-        bool ok = false;
-        for (const auto& c : s.choices) ok = ok || c == value;
-        if (!ok) throw std::invalid_argument(owner + ": parameter '" + name + "' has no choice '" + value + "'");
-        m_choices[name] = value;
+        if (s.type == ParamType::Choice) {
+            bool ok = false;
+            for (const auto& c : s.choices) ok = ok || c == value;
+            if (!ok) throw std::invalid_argument(owner + ": parameter '" + name + "' has no choice '" + value + "'");
+        }
+        p.m_text = value;
     }
 }
 
-const ParamSpec& Params::spec(const std::string& name) const {
-    for (const auto& s : m_specs)
-        if (s.name == name) return s;
-    throw std::invalid_argument(m_owner + ": unknown parameter '" + name + "'");
-}
-
-sc_core::sc_time Params::time(const std::string& name) const { return seconds_to_time(number(name)); }
-
-double Params::number(const std::string& name) const {
-    auto it = m_numbers.find(name);
-    if (it == m_numbers.end()) throw std::invalid_argument(m_owner + ": parameter '" + name + "' is not numeric");
-    return it->second;
-}
-
-std::int64_t Params::integer(const std::string& name) const { return std::llround(number(name)); }
-
-bool Params::flag(const std::string& name) const { return number(name) != 0.0; }
-
-const std::string& Params::choice(const std::string& name) const {
-    auto it = m_choices.find(name);
-    if (it == m_choices.end()) throw std::invalid_argument(m_owner + ": parameter '" + name + "' is not a choice");
-    return it->second;
+std::vector<std::uint32_t> Param<ParamType::Ints>::values() const {
+    std::vector<std::uint32_t> out;
+    std::stringstream in(m_text);
+    long long v;
+    while (in >> v) {
+        if (v < 1) throw std::invalid_argument(spec().name + ": sizes must be positive");
+        out.push_back(std::uint32_t(v));
+    }
+    return out;
 }
 
 }  // namespace eidola

@@ -4,14 +4,20 @@
 
 namespace eidola {
 
-const char* cond_text(Cond cond) {
-    static const char* const texts[] = {"==", "!=", ">=", ">", "<=", "<"};
-    return texts[static_cast<int>(cond)];
+namespace {
+template <std::size_t N>
+EnumNames names(const char* key, const char* const (&values)[N]) {
+    return EnumNames{key, values, N};
 }
+}  // namespace
 
-const char* wait_mode_name(WaitMode mode) {
-    static const char* const names[] = {"poll", "spin_yield", "syncmon"};
-    return names[static_cast<int>(mode)];
+const char* cond_text(Cond cond) { return kCondNames[static_cast<int>(cond)]; }
+
+const char* wait_mode_name(WaitMode mode) { return kWaitModeNames[static_cast<int>(mode)]; }
+
+std::vector<EnumNames> shared_enums() {
+    return {names("op_kind", kOpKindNames), names("cond", kCondNames), names("wait_mode", kWaitModeNames),
+            names("atomic", kAtomicOpNames), names("compute_unit", kComputeUnitNames)};
 }
 
 bool cond_holds(Cond cond, std::int64_t lhs, std::int64_t rhs) {

@@ -1,8 +1,8 @@
 #include "eidola/progress_monitor.h"
 
-#include <systemc>
+#include <sstream>
 
-#include "eidola/eidolon_gpu.h"
+#include <systemc>
 
 namespace eidola {
 
@@ -10,13 +10,17 @@ void ProgressMonitor::check(bool forced) {
     if (m_external && !forced) return;
     if (m_deadlocked) return;
     std::vector<StuckWait> stuck;
-    for (EidolonGpu* gpu : m_gpus)
-        if (!gpu->collect_stuck(stuck)) return;  // some waiter will wake: not stuck
-    if (stuck.empty()) return;                   // everyone finished
+    for (const StuckWaitSource* source : m_sources)
+        if (!source->collect_stuck(stuck)) return;  // some waiter will wake: not stuck
+    if (stuck.empty()) return;                      // everyone finished
     m_deadlocked = true;
     m_stuck = std::move(stuck);
     m_detected_at_ps = sc_core::sc_time_stamp().value();
-    if (sc_core::sc_is_running()) sc_core::sc_stop();
+    std::ostringstream msg;
+    msg << "deadlock at " << sc_core::sc_time_stamp() << ": " << m_stuck.size()
+        << " workgroup(s) wait on flags that no pending write can change";
+    if (m_errors) m_errors->report(ErrorKind::Deadlock, msg.str());  // stops the kernel
+    else if (sc_core::sc_is_running()) sc_core::sc_stop();
 }
 
 }  // namespace eidola

@@ -8,15 +8,6 @@
 
 namespace eidola {
 
-const std::vector<ParamSpec>& ProtocolChecker::param_specs() {
-    static const std::vector<ParamSpec> specs = {
-        {"toward", ParamType::Choice, 0,
-         "which way requests flow: into the fabric (global addresses) or into a GPU (global or window-local)", 0, 0,
-         {"fabric", "gpu"}},
-    };
-    return specs;
-}
-
 std::string describe(const tlm::tlm_generic_payload& t) {
     std::ostringstream out;
     out << (t.is_read() ? "read" : t.is_write() ? "write" : "ignore") << " of " << t.get_data_length()
@@ -25,9 +16,8 @@ std::string describe(const tlm::tlm_generic_payload& t) {
 }
 
 ProtocolChecker::ProtocolChecker(sc_core::sc_module_name name, const ParamSet& given)
-    : sc_module(name), target("target"), initiator("initiator") {
-    Params p(param_specs(), given, std::string(basename()));
-    m_toward_gpu = p.choice("toward") == "gpu";
+    : sc_module(name) {
+    m_toward_gpu = Configured<Params>(given, basename()).toward.get() == "gpu";
     target.bind(*static_cast<tlm::tlm_fw_transport_if<>*>(this));
     initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
 }
@@ -38,8 +28,7 @@ void ProtocolChecker::violation(const std::string& rule, const std::string& what
         << what << "; transaction: " << describe(t) << "; phase history:";
     auto it = m_open.find(&t);
     msg << (it == m_open.end() || it->second.history.empty() ? std::string(" (none)") : it->second.history);
-    SC_REPORT_ERROR(name(), msg.str().c_str());
-    throw std::logic_error(msg.str());  // SC_REPORT_ERROR throws; this keeps the compiler sure of it
+    errors().fatal(ErrorKind::Protocol, msg.str());  // the transaction cannot go on: unwind the kernel
 }
 
 void ProtocolChecker::note(tlm::tlm_generic_payload& t, const char* event) {
@@ -190,12 +179,9 @@ std::vector<std::string> ProtocolChecker::unanswered() const {
 }
 
 namespace {
-const bool registered = register_model(ModelInfo{
-    "ProtocolChecker", "Checks the TLM-2.0 base protocol on one binding and forwards everything unchanged",
-    ProtocolChecker::param_specs(),
-    {{"target", "target", "at+lt", "1", "faces the checked initiator"},
-     {"initiator", "initiator", "at+lt", "1", "faces the checked target"}},
-    [](const char* name, const ParamSet& params) -> sc_core::sc_module* { return new ProtocolChecker(name, params); }});
+const bool registered = register_model(model_info<ProtocolChecker>(
+    "ProtocolChecker", Role::Checker,
+    "Checks the TLM-2.0 base protocol on one binding and forwards everything unchanged"));
 }  // namespace
 
 }  // namespace eidola

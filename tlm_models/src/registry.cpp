@@ -5,6 +5,9 @@
 #include <map>
 #include <sstream>
 
+#include "eidola/program.h"
+#include "eidola/result_tables.h"
+
 namespace eidola {
 namespace {
 
@@ -34,7 +37,54 @@ void json_number(std::ostringstream& out, double value) {
     else out << std::setprecision(17) << value;
 }
 
+void json_string_list(std::ostringstream& out, const char* const* names, std::size_t count) {
+    out << "[";
+    for (std::size_t i = 0; i < count; ++i) {
+        out << (i ? ", " : "");
+        json_string(out, names[i]);
+    }
+    out << "]";
+}
+
+// The enums and result tables Python mirrors, so it reads their names instead of repeating them.
+void json_shared_declarations(std::ostringstream& out) {
+    out << ", \"enums\": {";
+    bool first = true;
+    for (const EnumNames& e : shared_enums()) {
+        out << (first ? "" : ", ");
+        first = false;
+        json_string(out, e.name);
+        out << ": ";
+        json_string_list(out, e.values, e.count);
+    }
+    out << "}, \"tables\": {";
+    first = true;
+    for (const TableColumns& t : result_tables()) {
+        out << (first ? "" : ", ");
+        first = false;
+        json_string(out, t.name);
+        out << ": [";
+        for (std::size_t i = 0; i < t.columns->size(); ++i) {
+            out << (i ? ", " : "");
+            json_string(out, (*t.columns)[i]);
+        }
+        out << "]";
+    }
+    out << "}";
+}
+
 }  // namespace
+
+const char* role_name(Role role) {
+    switch (role) {
+        case Role::Gpu: return "gpu";
+        case Role::Fabric: return "fabric";
+        case Role::Adapter: return "adapter";
+        case Role::Checker: return "checker";
+        case Role::Test: return "test";
+    }
+    return "?";
+}
 
 bool register_model(ModelInfo info) {
     std::string name = info.name;
@@ -61,6 +111,8 @@ std::string catalog_json() {
         out << (first_model ? "" : ", ") << "{\"name\": ";
         first_model = false;
         json_string(out, m->name);
+        out << ", \"role\": ";
+        json_string(out, role_name(m->role));
         out << ", \"doc\": ";
         json_string(out, m->doc);
         out << ", \"params\": [";
@@ -71,7 +123,7 @@ std::string catalog_json() {
             out << ", \"type\": \"" << param_type_name(p.type) << "\", \"unit\": \"" << param_type_unit(p.type)
                 << "\", \"default\": ";
             if (p.type == ParamType::Choice) json_string(out, p.choices.at(0));
-            else if (p.type == ParamType::Ints || p.type == ParamType::Edges) json_string(out, "");
+            else if (param_type_is_text(p.type)) json_string(out, "");
             else json_number(out, p.default_value);
             out << ", \"min\": ";
             json_number(out, p.min);
@@ -103,7 +155,9 @@ std::string catalog_json() {
         }
         out << "]}";
     }
-    out << "]}";
+    out << "]";
+    json_shared_declarations(out);
+    out << "}";
     return out.str();
 }
 

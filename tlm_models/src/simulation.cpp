@@ -9,10 +9,12 @@
 #include <tlm>
 
 #include "eidola/eidolon_gpu.h"
+#include "eidola/errors.h"
 #include "eidola/fabric.h"
 #include "eidola/progress_monitor.h"
 #include "eidola/protocol_checker.h"
 #include "eidola/registry.h"
+#include "eidola/result_tables.h"
 
 namespace eidola {
 
@@ -46,6 +48,7 @@ struct Simulation::Impl {
     std::vector<Op> ops;
     std::vector<ProgramEntry> programs;
     ProgressMonitor monitor;
+    ErrorCollector errors;  // every model reports here; the verdict decides failure()
 };
 
 void Table::copy_to(std::uintptr_t address) const {
@@ -71,6 +74,7 @@ void Simulation::add(const std::string& model, const std::string& name, const Pa
     if (auto* gpu = dynamic_cast<EidolonGpu*>(module)) m_impl->gpus.push_back(gpu);
     if (auto* fabric = dynamic_cast<Fabric*>(module)) m_impl->fabrics.push_back(fabric);
     if (auto* checker = dynamic_cast<ProtocolChecker*>(module)) m_impl->checkers.push_back(checker);
+    if (auto* reporter = dynamic_cast<ErrorReporter*>(module)) reporter->set_error_sink(&m_impl->errors);
 }
 
 namespace {
@@ -119,6 +123,7 @@ void Simulation::load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uin
 
 int Simulation::run() {
     Impl& s = *m_impl;
+    s.monitor.set_error_sink(&s.errors);
     try {
         std::map<std::uint32_t, EidolonGpu*> by_index;
         for (EidolonGpu* gpu : s.gpus) {
@@ -126,7 +131,7 @@ int Simulation::run() {
             gpu->set_layout(s.layout);
             gpu->attach(&s.monitor);
             gpu->set_tracing(m_tracing);
-            s.monitor.attach(gpu);
+            s.monitor.attach(&gpu->waits());
             if (!by_index.emplace(gpu->index(), gpu).second)
                 throw std::invalid_argument(std::string(gpu->name()) + ": another GPU already has index " +
                                             std::to_string(gpu->index()));
@@ -143,69 +148,60 @@ int Simulation::run() {
                 throw std::invalid_argument("a program entry points outside the op array");
             it->second->load_program(std::uint32_t(entry.wg), s.ops.data() + entry.first, std::uint64_t(entry.count));
         }
+    } catch (const std::exception& e) {
+        s.errors.report(ErrorKind::BadInput, e.what());
+        return finish();
+    }
+    try {
         sc_core::sc_start();
     } catch (const std::exception& e) {
-        m_end_ps = sc_core::sc_time_stamp().value();
-        m_failure = e.what();
-        m_failure_kind = m_failure.find("base protocol violation") != std::string::npos ? "protocol" : "error";
-        return 3;
+        // A fatal report unwinds the kernel on purpose and is already collected; anything else
+        // (a SystemC error report, an exception from a third-party model) is a model error.
+        if (!s.errors.unwinding()) s.errors.report(ErrorKind::ModelError, e.what());
+        return finish();
     }
-    m_end_ps = sc_core::sc_time_stamp().value();
     if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
     std::ostringstream unanswered;
     for (const ProtocolChecker* checker : s.checkers)
         for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;
-    if (unanswered.tellp()) {
-        m_failure_kind = "protocol";
-        m_failure = unanswered.str();
+    if (unanswered.tellp()) s.errors.report(ErrorKind::Protocol, unanswered.str());
+    return finish();
+}
+
+// Decides the run's outcome from the collected reports. A stall is only a verdict while
+// workgroups are unfinished: the report then lists them after its cause.
+int Simulation::finish() {
+    Impl& s = *m_impl;
+    m_end_ps = sc_core::sc_time_stamp().value();
+    const SimError* verdict = s.errors.verdict();
+    if (verdict && verdict->kind != ErrorKind::Stall) {
+        m_failure_kind = error_kind_name(verdict->kind);
+        m_failure = verdict->text;
         return 3;
-    }
-    if (s.monitor.deadlocked()) {
-        std::ostringstream msg;
-        msg << "deadlock at " << sc_core::sc_time_stamp() << ": " << s.monitor.stuck().size()
-            << " workgroup(s) wait on flags that no pending write can change";
-        m_failure_kind = "deadlock";
-        m_failure = msg.str();
-        return 3;
-    }
-    for (Fabric* fabric : s.fabrics) {
-        const std::string error = fabric->error();
-        if (!error.empty()) {
-            m_failure_kind = error.find("deadlock") != std::string::npos ? "fabric deadlock" : "error";
-            m_failure = error;
-            return 3;
-        }
-    }
-    for (EidolonGpu* gpu : s.gpus) {
-        if (!gpu->error().empty()) {
-            m_failure_kind = "error";
-            m_failure = gpu->error();
-            return 3;
-        }
     }
     std::ostringstream stall;
-    std::string cause = "the simulation ran out of events with workgroups unfinished (a transaction was never "
-                        "answered?)";
-    for (EidolonGpu* gpu : s.gpus) {
-        if (!gpu->stall().empty()) cause = gpu->stall();
+    for (EidolonGpu* gpu : s.gpus)
         for (const std::string& line : gpu->unfinished_report()) stall << "\n  " << line;
-    }
-    if (!stall.str().empty()) {
-        m_failure_kind = "stall";
-        m_failure = cause + "; unfinished workgroups:" + stall.str();
-        return 3;
-    }
-    return 0;
+    if (stall.str().empty()) return 0;
+    const std::string cause = verdict ? verdict->text
+                                      : "the simulation ran out of events with workgroups unfinished (a transaction "
+                                        "was never answered?)";
+    m_failure_kind = error_kind_name(ErrorKind::Stall);
+    m_failure = cause + "; unfinished workgroups:" + stall.str();
+    return 3;
 }
 
 Table Simulation::table(const std::string& which) const {
     const Impl& s = *m_impl;
     Table t;
-    auto row = [&t](std::initializer_list<double> values) { t.values.insert(t.values.end(), values); };
+    t.columns = table_columns(which);  // throws for an unknown table
+    auto row = [&t, &which](std::initializer_list<double> values) {
+        if (values.size() != t.columns.size())  // the declared columns and the filled row must agree
+            throw std::logic_error("table '" + which + "': a row of " + std::to_string(values.size()) +
+                                   " values for " + std::to_string(t.columns.size()) + " columns");
+        t.values.insert(t.values.end(), values);
+    };
     if (which == "gpus") {
-        t.columns = {"gpu", "finish_ps", "reads", "flag_reads", "writes", "atomics", "bytes_sent", "bytes_received",
-                     "packets_sent", "memory_bytes_read", "memory_bytes_written", "syncmon_arms", "syncmon_wakeups",
-                     "syncmon_spurious", "syncmon_fallbacks", "syncmon_peak"};
         for (const EidolonGpu* g : s.gpus) {
             const MemoryCounters& c = g->memory().counters();
             const SyncMonStats& m = g->syncmon().stats();
@@ -215,7 +211,6 @@ Table Simulation::table(const std::string& which) const {
                  double(m.fallbacks), double(m.peak_entries)});
         }
     } else if (which == "workgroups") {
-        t.columns = {"gpu", "wg", "finish_ps", "wait_ps", "polls", "packets"};
         for (const EidolonGpu* g : s.gpus)
             for (std::uint32_t w = 0; w < g->workgroups(); ++w) {
                 const WorkgroupStats& st = g->workgroup_stats(w);
@@ -223,15 +218,12 @@ Table Simulation::table(const std::string& which) const {
                      double(st.packets)});
             }
     } else if (which == "links") {
-        t.columns = {"src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "queue_mean_ps", "queue_p50_ps",
-                     "queue_p99_ps", "queue_max_ps", "peak_occupancy"};
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats())
                 row({double(l.src), double(l.dst), double(l.lanes), double(l.bytes), double(l.wire_bytes),
                      double(l.packets), double(l.busy_ps), l.queue_mean_ps, l.queue_p50_ps, l.queue_p99_ps,
                      l.queue_max_ps, double(l.peak_occupancy)});
     } else if (which == "link_bins") {
-        t.columns = {"link", "bin", "start_ps", "busy_ps"};
         std::size_t index = 0;
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats()) {
@@ -241,33 +233,26 @@ Table Simulation::table(const std::string& which) const {
                 ++index;
             }
     } else if (which == "pairs") {
-        t.columns = {"src", "dst", "bytes", "packets", "latency_mean_ps", "latency_max_ps"};
         for (const Fabric* f : s.fabrics)
             for (const PairStats& p : f->pair_stats())
                 row({double(p.src), double(p.dst), double(p.bytes), double(p.packets),
                      p.packets ? p.latency_sum_ps / double(p.packets) : 0.0, p.latency_max_ps});
     } else if (which == "stuck") {
-        t.columns = {"gpu", "wg", "op", "flag", "cond", "mode", "value", "flag_value", "since_ps"};
         for (const StuckWait& w : s.monitor.stuck())
             row({double(w.gpu), double(w.wg), double(w.op), double(w.flag), double(w.cond), double(w.mode),
                  double(w.value), double(w.flag_value), double(w.since_ps)});
     } else if (which == "flags") {
-        t.columns = {"gpu", "flag", "value"};
         for (const EidolonGpu* g : s.gpus)
             for (std::uint64_t f = 0; f < g->memory().flag_count(); ++f)
                 row({double(g->index()), double(f), double(g->memory().peek_flag(f))});
     } else if (which == "syncmon_trace") {
-        t.columns = {"gpu", "time_ps", "occupancy"};
         for (const EidolonGpu* g : s.gpus)
             for (const auto& [time, occupancy] : g->syncmon_trace())
                 row({double(g->index()), double(time), double(occupancy)});
     } else if (which == "ops") {
-        t.columns = {"gpu", "wg", "op", "begin_ps", "end_ps"};
         for (const EidolonGpu* g : s.gpus)
             for (const OpRecord& r : g->trace())
                 row({double(g->index()), double(r.wg), double(r.op), double(r.begin_ps), double(r.end_ps)});
-    } else {
-        throw std::invalid_argument("no result table named '" + which + "'");
     }
     return t;
 }

@@ -234,26 +234,6 @@ def _catalog() -> dict[str, Any]:
     fn = native_library().handle.eidola_catalog_json
     fn.restype = ctypes.c_char_p
     data: dict[str, Any] = json.loads(fn().decode())
-    # TRANSITIONAL until the C++ registry declares these (cpp-arch branch); removed on merge.
-    roles = {"EidolonGpu": "gpu", "IdealFabric": "fabric", "PacketFabric": "fabric", "AtToLtAdapter": "adapter",
-             "ProtocolChecker": "checker", "FaultInjector": "test"}
-    for m in data["models"]:
-        m.setdefault("role", roles[m["name"]])
-    data.setdefault("enums", {"op_kind": ["compute", "write", "read", "signal", "wait", "local"],
-                              "cond": ["==", "!=", ">=", ">", "<=", "<"], "wait_mode": ["poll", "spin_yield", "syncmon"],
-                              "atomic": ["add", "set", "cas"]})
-    data.setdefault("tables", {
-        "gpus": ["gpu", "finish_ps", "reads", "flag_reads", "writes", "atomics", "bytes_sent", "bytes_received",
-                 "packets_sent", "memory_bytes_read", "memory_bytes_written", "syncmon_arms", "syncmon_wakeups",
-                 "syncmon_spurious", "syncmon_fallbacks", "syncmon_peak"],
-        "workgroups": ["gpu", "wg", "finish_ps", "wait_ps", "polls", "packets"],
-        "links": ["src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "queue_mean_ps", "queue_p50_ps",
-                  "queue_p99_ps", "queue_max_ps", "peak_occupancy"],
-        "link_bins": ["link", "bin", "start_ps", "busy_ps"],
-        "pairs": ["src", "dst", "bytes", "packets", "latency_mean_ps", "latency_max_ps"],
-        "stuck": ["gpu", "wg", "op", "flag", "cond", "mode", "value", "flag_value", "since_ps"],
-        "flags": ["gpu", "flag", "value"], "syncmon_trace": ["gpu", "time_ps", "occupancy"],
-        "ops": ["gpu", "wg", "op", "begin_ps", "end_ps"]})
     return data
 
 

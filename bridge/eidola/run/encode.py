@@ -87,7 +87,7 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     ops_arr = np.zeros(n_ops, dtype=OP_DTYPE)
     progs = np.zeros(len(profile.programs), dtype=PROGRAM_DTYPE)
     # Interned ops recur across programs: encode each distinct op once, then gather by index.
-    codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode")}
+    codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit")}
     distinct: dict[int, int] = {}
     rows: list[tuple[int, ...]] = []
     order = []
@@ -115,7 +115,8 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
     holds = variability.hold_ns(profile)
     kinds = _codes("op_kind")
     compute = ops_arr["kind"] == kinds["compute"]
-    cycles = compute & (ops_arr["mode"] == 1)
+    units = _codes("compute_unit")
+    cycles = compute & (ops_arr["mode"] == units["cycles"])
     for p_index, (key, _) in enumerate(profile.programs):
         first, count = int(progs[p_index]["first"]), int(progs[p_index]["count"])
         view = ops_arr[first:first + count]
@@ -124,7 +125,7 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
             c, cyc = compute[first:first + count], cycles[first:first + count]
             # Cycle counts become time first: a factor on a cycle count would not stay an integer.
             view["time_ps"][cyc] = np.rint(view["value"][cyc] * 1e12 / clock_hz).astype(np.int64)
-            view["mode"][cyc] = 0
+            view["mode"][cyc] = units["ns"]
             view["time_ps"][c] = np.rint(view["time_ps"][c] * np.maximum(factors[c], 0.0)).astype(np.int64)
         hold = holds.get(key)
         if hold:
@@ -141,8 +142,8 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
     kind = codes["op_kind"][k]
     if k == "compute":
         if op["cycles"] is not None:
-            return (kind, 0, 1, 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
-        return (kind, 0, 0, 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
+            return (kind, 0, codes["compute_unit"]["cycles"], 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
+        return (kind, 0, codes["compute_unit"]["ns"], 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
     if k in ("write", "read"):
         return (kind, 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
     if k == "signal":

@@ -3,6 +3,10 @@
 The libraries are looked for, in order: in ``$EIDOLA_NATIVE_DIR``; next to this package
 (``eidola/_native``, where ``pip install`` puts them); in the source tree's ``build/cpp`` directory
 (a developer's CMake build). Loading needs no cppyy: ctypes is enough to read the model catalog.
+
+Further model libraries (``$EIDOLA_MODEL_LIBS``, an ``os.pathsep``-separated list of shared
+libraries, such as the tests' ``libeidola_test_models.so``) are loaded right after the models
+library, before the catalog is read, so the models they register join the catalog.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class NativeLibrary:
     shim: Path          #: libeidola_sc_main.so, which supplies sc_main to Python
     include_dir: Path   #: the models' headers (contains eidola/simulation.h)
     handle: ctypes.CDLL  #: the loaded library
+    extra: tuple[Path, ...] = ()  #: model libraries loaded from $EIDOLA_MODEL_LIBS, in order
 
 
 def _candidates() -> list[tuple[Path, Path]]:
@@ -42,6 +47,21 @@ def _candidates() -> list[tuple[Path, Path]]:
     found.append((package / "_native", package / "_native" / "include"))
     found.append((source_root / "build" / "cpp", source_root / "tlm_models" / "include"))
     return found
+
+
+def _load_model_libs() -> tuple[Path, ...]:
+    """Loads the libraries named in $EIDOLA_MODEL_LIBS (RTLD_GLOBAL: they link against the models library)."""
+    loaded = []
+    for entry in os.environ.get("EIDOLA_MODEL_LIBS", "").split(os.pathsep):
+        if not entry:
+            continue
+        path = Path(entry)
+        try:
+            ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+        except OSError as e:
+            raise EidolaError(f"cannot load model library {path} (from EIDOLA_MODEL_LIBS): {e}") from e
+        loaded.append(path)
+    return tuple(loaded)
 
 
 @functools.cache
@@ -59,7 +79,7 @@ def native_library() -> NativeLibrary:
                 handle = ctypes.CDLL(str(lib), mode=ctypes.RTLD_GLOBAL)
             except OSError as e:
                 raise EidolaError(f"cannot load {lib}: {e}") from e
-            return NativeLibrary(lib, shim, include_dir, handle)
+            return NativeLibrary(lib, shim, include_dir, handle, _load_model_libs())
     raise EidolaError(
         f"the compiled models ({_LIB}) were not found; looked in: {', '.join(tried)}. "
         "Install the package with 'pip install .' or build with CMake into build/."

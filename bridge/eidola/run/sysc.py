@@ -37,6 +37,8 @@ def load() -> Any:
     cppyy.add_include_path(str(lib.include_dir))
     cppyy.include("eidola/simulation.h")  # free of SystemC headers: nothing else is parsed
     cppyy.load_library(str(lib.library))
+    for extra in lib.extra:  # ctypes has loaded them already; cppyy should know them too
+        cppyy.load_library(str(extra))
     ns = cppyy.gbl.eidola
     _warm(ns)
     return ns

@@ -11,23 +11,37 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/errors.h"
 #include "eidola/params.h"
+#include "eidola/registry.h"
 
 namespace eidola {
 
+/// The adapter's parameters.
+struct AtToLtAdapterParams : ParamGroup {
+    /// Worker threads, so this many b_transport calls can be in progress at once.
+    IntParam workers{*this, "workers", 16, "b_transport calls in progress at once (worker threads)", 1, 4096};
+};
+
 /// AT target in, LT initiator out.
 class AtToLtAdapter : public sc_core::sc_module,
+                      public ErrorReporter,
                       private tlm::tlm_fw_transport_if<>,
                       private tlm::tlm_bw_transport_if<> {
 public:
-    /// Bound to the AT initiator.
-    tlm::tlm_target_socket<> target;
-    /// Bound to the LT target.
-    tlm::tlm_initiator_socket<> initiator;
+    /// target: AT, bound to the AT initiator.
+    inline static const SocketSpec target_spec{"target", "target", "at", "1", "bound to the AT initiator"};
+    /// initiator: LT, bound to the LT target.
+    inline static const SocketSpec initiator_spec{"initiator", "initiator", "lt", "1", "bound to the LT target"};
+    /// Bound to the AT initiator (see target_spec).
+    tlm::tlm_target_socket<> target{target_spec.name.c_str()};
+    /// Bound to the LT target (see initiator_spec).
+    tlm::tlm_initiator_socket<> initiator{initiator_spec.name.c_str()};
 
+    using Params = AtToLtAdapterParams;
+    /// The sockets, for the registry.
+    static std::vector<SocketSpec> socket_specs() { return {target_spec, initiator_spec}; }
     SC_HAS_PROCESS(AtToLtAdapter);
-    /// The declared parameters (see at_to_lt_adapter.cpp).
-    static const std::vector<ParamSpec>& param_specs();
     AtToLtAdapter(sc_core::sc_module_name name, const ParamSet& params);
 
 private:

@@ -31,8 +31,10 @@ class EventHeap {
 public:
     explicit EventHeap(sc_core::sc_event& event) : m_event(event) {}
 
-    /// Schedules `item` at absolute time `at_ps` (not earlier than now).
-    void push(std::uint64_t at_ps, const Item& item) {
+    /// Schedules `item` at absolute time `at_ps` (not earlier than now). Always inlined: it is on
+    /// every model's per-packet path, and compilers' heuristics otherwise inline it or not
+    /// depending on unrelated code in the same file.
+    [[gnu::always_inline]] inline void push(std::uint64_t at_ps, const Item& item) {
         const Entry e{at_ps, m_next_seq++, item};
         const bool earliest = empty() || at_ps < next_time();
         if (m_fifo.empty() || at_ps >= m_fifo.back().at_ps) m_fifo.push_back(e);

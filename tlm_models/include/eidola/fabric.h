@@ -1,6 +1,6 @@
 // What every Eidola fabric offers beyond its sockets: the address map it routes by and its
 // link statistics. Third-party interconnects need not implement it; their links are then
-// simply not reported.
+// simply not reported. Failures go to the Simulation's error collector (errors.h).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,12 @@ struct LinkStats {
     std::uint32_t peak_occupancy = 0;  ///< most packets held at once in the receiving input buffer
     std::vector<float> busy_bins;      ///< busy time per bin of bin_ps(), in ps
 };
+/// Columns of the "links" result table, filled from LinkStats.
+inline const std::vector<std::string> kLinkColumns = {
+    "src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "queue_mean_ps", "queue_p50_ps",
+    "queue_p99_ps", "queue_max_ps", "peak_occupancy"};
+/// Columns of the "link_bins" result table: LinkStats::busy_bins, one row per busy bin.
+inline const std::vector<std::string> kLinkBinColumns = {"link", "bin", "start_ps", "busy_ps"};
 
 /// Traffic between one source and one destination GPU.
 struct PairStats {
@@ -37,6 +43,9 @@ struct PairStats {
     double latency_sum_ps = 0;  ///< summed request latency, injection to delivery
     double latency_max_ps = 0;  ///< longest request latency
 };
+/// Columns of the "pairs" result table, filled from PairStats.
+inline const std::vector<std::string> kPairColumns = {"src", "dst", "bytes", "packets", "latency_mean_ps",
+                                                      "latency_max_ps"};
 
 /// A fabric model of this project.
 class Fabric {
@@ -52,8 +61,6 @@ public:
     virtual std::vector<PairStats> pair_stats() const { return {}; }
     /// Width of the utilisation-over-time bins in LinkStats::busy_bins (0: none).
     virtual std::uint64_t bin_ps() const { return 0; }
-    /// Text of a fabric failure (a deadlock), empty if none.
-    virtual std::string error() const { return {}; }
 };
 
 }  // namespace eidola

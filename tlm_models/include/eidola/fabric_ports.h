@@ -1,11 +1,21 @@
-// The TLM interfaces behind a fabric's per-port sockets. A fabric binds targets[i] to a
-// FabricTargetPort and initiators[i] to a FabricInitiatorPort; each forwards calls to the fabric
-// with its port index, so the fabric sees (port, transaction) and no per-port boilerplate.
+// The port shell every Eidola fabric shares: the sockets targets[i] and initiators[i], the TLM
+// interfaces behind them, the port count and the address decode. A fabric derives from
+// FabricShell<Itself> and implements request(), response(), forward_b_transport() and
+// forward_debug(); each socket forwards to those with its port index (no virtual call, no
+// per-port boilerplate), so the fabric sees (port, transaction).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
+#include <systemc>
 #include <tlm>
+
+#include "eidola/address_map.h"
+#include "eidola/errors.h"
+#include "eidola/fabric.h"
+#include "eidola/registry.h"
 
 namespace eidola {
 
@@ -33,6 +43,57 @@ struct FabricInitiatorPort : tlm::tlm_bw_transport_if<> {
         return fabric.response(port, t, p, d);
     }
     void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+};
+
+/// targets[i] as the catalog documents it (the same for every Eidola fabric).
+inline const SocketSpec kFabricTargetsSocket{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"};
+/// initiators[i] as the catalog documents it.
+inline const SocketSpec kFabricInitiatorsSocket{"initiators[i]", "initiator", "at", "ports",
+                                                "bound to GPU i's target"};
+
+/// The module base of a fabric with `ports` GPU ports; Derived is the fabric itself (CRTP).
+template <class Derived>
+class FabricShell : public sc_core::sc_module, public Fabric, public ErrorReporter {
+public:
+    /// targets[i]: AT/LT target bound to GPU i's initiator.
+    sc_core::sc_vector<tlm::tlm_target_socket<>> targets;
+    /// initiators[i]: AT initiator bound to GPU i's target.
+    sc_core::sc_vector<tlm::tlm_initiator_socket<>> initiators;
+
+    /// The sockets, for the registry.
+    static std::vector<SocketSpec> socket_specs() { return {kFabricTargetsSocket, kFabricInitiatorsSocket}; }
+
+    void set_address_map(const AddressMap& map) override { m_map = map; }
+    /// Number of GPU ports.
+    std::uint32_t ports() const { return m_ports; }
+
+protected:
+    FabricShell(sc_core::sc_module_name name, std::uint32_t ports)
+        : sc_module(name),
+          targets(kFabricTargetsSocket.member().c_str(), ports),
+          initiators(kFabricInitiatorsSocket.member().c_str(), ports),
+          m_ports(ports) {
+        Derived& self = static_cast<Derived&>(*this);  // not yet built: only its address is kept
+        for (std::uint32_t i = 0; i < ports; ++i) {
+            m_target_ports.push_back(std::make_unique<FabricTargetPort<Derived>>(self, i));
+            m_initiator_ports.push_back(std::make_unique<FabricInitiatorPort<Derived>>(self, i));
+            targets[i].bind(*m_target_ports[i]);
+            initiators[i].bind(*m_initiator_ports[i]);
+        }
+    }
+
+    /// The port owning `address`, or -1 when no port does (the caller answers with an address error).
+    std::int64_t decode(std::uint64_t address) const {
+        const std::int64_t port = m_map.window_of(address);
+        return port < std::int64_t(m_ports) ? port : -1;
+    }
+
+    AddressMap m_map;  ///< the platform's address map
+
+private:
+    std::uint32_t m_ports;  // kept apart from targets.size(): decode() runs per transaction
+    std::vector<std::unique_ptr<FabricTargetPort<Derived>>> m_target_ports;
+    std::vector<std::unique_ptr<FabricInitiatorPort<Derived>>> m_initiator_ports;
 };
 
 }  // namespace eidola

@@ -21,22 +21,24 @@
 
 namespace eidola {
 
-/// Routes by the address map with a fixed one-way latency on requests and on responses.
-class IdealFabric : public sc_core::sc_module, public Fabric {
-public:
-    /// targets[i]: AT/LT target bound to GPU i's initiator.
-    sc_core::sc_vector<tlm::tlm_target_socket<>> targets;
-    /// initiators[i]: AT initiator bound to GPU i's target (LT callers are forwarded with b_transport).
-    sc_core::sc_vector<tlm::tlm_initiator_socket<>> initiators;
+/// The ideal fabric's parameters.
+struct IdealFabricParams : ParamGroup {
+    /// One-way latency of every request and every response.
+    TimeParam latency{*this, "latency", 500e-9, "one-way latency of every request and every response", 0, 1.0};
+    /// Number of GPU ports.
+    IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20};
+};
 
+/// Routes by the address map with a fixed one-way latency on requests and on responses.
+/// LT callers on targets[i] are forwarded with b_transport.
+class IdealFabric : public FabricShell<IdealFabric> {
+public:
+    using Params = IdealFabricParams;
     SC_HAS_PROCESS(IdealFabric);
-    /// The declared parameters (see ideal_fabric.cpp).
-    static const std::vector<ParamSpec>& param_specs();
 
     IdealFabric(sc_core::sc_module_name name, const ParamSet& params);
     ~IdealFabric() override;
 
-    void set_address_map(const AddressMap& map) override { m_map = map; }
     std::vector<LinkStats> link_stats() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
 
@@ -50,6 +52,7 @@ private:
         tlm::tlm_generic_payload* trans;
     };
 
+    IdealFabric(sc_core::sc_module_name name, const Params& params);
     tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                sc_core::sc_time& delay);
     tlm::tlm_sync_enum response(std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -62,9 +65,6 @@ private:
     void count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans);
 
     std::uint64_t m_latency_ps;
-    AddressMap m_map;
-    std::vector<std::unique_ptr<FabricTargetPort<IdealFabric>>> m_target_ports;
-    std::vector<std::unique_ptr<FabricInitiatorPort<IdealFabric>>> m_initiator_ports;
     // Per port: is a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
     std::vector<bool> m_request_busy, m_response_busy;
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_request_queue, m_response_queue;

@@ -3,6 +3,7 @@
 // C++ users can fill them directly. One flat op array serves every workgroup of every GPU.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,15 +12,40 @@ namespace eidola {
 
 /// What an op does.
 enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5 };
+/// Names of the OpKind values, indexed by value (the profile's op names).
+inline constexpr const char* kOpKindNames[] = {"compute", "write", "read", "signal", "wait", "local"};
+
 /// Condition of a wait: flag <cond> value.
 enum class Cond : std::uint8_t { Eq = 0, Ne = 1, Ge = 2, Gt = 3, Le = 4, Lt = 5 };
+/// Texts of the Cond values, indexed by value.
+inline constexpr const char* kCondNames[] = {"==", "!=", ">=", ">", "<=", "<"};
+
 /// How a workgroup waits for a flag.
 enum class WaitMode : std::uint8_t { Poll = 0, SpinYield = 1, SyncMon = 2 };
+/// Names of the WaitMode values, indexed by value.
+inline constexpr const char* kWaitModeNames[] = {"poll", "spin_yield", "syncmon"};
+
 /// Atomic operation of a signal.
 enum class AtomicOp : std::uint8_t { Add = 0, Set = 1, Cas = 2 };
+/// Names of the AtomicOp values, indexed by value.
+inline constexpr const char* kAtomicOpNames[] = {"add", "set", "cas"};
+
+/// Unit of a compute op's duration (Op::mode of a Compute).
+enum class ComputeUnit : std::uint8_t { Ns = 0, Cycles = 1 };
+/// Names of the ComputeUnit values, indexed by value.
+inline constexpr const char* kComputeUnitNames[] = {"ns", "cycles"};
+
+/// A shared enum's value names as the catalog lists them ("enums": {name: [value names]}).
+struct EnumNames {
+    const char* name;            ///< key in the catalog, e.g. "op_kind"
+    const char* const* values;   ///< names indexed by value
+    std::size_t count;           ///< number of values
+};
+/// Every enum the Python encoder mirrors, for the catalog.
+std::vector<EnumNames> shared_enums();
 
 /// One op of a workgroup program. Field use per kind:
-/// - Compute: time_ps, or `value` cycles of the GPU clock when `mode` == 1.
+/// - Compute: time_ps, or `value` cycles of the GPU clock when `mode` is ComputeUnit::Cycles.
 /// - Write/Read: `peer`, `offset` (byte offset in the peer's window), `nbytes`.
 /// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`.
 /// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `wake_all`,
@@ -28,7 +54,7 @@ enum class AtomicOp : std::uint8_t { Add = 0, Set = 1, Cas = 2 };
 struct Op {
     std::uint8_t kind;      ///< OpKind
     std::uint8_t sub;       ///< Cond or AtomicOp
-    std::uint8_t mode;      ///< WaitMode, or 1 for a compute in cycles
+    std::uint8_t mode;      ///< WaitMode, or the ComputeUnit of a compute
     std::uint8_t wake_all;  ///< SyncMon wake-all (1) or wake-one (0)
     std::int32_t peer;      ///< destination GPU of writes, reads and signals
     std::uint64_t offset;   ///< byte offset in the window, or read count of a Local op

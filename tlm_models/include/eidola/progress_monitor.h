@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace eidola {
+#include "eidola/errors.h"
 
-class EidolonGpu;
+namespace eidola {
 
 /// One workgroup stuck in a wait, for the deadlock report.
 struct StuckWait {
@@ -27,12 +27,25 @@ struct StuckWait {
     std::int64_t flag_value;  ///< the flag's value at the end
     std::uint64_t since_ps;   ///< when the wait began
 };
+/// Columns of the "stuck" result table, filled from StuckWait.
+inline const std::vector<std::string> kStuckColumns = {"gpu",   "wg",    "op",         "flag",    "cond",
+                                                       "mode",  "value", "flag_value", "since_ps"};
 
-/// Counts running workgroups across all GPUs and stops the kernel on a deadlock.
+/// Whatever holds waiting workgroups (a GPU's workgroup engine): the monitor asks it for its waits.
+class StuckWaitSource {
+public:
+    virtual ~StuckWaitSource() = default;
+    /// Appends the unsatisfied waiters; returns false if any waiter's condition already holds.
+    virtual bool collect_stuck(std::vector<StuckWait>& out) const = 0;
+};
+
+/// Counts running workgroups across all GPUs and reports a deadlock (which stops the kernel).
 class ProgressMonitor {
 public:
-    /// Registers a GPU whose waiters are examined on a deadlock check.
-    void attach(EidolonGpu* gpu) { m_gpus.push_back(gpu); }
+    /// Registers a source of waiters examined on a deadlock check.
+    void attach(const StuckWaitSource* source) { m_sources.push_back(source); }
+    /// Where a deadlock is reported (the Simulation's collector); none: it only stops the kernel.
+    void set_error_sink(ErrorSink* sink) { m_errors = sink; }
     /// Models other than eidolons can write flags (a user's GPU model): "nobody running" then proves
     /// nothing, and GPUs instead report waits that saw no flag write for their watchdog time.
     void set_external_writers(bool present) { m_external = present; }
@@ -65,7 +78,8 @@ public:
 
 private:
     void check(bool forced = false);
-    std::vector<EidolonGpu*> m_gpus;
+    std::vector<const StuckWaitSource*> m_sources;
+    ErrorSink* m_errors = nullptr;
     std::int64_t m_running = 0;
     bool m_external = false;
     std::uint64_t m_next_check_ps = 0;

@@ -1,7 +1,7 @@
 // A TLM-2.0 base-protocol checker: a pass-through module inserted on a binding (check_protocol:
 // true). It forwards every call unchanged in both directions and checks the traffic against the
-// base protocol's rules; a violation is an SC_REPORT_ERROR naming the checker's socket, the rule,
-// the transaction and its phase history.
+// base protocol's rules; a violation is reported as a Protocol error (see errors.h) naming the
+// checker's socket, the rule, the transaction and its phase history, and ends the run.
 #pragma once
 
 #include <cstdint>
@@ -13,22 +13,38 @@
 #include <tlm>
 
 #include "eidola/address_map.h"
+#include "eidola/errors.h"
 #include "eidola/params.h"
+#include "eidola/registry.h"
 
 namespace eidola {
 
+/// The checker's parameters.
+struct ProtocolCheckerParams : ParamGroup {
+    /// Which way requests flow, which decides the addresses accepted.
+    ChoiceParam toward{*this, "toward", {"fabric", "gpu"},
+                       "which way requests flow: into the fabric (global addresses) or into a GPU (global or "
+                       "window-local)"};
+};
+
 /// Checks one binding: `target` faces the initiator, `initiator` faces the original target.
 class ProtocolChecker : public sc_core::sc_module,
+                        public ErrorReporter,
                         private tlm::tlm_fw_transport_if<>,
                         private tlm::tlm_bw_transport_if<> {
 public:
+    /// target: faces the checked initiator.
+    inline static const SocketSpec target_spec{"target", "target", "at+lt", "1", "faces the checked initiator"};
+    /// initiator: faces the checked target.
+    inline static const SocketSpec initiator_spec{"initiator", "initiator", "at+lt", "1", "faces the checked target"};
     /// Bound to the checked initiator (AT and LT calls pass through).
-    tlm::tlm_target_socket<> target;
+    tlm::tlm_target_socket<> target{target_spec.name.c_str()};
     /// Bound to the checked target.
-    tlm::tlm_initiator_socket<> initiator;
+    tlm::tlm_initiator_socket<> initiator{initiator_spec.name.c_str()};
 
-    /// The declared parameters (see protocol_checker.cpp).
-    static const std::vector<ParamSpec>& param_specs();
+    using Params = ProtocolCheckerParams;
+    /// The sockets, for the registry.
+    static std::vector<SocketSpec> socket_specs() { return {target_spec, initiator_spec}; }
     ProtocolChecker(sc_core::sc_module_name name, const ParamSet& params);
 
     /// Addresses are checked against this map (before simulation).

@@ -51,9 +51,11 @@ public:
     int run();
     /// Why run() returned 3 (a deadlock, a stall, a model or SystemC error); empty after success.
     const std::string& failure() const { return m_failure; }
-    /// "deadlock", "stall", "error" or "" (success).
+    /// The name of the verdict's ErrorKind (errors.h): "deadlock", "fabric deadlock", "stall", "protocol",
+    /// "error", or "" after success.
     const std::string& failure_kind() const { return m_failure_kind; }
-    /// Result tables: "gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck", "ops".
+    /// Result tables: "gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck", "syncmon_trace",
+    /// "ops"; their columns are declared once (result_tables.h) and listed in the catalog.
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;
@@ -61,6 +63,7 @@ public:
     std::uint64_t end_ps() const { return m_end_ps; }
 
 private:
+    int finish();
     struct Impl;
     std::unique_ptr<Impl> m_impl;
     std::string m_failure, m_failure_kind;

@@ -1,0 +1,81 @@
+// The initiator side of an eidolon GPU: splits its workgroups' writes, reads and signals into
+// packets of at most max_payload, issues them round robin over the 4-phase base protocol within
+// the outstanding limit, and hands each transfer back to its workgroup once every packet is
+// answered. A watchdog reports a stall when responses stop arriving.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include <tlm>
+
+#include "eidola/gpu_core.h"
+#include "eidola/program.h"
+
+namespace eidola {
+
+class WorkgroupEngine;
+
+/// Limits of the initiator side, read from the GPU's parameters.
+struct InitiatorConfig {
+    std::uint32_t workgroups = 1;       ///< resident workgroups (one transfer each at most)
+    std::uint32_t max_outstanding = 1;  ///< transactions in flight at once
+    std::uint64_t max_payload = 256;    ///< largest transaction in bytes
+};
+
+/// Drives the GPU's initiator socket; bound as its backward-path interface.
+class GpuInitiator : public tlm::tlm_bw_transport_if<> {
+public:
+    GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_initiator_socket<>& socket,
+                 const InitiatorConfig& config);
+
+    /// Queues workgroup `wg`'s transfer `op` (a remote write, read or signal) for packetising.
+    void start(std::uint32_t wg, const Op& op);
+    /// Packetises queued transfers while the socket and the outstanding limit allow.
+    void try_issue();
+    /// The request channel is free again (END_REQ arrived, after its annotated delay).
+    void end_request() { m_request_pending = nullptr; }
+    /// A response arrived (after its annotated delay).
+    void response_arrived(Packet* packet);
+    /// Checks that responses still arrive while transactions are outstanding.
+    void watchdog();
+
+    /// "N packets in flight, M bytes not yet sent" of workgroup `wg`'s transfer (for stall reports).
+    std::string describe_transfer(std::uint32_t wg) const;
+    std::uint64_t bytes_sent() const { return m_bytes_sent; }
+    std::uint64_t packets_sent() const { return m_packets_sent; }
+    /// Bytes read from peers.
+    std::uint64_t bytes_read() const { return m_bytes_read; }
+
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                       sc_core::sc_time& delay) override;
+    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+
+private:
+    /// One workgroup's transfer in progress.
+    struct Transfer {
+        const Op* op = nullptr;
+        std::uint64_t offset = 0;     // next byte to packetise
+        std::uint64_t left = 0;       // bytes not yet packetised
+        std::uint32_t in_flight = 0;  // packets sent, response pending
+    };
+    void send(Packet* packet);
+
+    GpuCore& m_core;
+    WorkgroupEngine& m_engine;
+    tlm::tlm_initiator_socket<>& m_socket;
+    std::uint32_t m_max_outstanding;
+    std::uint64_t m_max_payload;
+    PacketPool m_pool;
+    std::vector<Transfer> m_transfers;          // per workgroup
+    std::deque<std::uint32_t> m_issue_queue;    // workgroups with bytes to packetise, round robin
+    Packet* m_request_pending = nullptr;        // BEGIN_REQ sent, END_REQ not yet seen
+    std::uint32_t m_outstanding = 0;
+    std::uint64_t m_bytes_sent = 0, m_packets_sent = 0, m_bytes_read = 0;
+    bool m_watching = false;
+    std::uint64_t m_last_response_ps = 0;
+};
+
+}  // namespace eidola

@@ -1,0 +1,140 @@
+// The workgroups of one eidolon GPU as event-driven state machines (not a thread each: 1,024
+// GPUs x hundreds of workgroups must fit in memory). It steps each program op by op: compute and
+// local phases become delays, transfers are handed to the GPU's initiator side, and flag waits
+// poll, spin-yield or sleep in the SyncMon log until a write satisfies them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "eidola/gpu_core.h"
+#include "eidola/program.h"
+#include "eidola/progress_monitor.h"
+
+namespace eidola {
+
+class GpuInitiator;
+
+/// Statistics of one workgroup.
+struct WorkgroupStats {
+    std::uint64_t finish_ps = 0;   ///< when its program ended (0 if it had none)
+    std::uint64_t wait_ps = 0;     ///< time spent in flag waits
+    std::uint64_t polls = 0;       ///< flag reads it issued while waiting
+    std::uint64_t packets = 0;     ///< fabric transactions it issued
+};
+/// Columns of the "workgroups" result table, filled from WorkgroupStats.
+inline const std::vector<std::string> kWorkgroupColumns = {"gpu", "wg", "finish_ps", "wait_ps", "polls", "packets"};
+
+/// When one op of one workgroup ran (recorded when tracing is on).
+struct OpRecord {
+    std::uint32_t wg;        ///< workgroup
+    std::uint32_t op;        ///< op index in its program
+    std::uint64_t begin_ps;  ///< when the op started
+    std::uint64_t end_ps;    ///< when it completed
+};
+/// Columns of the "ops" result table, filled from OpRecord.
+inline const std::vector<std::string> kOpColumns = {"gpu", "wg", "op", "begin_ps", "end_ps"};
+/// Columns of the "syncmon_trace" result table (SyncMon occupancy after each change).
+inline const std::vector<std::string> kSyncmonTraceColumns = {"gpu", "time_ps", "occupancy"};
+
+/// Timing knobs of the workgroups, read from the GPU's parameters.
+struct EngineConfig {
+    std::uint32_t workgroups = 1;       ///< resident workgroups
+    double ps_per_cycle = 1;            ///< converts compute(cycles=...) into time
+    bool check_in_monitor = true;       ///< SyncMon evaluates conditions (else every write wakes and re-reads)
+    std::uint64_t wake_latency_ps = 0;  ///< satisfying write to woken workgroup running
+};
+
+/// Runs one GPU's workgroup programs.
+class WorkgroupEngine : public StuckWaitSource {
+public:
+    WorkgroupEngine(GpuCore& core, const EngineConfig& config);
+    /// The initiator side that carries this GPU's transfers (set once, before simulation).
+    void connect(GpuInitiator& initiator) { m_initiator = &initiator; }
+
+    /// Loads one workgroup's program; `ops` must outlive the simulation.
+    void load_program(std::uint32_t wg, const Op* ops, std::uint64_t count);
+    /// Starts every loaded workgroup (at time 0).
+    void start_all();
+
+    // Actions, dispatched by EidolonGpu::on_event.
+    /// The current op completed: go on with the next.
+    void resume(std::uint32_t wg);
+    /// A hold (wake-up delay) ended: start the op it held back.
+    void hold_done(std::uint32_t wg);
+    /// A SyncMon arm request reached the memory.
+    void arm_done(std::uint32_t wg);
+    /// A wait is satisfied.
+    void end_wait(std::uint32_t wg);
+    /// A woken waiter re-read its flag.
+    void recheck_done(std::uint32_t wg);
+    /// A poll's read is issued to the memory.
+    void issue_poll(std::uint32_t wg);
+    /// A poll's read returned.
+    void poll_done(std::uint32_t wg);
+    /// Checks waits that saw no flag change for a watchdog time (with writers the monitor cannot see).
+    void quiet_watch();
+    /// A write or atomic changed flag `flag`: wakes the sleepers it concerns.
+    void flag_written(std::uint64_t flag);
+
+    /// Number of resident workgroups.
+    std::uint32_t workgroups() const { return std::uint32_t(m_wgs.size()); }
+    /// Statistics of workgroup `wg`.
+    const WorkgroupStats& stats(std::uint32_t wg) const { return m_wgs[wg].stats; }
+    /// Counts a packet issued for workgroup `wg` (by the initiator side).
+    void count_packet(std::uint32_t wg) { ++m_wgs[wg].stats.packets; }
+    /// When the last workgroup finished.
+    std::uint64_t finish_ps() const { return m_finish_ps; }
+    /// Number of workgroups whose program has not finished.
+    std::uint32_t unfinished() const { return m_unfinished; }
+    /// The op workgroup `wg` is at.
+    const Op& current_op(std::uint32_t wg) const { return m_wgs[wg].ops[m_wgs[wg].pc]; }
+
+    bool collect_stuck(std::vector<StuckWait>& out) const override;
+    /// A one-line description of each unfinished workgroup (for stall reports).
+    std::vector<std::string> unfinished_report() const;
+
+    /// Records every op's begin and end time, and the SyncMon occupancy (off by default: memory per op).
+    void set_tracing(bool on) { m_tracing = on; }
+    const std::vector<OpRecord>& trace() const { return m_trace; }
+    const std::vector<std::pair<std::uint64_t, std::uint32_t>>& syncmon_trace() const { return m_syncmon_trace; }
+
+private:
+    enum class WgState : std::uint8_t { Idle, Ready, Computing, Transferring, Waiting, Done };
+    struct Workgroup {
+        const Op* ops = nullptr;
+        std::uint64_t count = 0;
+        std::uint64_t pc = 0;
+        WgState state = WgState::Idle;
+        std::uint64_t wait_since_ps = 0;
+        std::uint64_t interval_ps = 0;    // current poll interval (spin-yield backs off)
+        std::uint64_t op_begin_ps = 0;    // when the current op started (for the trace)
+        bool held = false;                // the current op's hold (wake-up delay) has been served
+        bool rechecking = false;          // woken by SyncMon, re-reading its flag
+        WorkgroupStats stats;
+    };
+
+    void run(std::uint32_t wg);
+    void start_op(std::uint32_t wg);
+    void advance(std::uint32_t wg);
+    void note_syncmon() {
+        if (m_tracing) m_syncmon_trace.emplace_back(now_ps(), std::uint32_t(m_core.syncmon.occupancy()));
+    }
+
+    GpuCore& m_core;
+    GpuInitiator* m_initiator = nullptr;
+    EngineConfig m_config;
+    std::vector<Workgroup> m_wgs;
+    std::uint32_t m_unfinished = 0;
+    std::uint64_t m_finish_ps = 0;
+    bool m_tracing = false;
+    std::vector<OpRecord> m_trace;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> m_syncmon_trace;
+    bool m_quiet_watching = false;           // a QuietWatch action is pending
+    std::uint64_t m_last_flag_change_ps = 0; // last flag write here, or last wait begun here
+    std::uint32_t m_waiting = 0;             // workgroups in a wait
+};
+
+}  // namespace eidola

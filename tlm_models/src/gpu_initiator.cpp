@@ -1,0 +1,167 @@
+#include "eidola/gpu_initiator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "eidola/workgroup_engine.h"
+
+namespace eidola {
+
+GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_initiator_socket<>& socket,
+                           const InitiatorConfig& config)
+    : m_core(core),
+      m_engine(engine),
+      m_socket(socket),
+      m_max_outstanding(config.max_outstanding),
+      m_max_payload(config.max_payload),
+      m_pool(config.max_payload),
+      m_transfers(config.workgroups) {}
+
+void GpuInitiator::start(std::uint32_t w, const Op& op) {
+    Transfer& t = m_transfers[w];
+    t.op = &op;
+    t.offset = op.offset;
+    t.left = static_cast<OpKind>(op.kind) == OpKind::Signal ? 8 : op.nbytes;
+    m_issue_queue.push_back(w);
+}
+
+// Round robin one packet per queued workgroup, while the socket is free (END_REQ seen) and the
+// outstanding limit allows.
+void GpuInitiator::try_issue() {
+    while (!m_request_pending && m_outstanding < m_max_outstanding && !m_issue_queue.empty()) {
+        const std::uint32_t w = m_issue_queue.front();
+        m_issue_queue.pop_front();
+        Transfer& t = m_transfers[w];
+        const Op& op = *t.op;
+        const OpKind kind = static_cast<OpKind>(op.kind);
+        const std::uint64_t n = std::min(t.left, m_max_payload);
+
+        Packet* p = m_pool.allocate();
+        p->wg = w;
+        p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+        p->set_address(m_core.map.global(std::uint32_t(op.peer), t.offset));
+        p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
+        p->set_data_length(unsigned(n));
+        p->set_streaming_width(unsigned(n));
+        p->set_byte_enable_ptr(nullptr);
+        p->set_dmi_allowed(false);
+        p->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+        if (kind == OpKind::Signal) {
+            p->atomic.op = static_cast<AtomicOp>(op.sub);
+            p->atomic.operand = op.value;
+            p->atomic.compare = op.compare;
+            std::memcpy(p->word, &op.value, 8);  // a target ignoring the extension sees a write of the operand
+            p->set_extension(&p->atomic);
+        }
+        if (kind != OpKind::Read) m_bytes_sent += n;
+        t.offset += n;
+        t.left -= n;
+        ++t.in_flight;
+        m_engine.count_packet(w);
+        if (t.left > 0) m_issue_queue.push_back(w);
+        send(p);
+    }
+}
+
+void GpuInitiator::send(Packet* p) {
+    EventHeap<GpuAction>& actions = m_core.actions;
+    if (m_outstanding == 0 && !m_watching) {
+        m_watching = true;
+        m_last_response_ps = now_ps();
+        actions.push(now_ps() + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
+    }
+    ++m_outstanding;
+    ++m_packets_sent;
+    m_request_pending = p;
+    tlm::tlm_phase phase = tlm::BEGIN_REQ;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    const std::uint64_t now = now_ps();
+    switch (m_socket->nb_transport_fw(*p, phase, delay)) {
+        case tlm::TLM_ACCEPTED: return;  // END_REQ will come on the backward path
+        case tlm::TLM_UPDATED:
+            if (phase == tlm::END_REQ) {
+                if (delay == sc_core::SC_ZERO_TIME) m_request_pending = nullptr;
+                else actions.push(now + delay.value(), {GpuActionKind::EndReq, 0});
+                return;
+            }
+            if (phase == tlm::BEGIN_RESP) break;
+            m_core.fail(m_core.name() + ".initiator: nb_transport_fw returned TLM_UPDATED with an illegal phase");
+            return;
+        case tlm::TLM_COMPLETED: break;
+    }
+    // The target answered at once: request and response both done.
+    m_request_pending = nullptr;
+    actions.push(now + delay.value(), {GpuActionKind::Response, 0, p});
+}
+
+tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                                 sc_core::sc_time& delay) {
+    const std::uint64_t at = now_ps() + delay.value();
+    Packet* p = static_cast<Packet*>(&trans);
+    const bool now = delay == sc_core::SC_ZERO_TIME;
+    if (phase == tlm::END_REQ || (phase == tlm::BEGIN_RESP && m_request_pending == p)) {  // BEGIN_RESP implies END_REQ
+        if (now) {
+            // Handled in place (it only updates state); packetising resumes from the GPU's own process.
+            m_request_pending = nullptr;
+            if (!m_issue_queue.empty()) m_core.actions.push(at, {GpuActionKind::Issue, 0});
+        } else {
+            m_core.actions.push(at, {GpuActionKind::EndReq, 0});
+        }
+        if (phase == tlm::END_REQ) return tlm::TLM_ACCEPTED;
+    }
+    if (phase == tlm::BEGIN_RESP) {
+        if (now) response_arrived(p);
+        else m_core.actions.push(at, {GpuActionKind::Response, 0, p});
+        return tlm::TLM_COMPLETED;
+    }
+    m_core.fail(m_core.name() + ".initiator: unexpected phase on the backward path");
+    return tlm::TLM_COMPLETED;
+}
+
+void GpuInitiator::response_arrived(Packet* p) {
+    if (!p->is_response_ok()) {
+        std::ostringstream msg;
+        msg << m_core.name() << ".initiator: transaction to address 0x" << std::hex << p->get_address() << std::dec
+            << " failed: " << p->get_response_string();
+        m_core.fail(msg.str());
+        return;
+    }
+    const std::uint32_t w = p->wg;
+    Transfer& t = m_transfers[w];
+    if (p->is_read()) m_bytes_read += p->get_data_length();
+    m_last_response_ps = now_ps();
+    --m_outstanding;
+    --t.in_flight;
+    p->release();
+    if (t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
+    else if (!m_issue_queue.empty()) m_core.actions.push(now_ps(), {GpuActionKind::Issue, 0});  // a slot freed
+}
+
+// A fabric that loses a transaction leaves its workgroup blocked forever while others may poll
+// on: without this, such a run would never end.
+void GpuInitiator::watchdog() {
+    const std::uint64_t now = now_ps();
+    if (m_outstanding == 0) {
+        m_watching = false;
+        return;
+    }
+    if (now - m_last_response_ps >= m_core.watchdog_ps) {
+        std::ostringstream msg;
+        msg << "stall: " << m_core.name() << " has " << m_outstanding
+            << " transaction(s) outstanding and no response for " << ps_to_time(now - m_last_response_ps)
+            << " (was a transaction lost by the interconnect?)";
+        m_core.reporter.errors().report(ErrorKind::Stall, msg.str());
+        return;
+    }
+    m_core.actions.push(m_last_response_ps + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
+}
+
+std::string GpuInitiator::describe_transfer(std::uint32_t w) const {
+    const Transfer& t = m_transfers[w];
+    std::ostringstream out;
+    out << t.in_flight << " packets in flight, " << t.left << " bytes not yet sent";
+    return out.str();
+}
+
+}  // namespace eidola

@@ -1,0 +1,94 @@
+#include "eidola/gpu_target.h"
+
+#include "eidola/workgroup_engine.h"
+
+namespace eidola {
+
+GpuTarget::GpuTarget(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_target_socket<>& socket)
+    : m_core(core), m_engine(engine), m_socket(socket) {}
+
+tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                              sc_core::sc_time& delay) {
+    const std::uint64_t at = now_ps() + delay.value();
+    if (phase == tlm::BEGIN_REQ) {
+        std::uint32_t slot;
+        if (m_free_slots.empty()) {
+            slot = std::uint32_t(m_incoming.size());
+            m_incoming.push_back(&trans);
+        } else {
+            slot = m_free_slots.back();
+            m_free_slots.pop_back();
+            m_incoming[slot] = &trans;
+        }
+        m_core.actions.push(m_core.memory.schedule(at, trans.get_data_length()), {GpuActionKind::Serve, slot});
+        phase = tlm::END_REQ;  // the memory queues requests itself: accept at once
+        return tlm::TLM_UPDATED;
+    }
+    if (phase == tlm::END_RESP) {
+        m_core.actions.push(at, {GpuActionKind::NextResponse, 0});
+        return tlm::TLM_COMPLETED;
+    }
+    m_core.fail(m_core.name() + ".target: unexpected phase on the forward path");
+    return tlm::TLM_COMPLETED;
+}
+
+// Counts an incoming write and wakes the waiters of every flag word it covers.
+[[gnu::always_inline]] inline void GpuTarget::wrote(std::uint64_t offset, std::uint64_t length) {
+    m_bytes_written += length;
+    for (std::uint64_t f = offset / 8; f < m_core.memory.flag_count() && f * 8 < offset + length; ++f)
+        m_engine.flag_written(f);
+}
+
+void GpuTarget::serve(std::uint32_t slot) {
+    tlm::tlm_generic_payload* trans = m_incoming[slot];
+    m_incoming[slot] = nullptr;
+    m_free_slots.push_back(slot);
+    const std::uint64_t offset = m_core.map.local(trans->get_address());
+    m_core.memory.perform(*trans, offset);
+    if (trans->is_write()) wrote(offset, trans->get_data_length());
+    send_response(trans);
+}
+
+void GpuTarget::next_response() {
+    m_response_pending = false;
+    if (m_responses.empty()) return;
+    tlm::tlm_generic_payload* t = m_responses.front();
+    m_responses.pop_front();
+    send_response(t);
+}
+
+void GpuTarget::send_response(tlm::tlm_generic_payload* trans) {
+    if (m_response_pending) {  // base protocol: one BEGIN_RESP at a time on a socket
+        m_responses.push_back(trans);
+        return;
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_RESP;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    tlm::tlm_sync_enum status = m_socket->nb_transport_bw(*trans, phase, delay);
+    m_response_pending = true;
+    if (status == tlm::TLM_ACCEPTED) return;  // END_RESP will come on the forward path
+    if (status == tlm::TLM_UPDATED && phase != tlm::END_RESP) {
+        m_core.fail(m_core.name() + ".target: nb_transport_bw returned TLM_UPDATED with an illegal phase");
+        return;
+    }
+    m_core.actions.push(now_ps() + delay.value(), {GpuActionKind::NextResponse, 0});
+}
+
+// Loosely timed callers run ahead of simulated time: the access takes effect, and queues for the
+// memory, at the time of the call; its service time is added to the caller's annotated delay.
+// (Reserving the memory at the annotated future time would block earlier AT accesses behind it.)
+void GpuTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    const std::uint64_t now = now_ps();
+    const std::uint64_t done = m_core.memory.schedule(now, trans.get_data_length()) + delay.value();
+    const std::uint64_t offset = m_core.map.local(trans.get_address());
+    m_core.memory.perform(trans, offset);
+    if (trans.is_write()) wrote(offset, trans.get_data_length());
+    delay = ps_to_time(done - now);
+}
+
+unsigned int GpuTarget::transport_dbg(tlm::tlm_generic_payload& trans) {
+    m_core.memory.perform(trans, m_core.map.local(trans.get_address()), false);
+    return trans.get_data_length();
+}
+
+}  // namespace eidola
