@@ -67,6 +67,7 @@ void EidolonGpu::on_event() {
             case GpuActionKind::EndReq: m_initiator.end_request(); break;
             case GpuActionKind::Response: m_initiator.response_arrived(a.packet); break;
             case GpuActionKind::Watchdog: m_initiator.watchdog(); break;
+            case GpuActionKind::Drained: m_engine.writes_drained(a.arg); break;
             case GpuActionKind::Serve: m_target.serve(a.arg); break;
             case GpuActionKind::NextResponse: m_target.next_response(); break;
         }

@@ -16,14 +16,48 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
       m_max_outstanding(config.max_outstanding),
       m_max_payload(config.max_payload),
       m_pool(config.max_payload),
-      m_transfers(config.workgroups) {}
+      m_transfers(config.workgroups),
+      m_unacked(config.workgroups, 0),
+      m_unacked_peers(config.workgroups) {}
 
 void GpuInitiator::start(std::uint32_t w, const Op& op) {
     Transfer& t = m_transfers[w];
+    const OpKind kind = static_cast<OpKind>(op.kind);
     t.op = &op;
     t.offset = op.offset;
-    t.left = static_cast<OpKind>(op.kind) == OpKind::Signal ? 8 : op.nbytes;
+    t.left = kind == OpKind::Signal ? 8 : op.nbytes;
+    t.in_flight = 0;
+    t.blocking = kind == OpKind::Read || (kind == OpKind::Write && static_cast<WriteMode>(op.mode) == WriteMode::Blocking);
     m_issue_queue.push_back(w);
+}
+
+std::uint32_t GpuInitiator::unacked_to(std::uint32_t w, std::int32_t peer) const {
+    for (const auto& [p, n] : m_unacked_peers[w])
+        if (p == peer) return n;
+    return 0;
+}
+
+void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer) {
+    ++m_unacked[w];
+    for (auto& [p, n] : m_unacked_peers[w])
+        if (p == peer) {
+            ++n;
+            return;
+        }
+    m_unacked_peers[w].emplace_back(peer, 1);
+}
+
+bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer) {
+    --m_unacked[w];
+    auto& peers = m_unacked_peers[w];
+    for (std::size_t i = 0; i < peers.size(); ++i)
+        if (peers[i].first == peer) {
+            if (--peers[i].second > 0) return false;
+            peers[i] = peers.back();
+            peers.pop_back();
+            return true;
+        }
+    return false;
 }
 
 // Round robin one packet per queued workgroup, while the socket is free (END_REQ seen) and the
@@ -39,6 +73,8 @@ void GpuInitiator::try_issue() {
 
         Packet* p = m_pool.allocate();
         p->wg = w;
+        p->peer = op.peer;
+        p->resumes = t.blocking;
         p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
         p->set_address(m_core.map.global(std::uint32_t(op.peer), t.offset));
         p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
@@ -57,9 +93,11 @@ void GpuInitiator::try_issue() {
         if (kind != OpKind::Read) m_bytes_sent += n;
         t.offset += n;
         t.left -= n;
-        ++t.in_flight;
+        if (t.blocking) ++t.in_flight;
+        if (kind != OpKind::Read) count_issued(w, op.peer);
         m_engine.count_packet(w);
         if (t.left > 0) m_issue_queue.push_back(w);
+        else if (!t.blocking) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});  // posted: issued is done
         send(p);
     }
 }
@@ -129,13 +167,17 @@ void GpuInitiator::response_arrived(Packet* p) {
     }
     const std::uint32_t w = p->wg;
     Transfer& t = m_transfers[w];
-    if (p->is_read()) m_bytes_read += p->get_data_length();
+    const bool read = p->is_read();
+    if (read) m_bytes_read += p->get_data_length();
     m_last_response_ps = now_ps();
     --m_outstanding;
-    --t.in_flight;
+    const bool resumes = p->resumes;
+    const bool drained = !read && (count_acknowledged(w, p->peer) || m_unacked[w] == 0);
     p->release();
-    if (t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
+    if (resumes && --t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
     else if (!m_issue_queue.empty()) m_core.actions.push(now_ps(), {GpuActionKind::Issue, 0});  // a slot freed
+    // Acknowledgements can arrive outside the GPU's own process: the engine reacts in an action.
+    if (drained && m_engine.awaits_drain(w)) m_core.actions.push(now_ps(), {GpuActionKind::Drained, w});
 }
 
 // A fabric that loses a transaction leaves its workgroup blocked forever while others may poll

@@ -17,7 +17,8 @@ const char* wait_mode_name(WaitMode mode) { return kWaitModeNames[static_cast<in
 
 std::vector<EnumNames> shared_enums() {
     return {names("op_kind", kOpKindNames), names("cond", kCondNames), names("wait_mode", kWaitModeNames),
-            names("atomic", kAtomicOpNames), names("compute_unit", kComputeUnitNames)};
+            names("atomic", kAtomicOpNames), names("compute_unit", kComputeUnitNames),
+            names("write_mode", kWriteModeNames), names("release_scope", kReleaseScopeNames)};
 }
 
 bool cond_holds(Cond cond, std::int64_t lhs, std::int64_t rhs) {

@@ -56,6 +56,10 @@ void WorkgroupEngine::run(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
     while (g.state == WgState::Ready) {
         if (g.pc == g.count) {
+            if (m_initiator->unacked(w) > 0) {  // the implicit release at the end of a kernel
+                g.state = WgState::Draining;
+                return;
+            }
             g.state = WgState::Done;
             g.stats.finish_ps = now_ps();
             m_finish_ps = std::max(m_finish_ps, g.stats.finish_ps);
@@ -95,6 +99,10 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
             m_core.actions.push(memory.schedule(now, accesses * op.nbytes), {GpuActionKind::Resume, w});
             return;
         }
+        case OpKind::Fence:
+            if (m_initiator->unacked(w) == 0) advance(w);
+            else g.state = WgState::Fencing;
+            return;
         case OpKind::Write:
         case OpKind::Read:
         case OpKind::Signal: {
@@ -102,6 +110,10 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
                 g.held = true;
                 g.state = WgState::Computing;
                 m_core.actions.push(now + std::uint64_t(op.time2_ps), {GpuActionKind::HoldDone, w});
+                return;
+            }
+            if (static_cast<OpKind>(op.kind) == OpKind::Signal && !released(w, op)) {
+                g.state = WgState::Releasing;  // writes_drained() goes on
                 return;
             }
             if (std::uint32_t(op.peer) == m_core.index) {
@@ -147,6 +159,31 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
         }
     }
     m_core.fail(m_core.name() + ": unknown op kind in a program");
+}
+
+bool WorkgroupEngine::released(std::uint32_t w, const Op& op) const {
+    return static_cast<ReleaseScope>(op.mode) == ReleaseScope::Peer ? m_initiator->unacked_to(w, op.peer) == 0
+                                                                    : m_initiator->unacked(w) == 0;
+}
+
+void WorkgroupEngine::writes_drained(std::uint32_t w) {
+    Workgroup& g = m_wgs[w];
+    switch (g.state) {
+        case WgState::Releasing:
+            if (!released(w, g.ops[g.pc])) return;
+            g.state = WgState::Ready;  // start_op() issues the signal now
+            break;
+        case WgState::Fencing:
+            if (m_initiator->unacked(w) > 0) return;
+            advance(w);
+            break;
+        case WgState::Draining:
+            if (m_initiator->unacked(w) > 0) return;
+            g.state = WgState::Ready;  // run() finds the program's end
+            break;
+        default: return;
+    }
+    run(w);
 }
 
 void WorkgroupEngine::issue_poll(std::uint32_t w) {
@@ -258,6 +295,8 @@ void WorkgroupEngine::quiet_watch() {
 }
 
 bool WorkgroupEngine::collect_stuck(std::vector<StuckWait>& out) const {
+    // A posted write or signal still in flight may yet change a flag that someone waits on.
+    if (m_initiator->outstanding() > 0) return false;
     for (std::uint32_t w = 0; w < m_wgs.size(); ++w) {
         const Workgroup& g = m_wgs[w];
         if (g.state != WgState::Waiting) continue;
@@ -271,7 +310,8 @@ bool WorkgroupEngine::collect_stuck(std::vector<StuckWait>& out) const {
 }
 
 std::vector<std::string> WorkgroupEngine::unfinished_report() const {
-    static const char* const states[] = {"idle", "ready", "computing", "transferring", "waiting", "done"};
+    static const char* const states[] = {"idle",  "ready",     "computing", "transferring", "waiting",
+                                         "done",  "releasing", "fencing",   "draining"};
     std::vector<std::string> lines;
     for (std::uint32_t w = 0; w < m_wgs.size(); ++w) {
         const Workgroup& g = m_wgs[w];
@@ -279,6 +319,8 @@ std::vector<std::string> WorkgroupEngine::unfinished_report() const {
         std::ostringstream line;
         line << "gpu " << m_core.index << " wg " << w << " op " << g.pc << ": " << states[int(g.state)];
         if (g.state == WgState::Transferring) line << " (" << m_initiator->describe_transfer(w) << ")";
+        if (g.state == WgState::Releasing || g.state == WgState::Fencing || g.state == WgState::Draining)
+            line << " (" << m_initiator->unacked(w) << " writes not yet acknowledged)";
         lines.push_back(line.str());
     }
     return lines;

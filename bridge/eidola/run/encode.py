@@ -87,7 +87,7 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     ops_arr = np.zeros(n_ops, dtype=OP_DTYPE)
     progs = np.zeros(len(profile.programs), dtype=PROGRAM_DTYPE)
     # Interned ops recur across programs: encode each distinct op once, then gather by index.
-    codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit")}
+    codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit", "write_mode", "release_scope")}
     distinct: dict[int, int] = {}
     rows: list[tuple[int, ...]] = []
     order = []
@@ -144,12 +144,17 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
         if op["cycles"] is not None:
             return (kind, 0, codes["compute_unit"]["cycles"], 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
         return (kind, 0, codes["compute_unit"]["ns"], 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
-    if k in ("write", "read"):
+    if k == "write":
+        mode = codes["write_mode"]["blocking" if op["blocking"] else "posted"]
+        return (kind, 0, mode, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+    if k == "read":
         return (kind, 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+    if k == "fence":
+        return (kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if k == "signal":
         compare = op["compare"] if op["compare"] is not None else 0
-        return (kind, codes["atomic"][op["op"]], 0, 0, op["dst"], 8 * flag_index[op["flag"]], 8, op["value"],
-                compare, 0, 0)
+        return (kind, codes["atomic"][op["op"]], codes["release_scope"][op["scope"]], 0, op["dst"],
+                8 * flag_index[op["flag"]], 8, op["value"], compare, 0, 0)
     if k == "wait":
         return (kind, codes["cond"][op["cond"]], codes["wait_mode"][op["mode"]], 1 if op["wake"] == "all" else 0, 0,
                 8 * flag_index[op["flag"]], 8, op["value"], 0, _ps(op["interval_ns"]), _ps(op["max_interval_ns"]))

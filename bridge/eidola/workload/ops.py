@@ -15,13 +15,15 @@ from typing import Any
 from ..platform import catalog
 from .checks import I64_MIN, Invalid, Scope, check_choice, check_int, check_num
 
-__all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "explicit_args"]
+__all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "RELEASE_SCOPES",
+           "explicit_args"]
 
 # The value sets shared with C++ are declared there (program.h) and read through the catalog.
 CONDS = catalog.enum("cond")            #: wait conditions, in the order of the C++ enum Cond
 WAIT_MODES = catalog.enum("wait_mode")  #: how a workgroup waits (the C++ enum WaitMode)
 SIGNAL_OPS = catalog.enum("atomic")     #: atomics of a signal (the C++ enum AtomicOp)
 WAKES = ("all", "one")                                #: SyncMon wakes every waiter, or one
+RELEASE_SCOPES = catalog.enum("release_scope")  #: which earlier writes a signal waits for (C++ ReleaseScope)
 REQUIRED: Any = object()  #: marks an argument without a default
 MAX_INTERVAL_FACTOR = 16  #: spin-yield backs off to this many poll intervals unless told otherwise
 
@@ -62,7 +64,8 @@ def _compute(s: Scope, ns: Any, cycles: Any) -> Op:
     return s.intern(Op("compute", (("ns", ns), ("cycles", cycles))))
 
 
-def _transfer(kind: str, s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
+def _transfer(kind: str, s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any,
+              extra: tuple[tuple[str, Any], ...] = ()) -> Op:
     dst = s.dst(dst)
     size = s.buffer(buffer)
     offset = check_int("offset", offset)
@@ -72,18 +75,20 @@ def _transfer(kind: str, s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: A
     # Interned: large profiles repeat the same transfer (and the same argument pairs) across GPUs
     # and workgroups, so sharing the objects keeps a 1,024-GPU profile's memory down.
     return s.intern(Op(kind, tuple(s.pair(n, v) for n, v in
-                                   (("dst", dst), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))))
+                                   (("dst", dst), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes), *extra))))
 
 
-def _write(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
-    return _transfer("write", s, dst, buffer, offset, nbytes)
+def _write(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any, blocking: Any) -> Op:
+    if type(blocking) is not bool:
+        raise Invalid(f"blocking must be true or false, got {blocking!r}")
+    return _transfer("write", s, dst, buffer, offset, nbytes, (("blocking", blocking),))
 
 
 def _read(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
     return _transfer("read", s, dst, buffer, offset, nbytes)
 
 
-def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any) -> Op:
+def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any, scope: Any) -> Op:
     dst = s.dst(dst)
     flag = s.flag(flag)
     op = check_choice("op", op, SIGNAL_OPS)
@@ -94,7 +99,13 @@ def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any) ->
         compare = check_int("compare", compare, lo=I64_MIN)
     elif compare is not None:
         raise Invalid(f"compare is only allowed with op 'cas' (got op {op!r})")
-    return s.intern(Op("signal", (("dst", dst), ("flag", flag), ("op", op), ("value", value), ("compare", compare))))
+    scope = check_choice("scope", scope, RELEASE_SCOPES)
+    return s.intern(Op("signal", (("dst", dst), ("flag", flag), ("op", op), ("value", value), ("compare", compare),
+                                  ("scope", scope))))
+
+
+def _fence(s: Scope) -> Op:
+    return s.intern(Op("fence", ()))
 
 
 def _wait(s: Scope, flag: Any, cond: Any, value: Any, mode: Any, interval_ns: Any, max_interval_ns: Any,
@@ -154,12 +165,18 @@ class OpKind:
 OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
     OpKind("compute", (("ns", None), ("cycles", None)), _compute,
            "Busy the workgroup for `ns` nanoseconds or `cycles` GPU cycles (exactly one)."),
-    OpKind("write", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)), _write,
-           "Write `nbytes` at `offset` into GPU `dst`'s copy of `buffer`."),
+    OpKind("write", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED),
+                     ("blocking", False)), _write,
+           "Write `nbytes` at `offset` into GPU `dst`'s copy of `buffer`. Posted, as a GPU store: the workgroup goes on "
+           "once the packets are issued (within max_outstanding); `blocking=True` waits for every acknowledgement."),
     OpKind("read", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)), _read,
            "Read `nbytes` at `offset` from GPU `dst`'s copy of `buffer`."),
-    OpKind("signal", (("dst", REQUIRED), ("flag", REQUIRED), ("op", "add"), ("value", 1), ("compare", None)), _signal,
-           "Atomically add/set/compare-and-swap GPU `dst`'s copy of `flag`."),
+    OpKind("signal", (("dst", REQUIRED), ("flag", REQUIRED), ("op", "add"), ("value", 1), ("compare", None),
+                      ("scope", "workgroup")), _signal,
+           "Atomically add/set/compare-and-swap GPU `dst`'s copy of `flag`, as a release: it is issued once every "
+           "earlier write of the workgroup is acknowledged (`scope='peer'`: only earlier writes to `dst`). Posted."),
+    OpKind("fence", (), _fence,
+           "Wait until every earlier write and signal of this workgroup is acknowledged."),
     OpKind("wait", (("flag", REQUIRED), ("cond", REQUIRED), ("value", REQUIRED), ("mode", "poll"), ("interval_ns", 100),
                     ("max_interval_ns", None), ("wake", "all")), _wait,
            "Block until the local copy of `flag` satisfies `flag <cond> value` (max_interval_ns defaults to "

@@ -21,7 +21,9 @@ from .variability import NO_VARIABILITY, Variability, parse_variability
 
 __all__ = ["Profile", "FORMAT_VERSION"]
 
-FORMAT_VERSION = 1  #: the eidola_profile version this reader and writer speak
+#: The eidola_profile version this writer speaks. Version 2 made writes posted and signals releases;
+#: version 1 files are read with their writes blocking, as they were then (see `_upgrade_v1`).
+FORMAT_VERSION = 2
 _TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "variability", "programs")
 _PROGRAM_KEYS = ("gpu", "wg", "ops")
 
@@ -95,8 +97,11 @@ def _from_dict(d: Any, source: str) -> Profile:
         if key not in d:
             raise ProfileError(_where(source, f"missing key {key!r}"))
     version = d["eidola_profile"]
-    if type(version) is not int or version != FORMAT_VERSION:
-        raise ProfileError(_where(source, f"unsupported eidola_profile version {version!r} (expected {FORMAT_VERSION})"))
+    if type(version) is not int or version not in (1, FORMAT_VERSION):
+        raise ProfileError(_where(source, f"unsupported eidola_profile version {version!r} (expected {FORMAT_VERSION}, "
+                                          "or 1, which is upgraded on reading)"))
+    if version == 1:
+        _upgrade_v1(d.get("programs"))
     name, gpus, workgroups = d["name"], d["gpus"], d["workgroups"]
     flags, buffers = d.get("flags") or [], d.get("buffers") or {}
     try:
@@ -115,6 +120,20 @@ def _from_dict(d: Any, source: str) -> Profile:
     variability = parse_variability(d.get("variability"), gpus, workgroups, _where(source, "variability"))
     programs = _read_programs(d.get("programs") or [], scope, gpus, workgroups, source)
     return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability)
+
+
+def _upgrade_v1(programs: object) -> None:
+    """Version 1 writes completed on their last acknowledgement: keep that meaning (blocking=True).
+
+    Its signals become releases, which they already were in effect (every earlier write had been
+    acknowledged), but the workgroup no longer waits for the signal's own acknowledgement.
+    """
+    if not isinstance(programs, list):
+        return  # the reader reports what is wrong with it
+    for program in programs:
+        for raw in program.get("ops", ()) if isinstance(program, dict) and isinstance(program.get("ops"), list) else ():
+            if isinstance(raw, list) and len(raw) == 2 and raw[0] == "write" and isinstance(raw[1], dict):
+                raw[1].setdefault("blocking", True)
 
 
 def _read_programs(raw_programs: Any, scope: Scope, gpus: int, workgroups: int,

@@ -212,9 +212,9 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
     for (g, w), ops in p.programs:
         lines = [f"- gpu: {g}\n  wg: {w}\n  ops:\n"]
         for op in ops:
-            if op.kind == "write" or op.kind == "read":
+            if (op.kind == "write" and not op.args[4][1]) or op.kind == "read":
                 # Transfers are mostly unique (offsets differ), so render them directly.
-                (_, dst), (_, buf), (_, off), (_, n) = op.args
+                (_, dst), (_, buf), (_, off), (_, n) = op.args[:4]
                 lines.append(f"  - [{op.kind}, {{dst: {dst}, buffer: {_scalar(buf)}, offset: {off}, nbytes: {n}}}]\n")
             else:
                 text = rendered.get(id(op))

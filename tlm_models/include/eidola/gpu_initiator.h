@@ -1,7 +1,10 @@
 // The initiator side of an eidolon GPU: splits its workgroups' writes, reads and signals into
-// packets of at most max_payload, issues them round robin over the 4-phase base protocol within
-// the outstanding limit, and hands each transfer back to its workgroup once every packet is
-// answered. A watchdog reports a stall when responses stop arriving.
+// packets of at most max_payload and issues them round robin over the 4-phase base protocol
+// within the outstanding limit. A posted write or signal hands its workgroup back as soon as its
+// last packet is issued, as a GPU store does; a read or a blocking write once every packet is
+// answered. It counts each workgroup's unacknowledged writes, in all and per destination, so the
+// workgroup engine can hold a release (signal) or a fence until they drain. A watchdog reports a
+// stall when responses stop arriving.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,12 @@ public:
 
     /// Queues workgroup `wg`'s transfer `op` (a remote write, read or signal) for packetising.
     void start(std::uint32_t wg, const Op& op);
+    /// Transactions in flight from this GPU.
+    std::uint32_t outstanding() const { return m_outstanding; }
+    /// Writes and signals of workgroup `wg` issued and not yet acknowledged.
+    std::uint32_t unacked(std::uint32_t wg) const { return m_unacked[wg]; }
+    /// Those of them addressed to GPU `peer`.
+    std::uint32_t unacked_to(std::uint32_t wg, std::int32_t peer) const;
     /// Packetises queued transfers while the socket and the outstanding limit allow.
     void try_issue();
     /// The request channel is free again (END_REQ arrived, after its annotated delay).
@@ -54,13 +63,17 @@ public:
     void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
 private:
-    /// One workgroup's transfer in progress.
+    /// The transfer a workgroup is packetising (one at a time: the workgroup waits for its issue).
     struct Transfer {
         const Op* op = nullptr;
         std::uint64_t offset = 0;     // next byte to packetise
         std::uint64_t left = 0;       // bytes not yet packetised
-        std::uint32_t in_flight = 0;  // packets sent, response pending
+        std::uint32_t in_flight = 0;  // packets of a blocking transfer sent, response pending
+        bool blocking = false;        // completes on its last response (reads, blocking writes), else on issue
     };
+    void count_issued(std::uint32_t wg, std::int32_t peer);
+    /// Returns whether the count of writes to `peer` reached zero.
+    bool count_acknowledged(std::uint32_t wg, std::int32_t peer);
     void send(Packet* packet);
 
     GpuCore& m_core;
@@ -70,6 +83,9 @@ private:
     std::uint64_t m_max_payload;
     PacketPool m_pool;
     std::vector<Transfer> m_transfers;          // per workgroup
+    std::vector<std::uint32_t> m_unacked;       // per workgroup: writes and signals not yet acknowledged
+    // per workgroup: (peer, unacknowledged writes to it); short, so a scan beats a map
+    std::vector<std::vector<std::pair<std::int32_t, std::uint32_t>>> m_unacked_peers;
     std::deque<std::uint32_t> m_issue_queue;    // workgroups with bytes to packetise, round robin
     Packet* m_request_pending = nullptr;        // BEGIN_REQ sent, END_REQ not yet seen
     std::uint32_t m_outstanding = 0;

@@ -19,6 +19,8 @@ class Packet : public tlm::tlm_generic_payload {
 public:
     explicit Packet(tlm::tlm_mm_interface* mm) : tlm::tlm_generic_payload(mm) {}
     std::uint32_t wg = 0;                ///< issuing workgroup
+    std::int32_t peer = 0;               ///< destination GPU (for per-peer release accounting)
+    bool resumes = false;                ///< its response may complete a blocking transfer (read, blocking write)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
 };

@@ -11,9 +11,21 @@
 namespace eidola {
 
 /// What an op does.
-enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5 };
+enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5, Fence = 6 };
 /// Names of the OpKind values, indexed by value (the profile's op names).
-inline constexpr const char* kOpKindNames[] = {"compute", "write", "read", "signal", "wait", "local"};
+inline constexpr const char* kOpKindNames[] = {"compute", "write", "read", "signal", "wait", "local", "fence"};
+
+/// When a write completes for its workgroup (Op::mode of a Write).
+/// Posted: once its packets are issued (a GPU store); Blocking: once every packet is acknowledged.
+enum class WriteMode : std::uint8_t { Posted = 0, Blocking = 1 };
+/// Names of the WriteMode values, indexed by value.
+inline constexpr const char* kWriteModeNames[] = {"posted", "blocking"};
+
+/// Which earlier writes a signal (a release) waits for (Op::mode of a Signal).
+/// Workgroup: every earlier write of the workgroup is acknowledged; Peer: only those to the signal's GPU.
+enum class ReleaseScope : std::uint8_t { Workgroup = 0, Peer = 1 };
+/// Names of the ReleaseScope values, indexed by value.
+inline constexpr const char* kReleaseScopeNames[] = {"workgroup", "peer"};
 
 /// Condition of a wait: flag <cond> value.
 enum class Cond : std::uint8_t { Eq = 0, Ne = 1, Ge = 2, Gt = 3, Le = 4, Lt = 5 };
@@ -46,15 +58,16 @@ std::vector<EnumNames> shared_enums();
 
 /// One op of a workgroup program. Field use per kind:
 /// - Compute: time_ps, or `value` cycles of the GPU clock when `mode` is ComputeUnit::Cycles.
-/// - Write/Read: `peer`, `offset` (byte offset in the peer's window), `nbytes`.
-/// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`.
+/// - Write/Read: `peer`, `offset` (byte offset in the peer's window), `nbytes`; a write's `mode` is its WriteMode.
+/// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`, `mode` (ReleaseScope).
+/// - Fence: no operands; it completes once every earlier write and signal of the workgroup is acknowledged.
 /// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `wake_all`,
 ///   `value`, `time_ps` (poll interval), `time2_ps` (spin-yield maximum interval).
 /// - Local: `offset` reads and `value` writes of `nbytes` each.
 struct Op {
     std::uint8_t kind;      ///< OpKind
     std::uint8_t sub;       ///< Cond or AtomicOp
-    std::uint8_t mode;      ///< WaitMode, or the ComputeUnit of a compute
+    std::uint8_t mode;      ///< WaitMode, ComputeUnit, WriteMode or ReleaseScope (by kind)
     std::uint8_t wake_all;  ///< SyncMon wake-all (1) or wake-one (0)
     std::int32_t peer;      ///< destination GPU of writes, reads and signals
     std::uint64_t offset;   ///< byte offset in the window, or read count of a Local op

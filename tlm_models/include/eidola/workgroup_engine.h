@@ -78,6 +78,13 @@ public:
     void quiet_watch();
     /// A write or atomic changed flag `flag`: wakes the sleepers it concerns.
     void flag_written(std::uint64_t flag);
+    /// Workgroup `wg`'s unacknowledged writes (to some peer, or in all) reached zero.
+    void writes_drained(std::uint32_t wg);
+    /// Whether workgroup `wg` holds a release, a fence or its end until its writes drain.
+    bool awaits_drain(std::uint32_t wg) const {
+        const WgState s = m_wgs[wg].state;
+        return s == WgState::Releasing || s == WgState::Fencing || s == WgState::Draining;
+    }
 
     /// Number of resident workgroups.
     std::uint32_t workgroups() const { return std::uint32_t(m_wgs.size()); }
@@ -102,7 +109,9 @@ public:
     const std::vector<std::pair<std::uint64_t, std::uint32_t>>& syncmon_trace() const { return m_syncmon_trace; }
 
 private:
-    enum class WgState : std::uint8_t { Idle, Ready, Computing, Transferring, Waiting, Done };
+    // Releasing: a signal waits for earlier writes; Fencing: a fence does; Draining: the program
+    // ended and its last writes are in flight (a kernel ends when its stores are visible).
+    enum class WgState : std::uint8_t { Idle, Ready, Computing, Transferring, Waiting, Done, Releasing, Fencing, Draining };
     struct Workgroup {
         const Op* ops = nullptr;
         std::uint64_t count = 0;
@@ -117,6 +126,8 @@ private:
     };
 
     void run(std::uint32_t wg);
+    /// Whether the signal `op` of workgroup `wg` may go: the earlier writes its scope covers are acknowledged.
+    bool released(std::uint32_t wg, const Op& op) const;
     void start_op(std::uint32_t wg);
     void advance(std::uint32_t wg);
     void note_syncmon() {
