@@ -46,7 +46,8 @@ def test_example_builds():
     assert ops[0] == Op("compute", (("ns", 1500), ("cycles", None)))
     # the example walks peers in increasing order, skipping itself
     assert ops[1].kind == "write" and ops[1]["dst"] == 0 and ops[1]["offset"] == 8192
-    assert ops[2].as_dict() == {"dst": 0, "flag": "ready", "op": "add", "value": 1, "compare": None}
+    assert ops[2].as_dict() == {"dst": 0, "flag": "ready", "op": "add", "value": 1, "compare": None,
+                                 "scope": "workgroup"}
     wait = ops[7]
     assert wait.as_dict() == {"flag": "ready", "cond": ">=", "value": 6, "mode": "poll", "interval_ns": 100,
                               "max_interval_ns": 1600, "wake": "all"}
@@ -110,7 +111,8 @@ def test_file_may_omit_defaults_and_use_any_layout(tmp_path):
     )
     prof = load_profile(path)
     assert prof.program(1, 0)[0]["max_interval_ns"] == 320
-    assert prof.program(0, 0)[1].as_dict() == {"dst": 1, "flag": "f", "op": "add", "value": 1, "compare": None}
+    assert prof.program(0, 0)[1].as_dict() == {"dst": 1, "flag": "f", "op": "add", "value": 1, "compare": None,
+                                                   "scope": "workgroup"}
 
 
 def test_profile_is_immutable():
@@ -241,10 +243,48 @@ def test_unknown_top_level_key(tmp_path):
     assert "unknown key 'colour'" in msg and "allowed: eidola_profile, name, gpus" in msg
 
 
-@pytest.mark.parametrize("version", ["2", "'1'", "true"])
+@pytest.mark.parametrize("version", ["3", "'2'", "true"])
 def test_wrong_version(tmp_path, version):
     msg, path = load_text(tmp_path, HEADER.replace("eidola_profile: 1", f"eidola_profile: {version}"))
-    assert msg.startswith(f"{path}: ") and "eidola_profile" in msg and "expected 1" in msg
+    assert msg.startswith(f"{path}: ") and "eidola_profile" in msg and "expected 2" in msg
+
+
+def test_version_1_files_keep_their_blocking_writes(tmp_path):
+    # Format 1 predates posted writes: its writes completed on their last acknowledgement.
+    text = HEADER + "programs:\n- gpu: 0\n  wg: 0\n  ops:\n  - [write, {dst: 1, buffer: data, offset: 0, nbytes: 8}]\n"
+    path = tmp_path / "v1.yaml"
+    path.write_text(text)
+    assert load_profile(path).program(0, 0)[0]["blocking"] is True
+    path.write_text(text.replace("eidola_profile: 1", "eidola_profile: 2"))
+    assert load_profile(path).program(0, 0)[0]["blocking"] is False
+
+
+def test_write_modes_scopes_and_fences_round_trip(tmp_path):
+    b = ProfileBuilder(gpus=2, workgroups=1, name="semantics")
+    b.flag("f")
+    b.buffer("b", nbytes=64)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="b", offset=0, nbytes=8).write(dst=1, buffer="b", offset=8, nbytes=8,
+                                                                             blocking=True) \
+        .fence().signal(dst=1, flag="f", scope="peer").signal(dst=1, flag="f")
+    prof = b.build()
+    prof.save(tmp_path / "p.yaml")
+    again = load_profile(tmp_path / "p.yaml")
+    assert again == prof
+    ops = again.program(0, 0)
+    assert [op.kind for op in ops] == ["write", "write", "fence", "signal", "signal"]
+    assert [ops[0]["blocking"], ops[1]["blocking"], ops[3]["scope"], ops[4]["scope"]] == [False, True, "peer", "workgroup"]
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda p: p.write(dst=1, buffer="b", offset=0, nbytes=8, blocking=1), "blocking must be true or false"),
+    (lambda p: p.signal(dst=1, flag="f", scope="device"), "scope 'device' is not one of workgroup, peer"),
+])
+def test_bad_write_mode_or_scope(call, needle):
+    b = ProfileBuilder(gpus=2, workgroups=1)
+    b.flag("f")
+    b.buffer("b", nbytes=64)
+    with pytest.raises(ProfileError, match=needle):
+        call(b.program(gpu=0, wg=0))
 
 
 def test_missing_version(tmp_path):
@@ -261,7 +301,7 @@ OK_OP = "[compute, {ns: 5}]"
 
 
 @pytest.mark.parametrize("bad_op, fragments", [
-    ("[fly, {to: moon}]", ["op 1:", "unknown op kind 'fly'", "allowed: compute, write, read, signal, wait, local"]),
+    ("[fly, {to: moon}]", ["op 1:", "unknown op kind 'fly'", "allowed: compute, write, read, signal, fence, wait, local"]),
     ("[write, {dst: 0, buffer: data, offset: 0, size: 8}]",
      ["op 1 (write)", "unknown argument 'size'", "allowed: dst, buffer, offset, nbytes"]),
     ("[write, {dst: 0, buffer: data, offset: 0}]", ["op 1 (write)", "missing argument 'nbytes'"]),
