@@ -146,7 +146,12 @@ class ProfileBuilder:
         self._collectives += 1
         return f"c{self._collectives}."
 
-    def collective(self, kind: str, nbytes: int, algorithm: str | None = None, workgroups: int | Sequence[int] = 1,
+    def last_prefix(self) -> str:
+        """The prefix next_prefix() handed out last (names the flags of the latest collective call)."""
+        return f"c{self._collectives}."
+
+    def collective(self, kind: str, nbytes: int, algorithm: str | None = None,
+                   workgroups: int | Sequence[int] | Sequence[Sequence[int]] = 1,
                    group: Sequence[int] | None = None, **options: Any) -> Self:
         """Append collective `kind` (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, barrier, send)
         of `nbytes` to the programs of `group`'s GPUs (default all) on `workgroups` (a count or the workgroup

@@ -46,7 +46,7 @@ def _check_rate(fn: str, r: object) -> float:
 
 
 def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None = None,
-               workgroups: int | Sequence[int] = 1, group: Sequence[int] | None = None, chunks: int = 1,
+               workgroups: int | Sequence[int] | Sequence[Sequence[int]] = 1, group: Sequence[int] | None = None, chunks: int = 1,
                mode: str = "syncmon", interval_ns: float = 100, reduce_ns_per_byte: float = 0.0, root: int = 0,
                prefix: str | None = None) -> None:
     """Append collective `kind` of `nbytes` (S) to the programs of `group`'s GPUs, at their current end.
@@ -55,7 +55,8 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
     [src, dst]: a matched send/recv). S is per-rank input for all_reduce, reduce_scatter and
     all_to_all, the gathered total for all_gather, the root's buffer for broadcast and the
     message for send. algorithm: see KINDS (default: the first). workgroups: how many (0..n-1)
-    or which workgroups of every GPU run it. group: the GPUs, rank order (default: all GPUs).
+    or which workgroups of every GPU run it, or one list of workgroups per GPU of the group.
+    group: the GPUs, rank order (default: all GPUs).
     chunks: pieces per workgroup share. mode / interval_ns: of every wait. reduce_ns_per_byte:
     reduction cost of received data. root: the broadcast's root rank. prefix: of the flag and
     buffer names (default: a fresh ``c<n>.`` per call, so calls never share a flag).
@@ -71,12 +72,8 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
     gpus = list(range(b.gpus)) if group is None else list(group)
     if any(type(x) is not int or not 0 <= x < b.gpus for x in gpus) or len(set(gpus)) != len(gpus):
         raise ProfileError(f"{fn}: group {gpus!r} must be distinct GPUs in 0..{b.gpus - 1}")
-    wgs = list(range(check_int_arg(fn, "workgroups", workgroups, 1))) if isinstance(workgroups, int) \
-        else list(workgroups)
-    if not wgs or any(type(x) is not int or not 0 <= x < b.workgroups for x in wgs) or len(set(wgs)) != len(wgs):
-        raise ProfileError(f"{fn}: workgroups {workgroups!r} must be a count or distinct workgroups in "
-                           f"0..{b.workgroups - 1}")
-    P, W = len(gpus), len(wgs)
+    sets = _workgroup_sets(fn, b, workgroups, len(gpus))
+    P, W = len(gpus), len(sets[0])
     if P < 2 or (kind == "send" and P != 2):
         raise ProfileError(f"{fn}: group must have {'2' if kind == 'send' else 'at least 2'} GPUs, got {gpus!r}")
     C = check_int_arg(fn, "chunks", chunks, 1)
@@ -89,7 +86,7 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
     if algorithm == "pinned" and W % (P - 1):
         raise ProfileError(f"{fn}: algorithm 'pinned' needs workgroups ({W}) to be a multiple of gpus - 1 ({P - 1})")
     chunk = S // parts
-    g = schedules.Group(b, gpus, [[b.program_at(x, w) for w in wgs] for x in gpus], C, chunk,
+    g = schedules.Group(b, gpus, [[b.program_at(x, w) for w in ws] for x, ws in zip(gpus, sets)], C, chunk,
                         b.next_prefix() if prefix is None else prefix, {"mode": mode, "interval_ns": interval_ns},
                         rate * chunk)
     if algorithm == "ring" and kind != "broadcast":
@@ -112,6 +109,22 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
         schedules.barrier(g)
     else:
         schedules.send(g, S)
+
+
+def _workgroup_sets(fn: str, b: ProfileBuilder, workgroups: int | Sequence[int] | Sequence[Sequence[int]],
+                    P: int) -> list[list[int]]:
+    """One list of workgroups per rank, all of one length: from a count, one set, or one set per rank."""
+    if isinstance(workgroups, int):
+        sets = [list(range(check_int_arg(fn, "workgroups", workgroups, 1)))] * P
+    elif all(isinstance(x, int) for x in workgroups):
+        sets = [list(workgroups)] * P  # type: ignore[arg-type]
+    else:
+        sets = [list(x) if not isinstance(x, int) else [x] for x in workgroups]
+    if (len(sets) != P or not sets[0] or any(len(s) != len(sets[0]) or len(set(s)) != len(s) for s in sets)
+            or any(type(x) is not int or not 0 <= x < b.workgroups for s in sets for x in s)):
+        raise ProfileError(f"{fn}: workgroups {workgroups!r} must be a count, distinct workgroups in "
+                           f"0..{b.workgroups - 1}, or one such list (all of one length) per GPU of the group")
+    return sets
 
 
 def _block(P: int, back: int) -> Callable[[int], int]:
