@@ -95,6 +95,7 @@ def make(world: int, port: int, chakra: bool) -> None:
             source = linked if link.returncode == 0 else tmp / f"pytorch_et_{r}.json"
             subprocess.run([str(bindir / "chakra_converter"), "PyTorch", "--input", str(source),
                             "--output", str(cdir / f"pytorch.{r}.et")], check=True)
+            subprocess.run(["gzip", "-9", "-f", str(cdir / f"pytorch.{r}.et")], check=True)  # protolib reads gzip
         # ASTRA-sim's own example ETs, written by the chakra package's generator: every node type.
         subprocess.run([str(bindir / "chakra_generator"), "--num_npus", str(world), "--default_runtime", "5",
                         "--default_comm_size", "65536"], check=True, cwd=cdir)
