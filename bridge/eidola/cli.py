@@ -136,6 +136,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             profile, report = import_chakra(args.files, args.name, args.algorithm, args.workgroups, args.wait)
         report_text = report.text()
     try:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)  # as `run --out` does: out/ may not exist yet
         profile.save(args.output)
         if report_text:  # beside the profile, so what was assumed travels with it
             Path(args.output).with_suffix(".import.txt").write_text(report_text)
