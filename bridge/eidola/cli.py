@@ -143,7 +143,8 @@ def _cmd_import(args: argparse.Namespace) -> int:
     except OSError as e:
         raise ConfigError(f"{args.output}: cannot write profile ({e.strerror})") from None
     print(report_text, end="")
-    print(f"wrote {args.output}: profile {profile.name}, {profile.gpus} GPUs, {len(profile.programs)} programs, "
+    gpus = f"{profile.gpus} GPUs, " if report_text else ""
+    print(f"wrote {args.output}: profile {profile.name}, {gpus}{len(profile.programs)} programs, "
           f"{profile.ops_count()} ops" + (f"; report in {Path(args.output).with_suffix('.import.txt')}"
                                           if report_text else ""))
     return 0
