@@ -1,4 +1,4 @@
-"""The ``eidola`` command: run, validate, describe and import.
+"""The ``eidola`` command: run, validate, describe, plot, import and compare.
 
 Exit status: 0 ok; 2 bad input (one message naming the file and key or profile op); 3 the
 simulation failed (deadlock, protocol violation, model error), with a report; 1 internal error.
@@ -129,14 +129,41 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from .workload.importers.timestamps import import_timestamps
+    report_text = ""
+    if args.source == "timestamps":
+        from .workload.importers.timestamps import import_timestamps
 
-    profile = import_timestamps(args.file, name=args.name)
+        profile = import_timestamps(args.file, name=args.name)
+    else:
+        if args.source == "kineto":
+            from .workload.importers.kineto import import_kineto
+
+            profile, report = import_kineto(args.files, args.name, args.algorithm, args.workgroups, args.compute,
+                                            args.wait)
+        else:
+            from .workload.importers.chakra import import_chakra
+
+            profile, report = import_chakra(args.files, args.name, args.algorithm, args.workgroups, args.wait)
+        report_text = report.text()
     try:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)  # as `run --out` does: out/ may not exist yet
         profile.save(args.output)
+        if report_text:  # beside the profile, so what was assumed travels with it
+            Path(args.output).with_suffix(".import.txt").write_text(report_text)
     except OSError as e:
         raise ConfigError(f"{args.output}: cannot write profile ({e.strerror})") from None
-    print(f"wrote {args.output}: profile {profile.name}, {len(profile.programs)} programs, {profile.ops_count()} ops")
+    print(report_text, end="")
+    gpus = f"{profile.gpus} GPUs, " if report_text else ""
+    print(f"wrote {args.output}: profile {profile.name}, {gpus}{len(profile.programs)} programs, "
+          f"{profile.ops_count()} ops" + (f"; report in {Path(args.output).with_suffix('.import.txt')}"
+                                          if report_text else ""))
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .report.compare import compare
+
+    print(compare(args.run_dir, args.traces), end="")
     return 0
 
 
@@ -200,6 +227,22 @@ def _parser() -> argparse.ArgumentParser:
     ts.add_argument("file", help="timestamps CSV file")
     ts.add_argument("-o", "--output", required=True, help="profile YAML file to write")
     ts.add_argument("--name", help="profile name (default: the CSV file's stem)")
+    for source, text in (("kineto", "PyTorch-profiler (Kineto) JSON traces, one per rank"),
+                         ("chakra", "MLCommons Chakra execution traces (.et), one per rank")):
+        k = kinds.add_parser(source, help=text)
+        k.add_argument("files", nargs="+", help="one trace per rank (.json or .json.gz)" if source == "kineto"
+                       else "one Chakra ET per rank, in rank order")
+        k.add_argument("-o", "--output", required=True, help="profile YAML file to write (the report goes beside it)")
+        k.add_argument("--name", help="profile name (default: the first file's stem)")
+        k.add_argument("--algorithm", default="ring", choices=("ring", "direct"), help="collective algorithm")
+        k.add_argument("--workgroups", type=int, default=1, help="workgroups per stream or thread")
+        k.add_argument("--wait", default="syncmon", choices=("syncmon", "poll", "spin_yield"), help="wait mode")
+        if source == "kineto":
+            k.add_argument("--compute", default="device", choices=("device", "host"),
+                           help="compute phases from GPU kernels (device) or CPU ops (host, CPU-only traces)")
+    cmp = sub.add_parser("compare", help="per collective: traced duration against the simulated one")
+    cmp.add_argument("run_dir", help="a run directory written by eidola run --trace")
+    cmp.add_argument("traces", nargs="+", help="the Kineto traces the profile was imported from")
     return parser
 
 
@@ -207,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe, "plot": _cmd_plot,
-               "import": _cmd_import}[args.command]
+               "import": _cmd_import, "compare": _cmd_compare}[args.command]
     try:
         return handler(args)
     except EidolaError as e:

@@ -87,7 +87,8 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     ops_arr = np.zeros(n_ops, dtype=OP_DTYPE)
     progs = np.zeros(len(profile.programs), dtype=PROGRAM_DTYPE)
     # Interned ops recur across programs: encode each distinct op once, then gather by index.
-    codes = {name: _codes(name) for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit", "write_mode", "release_scope")}
+    codes = {name: _codes(name)
+             for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit", "write_mode", "release_scope")}
     distinct: dict[int, int] = {}
     rows: list[tuple[int, ...]] = []
     order = []

@@ -7,7 +7,7 @@ checks its op at once, so a ProfileError names the gpu, wg and op index.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import ProfileError
@@ -84,6 +84,7 @@ class ProfileBuilder:
         self._programs: dict[tuple[int, int], ProgramBuilder] = {}
         self._dists: dict[str, Distribution] = {}  # "skew"/"jitter" -> Distribution
         self._delays: list[Delay] = []
+        self._collectives = 0  # calls of collective(), for fresh flag and buffer names
 
     def _set_dist(self, key: str, dist: str, params: dict[str, Any]) -> Self:
         where = f"profile {self.name!r}: variability.{key}"
@@ -135,6 +136,31 @@ class ProfileBuilder:
             raise ProfileError(f"profile {self.name!r}: gpu {gpu} wg {wg}: program already defined")
         p = self._programs[gpu, wg] = ProgramBuilder(self._scope, gpu, wg)
         return p
+
+    def program_at(self, gpu: int, wg: int) -> ProgramBuilder:
+        """The program of workgroup `wg` on GPU `gpu`, started if it was not: for appending to it later."""
+        return self._programs.get((gpu, wg)) or self.program(gpu, wg)
+
+    def next_prefix(self) -> str:
+        """A fresh name prefix (``c<n>.``) for the flags and buffers of one collective call."""
+        self._collectives += 1
+        return f"c{self._collectives}."
+
+    def last_prefix(self) -> str:
+        """The prefix next_prefix() handed out last (names the flags of the latest collective call)."""
+        return f"c{self._collectives}."
+
+    def collective(self, kind: str, nbytes: int, algorithm: str | None = None,
+                   workgroups: int | Sequence[int] | Sequence[Sequence[int]] = 1,
+                   group: Sequence[int] | None = None, **options: Any) -> Self:
+        """Append collective `kind` (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, barrier, send)
+        of `nbytes` to the programs of `group`'s GPUs (default all) on `workgroups` (a count or the workgroup
+        indices), at their current end; `options` (chunks, mode, interval_ns, reduce_ns_per_byte, root, prefix):
+        see `collectives.collective`. Waits default to mode "syncmon"."""
+        from .collectives import collective  # collectives builds on this module
+
+        collective(self, kind, nbytes, algorithm, workgroups, group, **options)
+        return self
 
     def build(self) -> Profile:
         """Return the immutable Profile (ops were checked as they were added; names only ever get added)."""

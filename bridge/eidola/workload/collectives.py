@@ -1,9 +1,10 @@
-"""Collective schedules as profiles: ring and direct all-reduce, all-gather, reduce-scatter, all-to-all.
+"""Collectives inside programs, and the plain collective profiles built from them.
 
-Plain collectives: peer writes and counter flags only, no compute but the optional reduction,
-usable on any fabric. Each GPU's data is split over its workgroups and each workgroup's share
-into `chunks`, so workgroups are the parallelism knob: one workgroup per peer link keeps every
-link busy.
+`collective(b, kind, nbytes, ...)` (also ``ProfileBuilder.collective``) expands one collective
+into writes, flag signals, waits and reduction computes, appended at the current end of the
+programs of the participating GPUs' workgroups; see `schedules` for the schedules. The
+generators (ring_allreduce, direct_allreduce, all_gather, reduce_scatter, all_to_all) build a
+whole profile holding one such collective.
 """
 
 from __future__ import annotations
@@ -12,112 +13,150 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ProfileError
-from .builder import ProfileBuilder, ProgramBuilder
+from . import schedules
+from .builder import ProfileBuilder
 from .profile import Profile
 
-#: One ring step: (buffer, block_of(gpu) -> the block it sends, whether the receiver reduces it)
-_Step = tuple[str, Callable[[int], int], bool]
+__all__ = ["KINDS", "collective", "ring_allreduce", "direct_allreduce", "all_gather", "reduce_scatter", "all_to_all",
+           "check_int_arg"]
 
-__all__ = ["ring_allreduce", "direct_allreduce", "all_gather", "reduce_scatter", "all_to_all", "check_int_arg"]
+#: kind -> the algorithms it accepts (the first is the default)
+KINDS: dict[str, tuple[str, ...]] = {
+    "all_reduce": ("ring", "direct", "pinned"),
+    "all_gather": ("ring", "direct"),
+    "reduce_scatter": ("ring", "direct"),
+    "all_to_all": ("direct", "pinned"),
+    "broadcast": ("ring", "direct"),
+    "barrier": ("direct",),
+    "send": ("direct",),
+}
 
 
 def check_int_arg(fn: str, name: str, v: object, lo: int) -> int:
+    """Return `v` if it is an int >= lo, else raise a ProfileError naming `fn` and `name`."""
     if type(v) is not int or v < lo:
         raise ProfileError(f"{fn}: {name} must be an int >= {lo}, got {v!r}")
     return v
 
 
-def _collective_setup(fn: str, gpus: int, nbytes: int, workgroups: int, chunks: int, reduce_ns_per_byte: float,
-                      name: str | None) -> tuple[ProfileBuilder, int, int, int, int, float]:
-    """Check the common parameters; return (builder, P, W, C, chunk bytes, reduce ns per chunk)."""
-    # One GPU has nothing to exchange; an empty profile would only hide the mistake.
-    P = check_int_arg(fn, "gpus", gpus, 2)
-    S = check_int_arg(fn, "nbytes", nbytes, 1)
-    W = check_int_arg(fn, "workgroups", workgroups, 1)
-    C = check_int_arg(fn, "chunks", chunks, 1)
-    if S % (P * W * C):
-        raise ProfileError(f"{fn}: nbytes {S} must be divisible by gpus * workgroups * chunks = {P * W * C}")
-    r = reduce_ns_per_byte
+def _check_rate(fn: str, r: object) -> float:
     if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r < float("inf"):
         raise ProfileError(f"{fn}: reduce_ns_per_byte must be a finite number >= 0, got {r!r}")
-    chunk = S // (P * W * C)
+    return r
+
+
+def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None = None,
+               workgroups: int | Sequence[int] | Sequence[Sequence[int]] = 1, group: Sequence[int] | None = None, chunks: int = 1,
+               mode: str = "syncmon", interval_ns: float = 100, reduce_ns_per_byte: float = 0.0, root: int = 0,
+               prefix: str | None = None) -> None:
+    """Append collective `kind` of `nbytes` (S) to the programs of `group`'s GPUs, at their current end.
+
+    kind: all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, barrier or send (group
+    [src, dst]: a matched send/recv). S is per-rank input for all_reduce, reduce_scatter and
+    all_to_all, the gathered total for all_gather, the root's buffer for broadcast and the
+    message for send. algorithm: see KINDS (default: the first). workgroups: how many (0..n-1)
+    or which workgroups of every GPU run it, or one list of workgroups per GPU of the group.
+    group: the GPUs, rank order (default: all GPUs).
+    chunks: pieces per workgroup share. mode / interval_ns: of every wait. reduce_ns_per_byte:
+    reduction cost of received data. root: the broadcast's root rank. prefix: of the flag and
+    buffer names (default: a fresh ``c<n>.`` per call, so calls never share a flag).
+    Sends per rank: ring all_reduce 2(P-1)/P · S, direct too; all_gather, reduce_scatter and
+    all_to_all (P-1)/P · S; broadcast S (ring, every rank but the last) or (P-1) · S (direct, root).
+    """
+    fn = f"collective {kind!r}"
+    if kind not in KINDS:
+        raise ProfileError(f"collective: kind {kind!r} is not one of {', '.join(KINDS)}")
+    algorithm = KINDS[kind][0] if algorithm is None else algorithm
+    if algorithm not in KINDS[kind]:
+        raise ProfileError(f"{fn}: algorithm must be {' or '.join(map(repr, KINDS[kind]))}, got {algorithm!r}")
+    gpus = list(range(b.gpus)) if group is None else list(group)
+    if any(type(x) is not int or not 0 <= x < b.gpus for x in gpus) or len(set(gpus)) != len(gpus):
+        raise ProfileError(f"{fn}: group {gpus!r} must be distinct GPUs in 0..{b.gpus - 1}")
+    sets = _workgroup_sets(fn, b, workgroups, len(gpus))
+    P, W = len(gpus), len(sets[0])
+    if P < 2 or (kind == "send" and P != 2):
+        raise ProfileError(f"{fn}: group must have {'2' if kind == 'send' else 'at least 2'} GPUs, got {gpus!r}")
+    C = check_int_arg(fn, "chunks", chunks, 1)
+    S = 0 if kind == "barrier" else check_int_arg(fn, "nbytes", nbytes, 1)
+    rate = _check_rate(fn, reduce_ns_per_byte)
+    parts = W * C * (1 if kind in ("broadcast", "send") else P)
+    if S % parts:
+        what = "workgroups * chunks" if parts == W * C else "gpus * workgroups * chunks"
+        raise ProfileError(f"{fn}: nbytes {S} must be divisible by {what} = {parts}")
+    if algorithm == "pinned" and W % (P - 1):
+        raise ProfileError(f"{fn}: algorithm 'pinned' needs workgroups ({W}) to be a multiple of gpus - 1 ({P - 1})")
+    chunk = S // parts
+    g = schedules.Group(b, gpus, [[b.program_at(x, w) for w in ws] for x, ws in zip(gpus, sets)], C, chunk,
+                        b.next_prefix() if prefix is None else prefix, {"mode": mode, "interval_ns": interval_ns},
+                        rate * chunk)
+    if algorithm == "ring" and kind != "broadcast":
+        # At step s rank r sends block (r - s - 1) mod P while reducing, (r - s) mod P in an all-gather.
+        rs = [("partials", _block(P, s + 1), True) for s in range(P - 1)] if kind != "all_gather" else []
+        ag = [("data", _block(P, s), False) for s in range(P - 1)] if kind != "reduce_scatter" else []
+        schedules.ring(g, rs + ag, S)
+    elif algorithm == "pinned":
+        stages = (("rs", "partials"), ("ag", "data")) if kind == "all_reduce" else (("a2a", "recv"),)
+        schedules.pinned(g, stages, S, rate)
+    elif kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+        schedules.direct(g, {"all_reduce": (("rs", "partials", True), ("ag", "data", False)),
+                             "all_gather": (("ag", "data", False),), "reduce_scatter": (("rs", "partials", True),),
+                             "all_to_all": (("a2a", "recv", False),)}[kind], S)
+    elif kind == "broadcast":
+        if type(root) is not int or not 0 <= root < P:
+            raise ProfileError(f"{fn}: root {root!r} is not a rank of the group (0..{P - 1})")
+        schedules.broadcast(g, S, root, algorithm)
+    elif kind == "barrier":
+        schedules.barrier(g)
+    else:
+        schedules.send(g, S)
+
+
+def _workgroup_sets(fn: str, b: ProfileBuilder, workgroups: int | Sequence[int] | Sequence[Sequence[int]],
+                    P: int) -> list[list[int]]:
+    """One list of workgroups per rank, all of one length: from a count, one set, or one set per rank."""
+    if isinstance(workgroups, int):
+        sets = [list(range(check_int_arg(fn, "workgroups", workgroups, 1)))] * P
+    elif all(isinstance(x, int) for x in workgroups):
+        sets = [list(workgroups)] * P  # type: ignore[arg-type]
+    else:
+        sets = [list(x) if not isinstance(x, int) else [x] for x in workgroups]
+    if (len(sets) != P or not sets[0] or any(len(s) != len(sets[0]) or len(set(s)) != len(s) for s in sets)
+            or any(type(x) is not int or not 0 <= x < b.workgroups for s in sets for x in s)):
+        raise ProfileError(f"{fn}: workgroups {workgroups!r} must be a count, distinct workgroups in "
+                           f"0..{b.workgroups - 1}, or one such list (all of one length) per GPU of the group")
+    return sets
+
+
+def _block(P: int, back: int) -> Callable[[int], int]:
+    """block_of(rank) for a ring step: the block `back` places behind the rank."""
+    return lambda r: (r - back) % P
+
+
+def _whole(fn: str, kind: str, gpus: int, nbytes: int, workgroups: int, name: str | None, **kw: Any) -> Profile:
+    """A profile of `gpus` GPUs and `workgroups` workgroups holding one collective with unprefixed names."""
+    # One GPU has nothing to exchange; an empty profile would only hide the mistake.
+    P = check_int_arg(fn, "gpus", gpus, 2)
+    check_int_arg(fn, "nbytes", nbytes, 1)
+    W = check_int_arg(fn, "workgroups", workgroups, 1)
+    check_int_arg(fn, "chunks", kw.get("chunks", 1), 1)
+    _check_rate(fn, kw.get("reduce_ns_per_byte", 0.0))
     b = ProfileBuilder(gpus=P, workgroups=W, name=name or f"{fn.replace('_', '-')}-{P}gpu")
-    return b, P, W, C, chunk, r * chunk
+    try:
+        collective(b, kind, nbytes, workgroups=W, prefix="", **kw)
+    except ProfileError as e:  # name the generator the user called, not the collective inside it
+        raise ProfileError(str(e).replace(f"collective {kind!r}", fn)) from None
+    return b.build()
 
 
-def _chunk_offset(block: int, w: int, c: int, W: int, C: int, chunk: int) -> int:
-    return ((block * W + w) * C + c) * chunk
+def _schedule(fn: str, schedule: str, algorithm: str) -> str:
+    if schedule not in ("rotated", "pinned"):
+        raise ProfileError(f"{fn}: schedule must be 'rotated' or 'pinned', got {schedule!r}")
+    return "pinned" if schedule == "pinned" else algorithm
 
 
-def _ring(b: ProfileBuilder, P: int, W: int, C: int, chunk: int, steps: Sequence[_Step], reduce_ns: float,
-          wait: dict[str, Any]) -> None:
-    """Add the ring programs: step s sends chunk c of `steps[s]` = (buffer, block_of(g), reduces) to g+1.
-
-    Order, per workgroup: for each step s, for each chunk c: wait for chunk c of step s-1 (and
-    reduce it if step s-1 reduces), then write chunk c of step s and signal it. The trailing
-    waits receive the last step. Chunk c is forwarded as soon as it has arrived rather than
-    after the whole block, so a late chunk holds back only its own successors. Deadlock-free:
-    a GPU's sends of step s depend only on its predecessor's sends of step s-1, and the sends
-    of step 0 depend on nothing.
-    """
-    flags = [f"ring_w{w}" for w in range(W)]
-    for f in flags:
-        b.flag(f)
-    for g in range(P):
-        nxt = (g + 1) % P
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-
-            def receive(s: int, c: int, p: ProgramBuilder = p, w: int = w) -> None:
-                # Chunk c of step s is the (s*C + c + 1)-th chunk the predecessor sends.
-                p.wait(flag=flags[w], cond=">=", value=s * C + c + 1, **wait)
-                if steps[s][2] and reduce_ns > 0:
-                    p.compute(ns=reduce_ns)
-
-            for s, (buffer, block_of, _) in enumerate(steps):
-                for c in range(C):
-                    if s:
-                        receive(s - 1, c)
-                    p.write(dst=nxt, buffer=buffer, offset=_chunk_offset(block_of(g), w, c, W, C, chunk), nbytes=chunk)
-                    p.signal(dst=nxt, flag=flags[w], op="add", value=1)
-            for c in range(C):
-                receive(len(steps) - 1, c)
-
-
-def _direct_flags(b: ProfileBuilder, stage: str, P: int, W: int) -> None:
-    for w in range(W):
-        for q in range(P):
-            b.flag(f"{stage}_w{w}_{q}")
-
-
-def _peers(g: int, P: int, w: int = 0) -> list[int]:
-    # Rotated like gemv_allreduce: in lockstep every GPU targets a different peer at each step.
-    # Workgroup w starts w peers further on, so a GPU's concurrent workgroups drive different
-    # links at once instead of queueing on one (workgroup 0 keeps gemv_allreduce's order).
-    return [(g + 1 + (w + k) % (P - 1)) % P for k in range(P - 1)]
-
-
-def _direct_send(p: ProgramBuilder, g: int, w: int, c: int, P: int, W: int, C: int, chunk: int, stage: str,
-                 buffer: str) -> None:
-    """Write chunk c of slice w to every peer, then signal each: flag `<stage>_w<w>_<g>` counts g's chunks.
-
-    The data lands at the sender's own block (g), so senders never overlap in a receiver's buffer.
-    """
-    peers = _peers(g, P, w)
-    offset = _chunk_offset(g, w, c, W, C, chunk)
-    for q in peers:
-        p.write(dst=q, buffer=buffer, offset=offset, nbytes=chunk)
-    for q in peers:
-        p.signal(dst=q, flag=f"{stage}_w{w}_{g}", op="add", value=1)
-
-
-def _direct_receive(p: ProgramBuilder, g: int, w: int, c: int, P: int, stage: str, wait: dict[str, Any],
-                    reduce_ns: float = 0) -> None:
-    """Wait for chunk c from every peer, then reduce those P-1 chunks if `reduce_ns` > 0."""
-    for q in _peers(g, P):
-        p.wait(flag=f"{stage}_w{w}_{q}", cond=">=", value=c + 1, **wait)
-    if reduce_ns > 0:
-        p.compute(ns=reduce_ns)
+def _check_algorithm(fn: str, algorithm: str) -> None:
+    if algorithm not in ("ring", "direct"):
+        raise ProfileError(f"{fn}: algorithm must be 'ring' or 'direct', got {algorithm!r}")
 
 
 def ring_allreduce(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, mode: str = "poll",
@@ -129,17 +168,11 @@ def ring_allreduce(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1,
     `ring_w<w>` there once per chunk (chunk = S / (P*W*C) bytes). After the reduce-scatter GPU g
     owns the reduced block g. Each received reduce-scatter chunk costs
     compute(ns=reduce_ns_per_byte * chunk) before it is forwarded. Chunks are pipelined (see
-    _ring). Each GPU sends 2(P-1)/P * S bytes. Alpha-beta cost on a ring of links of bandwidth B
+    schedules.ring). Each GPU sends 2(P-1)/P * S bytes. Alpha-beta cost on a ring of links of bandwidth B
     and latency alpha: T = 2(P-1)/P * S/B + 2(P-1)*alpha, with 2(P-1)*C*alpha for C chunks.
     """
-    b, P, W, C, chunk, reduce_ns = _collective_setup("ring_allreduce", gpus, nbytes, workgroups, chunks,
-                                                     reduce_ns_per_byte, name)
-    b.buffer("partials", nbytes)
-    b.buffer("data", nbytes)
-    steps = [("partials" if s < P - 1 else "data", lambda g, s=s: (g - s - 1) % P, s < P - 1)
-             for s in range(2 * (P - 1))]
-    _ring(b, P, W, C, chunk, steps, reduce_ns, {"mode": mode, "interval_ns": interval_ns})
-    return b.build()
+    return _whole("ring_allreduce", "all_reduce", gpus, nbytes, workgroups, name, algorithm="ring", chunks=chunks,
+                  mode=mode, interval_ns=interval_ns, reduce_ns_per_byte=reduce_ns_per_byte)
 
 
 def direct_allreduce(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, mode: str = "poll",
@@ -156,34 +189,11 @@ def direct_allreduce(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 
     parallel links of bandwidth B and latency alpha: T = 2*alpha + 2 * S/(P*B) (2*C*alpha for C chunks).
 
     schedule="pinned" (workgroups a multiple of P-1) gives each workgroup one peer for the whole
-    kernel instead, as channel-per-peer runtimes do; see `_pinned`.
+    kernel instead, as channel-per-peer runtimes do; see `schedules.pinned`.
     """
-    b, P, W, C, chunk, reduce_ns = _collective_setup("direct_allreduce", gpus, nbytes, workgroups, chunks,
-                                                     reduce_ns_per_byte, name)
-    if _schedule("direct_allreduce", schedule, P, W) == "pinned":
-        return _pinned(b, P, W, C, nbytes, (("rs", "partials"), ("ag", "data")), mode, interval_ns,
-                       reduce_ns_per_byte)
-    b.buffer("partials", nbytes)
-    b.buffer("data", nbytes)
-    _direct_flags(b, "rs", P, W)
-    _direct_flags(b, "ag", P, W)
-    wait: dict[str, Any] = {"mode": mode, "interval_ns": interval_ns}
-    for g in range(P):
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-            for c in range(C):
-                _direct_send(p, g, w, c, P, W, C, chunk, "rs", "partials")
-            for c in range(C):
-                _direct_receive(p, g, w, c, P, "rs", wait, (P - 1) * reduce_ns)
-                _direct_send(p, g, w, c, P, W, C, chunk, "ag", "data")
-            for c in range(C):
-                _direct_receive(p, g, w, c, P, "ag", wait)
-    return b.build()
-
-
-def _check_algorithm(fn: str, algorithm: str) -> None:
-    if algorithm not in ("ring", "direct"):
-        raise ProfileError(f"{fn}: algorithm must be 'ring' or 'direct', got {algorithm!r}")
+    algorithm = _schedule("direct_allreduce", schedule, "direct")
+    return _whole("direct_allreduce", "all_reduce", gpus, nbytes, workgroups, name, algorithm=algorithm,
+                  chunks=chunks, mode=mode, interval_ns=interval_ns, reduce_ns_per_byte=reduce_ns_per_byte)
 
 
 def all_gather(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, algorithm: str = "ring",
@@ -201,23 +211,9 @@ def all_gather(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, alg
     signature; an all-gather reduces nothing.
     """
     _check_algorithm("all_gather", algorithm)
-    b, P, W, C, chunk, _ = _collective_setup("all_gather", gpus, nbytes, workgroups, chunks,
-                                             reduce_ns_per_byte, name)
-    b.buffer("data", nbytes)
-    wait: dict[str, Any] = {"mode": mode, "interval_ns": interval_ns}
-    if algorithm == "ring":
-        steps = [("data", lambda g, s=s: (g - s) % P, False) for s in range(P - 1)]
-        _ring(b, P, W, C, chunk, steps, 0, wait)
-        return b.build()
-    _direct_flags(b, "ag", P, W)
-    for g in range(P):
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-            for c in range(C):
-                _direct_send(p, g, w, c, P, W, C, chunk, "ag", "data")
-            for c in range(C):
-                _direct_receive(p, g, w, c, P, "ag", wait)
-    return b.build()
+    _check_rate("all_gather", reduce_ns_per_byte)
+    return _whole("all_gather", "all_gather", gpus, nbytes, workgroups, name, algorithm=algorithm, chunks=chunks,
+                  mode=mode, interval_ns=interval_ns)
 
 
 def reduce_scatter(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, algorithm: str = "ring",
@@ -236,23 +232,8 @@ def reduce_scatter(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1,
     Each GPU sends (P-1)/P * S bytes either way.
     """
     _check_algorithm("reduce_scatter", algorithm)
-    b, P, W, C, chunk, reduce_ns = _collective_setup("reduce_scatter", gpus, nbytes, workgroups, chunks,
-                                                     reduce_ns_per_byte, name)
-    b.buffer("partials", nbytes)
-    wait: dict[str, Any] = {"mode": mode, "interval_ns": interval_ns}
-    if algorithm == "ring":
-        steps = [("partials", lambda g, s=s: (g - s - 1) % P, True) for s in range(P - 1)]
-        _ring(b, P, W, C, chunk, steps, reduce_ns, wait)
-        return b.build()
-    _direct_flags(b, "rs", P, W)
-    for g in range(P):
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-            for c in range(C):
-                _direct_send(p, g, w, c, P, W, C, chunk, "rs", "partials")
-            for c in range(C):
-                _direct_receive(p, g, w, c, P, "rs", wait, (P - 1) * reduce_ns)
-    return b.build()
+    return _whole("reduce_scatter", "reduce_scatter", gpus, nbytes, workgroups, name, algorithm=algorithm,
+                  chunks=chunks, mode=mode, interval_ns=interval_ns, reduce_ns_per_byte=reduce_ns_per_byte)
 
 
 def all_to_all(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, mode: str = "poll",
@@ -263,67 +244,12 @@ def all_to_all(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, mod
     1 step; GPU g writes its block for peer q (S/P bytes) into q's `recv` at block g, in rotated
     peer order (g+k) mod P, signals `a2a_w<w>_<g>` there per chunk, then waits for every peer's
     chunks. The self share is not sent. Each GPU sends (P-1)/P * S bytes. Alpha-beta cost with
-    P-1 parallel links: T = alpha + S/(P*B) (C*alpha for C chunks). reduce_ns_per_byte is accepted for a uniform
-    signature; an all-to-all reduces nothing.
+    P-1 parallel links: T = alpha + S/(P*B) (C*alpha for C chunks). reduce_ns_per_byte is accepted
+    for a uniform signature; an all-to-all reduces nothing.
 
-    schedule="pinned" (workgroups a multiple of P-1) gives each workgroup one peer; see `_pinned`.
+    schedule="pinned" (workgroups a multiple of P-1) gives each workgroup one peer; see `schedules.pinned`.
     """
-    b, P, W, C, chunk, _ = _collective_setup("all_to_all", gpus, nbytes, workgroups, chunks,
-                                             reduce_ns_per_byte, name)
-    if _schedule("all_to_all", schedule, P, W) == "pinned":
-        return _pinned(b, P, W, C, nbytes, (("a2a", "recv"),), mode, interval_ns, 0.0)
-    b.buffer("recv", nbytes)
-    _direct_flags(b, "a2a", P, W)
-    wait: dict[str, Any] = {"mode": mode, "interval_ns": interval_ns}
-    for g in range(P):
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-            for c in range(C):
-                _direct_send(p, g, w, c, P, W, C, chunk, "a2a", "recv")
-            for c in range(C):
-                _direct_receive(p, g, w, c, P, "a2a", wait)
-    return b.build()
-
-
-def _schedule(fn: str, schedule: str, P: int, W: int) -> str:
-    if schedule not in ("rotated", "pinned"):
-        raise ProfileError(f"{fn}: schedule must be 'rotated' or 'pinned', got {schedule!r}")
-    if schedule == "pinned" and W % (P - 1):
-        raise ProfileError(f"{fn}: schedule 'pinned' needs workgroups ({W}) to be a multiple of gpus - 1 ({P - 1})")
-    return schedule
-
-
-def _pinned(b: ProfileBuilder, P: int, W: int, C: int, S: int, stages: tuple[tuple[str, str], ...], mode: str,
-            interval_ns: float, reduce_ns_per_byte: float) -> Profile:
-    """Direct collectives with one peer per workgroup: k = W/(P-1) workgroups per peer.
-
-    Why: a workgroup's writes are blocking, so one that cycles through peers leaves each link idle
-    for a round trip whenever it moves on, and workgroups drift onto the same links. Pinned, the
-    k workgroups serving a peer keep that link busy for the whole transfer.
-
-    Workgroup w of GPU g serves peer q = (g + 1 + w mod (P-1)) mod P and slice j = w div (P-1) of
-    each block (S/P bytes = k slices of C chunks). Per stage (reduce-scatter then all-gather, or
-    the single all-to-all stage) it writes its C chunks into q's buffer at block g, signalling
-    `<stage>_s<j>` on q once per chunk, then waits until its own `<stage>_s<j>` counts all
-    (P-1) * C chunks of slice j; between the stages it reduces them.
-    """
-    k = W // (P - 1)
-    chunk = S // (P * k * C)
-    for stage, buffer in stages:
-        b.buffer(buffer, S)
-        for j in range(k):
-            b.flag(f"{stage}_s{j}")
-    wait: dict[str, Any] = {"mode": mode, "interval_ns": interval_ns}
-    reduce_ns = reduce_ns_per_byte * (P - 1) * C * chunk
-    for g in range(P):
-        for w in range(W):
-            q, j = (g + 1 + w % (P - 1)) % P, w // (P - 1)
-            p = b.program(gpu=g, wg=w)
-            for index, (stage, buffer) in enumerate(stages):
-                if index and reduce_ns > 0:
-                    p.compute(ns=reduce_ns)
-                for c in range(C):
-                    p.write(dst=q, buffer=buffer, offset=(g * k * C + j * C + c) * chunk, nbytes=chunk)
-                    p.signal(dst=q, flag=f"{stage}_s{j}", op="add", value=1)
-                p.wait(flag=f"{stage}_s{j}", cond=">=", value=(P - 1) * C, **wait)
-    return b.build()
+    algorithm = _schedule("all_to_all", schedule, "direct")
+    _check_rate("all_to_all", reduce_ns_per_byte)
+    return _whole("all_to_all", "all_to_all", gpus, nbytes, workgroups, name, algorithm=algorithm, chunks=chunks,
+                  mode=mode, interval_ns=interval_ns)

@@ -1,0 +1,280 @@
+"""PyTorch-profiler (Kineto) traces -> a profile: ``eidola import kineto RANK0.json RANK1.json ...``.
+
+Per trace (one per rank; plain or gzipped JSON with ``traceEvents``):
+- rank: ``distributedInfo.rank``, else the file's position in the list;
+- compute (`compute="device"`): GPU kernels (cat ``kernel``) other than NCCL/RCCL ones, one lane
+  per stream; (`compute="host"`, a CPU-only trace): the outermost CPU ops of each thread;
+- collectives: ops named ``c10d::*`` (the enqueue), ``nccl:*`` / ``gloo:*`` / ``rccl:*`` (the
+  backend) and ``record_param_comms`` (sizes). Ops nested in one another on a thread are one
+  collective, and a backend op on another thread (gloo's workers) is merged into the oldest
+  unmatched enqueue of its kind, so each collective counts once. Its size is ``In/Out msg
+  nelems`` × dtype, else the elements of ``Input Dims`` × ``Input type``; its group is
+  ``Process Group Ranks``, else the default group of ``distributedInfo``, else every rank.
+- placement: in device mode a collective runs on the stream of the NCCL kernel it launched (same
+  thread, launched inside it, linked by correlation id), else on a lane of its own thread; in host
+  mode on the thread that called it, or on an extra lane when it overlaps the previous item
+  there (asynchronous collectives on two threads run on separate workgroup sets).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ...errors import ProfileError
+from ..profile import Profile
+from .timeline import Coll, Item, Lane, Report, build_profile
+
+__all__ = ["import_kineto", "DTYPE_BYTES"]
+
+#: element sizes by the dtype spellings Kineto uses ("Input type" and record_param_comms' dtype)
+DTYPE_BYTES = {"float": 4, "Float": 4, "float32": 4, "double": 8, "Double": 8, "c10::Half": 2, "Half": 2,
+               "half": 2, "c10::BFloat16": 2, "BFloat16": 2, "int": 4, "Int": 4, "long int": 8, "long": 8,
+               "Long": 8, "short": 2, "Short": 2, "unsigned char": 1, "Byte": 1, "signed char": 1, "Char": 1,
+               "bool": 1, "Bool": 1, "int8_t": 1, "uint8_t": 1}
+_KIND = [(re.compile(p), k) for p, k in (
+    (r"all_?reduce", "all_reduce"), (r"all_?gather|allgather", "all_gather"),
+    (r"reduce_?scatter", "reduce_scatter"), (r"all_?to_?all", "all_to_all"), (r"broadcast", "broadcast"),
+    (r"barrier", "barrier"), (r"^send$", "send"), (r"^recv", "recv"))]
+_BACKEND = ("nccl:", "gloo:", "rccl:")
+_DEVICE_COMM = re.compile(r"^(nccl|rccl|ncclDev)", re.I)
+
+
+def _kind(name: str) -> str | None:
+    base = name.split("::", 1)[-1].split(":", 1)[-1].strip("_").lower()
+    return next((k for p, k in _KIND if p.search(base)), None)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        data = json.loads(text)
+    except OSError as e:
+        raise ProfileError(f"{path}: cannot read the trace ({e})") from None
+    except (ValueError, EOFError) as e:
+        raise ProfileError(f"{path}: not a Kineto trace: the JSON is invalid or truncated ({e}); expected the "
+                           f"file torch.profiler's export_chrome_trace writes") from None
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise ProfileError(f"{path}: not a Kineto trace: expected a JSON object with a 'traceEvents' list")
+    return data
+
+
+def _numel(dims: Any) -> int:
+    """Elements of the first tensor in an Input Dims entry, whatever its nesting ([1024] or [[1024]])."""
+    while isinstance(dims, list) and dims and isinstance(dims[0], list):
+        dims = dims[0]
+    n = 1
+    for d in dims if isinstance(dims, list) else []:
+        n *= int(d)
+    return n if isinstance(dims, list) and dims else 0
+
+
+def _size(kind: str, ops: list[dict[str, Any]], world: int, report: Report) -> int:
+    """Bytes as collective() takes them, from record_param_comms if present, else Input Dims x dtype."""
+    for e in ops:
+        a = e.get("args", {})
+        if "In msg nelems" in a:
+            elt = DTYPE_BYTES.get(str(a.get("dtype")))
+            if elt is None:
+                report.assume(f"unknown dtype {a.get('dtype')!r}: 4 bytes per element")
+            n = a["Out msg nelems"] if kind == "all_gather" else a["In msg nelems"]
+            return int(n) * (elt or 4)
+    # Element counts: the largest tensor an op lists; an all_gather's output is the largest of all.
+    counts = [[_numel(d) for d in e.get("args", {}).get("Input Dims") or []] for e in ops]
+    types = [t for e in sorted(ops, key=lambda e: not e["name"].startswith(_BACKEND))
+             for t in e.get("args", {}).get("Input type") or [] if t in DTYPE_BYTES]
+    if not any(any(c) for c in counts):
+        return 0
+    if not types:
+        report.assume(f"unknown dtype in {ops[0]['name']}: 4 bytes per element")
+    elt = DTYPE_BYTES.get(types[0], 4) if types else 4
+    n = max(max(c, default=0) for c in counts)
+    if kind == "all_gather" and not any(sum(1 for x in c if x) > 1 for c in counts):
+        n *= world  # only the input was recorded: the gathered total is group size x input
+        report.assume("all_gather sizes without an output tensor: group size x input")
+    return n * elt
+
+
+def _group(ops: list[dict[str, Any]], info: dict[str, Any], world: int) -> tuple[int, ...]:
+    for e in ops:
+        g = e.get("args", {}).get("Process Group Ranks")
+        if isinstance(g, str) and g.strip("[] "):
+            return tuple(int(x) for x in g.strip("[]").split(","))
+    pgs = info.get("pg_config") or []
+    default = next((p for p in pgs if p.get("pg_desc") == "default_pg" or p.get("pg_name") == "0"), None)
+    if default and isinstance(default.get("ranks"), list):
+        return tuple(int(x) for x in default["ranks"])
+    return tuple(range(world))
+
+
+def ns(us: Any) -> int:
+    """Kineto times are microseconds with ns decimals: whole ns keep the import deterministic."""
+    return round(float(us) * 1000)
+
+
+def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, report: Report) -> list[Lane]:
+    ev = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and "ts" in e and "dur" in e]
+    info = data.get("distributedInfo") or {}
+    # Device-side annotations (gpu_user_annotation) repeat the host's ops: the host's are the ones counted.
+    comm = [e for e in ev if e.get("cat") not in ("kernel", "cuda_runtime", "cuda_driver")
+            and not str(e.get("cat", "")).startswith("gpu_")
+            and (e["name"].startswith(("c10d::", *_BACKEND)) or e["name"] == "record_param_comms")]
+    waits = [e for e in comm if e.get("args", {}).get("Collective name") == "wait"]
+    if waits:
+        report.ignored["record_param_comms of work.wait() (not a transfer)"] += len(waits)
+        comm = [e for e in comm if e.get("args", {}).get("Collective name") != "wait"]
+    # 1. nested collective ops on one thread are one collective
+    groups: list[list[dict[str, Any]]] = []
+    for e in sorted(comm, key=lambda e: (e["tid"], e["ts"], -e["dur"])):
+        g = groups[-1] if groups else None
+        if g and g[0]["tid"] == e["tid"] and e["ts"] + e["dur"] <= g[0]["ts"] + g[0]["dur"] + 1e-3:
+            g.append(e)
+            report.merged["nested collective ops (enqueue, record_param_comms, backend) on one thread"] += 1
+        else:
+            groups.append([e])
+    # 2. a backend op alone on another thread (gloo worker) joins the oldest unmatched enqueue of its kind
+    enq = [g for g in groups if g[0]["name"].startswith("c10d::") and not any(x["name"].startswith(_BACKEND) for x in g)]
+    colls: list[list[dict[str, Any]]] = []
+    for g in sorted(groups, key=lambda g: g[0]["ts"]):
+        if g[0]["name"].startswith(_BACKEND) and len(g) == 1:
+            gk = _kind(g[0]["name"])
+            host = next((h for h in enq if _kind(h[0]["name"]) == gk and h[0]["ts"] <= g[0]["ts"]), None)
+            if host is not None:
+                enq.remove(host)
+                host.append(g[0])
+                report.merged["backend ops on worker threads merged into their enqueue op"] += 1
+                continue
+        colls.append(g)
+    # 3. device streams: NCCL kernels linked to the op that launched them
+    launch = {e.get("args", {}).get("correlation"): e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    kernels = [e for e in ev if e.get("cat") == "kernel"]
+    lanes: dict[str, Lane] = {}
+    dev_of: dict[int, dict[str, Any]] = {}
+    for k in kernels:
+        if not _DEVICE_COMM.match(k["name"]):
+            if compute == "device":
+                lanes.setdefault(f"stream {k['tid']}", Lane(f"stream {k['tid']}")).items.append(
+                    Item(ns(k["ts"]), ns(k["ts"] + k["dur"])))
+            continue
+        ln = launch.get(k.get("args", {}).get("correlation"))
+        owner = next((i for i, g in enumerate(colls) if ln is not None and g[0]["tid"] == ln["tid"]
+                      and g[0]["ts"] <= ln["ts"] <= g[0]["ts"] + g[0]["dur"]), None)
+        if owner is None or owner in dev_of:
+            report.ignored["NCCL/RCCL kernels with no collective op launching them"] += 1
+        else:
+            dev_of[owner] = k
+            report.merged["NCCL/RCCL kernels merged into the collective that launched them"] += 1
+    if compute == "host":
+        ops = sorted((e for e in ev if e.get("cat") == "cpu_op"), key=lambda e: (e["tid"], e["ts"], -e["dur"]))
+        spans = [(g[0]["tid"], g[0]["ts"], g[0]["ts"] + g[0]["dur"]) for g in colls]
+        workers = {g[-1]["tid"] for g in colls if g[-1]["tid"] != g[0]["tid"]}  # gloo's own threads
+        top_end: dict[Any, float] = {}
+        for e in ops:
+            end = e["ts"] + e["dur"]
+            if e["tid"] in workers:
+                report.ignored["host ops on the backend's worker threads (part of the collectives)"] += 1
+                continue
+            if e["ts"] < top_end.get(e["tid"], -1.0) or any(t == e["tid"] and a <= e["ts"] < b for t, a, b in spans):
+                continue  # nested in a top-level op, or part of a collective
+            if e["name"].startswith(("c10d::", *_BACKEND)) or e["name"] == "record_param_comms":
+                continue
+            top_end[e["tid"]] = end
+            lanes.setdefault(f"thread {e['tid']}", Lane(f"thread {e['tid']}")).items.append(Item(ns(e["ts"]), ns(end)))
+    elif not lanes:
+        raise ProfileError(f"{path}: no GPU kernels on device streams; for a CPU-only trace pass --compute host")
+    for i, g in enumerate(colls):
+        kind = _kind(g[0]["name"]) or next((_kind(str(x.get("args", {}).get("Collective name", ""))) for x in g), None)
+        if kind is None:
+            report.ignored[f"communication ops of no known collective ({g[0]['name']})"] += 1
+            continue
+        group = _group(g, info, world)
+        recv = kind == "recv"
+        c = Coll("send" if recv else kind, _size(kind, g, world, report), group, g[0]["name"], recv=recv)
+        if kind == "send" or recv:
+            c.group = (int(info.get("rank", -1)),)  # the peer is not recorded: matched by order (see timeline)
+        if c.nbytes == 0 and kind != "barrier":
+            report.ignored[f"{kind} with no recorded size"] += 1
+            continue
+        if i in dev_of:
+            kern = dev_of[i]
+            lane_name, item = f"stream {kern['tid']}", Item(ns(kern["ts"]), ns(kern["ts"] + kern["dur"]), c)
+        else:
+            lane_name = f"thread {g[0]['tid']}" if compute == "host" else f"comm thread {g[0]['tid']}"
+            item = Item(ns(min(x["ts"] for x in g)), ns(max(x["ts"] + x["dur"] for x in g)), c)
+        lane = lanes.setdefault(lane_name, Lane(lane_name))
+        n = 1
+        while lane.items and any(it.start < item.end and item.start < it.end and it.coll for it in lane.items):
+            lane = lanes.setdefault(f"{lane_name} (overlap {n})", Lane(f"{lane_name} (overlap {n})"))
+            n += 1
+            report.assume("collectives that overlap on one thread or stream run on separate workgroup sets")
+        lane.items.append(item)
+    out = [lanes[k] for k in sorted(lanes)]
+    for lane in out:
+        lane.items.sort(key=lambda it: (it.start, it.end))
+        # a compute item overlapping a collective on the same lane is the host blocked in it: clip to keep order
+        last = 0
+        for it in lane.items:
+            it.start = max(it.start, last) if it.coll is None else it.start
+            it.end = max(it.end, it.start)
+            last = it.end
+    return out
+
+
+def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
+    """Give each send the receive it feeds: the earliest unmatched recv of the same size on another rank."""
+    items = [(it, r) for r, ls in lanes.items() for lane in ls for it in lane.items if it.coll and it.coll.kind == "send"]
+    recvs = sorted(((it, r) for it, r in items if it.coll and it.coll.recv), key=lambda x: x[0].start)
+    for it, r in sorted(((it, r) for it, r in items if it.coll and not it.coll.recv), key=lambda x: x[0].start):
+        assert it.coll is not None
+        peer = next(((o, q) for o, q in recvs if q != r and o.coll and o.coll.nbytes == it.coll.nbytes), None)
+        if peer is None:
+            continue  # left alone: replayed as its traced time
+        recvs.remove(peer)
+        assert peer[0].coll is not None
+        it.coll.group = peer[0].coll.group = (r, peer[1])
+        report.assume("send/recv peers are not recorded: each send is paired with the earliest receive of its size "
+                      "on another rank")
+
+
+def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int = 1,
+                  compute: str = "device", mode: str = "syncmon") -> tuple[Profile, Report]:
+    """Import one Kineto trace per rank; return the profile and the report of what was done.
+
+    algorithm: of the collectives (where a kind has it); workgroups: per lane (stream or thread);
+    compute: "device" (GPU kernels) or "host" (CPU ops, for CPU-only traces); mode: of every wait.
+    """
+    if not paths:
+        raise ProfileError("import kineto: no trace files given; expected one Kineto JSON per rank")
+    if compute not in ("device", "host"):
+        raise ProfileError(f"import kineto: --compute {compute!r} is not one of device, host")
+    report = Report()
+    datas = [(Path(p), _load(Path(p))) for p in paths]
+    infos = [d.get("distributedInfo") or {} for _, d in datas]
+    ranks = [int(i["rank"]) if isinstance(i.get("rank"), int) else k for k, i in enumerate(infos)]
+    if not all(isinstance(i.get("rank"), int) for i in infos):
+        ranks = list(range(len(datas)))
+        report.assume("ranks from file order (a trace has no distributedInfo.rank)")
+    worlds = {int(i["world_size"]) for i in infos if isinstance(i.get("world_size"), int)}
+    if len(worlds) > 1:
+        raise ProfileError(f"mismatched ranks: the traces come from jobs of different sizes ({sorted(worlds)}); "
+                           "expected the traces of one job")
+    world = max(worlds | {max(ranks) + 1})
+    if len(set(ranks)) != len(ranks):
+        dup = next(r for r in ranks if ranks.count(r) > 1)
+        files = [str(p) for (p, _), r in zip(datas, ranks) if r == dup]
+        raise ProfileError(f"mismatched ranks: rank {dup} appears in more than one trace ({', '.join(files)}); "
+                           "expected one trace per rank")
+    if len(ranks) < world:
+        report.assume(f"{len(ranks)} of {world} ranks traced: collective groups are cut to the traced ranks")
+    lanes = {r: _rank_lanes(p, d, world, compute, report) for r, (p, d) in zip(ranks, datas)}
+    if not any(it.coll for ls in lanes.values() for lane in ls for it in lane.items):
+        raise ProfileError(f"{', '.join(map(str, paths))}: no collectives found; expected c10d::, nccl:, gloo: or "
+                           "rccl: ops (record the trace around the communication)")
+    _pair_p2p(lanes, report)
+    report.imported["ranks"] = len(ranks)
+    report.assume("lanes (streams, threads) are replayed independently: waits between them are kept as traced gaps")
+    return build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report), report

@@ -1,0 +1,225 @@
+"""Per-rank timelines of compute and collectives -> a profile; shared by the Kineto and Chakra importers.
+
+An importer turns each rank's trace into `Lane`s (a stream or thread: compute phases and
+collectives in time order, in ns). `build_profile` then matches collectives across ranks, aligns
+the ranks' clocks, gives every lane of a rank its own set of W workgroups and replays each lane:
+the time from one item's end to the next one's start (idle, launch overhead, waits on other lanes)
+and a compute phase's duration become compute(ns=...); a collective becomes
+``ProfileBuilder.collective`` on the matched ranks' lanes, so its time is simulated, not replayed.
+A `Report` collects what was imported, merged, ignored and assumed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from ...errors import ProfileError
+from ..builder import ProfileBuilder
+from ..collectives import KINDS
+from ..profile import Profile
+
+__all__ = ["Coll", "Item", "Lane", "Report", "build_profile"]
+
+
+@dataclass
+class Coll:
+    """A collective seen on one rank: kind, bytes (as `collective` takes them), group of global ranks."""
+
+    kind: str  #: a key of collectives.KINDS (send and recv are both "send" once matched)
+    nbytes: int  #: see collectives.collective for what S means per kind
+    group: tuple[int, ...]  #: global ranks taking part (send/recv: this rank and its peer, if known)
+    name: str  #: the trace's op name, for messages
+    recv: bool = False  #: the receiving side of a send/recv
+    root: int = 0  #: broadcast root (a global rank)
+
+
+@dataclass
+class Item:
+    """A compute phase (coll None) or a collective on a lane, from `start` to `end` ns."""
+
+    start: int
+    end: int
+    coll: Coll | None = None
+
+
+@dataclass
+class Lane:
+    """One stream or thread of a rank: its items in time order."""
+
+    name: str
+    items: list[Item] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """What an import did: counts of what was imported, merged, ignored, and the assumptions made."""
+
+    imported: Counter[str] = field(default_factory=Counter)
+    merged: Counter[str] = field(default_factory=Counter)
+    ignored: Counter[str] = field(default_factory=Counter)
+    assumed: list[str] = field(default_factory=list)
+    #: one row per collective replayed: (name prefix of its flags, kind, bytes, {gpu: traced ns})
+    calls: list[tuple[str, str, int, dict[int, int]]] = field(default_factory=list)
+
+    def assume(self, text: str) -> None:
+        """Record an assumption once."""
+        if text not in self.assumed:
+            self.assumed.append(text)
+
+    def text(self) -> str:
+        """The report as a table: one line per (section, what, count) and the assumptions."""
+        lines = [f"{'section':9s} {'count':>7s}  what"]
+        for section, counts in (("imported", self.imported), ("merged", self.merged), ("ignored", self.ignored)):
+            lines += [f"{section:9s} {n:7d}  {what}" for what, n in sorted(counts.items())]
+        lines += [f"{'assumed':9s} {'':7s}  {a}" for a in self.assumed]
+        return "\n".join(lines) + "\n"
+
+
+def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report) -> dict[int, list[tuple[Item, int]]]:
+    """Number each collective: {call id: [(item, rank)]}; the k-th call of a group on every member is one call."""
+    calls: dict[int, list[tuple[Item, int]]] = {}
+    seq: dict[tuple[int, ...], list[list[tuple[Item, int]]]] = defaultdict(list)
+    present = set(ranks)
+    for r in ranks:
+        per_group: Counter[tuple[int, ...]] = Counter()
+        items = sorted((it for lane in lanes[r] for it in lane.items if it.coll), key=lambda it: it.start)
+        for it in items:
+            assert it.coll is not None
+            group = tuple(sorted(present.intersection(it.coll.group) | {r}))
+            # The k-th collective of a kind in a group is one call: traces that do not record process
+            # groups may interleave kinds that ran on different communicators.
+            key = (*group, -1 - list(KINDS).index(it.coll.kind))
+            k = per_group[key]
+            per_group[key] += 1
+            rows = seq[key]
+            while len(rows) <= k:
+                rows.append([])
+            rows[k].append((it, r))
+    for key, rows in seq.items():
+        members = [x for x in key if x >= 0]
+        for k, row in enumerate(rows):
+            got = sorted(r for _, r in row)
+            first = row[0][0].coll
+            assert first is not None
+            sizes = {it.coll.nbytes for it, _ in row if it.coll}
+            if len(sizes) > 1:  # uneven all_to_all splits, or traces of different windows: the largest
+                for it, _ in row:
+                    if it.coll:
+                        it.coll.nbytes = max(sizes)
+                report.merged["collectives whose size differs between ranks (the largest used)"] += 1
+            if got != members or any((c.kind, c.nbytes) != (first.kind, first.nbytes)
+                                     for c in (it.coll for it, _ in row) if c):
+                desc = ", ".join(f"rank {r}: {it.coll.name if it.coll else '?'} "
+                                 f"{it.coll.nbytes if it.coll else 0} B" for it, r in row)
+                raise ProfileError(f"mismatched ranks: collective #{k} of group {members} is not on every member "
+                                   f"alike ({desc}); expected the same collectives in the same order on ranks "
+                                   f"{members}")
+            calls[len(calls)] = row
+    return calls
+
+
+def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algorithm: str, mode: str,
+                  report: Report) -> Profile:
+    """Build the profile: rank order is GPU order, lane i of a rank runs on workgroups [i*W, (i+1)*W)."""
+    ranks = sorted(lanes)
+    gpu = {r: i for i, r in enumerate(ranks)}
+    calls = _match(ranks, lanes, report)
+    multi = [row for row in calls.values() if len(row) > 1]
+    # Clocks: the first collective every rank takes part in ends at the same time everywhere.
+    shift = dict.fromkeys(ranks, 0)
+    common = next((row for row in multi if len(row) == len(ranks)), None)
+    if common and len(ranks) > 1:
+        ref = common[0][0].end
+        for it, r in common:
+            shift[r] = ref - it.end
+        report.assume("clocks aligned on the end of the first collective of all ranks; shifts ns: "
+                      + ", ".join(f"rank {r} {shift[r]:+d}" for r in ranks))
+    elif len(ranks) > 1:
+        report.assume("no collective spans all ranks: clocks are taken as they are")
+    t0 = min((it.start + shift[r] for r in ranks for lane in lanes[r] for it in lane.items), default=0)
+    nlanes = max(len(v) for v in lanes.values())
+    b = ProfileBuilder(gpus=len(ranks), workgroups=nlanes * workgroups, name=name)
+    cursor: dict[tuple[int, int], int] = {}  # (rank, lane) -> replayed time so far
+    pos: dict[tuple[int, int], int] = {}  # (rank, lane) -> next item
+    where: dict[int, tuple[int, int]] = {}  # id(item) -> (rank, lane index)
+    for r in ranks:
+        for li, lane in enumerate(lanes[r]):
+            cursor[r, li], pos[r, li] = t0, 0
+            for it in lane.items:
+                where[id(it)] = (r, li)
+    call_of = {id(it): c for c, row in calls.items() for it, _ in row}
+
+    def advance(r: int, li: int, until: int) -> None:
+        if until > cursor[r, li]:
+            for w in range(li * workgroups, (li + 1) * workgroups):
+                b.program_at(gpu[r], w).compute(ns=until - cursor[r, li])
+            cursor[r, li] = until
+
+    def at_front(o: Item, orank: int) -> bool:
+        oli = where[id(o)][1]
+        items = lanes[orank][oli].items
+        return pos[orank, oli] < len(items) and items[pos[orank, oli]] is o
+
+    # Each lane replays its items in order; a collective is emitted once every member lane has
+    # reached it, so calls land in every program in a consistent order.
+    progress = True
+    while progress:
+        progress = False
+        for (r, li), i in list(pos.items()):
+            items = lanes[r][li].items
+            while i < len(items):
+                it = items[i]
+                if it.coll is None:
+                    advance(r, li, it.end + shift[r])
+                    report.imported["compute phases"] += 1
+                elif len(row := calls[call_of[id(it)]]) == 1:  # no peer in the traces: keep its traced time
+                    advance(r, li, it.end + shift[r])
+                    report.ignored[f"{it.coll.kind} with no traced peer (replayed as its traced time)"] += 1
+                elif all(at_front(o, orank) for o, orank in row):
+                    for o, orank in row:  # every member reaches its traced start, then the collective begins
+                        advance(orank, where[id(o)][1], o.start + shift[orank])
+                    _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
+                    for o, orank in row:
+                        oli = where[id(o)][1]
+                        cursor[orank, oli] = max(cursor[orank, oli], o.end + shift[orank])
+                        if (orank, oli) != (r, li):
+                            pos[orank, oli] += 1
+                else:
+                    break
+                i += 1
+                pos[r, li] = i
+                progress = True
+    stuck = [f"rank {r} {lanes[r][li].name}" for (r, li), i in pos.items() if i < len(lanes[r][li].items)]
+    if stuck:
+        raise ProfileError(f"mismatched ranks: the collectives cross between groups and cannot be ordered "
+                           f"(stuck: {', '.join(stuck[:4])}); expected every group's collectives in one order")
+    return b.build()
+
+
+def _emit(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tuple[int, int]], gpu: dict[int, int],
+          W: int, algorithm: str, mode: str, report: Report) -> None:
+    """Append one matched collective; the algorithm falls back to the kind's default where it has none."""
+    first = row[0][0].coll
+    assert first is not None
+    kind = first.kind
+    order = sorted(row, key=lambda x: x[1])
+    if kind == "send":  # rank order of a pair: sender first
+        order = sorted(row, key=lambda x: bool(x[0].coll and x[0].coll.recv))
+    algo = algorithm if algorithm in KINDS[kind] else KINDS[kind][0]
+    if algo != algorithm:
+        report.assume(f"{kind} has no {algorithm!r} algorithm: {algo!r} used")
+    P = len(order)
+    parts = W * (1 if kind in ("broadcast", "send") else P)
+    nbytes = first.nbytes
+    if kind != "barrier" and nbytes % parts:
+        nbytes += parts - nbytes % parts
+        report.assume(f"sizes rounded up to a multiple of ranks x workgroups where they were not (e.g. {first.name} "
+                      f"{first.nbytes} B -> {nbytes} B)")
+    members = [r for _, r in order]
+    root = members.index(first.root) if first.root in members else 0
+    b.collective(kind, max(nbytes, 1), algo, group=[gpu[r] for _, r in order], mode=mode,
+                 workgroups=[[w for w in range(where[id(it)][1] * W, (where[id(it)][1] + 1) * W)] for it, _ in order],
+                 root=root)
+    report.imported[f"{kind} ({algo}, {P} ranks)"] += 1
+    report.calls.append((b.last_prefix(), kind, nbytes, {gpu[r]: it.end - it.start for it, r in order}))
