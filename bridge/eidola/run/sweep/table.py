@@ -68,6 +68,11 @@ def write_table(out: Path, spec: SweepSpec, points: list[Point], rows: dict[int,
     frame = pandas.DataFrame.from_records(records, columns=_columns(spec))
     for m in spec.metrics:
         frame[m] = frame[m].astype("float64")
+    for axis in spec.axis_names():
+        # Parquet columns have one type: an axis mixing 4096 and "1GiB" is written as text.
+        kinds = {type(v) for v in frame[axis]}
+        if str in kinds and len(kinds) > 1:
+            frame[axis] = frame[axis].astype(str)
     frame["exit_status"] = frame["exit_status"].astype("int64")
     out.mkdir(parents=True, exist_ok=True)
     frame.to_parquet(out / "sweep.parquet.tmp", index=False)
