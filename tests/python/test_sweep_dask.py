@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pandas
+from sweep_helpers import dask_cluster, gemv_kernel_ns, gemv_platform, write_gemv_sweep, write_ring_sweep
 
 from eidola.run.sweep import sweep
-from sweep_helpers import dask_cluster, gemv_kernel_ns, gemv_platform, write_gemv_sweep, write_ring_sweep
 
 
 def test_dask_cluster_gives_the_local_table_row_for_row(tmp_path, write_platform):  # type: ignore[no-untyped-def]

@@ -60,7 +60,7 @@ def test_point_hash_is_stable_across_processes_and_follows_the_files(tmp_path, p
     (moved / "spec.yaml").write_text(path.read_text())
     assert [p.hash for p in expand(load_spec(moved / "spec.yaml"))] == here
     plat.write_text(plat.read_text().replace("500ns", "600ns"))
-    assert not set(p.hash for p in expand(load_spec(path))) & set(here)
+    assert not {p.hash for p in expand(load_spec(path))} & set(here)
 
 
 @pytest.mark.parametrize("body, key", [

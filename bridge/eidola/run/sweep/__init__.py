@@ -22,8 +22,18 @@ from .table import finished_rows, point_folder, write_table
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["sweep", "load_spec", "spec_from_dict", "expand", "SweepSpec", "Point", "METRICS", "register",
-           "register_prefix", "default_out"]
+__all__ = [
+    "METRICS",
+    "Point",
+    "SweepSpec",
+    "default_out",
+    "expand",
+    "load_spec",
+    "register",
+    "register_prefix",
+    "spec_from_dict",
+    "sweep",
+]
 
 
 def default_out(spec: SweepSpec) -> Path:
@@ -41,7 +51,7 @@ def _as_spec(spec: SweepSpec | str | os.PathLike[str] | dict[str, Any]) -> Sweep
 
 def sweep(spec: SweepSpec | str | os.PathLike[str] | dict[str, Any], *, out: str | os.PathLike[str] | None = None,
           workers: int | None = None, dask: str | None = None, resume: bool = False,
-          progress: bool = False) -> "pandas.DataFrame":
+          progress: bool = False) -> pandas.DataFrame:
     """Runs a sweep and returns its table (a row per point: its axes, metrics, status, error, hash, folder).
 
     `spec` is a spec file, a dict in the file's form (paths relative to the working directory)

@@ -22,6 +22,9 @@ from distributed import Client, LocalCluster, WorkerPlugin, as_completed
 from ...errors import ConfigError
 from .execute import ROW_FILE, Task, run_point
 
+# distributed's constructors and as_completed carry no annotations: the calls below say so with
+# `type: ignore[no-untyped-call]` rather than silencing the check for the whole file.
+
 __all__ = ["LoadModels", "run_dask"]
 
 
@@ -32,9 +35,9 @@ class LoadModels(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         """Called by Dask in each worker process as it starts (or when the plugin is registered)."""
-        from .. import simulate, sysc  # noqa: F401  (imported here, not in each forked child)
         from ...platform import yaml_io  # noqa: F401
         from ...workload import generators, profile_yaml  # noqa: F401
+        from .. import simulate, sysc  # noqa: F401  (imported here, not in each forked child)
 
         sysc.load()
 
@@ -44,10 +47,11 @@ def _client(address: str) -> tuple[Client, LocalCluster | None]:
         count = address.removeprefix("local:")
         if not count.isdigit() or int(count) < 1:
             raise ConfigError(f"--dask {address}: expected local:N with N >= 1 workers")
-        cluster = LocalCluster(n_workers=int(count), threads_per_worker=1, processes=True, dashboard_address=None)
-        return Client(cluster), cluster
+        cluster = LocalCluster(n_workers=int(count), threads_per_worker=1, processes=True,  # type: ignore[no-untyped-call]
+                               dashboard_address=None)
+        return Client(cluster), cluster  # type: ignore[no-untyped-call]
     try:
-        return Client(address, timeout="20s"), None
+        return Client(address, timeout="20s"), None  # type: ignore[no-untyped-call]
     except OSError as e:
         raise ConfigError(f"--dask {address}: cannot reach the Dask scheduler ({e})") from None
 
@@ -62,7 +66,7 @@ def run_dask(tasks: list[Task], address: str, on_done: Callable[[dict[str, Any]]
         futures = [client.submit(run_point, t, key=f"eidola-point-{t.point.index}-{t.point.key}", pure=False)
                    for t in tasks]
         folders = {t.point.index: Path(t.folder) for t in tasks}
-        for future in as_completed(futures):
+        for future in as_completed(futures):  # type: ignore[no-untyped-call]
             row = future.result()
             # The client keeps its own copy of the row, so --resume works when the workers' disks are not shared.
             folder = folders[row["point"]]
@@ -70,6 +74,6 @@ def run_dask(tasks: list[Task], address: str, on_done: Callable[[dict[str, Any]]
             (folder / ROW_FILE).write_text(json.dumps(row, sort_keys=True) + "\n")
             on_done(row)
     finally:
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]
         if cluster is not None:
             cluster.close()

@@ -32,7 +32,7 @@ from .metrics import MetricContext, compute
 from .points import Point
 from .spec import SweepSpec
 
-__all__ = ["Task", "run_tasks", "run_point", "build_point", "row_template", "ROW_FILE"]
+__all__ = ["ROW_FILE", "Task", "build_point", "row_template", "run_point", "run_tasks"]
 
 ROW_FILE = "row.json"  #: a finished point's row, in its folder; its presence is what --resume looks for
 
@@ -83,6 +83,8 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
     from ...workload import generators
     from ...workload.profile_yaml import load_profile
 
+    _load_profile: Callable[[str], Any] = load_profile  # typed here: the loader itself is not annotated
+
     overrides = dict(spec.fixed)
     generator = copy.deepcopy(spec.generator)
     seed = None
@@ -109,7 +111,7 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
         path = spec.profile_path or platform.profile
         if not path:
             raise ConfigError(f"{spec.platform_path}: the platform names no profile; give the spec a profile")
-        profile = load_profile(path)
+        profile = _load_profile(path)
     return platform, profile, platform.seed if seed is None else seed, generator
 
 
@@ -150,11 +152,11 @@ def _child(task: Task, write_fd: int) -> None:
             payload = {"status": "error", "exit_status": e.exit_status, "error": str(e)}
         except EidolaError as e:
             payload = {"status": "failed", "exit_status": e.exit_status, "error": str(e)}
-        except BaseException:
+        except BaseException:  # noqa: BLE001  (the child reports every failure as a row: it must never raise)
             payload = {"status": "internal", "exit_status": 1, "error": traceback.format_exc()}
         with os.fdopen(write_fd, "wb") as pipe:
             pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
-    except BaseException:
+    except BaseException:  # noqa: BLE001  (a child that cannot report exits with 1; the parent records a crash)
         code = 1
     finally:
         os._exit(code)

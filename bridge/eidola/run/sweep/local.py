@@ -8,7 +8,7 @@ from typing import Any
 
 from .execute import Task, run_tasks
 
-__all__ = ["run_local", "default_workers"]
+__all__ = ["default_workers", "run_local"]
 
 
 def default_workers() -> int:

@@ -21,8 +21,16 @@ import numpy as np
 
 from ...errors import ConfigError
 
-__all__ = ["Metric", "MetricContext", "METRICS", "register", "register_prefix", "check_metrics", "compute",
-           "describe"]
+__all__ = [
+    "METRICS",
+    "Metric",
+    "MetricContext",
+    "check_metrics",
+    "compute",
+    "describe",
+    "register",
+    "register_prefix",
+]
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,7 @@ def _collective_size(ctx: MetricContext) -> tuple[str, int, int]:
 
 def _algbw(res: Any, ctx: MetricContext) -> float:
     _, size, _ = _collective_size(ctx)
-    return size / res.kernel_time_ns  # bytes per ns = GB/s
+    return float(size / res.kernel_time_ns)  # bytes per ns = GB/s
 
 
 def _busbw(res: Any, ctx: MetricContext) -> float:

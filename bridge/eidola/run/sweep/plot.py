@@ -16,12 +16,12 @@ __all__ = ["plot_sweep"]
 _STYLES = ("o-", "s--", "^:", "D-.", "v-", "x--")
 
 
-def _order(values: "pandas.Series") -> list[Any]:
+def _order(values: pandas.Series) -> list[Any]:
     """Values in the order they first appear: the spec's order, which a sort would break for "2us" after "500ns"."""
     return list(dict.fromkeys(values.tolist()))
 
 
-def _check(table: "pandas.DataFrame", name: str | None, what: str, out: Path) -> None:
+def _check(table: pandas.DataFrame, name: str | None, what: str, out: Path) -> None:
     if name is not None and name not in table.columns:
         raise ConfigError(f"{out}/sweep.parquet: no column {name!r} for {what}; columns: {', '.join(table.columns)}")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ class Point:
 
 def _group_rows(group: AxisGroup) -> list[dict[str, Any]]:
     keys = [k for k, _ in group.axes]
+    columns: Iterable[tuple[Any, ...]]
     if group.kind == "zip":
         columns = zip(*(values for _, values in group.axes))
     else:

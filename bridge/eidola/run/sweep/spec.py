@@ -22,6 +22,7 @@ An axis key is `seed`, `generator.<parameter>` (dots and list indices go deeper:
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from ...errors import ConfigError
 from ...platform import units
 from .metrics import check_metrics
 
-__all__ = ["SweepSpec", "AxisGroup", "load_spec", "spec_from_dict", "SPEC_VERSION"]
+__all__ = ["SPEC_VERSION", "AxisGroup", "SweepSpec", "load_spec", "spec_from_dict"]
 
 SPEC_VERSION = 1
 _TOP_KEYS = ("sweep", "name", "platform", "profile", "generator", "set", "grid", "zip", "axes", "metrics",
@@ -69,7 +70,7 @@ class SweepSpec:
         return [key for g in self.groups for key, _ in g.axes]
 
 
-def load_spec(path: str | Path) -> SweepSpec:
+def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Reads and checks a sweep spec file; ConfigError (naming the file and key) when it is malformed."""
     p = Path(path)
     try:

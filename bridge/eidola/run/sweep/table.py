@@ -22,7 +22,7 @@ from .spec import SweepSpec
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["point_folder", "finished_rows", "write_table", "read_table", "STATUS_COLUMNS"]
+__all__ = ["STATUS_COLUMNS", "finished_rows", "point_folder", "read_table", "write_table"]
 
 STATUS_COLUMNS = ("status", "exit_status", "error")  #: the columns that say how a point went
 
@@ -51,7 +51,7 @@ def _columns(spec: SweepSpec) -> list[str]:
     return ["point", *spec.axis_names(), *spec.metrics, *STATUS_COLUMNS, "hash", "folder"]
 
 
-def write_table(out: Path, spec: SweepSpec, points: list[Point], rows: dict[int, dict[str, Any]]) -> "pandas.DataFrame":
+def write_table(out: Path, spec: SweepSpec, points: list[Point], rows: dict[int, dict[str, Any]]) -> pandas.DataFrame:
     """Writes DIR/sweep.parquet, DIR/sweep.csv and DIR/spec.json from the rows so far; returns the table."""
     import pandas
 
@@ -84,7 +84,7 @@ def write_table(out: Path, spec: SweepSpec, points: list[Point], rows: dict[int,
     return frame
 
 
-def read_table(out: Path) -> "pandas.DataFrame":
+def read_table(out: Path) -> pandas.DataFrame:
     """The table of a finished sweep's folder."""
     import pandas
 
