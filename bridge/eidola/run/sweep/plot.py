@@ -31,8 +31,8 @@ def plot_sweep(out: str | Path, x: str, y: str, hue: str | None = None, col: str
     """Draws `y` against `x` from the sweep in folder `out`; writes PNG and SVG (default: out/<y>-vs-<x>).
 
     Points that did not finish ok are left out. Rows that share x, hue and col (another axis, such
-    as the seed) are averaged, with their min-max range shaded. A numeric x is placed by value; any
-    other x is placed in the order of the spec.
+    as the seed) are averaged, with their min-max range shaded. A numeric x is placed by value (on a log scale
+    when it spans two decades or more); any other x is placed in the order of the spec.
     """
     import matplotlib
 
@@ -61,6 +61,8 @@ def plot_sweep(out: str | Path, x: str, y: str, hue: str | None = None, col: str
         if not numeric_x:
             labels = _order(table[x])
             ax.set_xticks(range(len(labels)), [str(v) for v in labels])
+        if numeric_x and table[x].min() > 0 and table[x].max() >= 100 * table[x].min():
+            ax.set_xscale("log")  # sizes and delays spanning decades: equal steps per factor
         ax.set_xlabel(x)
         ax.set_title("" if panel is None else f"{col} = {panel}")
         ax.grid(True, alpha=0.3)
