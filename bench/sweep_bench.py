@@ -47,6 +47,7 @@ def _ping(tmp: Path) -> Path:
 def sweep_section() -> list[str]:
     """Measures and returns the section's Markdown lines."""
     cores = len(os.sched_getaffinity(0))
+    load_before = os.getloadavg()[0]
     default = {"sweep": 1, "platform": str(DEFAULT), "grid": {"seed": {"start": 1, "stop": 40}},
                "metrics": ["kernel_time_ns", "flag_reads"]}
     _timed_sweep({**default, "grid": {"seed": [1, 2]}}, 1)  # loads the models; not measured
@@ -64,8 +65,10 @@ def sweep_section() -> list[str]:
                  "metrics": ["kernel_time_ns"]}
         wall, n = min(_timed_sweep(small, cores) for _ in range(2))
     rate, loop_rate = n / wall, 100 / loop
+    # A worker speed-up needs idle cores: the load average says whether other work shared them.
+    load = f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {cores} cores"
     return [HEADING, "",
-            f"`eidola sweep` on this machine ({cores} cores), local backend; best of two runs each.", "",
+            f"`eidola sweep` on this machine ({load}), local backend; best of two runs each.", "",
             "| what | baseline (same run) | wall s | figure |", "|---|---|---|---|",
             f"| 40-point sweep of the default platform (seeds 1-40), 2 workers | the same sweep, 1 worker: "
             f"{one:.2f} s | {two:.2f} | **{one / two:.2f}x** faster |",
