@@ -75,8 +75,8 @@ def sweep_section() -> list[str]:
             f"| 200 small simulations (2 GPUs, ping) in a sweep, {cores} workers | eidola.simulate one after "
             f"another: {loop_rate:.1f}/s | {wall:.2f} | **{rate:.0f} simulations/s** ({rate / loop_rate:.1f}x) |",
             "",
-            "A point costs one fork of the loaded simulator, building its platform and workload in the child, "
-            "the simulation, and writing its folder (summary.json, CSV tables, row.json).", ""]
+            "A point costs building its platform and workload in the worker, one fork of the loaded simulator, "
+            "the elaboration and simulation in the child, and writing its folder (summary.json, CSV tables, row.json).", ""]
 
 
 def splice(text: str, section: list[str]) -> str:
