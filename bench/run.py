@@ -286,6 +286,9 @@ def main() -> int:
     if not args.quick:
         body += big_platform()
     body += startup() + many_small_runs()
+    from sweep_bench import sweep_section  # bench/ is on sys.path when this file runs as a script
+
+    body += sweep_section()
     if not args.quick:
         body += callgrind()
     plot_scaling(points)

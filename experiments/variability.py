@@ -6,51 +6,43 @@ slowest GPU's share of the critical path: the slowest GPU (largest total compute
 compute time on the critical path, as everyone waits on its flags; its share is that compute time
 over the kernel time.
 
-All 100 simulations reuse one loaded simulator and fork a child per run, so the whole experiment
-costs seconds, not 100 start-ups. Writes experiments/variability.csv and variability.png.
+The points are the sweep spec experiments/variability.yaml (also runnable as `eidola sweep
+experiments/variability.yaml`): one loaded simulator forks a child per seed, on every core, so
+the whole experiment costs seconds, not 100 start-ups. Writes experiments/variability.csv and variability.png.
 Run: .venv/bin/python experiments/variability.py
 """
 
 import csv
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 import eidola
-from eidola.generators import gemv_allreduce
+from eidola.run.sweep import spec_from_dict
 
 HERE = Path(__file__).resolve().parent
-PLATFORM = HERE.parent / "platforms" / "gemv-allreduce-4gpu.yaml"
-SEEDS = range(1, 101)
-TILE_NS, REDUCE_NS = 20000, 4000
+SPEC = HERE / "variability.yaml"
 
 
-def run(seeds=SEEDS):
-    """One simulation per seed; returns rows (seed, kernel_us, slowest_gpu, slowest_share) and wall seconds."""
-    plat = eidola.load_platform(PLATFORM)
-    prof = gemv_allreduce(gpus=4, workgroups=4, tile_ns=TILE_NS, reduce_ns=REDUCE_NS,
-                          skew={"dist": "normal", "mean": 1.0, "std": 0.1},
-                          jitter={"dist": "lognormal", "mu": 0.0, "sigma": 0.05})
+def run(seeds=None):
+    """One simulation per seed (default: the spec's 100); returns rows (seed, kernel_us, slowest_gpu,
+    slowest_share) and wall seconds."""
+    doc = yaml.safe_load(SPEC.read_text())
+    if seeds is not None:
+        doc["grid"] = {"seed": list(seeds)}
+    spec = spec_from_dict(doc, source=str(SPEC))
     start = time.perf_counter()
-    rows = []
-    for seed in seeds:
-        res = eidola.simulate(plat, prof, seed=seed, trace=True)
-        compute = _compute_ns_per_gpu(prof, res)
-        slowest = int(np.argmax(compute))
-        rows.append((seed, res.kernel_time_ns / 1000, slowest, compute[slowest] / 4 / res.kernel_time_ns))
-    return rows, time.perf_counter() - start
-
-
-def _compute_ns_per_gpu(prof, res):
-    """Total compute time per GPU, averaged over its workgroups' programs (x4 workgroups summed)."""
-    per_gpu = np.zeros(prof.gpus)
-    for row in res.ops:
-        op = prof.program(int(row["gpu"]), int(row["wg"]))[int(row["op"])]
-        if op.kind == "compute":
-            per_gpu[row["gpu"]] += row["end_ns"] - row["begin_ns"]
-    return per_gpu
+    with tempfile.TemporaryDirectory() as tmp:
+        table = eidola.sweep(spec, out=tmp)
+    wall = time.perf_counter() - start
+    if (table["status"] != "ok").any():
+        raise SystemExit(f"variability: points failed:\n{table[table['status'] != 'ok'][['point', 'error']]}")
+    return [(int(r["seed"]), r["kernel_time_us"], int(r["slowest_gpu"]), r["slowest_share"])
+            for _, r in table.iterrows()], wall
 
 
 def main():

@@ -6,37 +6,37 @@ issues one flag read per (memory latency + poll interval) per waiting workgroup,
 linearly: slope = waiting workgroups / (M + I). Spin-yield grows too, but by far less (its
 interval doubles up to a cap). SyncMon issues no flag reads at all while asleep: flat.
 
+The points are the sweep spec experiments/wakeup_sweep.yaml (also runnable as
+`eidola sweep experiments/wakeup_sweep.yaml`); this script runs it, fits the slopes and draws the figure.
 Writes experiments/wakeup_sweep.csv and experiments/wakeup_sweep.png and prints the fit.
 Run: .venv/bin/python experiments/wakeup_sweep.py
 """
 
 import csv
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 import eidola
-from eidola.generators import gemv_allreduce
 
 HERE = Path(__file__).resolve().parent
+SPEC = HERE / "wakeup_sweep.yaml"
 PLATFORM = HERE.parent / "platforms" / "gemv-allreduce-4gpu.yaml"
-DELAYS_US = list(range(0, 41, 2))
 MODES = ("poll", "spin_yield", "syncmon")
-GPUS, WORKGROUPS, INTERVAL_NS, MAX_INTERVAL_NS = 4, 4, 100, 3200
+GPUS, WORKGROUPS, INTERVAL_NS = 4, 4, 100  # as in the spec, for the predicted slope
 
 
-def run():
-    """Simulates every (mode, delay) point; returns rows of (mode, delay_us, flag_reads, kernel_us)."""
-    plat = eidola.load_platform(PLATFORM)
-    rows = []
-    for mode in MODES:
-        for d in DELAYS_US:
-            prof = gemv_allreduce(gpus=GPUS, workgroups=WORKGROUPS, mode=mode, interval_ns=INTERVAL_NS,
-                                  max_interval_ns=MAX_INTERVAL_NS, delays=[{"gpu": 0, "ns": d * 1000}])
-            res = eidola.simulate(plat, prof)
-            rows.append((mode, d, int(res.gpus["flag_reads"].sum()), res.kernel_time_ns / 1000))
-    return rows, plat
+def run(out=None):
+    """Runs the spec's points; returns rows of (mode, delay_us, flag_reads, kernel_us) and the platform."""
+    with tempfile.TemporaryDirectory() as tmp:
+        table = eidola.sweep(SPEC, out=out or tmp)
+    if (table["status"] != "ok").any():
+        raise SystemExit(f"wakeup sweep: points failed:\n{table[table['status'] != 'ok'][['point', 'error']]}")
+    rows = [(r["generator.mode"], int(r["generator.delays.0.ns"]) // 1000, int(r["flag_reads"]), r["kernel_time_us"])
+            for _, r in table.iterrows()]
+    return rows, eidola.load_platform(PLATFORM)
 
 
 def main():

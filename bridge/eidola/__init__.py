@@ -12,6 +12,7 @@ from .errors import ConfigError, DeadlockError, EidolaError, ProfileError, Simul
 from .platform import Component, Platform, load_platform
 from .run.result import Result
 from .run.simulate import simulate
+from .run.sweep import sweep
 from .workload.builder import ProfileBuilder
 from .workload.profile import Profile
 from .workload.profile_yaml import load_profile
@@ -19,6 +20,6 @@ from .workload.profile_yaml import load_profile
 __all__ = [
     "Component", "ConfigError", "DeadlockError", "EidolaError", "Platform", "Profile", "ProfileBuilder",
     "ProfileError", "Result", "SimulationCrashed", "SimulationError", "load_platform", "load_profile", "models",
-    "simulate",
+    "simulate", "sweep",
 ]
 __version__ = "0.1.0"

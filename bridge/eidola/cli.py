@@ -1,4 +1,4 @@
-"""The ``eidola`` command: run, validate, describe, plot, import and compare.
+"""The ``eidola`` command: run, validate, describe, plot, import, compare and sweep.
 
 Exit status: 0 ok; 2 bad input (one message naming the file and key or profile op); 3 the
 simulation failed (deadlock, protocol violation, model error), with a report; 1 internal error.
@@ -202,6 +202,43 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .run.sweep import default_out, load_spec, sweep
+
+    spec = load_spec(args.spec)
+    out = Path(args.out) if args.out else default_out(spec)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers {args.workers}: expected a positive number of workers")
+    table = sweep(spec, out=out, workers=args.workers, dask=args.dask, resume=args.resume, progress=True)
+    a = table.attrs
+    print(f"{spec.name}: {len(table)} points ({a['reused']} reused, {a['ran']} run, {a['failed']} failed); "
+          f"wrote {out}/sweep.parquet, sweep.csv and points/")
+    for _, row in table[table["status"] != "ok"].iterrows():
+        first = str(row["error"]).strip().splitlines()[0] if str(row["error"]).strip() else ""
+        print(f"  point {row['point']} ({row['status']}, exit status {row['exit_status']}): {first}", file=sys.stderr)
+    # A finished sweep with failed points is a failed run of those simulations, not bad input.
+    return 3 if a["failed"] else 0
+
+
+def _cmd_sweep_plot(args: argparse.Namespace) -> int:
+    from .run.sweep.plot import plot_sweep
+
+    written = plot_sweep(args.directory, args.x, args.y, hue=args.hue, col=args.col, output=args.output)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def _sweep_plot_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="eidola sweep plot", description="Draw a metric of a finished sweep.")
+    p.add_argument("directory", help="the sweep's output folder (holds sweep.parquet)")
+    p.add_argument("--x", required=True, help="the axis on the x axis (a column of the table)")
+    p.add_argument("--y", required=True, help="the metric on the y axis")
+    p.add_argument("--hue", help="an axis drawn as one line per value")
+    p.add_argument("--col", help="an axis drawn as one panel per value")
+    p.add_argument("-o", "--output", help="file name without extension (default: DIR/Y-vs-X); PNG and SVG")
+    return p
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="eidola", description="Simulate multi-GPU communication traffic in SystemC.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -221,6 +258,13 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("directory")
     d = sub.add_parser("describe", help="list the models, or one model's parameters and sockets")
     d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu")
+    sw = sub.add_parser("sweep", help="run a sweep spec (eidola sweep plot DIR draws one)",
+                        description="Run every point of a sweep spec; 'eidola sweep plot DIR --x A --y M' draws it.")
+    sw.add_argument("spec", help="sweep spec YAML file")
+    sw.add_argument("--workers", type=int, help="points run at once on this machine (default: one per core)")
+    sw.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) or local:N workers")
+    sw.add_argument("--out", help="output folder (default: out/sweeps/NAME)")
+    sw.add_argument("--resume", action="store_true", help="run only the points not already finished in the folder")
     imp = sub.add_parser("import", help="turn measurements of a real run into a timing profile")
     kinds = imp.add_subparsers(dest="source", required=True)
     ts = kinds.add_parser("timestamps", help="per-event timestamps CSV (see eidola.timestamps)")
@@ -248,14 +292,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:2] == ["sweep", "plot"]:  # a spec file named plot is ./plot
+        args = _sweep_plot_parser().parse_args(argv[2:])
+        args.command = "sweep plot"
+    else:
+        args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe, "plot": _cmd_plot,
-               "import": _cmd_import, "compare": _cmd_compare}[args.command]
+               "import": _cmd_import, "compare": _cmd_compare, "sweep": _cmd_sweep,
+               "sweep plot": _cmd_sweep_plot}[args.command]
     try:
         return handler(args)
     except EidolaError as e:
         print(f"eidola {args.command}: {e}", file=sys.stderr)
         return e.exit_status
+    except KeyboardInterrupt:
+        print(f"eidola {args.command}: interrupted", file=sys.stderr)
+        return 130
     except Exception:
         print(f"eidola {args.command}: internal error (please report it):", file=sys.stderr)
         traceback.print_exc()

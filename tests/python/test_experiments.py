@@ -35,3 +35,12 @@ def test_variability_experiment_runs(experiments):
     kernels = [r[1] for r in rows]
     assert len(set(kernels)) == 5                # different seeds, different kernel times
     assert all(0 < r[3] < 1 for r in rows)       # a share of the kernel time
+
+
+def test_every_experiment_spec_is_a_valid_sweep(repo):
+    from eidola.run.sweep import expand, load_spec
+
+    specs = sorted((repo / "experiments").glob("*.yaml"))
+    assert {p.stem for p in specs} >= {"wakeup_sweep", "variability", "mi300x_busbw", "ring_vs_direct"}
+    for path in specs:
+        assert expand(load_spec(path))  # files found, metrics known, axes well formed

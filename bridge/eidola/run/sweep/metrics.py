@@ -1,0 +1,187 @@
+"""The metrics a sweep can record per point: a registry of named functions of a Result.
+
+Each metric is a number computed from one simulation's Result (and, for bandwidths, the
+collective's size). `register()` adds one; a name with a registered prefix (`traffic.`) is
+resolved by its prefix's handler, so a family of figures needs one entry.
+
+Bandwidths follow the nccl-tests convention. S is the collective's size in bytes (the
+generator's `nbytes`; `vector_bytes` for gemv_allreduce) and t the kernel time:
+algbw = S / t, and busbw = algbw x factor, where the factor makes busbw comparable to a link's
+bandwidth: all-reduce 2(P-1)/P; all-gather, reduce-scatter and all-to-all (P-1)/P. Both are in
+GB/s (10^9 bytes per second).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...errors import ConfigError
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "MetricContext",
+    "check_metrics",
+    "compute",
+    "describe",
+    "register",
+    "register_prefix",
+]
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """What a metric may read besides the Result: the workload that produced it."""
+
+    generator: Mapping[str, Any] | None  #: the generator's name and parameters at this point, or None
+    profile: Any                         #: the Profile that was replayed
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named figure of one simulation."""
+
+    name: str                                       #: the table column's name
+    doc: str                                        #: one line: what it is, with its unit
+    fn: Callable[[Any, MetricContext], float]       #: computes it from (Result, context)
+    needs_trace: bool = False                       #: needs the ops table (simulate(trace=True))
+
+
+METRICS: dict[str, Metric] = {}
+_PREFIXES: dict[str, tuple[str, Callable[[Any, MetricContext, str], float]]] = {}
+
+# The factor that turns algorithm bandwidth into bus bandwidth, per generator, as a function of P.
+_BUS_FACTOR: dict[str, Callable[[int], float]] = {
+    "gemv_allreduce": lambda p: 2 * (p - 1) / p,
+    "ring_allreduce": lambda p: 2 * (p - 1) / p,
+    "direct_allreduce": lambda p: 2 * (p - 1) / p,
+    "all_gather": lambda p: (p - 1) / p,
+    "reduce_scatter": lambda p: (p - 1) / p,
+    "all_to_all": lambda p: (p - 1) / p,
+}
+
+
+def register(name: str, doc: str, fn: Callable[[Any, MetricContext], float], needs_trace: bool = False) -> None:
+    """Adds metric `name` (documented by `doc`, computed by `fn(result, context)`) to the registry."""
+    METRICS[name] = Metric(name, doc, fn, needs_trace)
+
+
+def register_prefix(prefix: str, doc: str, fn: Callable[[Any, MetricContext, str], float]) -> None:
+    """Adds the family of metrics `prefix<key>` (documented by `doc`), computed by `fn(result, context, name)`."""
+    _PREFIXES[prefix] = (doc, fn)
+
+
+def check_metrics(names: list[str], where: str) -> bool:
+    """Checks every name is a known metric (ConfigError naming `where` otherwise); True if any needs a trace."""
+    for name in names:
+        if name not in METRICS and not any(name.startswith(p) and len(name) > len(p) for p in _PREFIXES):
+            raise ConfigError(f"{where}: unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}, "
+                              f"or {', '.join(p + '<name>' for p in _PREFIXES)}")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: a metric is listed twice")
+    return any(METRICS[n].needs_trace for n in names if n in METRICS)
+
+
+def compute(names: tuple[str, ...], result: Any, context: MetricContext) -> dict[str, float]:
+    """Every metric in `names` for one Result; ConfigError when a metric does not apply to this workload."""
+    out: dict[str, float] = {}
+    for name in names:
+        if name in METRICS:
+            out[name] = float(METRICS[name].fn(result, context))
+            continue
+        prefix = next(p for p in _PREFIXES if name.startswith(p))
+        out[name] = float(_PREFIXES[prefix][1](result, context, name))
+    return out
+
+
+def describe() -> str:
+    """The metrics as a list of lines (`eidola sweep --metrics`)."""
+    rows = [f"{m.name:22s} {m.doc}" for m in sorted(METRICS.values(), key=lambda m: m.name)]
+    rows += [f"{prefix + '<name>':22s} {doc}" for prefix, (doc, _) in _PREFIXES.items()]
+    return "\n".join(rows)
+
+
+def _collective_size(ctx: MetricContext) -> tuple[str, int, int]:
+    gen = ctx.generator
+    if gen is None or gen.get("name") not in _BUS_FACTOR:
+        raise ConfigError("algbw_GBps and busbw_GBps need a collective generator "
+                          f"({', '.join(_BUS_FACTOR)}); this point's workload is "
+                          + (repr(gen.get("name")) if gen else "a profile file"))
+    size = gen.get("vector_bytes", 65536) if gen["name"] == "gemv_allreduce" else gen["nbytes"]
+    return str(gen["name"]), int(size), int(gen.get("gpus", 4))
+
+
+def _algbw(res: Any, ctx: MetricContext) -> float:
+    _, size, _ = _collective_size(ctx)
+    return float(size / res.kernel_time_ns)  # bytes per ns = GB/s
+
+
+def _busbw(res: Any, ctx: MetricContext) -> float:
+    name, _, gpus = _collective_size(ctx)
+    return _algbw(res, ctx) * _BUS_FACTOR[name](gpus)
+
+
+def _link_stat(field_name: str, how: Callable[[np.ndarray], Any]) -> Callable[[Any, MetricContext], float]:
+    # A fabric without links (the ideal one) has no utilisation or queueing: 0, not an error,
+    # so a sweep over fabric.model keeps one column.
+    return lambda res, ctx: float(how(res.links[field_name])) if len(res.links) else 0.0
+
+
+def _gpu_sum(field_name: str) -> Callable[[Any, MetricContext], float]:
+    return lambda res, ctx: float(res.gpus[field_name].sum())
+
+
+def _compute_per_gpu(res: Any, ctx: MetricContext) -> np.ndarray:
+    """Compute time per GPU summed over its workgroups, from the traced ops."""
+    per_gpu = np.zeros(len(res.gpus))
+    for row in res.ops:
+        if ctx.profile.program(int(row["gpu"]), int(row["wg"]))[int(row["op"])].kind == "compute":
+            per_gpu[int(row["gpu"])] += row["end_ns"] - row["begin_ns"]
+    return per_gpu
+
+
+def _slowest_share(res: Any, ctx: MetricContext) -> float:
+    # The slowest GPU's compute sits on the critical path: every peer waits on its flags. Its
+    # share is its compute time per workgroup over the kernel time.
+    per_gpu = _compute_per_gpu(res, ctx)
+    return float(per_gpu.max() / ctx.profile.workgroups / res.kernel_time_ns)
+
+
+def _traffic(res: Any, ctx: MetricContext, name: str) -> float:
+    key = name.removeprefix("traffic.")
+    traffic = getattr(res, "traffic", None)
+    if traffic is None:
+        raise ConfigError(f"metric {name!r}: this version's Result has no traffic figures")
+    try:
+        return float(traffic[key])
+    except (KeyError, IndexError, TypeError):
+        raise ConfigError(f"metric {name!r}: res.traffic has no figure {key!r}") from None
+
+
+register("kernel_time_ns", "when the last workgroup finished (ns)", lambda res, ctx: float(res.kernel_time_ns))
+register("kernel_time_us", "when the last workgroup finished (µs)", lambda res, ctx: res.kernel_time_ns / 1000)
+register("algbw_GBps", "algorithm bandwidth S / t of a collective (GB/s)", _algbw)
+register("busbw_GBps", "bus bandwidth: algbw x 2(P-1)/P (all-reduce) or (P-1)/P (GB/s)", _busbw)
+register("link_util_max", "highest link utilisation (0-1; 0 on the ideal fabric)", _link_stat("utilization", np.max))
+register("link_util_mean", "mean link utilisation (0-1; 0 on the ideal fabric)", _link_stat("utilization", np.mean))
+register("queue_p99_ns", "highest per-link p99 queueing delay (ns)", _link_stat("queue_p99_ns", np.max))
+register("queue_mean_ns", "mean of the links' mean queueing delay (ns)", _link_stat("queue_mean_ns", np.mean))
+register("queue_max_ns", "longest queueing delay on any link (ns)", _link_stat("queue_max_ns", np.max))
+for _field, _doc in (("flag_reads", "flag reads (polling), all GPUs"), ("reads", "data reads, all GPUs"),
+                     ("writes", "writes, all GPUs"), ("atomics", "atomics (signals), all GPUs"),
+                     ("bytes_sent", "payload bytes sent, all GPUs"), ("packets_sent", "packets sent, all GPUs"),
+                     ("syncmon_wakeups", "SyncMon wake-ups, all GPUs"),
+                     ("syncmon_fallbacks", "SyncMon waits that fell back to polling (log full)")):
+    register(_field, _doc, _gpu_sum(_field))
+register("events", "actions the models processed", lambda res, ctx: float(res.events))
+register("critical_gpu", "the GPU whose last workgroup finished last", lambda res, ctx: float(res.critical_gpu))
+register("slowest_gpu", "the GPU with the most compute time (traced)",
+         lambda res, ctx: float(np.argmax(_compute_per_gpu(res, ctx))), needs_trace=True)
+register("slowest_share", "the slowest GPU's compute share of the kernel time (traced)", _slowest_share,
+         needs_trace=True)
+register("wall_s", "wall-clock time of the simulation (s; varies from run to run)", lambda res, ctx: res.wall_s)
+register_prefix("traffic.", "a figure of res.traffic, by name", _traffic)

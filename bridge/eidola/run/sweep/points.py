@@ -1,0 +1,68 @@
+"""Expanding a spec's axes into points, and each point's stable identity (its hash).
+
+Groups combine as a product, in the spec's order (the last group varies fastest); inside a
+grid group the last key varies fastest, as in nested loops written in that order; a zip group
+advances its keys together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .spec import AxisGroup, SweepSpec
+
+__all__ = ["Point", "expand", "point_hash"]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of a sweep: its position, its axis values and its hash."""
+
+    index: int                    #: position in the sweep's order (the table's row order)
+    values: dict[str, Any]        #: axis key -> value at this point
+    hash: str                     #: sha256 hex of the point's inputs (see point_hash)
+
+    @property
+    def key(self) -> str:
+        """The point's folder name under DIR/points/ (a prefix of the hash, long enough to be unique)."""
+        return self.hash[:16]
+
+
+def _group_rows(group: AxisGroup) -> list[dict[str, Any]]:
+    keys = [k for k, _ in group.axes]
+    columns: Iterable[tuple[Any, ...]]
+    if group.kind == "zip":
+        columns = zip(*(values for _, values in group.axes))
+    else:
+        columns = itertools.product(*(values for _, values in group.axes))
+    return [dict(zip(keys, row)) for row in columns]
+
+
+def expand(spec: SweepSpec) -> list[Point]:
+    """Every point of `spec`, in order; a spec with no axes has one point."""
+    points = []
+    for i, combo in enumerate(itertools.product(*(_group_rows(g) for g in spec.groups))):
+        values: dict[str, Any] = {}
+        for part in combo:
+            values.update(part)
+        points.append(Point(i, values, point_hash(spec, values)))
+    return points
+
+
+def point_hash(spec: SweepSpec, values: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of everything that decides a point's row.
+
+    Why not Python's hash(): it is salted per process, and `--resume` compares hashes written by
+    another process (or another machine). The inputs are the axis values, the fixed overrides,
+    the generator, the metrics, the trace flag and the base files' contents (spec.base_digest);
+    not the spec's path or the point's position, so a reordered or moved spec reuses its results.
+    """
+    doc = {"values": values, "set": spec.fixed, "generator": spec.generator, "metrics": list(spec.metrics),
+           "trace": spec.trace, "base": spec.base_digest}
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,141 @@
+"""Sweeps on this machine: numbers against hand-derived timing, failures recorded, interrupt and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas
+import pytest
+from sweep_helpers import (
+    LATENCIES_NS,
+    MEMORY_NS,
+    SEEDS,
+    gemv_kernel_ns,
+    gemv_platform,
+    write_gemv_sweep,
+    write_ring_sweep,
+)
+
+import eidola
+from eidola.run.sweep import sweep
+
+
+def test_local_sweep_matches_the_derivation(tmp_path, write_platform):  # type: ignore[no-untyped-def]
+    spec = write_gemv_sweep(tmp_path, gemv_platform(write_platform))
+    table = sweep(spec, out=tmp_path / "out", workers=2)
+    assert len(table) == len(LATENCIES_NS) * len(MEMORY_NS) * len(SEEDS) == 12
+    assert list(table.columns[:4]) == ["point", "fabric.latency", "gpus.memory.latency", "seed"]
+    assert (table["status"] == "ok").all() and (table["exit_status"] == 0).all()
+    for _, row in table.iterrows():
+        latency, memory = float(row["fabric.latency"][:-2]), float(row["gpus.memory.latency"][:-2])
+        assert row["kernel_time_ns"] == gemv_kernel_ns(latency, memory)
+        assert row["flag_reads"] == 4 * 6   # 6 waits per GPU, one poll each
+        assert row["atomics"] == 4 * 6      # 3 peers x 2 phases signal each GPU
+    assert list(table["point"]) == list(range(12))
+    # The files hold the same table, and every point has its folder with its Result.
+    assert pandas.read_parquet(tmp_path / "out" / "sweep.parquet").equals(table)
+    assert len(pandas.read_csv(tmp_path / "out" / "sweep.csv")) == 12
+    summary = json.loads((tmp_path / "out" / table["folder"][5] / "summary.json").read_text())
+    assert summary["kernel_time_ns"] == table["kernel_time_ns"][5]
+
+
+def test_python_api_is_exported_and_one_worker_gives_the_same_table(tmp_path, write_platform):  # type: ignore[no-untyped-def]
+    spec = write_gemv_sweep(tmp_path, gemv_platform(write_platform))
+    one = eidola.sweep(spec, out=tmp_path / "one", workers=1)
+    two = eidola.sweep(spec, out=tmp_path / "two", workers=2)
+    pandas.testing.assert_frame_equal(one, two)
+
+
+def test_failing_points_are_recorded_and_the_others_complete(tmp_path, repo):  # type: ignore[no-untyped-def]
+    spec = tmp_path / "mixed.yaml"
+    # 1001 bytes is not divisible by 8 GPUs (bad input); 1 GiB cannot finish within the timeout.
+    spec.write_text(f"""\
+sweep: 1
+platform: {repo / "platforms" / "ring-8gpu.yaml"}
+generator: {{name: ring_allreduce, gpus: 8, nbytes: 4096}}
+grid: {{generator.nbytes: [4096, 1001, 1GiB, 8192]}}
+metrics: [kernel_time_ns, busbw_GBps]
+timeout: 3s
+""")
+    table = sweep(spec, out=tmp_path / "out", workers=2)
+    assert list(table["status"]) == ["ok", "error", "timeout", "ok"]
+    assert list(table["exit_status"]) == [0, 2, 3, 0]
+    assert "divisible" in table["error"][1] and "timeout" in table["error"][2]
+    assert table["kernel_time_ns"].isna().tolist() == [False, True, True, False]
+    # busbw = S / t x 2(P-1)/P, recomputed from the table's own kernel time.
+    assert table["busbw_GBps"][0] == pytest.approx(4096 / table["kernel_time_ns"][0] * 2 * 7 / 8, rel=1e-12)
+
+
+def test_deadlocked_points_are_recorded_with_exit_status_3(tmp_path, write_platform, cli):  # type: ignore[no-untyped-def]
+    b = eidola.ProfileBuilder(gpus=2, workgroups=1, name="stuck")
+    b.flag("ready")
+    b.program(gpu=1, wg=0).wait(flag="ready", cond=">=", value=1, mode="syncmon")
+    b.build().save(tmp_path / "stuck.yaml")
+    plat = write_platform(gpus=2, workgroups=1)
+    spec = tmp_path / "stuck-sweep.yaml"
+    spec.write_text(f"sweep: 1\nplatform: {plat}\nprofile: stuck.yaml\ngrid: {{seed: [1, 2]}}\n"
+                    "metrics: [kernel_time_ns]\n")
+    r = cli("sweep", spec, "--out", tmp_path / "out")
+    assert r.returncode == 3, r.stderr
+    assert "2 failed" in r.stdout and "deadlock" in r.stderr and "Traceback" not in r.stderr
+    table = pandas.read_parquet(tmp_path / "out" / "sweep.parquet")
+    assert list(table["status"]) == ["deadlock"] * 2 and list(table["exit_status"]) == [3, 3]
+    assert "gpu 1 wg 0" in table["error"][0]
+
+
+def _rows(out: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in (out / "points").glob("*/row.json")}
+
+
+def test_interrupted_sweep_resumes_without_rerunning_finished_points(tmp_path, repo):  # type: ignore[no-untyped-def]
+    spec, out = write_ring_sweep(tmp_path, repo), tmp_path / "out"
+    cmd = [sys.executable, "-m", "eidola", "sweep", str(spec), "--out", str(out), "--workers", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(_rows(out)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    done = _rows(out)
+    assert 3 <= len(done) < 12
+    assert len(pandas.read_parquet(out / "sweep.parquet")) == len(done)  # the partial table was written
+    r = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert f"({len(done)} reused, {12 - len(done)} run, 0 failed)" in r.stdout
+    after = _rows(out)
+    assert {k: after[k] for k in done} == done  # not one finished point was run again
+    table = pandas.read_parquet(out / "sweep.parquet")
+    assert len(table) == 12 and (table["status"] == "ok").all()
+    # The profile has no variability, so the seed changes nothing: one kernel time per size.
+    assert table.groupby("generator.nbytes")["kernel_time_ns"].nunique().tolist() == [1, 1]
+    # No stray processes: every forked point child was reaped or killed.
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_child_of(int(p), proc.pid)]
+
+
+def _is_child_of(pid: int, parent: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return int(stat.rsplit(")", 1)[1].split()[1]) == parent
+
+
+def test_sweep_plot_draws_and_names_bad_columns(tmp_path, write_platform, cli):  # type: ignore[no-untyped-def]
+    spec = write_gemv_sweep(tmp_path, gemv_platform(write_platform))
+    assert cli("sweep", spec, "--out", tmp_path / "out", "--workers", "2").returncode == 0
+    r = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "kernel_time_ns",
+            "--hue", "gpus.memory.latency", "--col", "seed")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "kernel_time_ns-vs-fabric.latency.png").stat().st_size > 1000
+    assert (tmp_path / "out" / "kernel_time_ns-vs-fabric.latency.svg").exists()
+    bad = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "busbw")
+    assert bad.returncode == 2 and "'busbw'" in bad.stderr and "--y" in bad.stderr and "Traceback" not in bad.stderr
+    none = cli("sweep", "plot", tmp_path, "--x", "a", "--y", "b")
+    assert none.returncode == 2 and "not a sweep folder" in none.stderr
