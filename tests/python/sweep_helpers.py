@@ -12,10 +12,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from gemv_timing import symmetric_kernel_ns
+
 # The fused GEMV + AllReduce on the ideal fabric, 4 GPUs, one workgroup each, one packet per
-# write, memory with no bandwidth limit (see test_gemv_ideal.py for the derivation): every write
-# and signal is one round trip 2L + M, and each phase has 3 of each plus 3 one-poll waits (M):
-#   kernel = T + R + 2 * (6 * (2L + M) + 3M)
+# write, memory with no bandwidth limit: its kernel time is derived in gemv_timing.py.
 T_NS, R_NS = 2000.0, 400.0
 LATENCIES_NS = (100, 250, 500)
 MEMORY_NS = (200, 300)
@@ -24,7 +24,7 @@ SEEDS = (1, 2)
 
 def gemv_kernel_ns(latency_ns: float, memory_ns: float) -> float:
     """The hand-derived kernel time of the 4-GPU GEMV sweep's point."""
-    return T_NS + R_NS + 2 * (6 * (2 * latency_ns + memory_ns) + 3 * memory_ns)
+    return symmetric_kernel_ns(4, latency_ns, memory_ns, 100.0, T_NS, R_NS)
 
 
 def write_gemv_sweep(tmp: Path, platform: Path, extra: str = "") -> Path:

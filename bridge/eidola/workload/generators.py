@@ -84,7 +84,7 @@ def gemv_allreduce(gpus: int = 4, workgroups: int = 4, vector_bytes: int = 65536
                 for peer in peers:
                     p.write(dst=peer, buffer=buffer, offset=offset, nbytes=slice_)
                 for peer in peers:
-                    p.signal(dst=peer, flag=f"{stage}_{g}", op="add", value=1)
+                    p.signal(dst=peer, flag=f"{stage}_{g}", op="add", value=1, scope="peer")
                 for q in peers:
                     p.wait(flag=f"{stage}_{q}", cond=">=", value=W, mode=mode, interval_ns=interval_ns,
                            max_interval_ns=max_interval_ns)
@@ -134,7 +134,7 @@ def neighbor_exchange(gpus: int, nbytes: int, neighbors: int = 4, workgroups: in
             for k in range(1, K + 1):
                 p.write(dst=(g + k) % P, buffer="halo", offset=((k - 1) * W + w) * chunk, nbytes=chunk)
             for k in range(1, K + 1):
-                p.signal(dst=(g + k) % P, flag=f"nx_w{w}", op="add", value=1)
+                p.signal(dst=(g + k) % P, flag=f"nx_w{w}", op="add", value=1, scope="peer")
             p.wait(flag=f"nx_w{w}", cond=">=", value=K, mode=mode, interval_ns=interval_ns)
     return b.build()
 

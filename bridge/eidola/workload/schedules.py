@@ -10,6 +10,10 @@ flag: every wait is ">=" a count that only this call's signals raise.
 Layout: every buffer of S bytes is P blocks of S/P, each block W slices (one per workgroup of the
 set), each slice C chunks; chunk (block, w, c) lives at ((block * W + w) * C + c) * chunk bytes.
 A workgroup only touches its own slice of every block, so the W workgroups are independent.
+
+Writes are posted, and each flag is signalled with ``scope="peer"``: a peer's flag releases the
+data written to that peer, so it waits for those writes' acknowledgements and no others (one
+workgroup writing to every peer then flags them all after one round trip, not one per peer).
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ def ring(g: Group, steps: Sequence[tuple[str, Callable[[int], int], bool]], nbyt
                     if s:
                         receive(s - 1, c)
                     p.write(dst=nxt, buffer=names[buffer], offset=g.offset(block_of(r), w, c), nbytes=g.chunk)
-                    p.signal(dst=nxt, flag=flags[w], op="add", value=1)
+                    p.signal(dst=nxt, flag=flags[w], op="add", value=1, scope="peer")
             for c in range(C):
                 receive(len(steps) - 1, c)
 
@@ -120,7 +124,7 @@ def _direct_send(g: Group, p: ProgramBuilder, r: int, w: int, c: int, stage: str
         p.write(dst=g.gpus[q], buffer=buffer, offset=offset, nbytes=g.chunk)
     flag = g.prefix + f"{stage}_w{w}_{r}"
     for q in peers:
-        p.signal(dst=g.gpus[q], flag=flag, op="add", value=1)
+        p.signal(dst=g.gpus[q], flag=flag, op="add", value=1, scope="peer")
 
 
 def _direct_receive(g: Group, p: ProgramBuilder, r: int, w: int, c: int, stage: str, reduce: bool) -> None:
@@ -187,7 +191,7 @@ def pinned(g: Group, stages: Sequence[tuple[str, str]], nbytes: int, reduce_ns_p
                 flag = g.prefix + f"{stage}_s{j}"
                 for c in range(C):
                     p.write(dst=g.gpus[q], buffer=names[index], offset=(r * k * C + j * C + c) * chunk, nbytes=chunk)
-                    p.signal(dst=g.gpus[q], flag=flag, op="add", value=1)
+                    p.signal(dst=g.gpus[q], flag=flag, op="add", value=1, scope="peer")
                 p.wait(flag=flag, cond=">=", value=(P - 1) * C, **g.wait)
 
 
@@ -218,7 +222,7 @@ def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
                 for q in targets:
                     p.write(dst=g.gpus[q], buffer=buf, offset=w * share + c * g.chunk, nbytes=g.chunk)
                 for q in targets:
-                    p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1)
+                    p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1, scope="peer")
 
 
 def barrier(g: Group) -> None:
@@ -228,7 +232,7 @@ def barrier(g: Group) -> None:
         for w in range(g.W):
             p = g.progs[r][w]
             for q in _peers(r, g.P, w):
-                p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1)
+                p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1, scope="peer")
             p.wait(flag=flags[w], cond=">=", value=g.P - 1, **g.wait)
 
 
@@ -241,5 +245,5 @@ def send(g: Group, nbytes: int) -> None:
     for w in range(g.W):
         for c in range(g.C):
             g.progs[0][w].write(dst=g.gpus[1], buffer=buf, offset=w * share + c * g.chunk, nbytes=g.chunk)
-            g.progs[0][w].signal(dst=g.gpus[1], flag=flags[w], op="add", value=1)
+            g.progs[0][w].signal(dst=g.gpus[1], flag=flags[w], op="add", value=1, scope="peer")
         g.progs[1][w].wait(flag=flags[w], cond=">=", value=g.C, **g.wait)
