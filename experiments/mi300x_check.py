@@ -7,8 +7,9 @@
 
 Each GPU runs 28 workgroups pinned 4 to a peer (schedule="pinned"), so all 7 links of a GPU
 stay busy for the whole transfer, as RCCL's channels do. Bandwidth is measured over the data
-phase: from 0 to the end of the last write op (the flag round trips that close the collective
-are latency, not link bandwidth).
+phase: from 0 until the last write is acknowledged, which is when the release (signal) after it
+goes (writes are posted, so a write op ends at issue, before its data has crossed the link; the
+flag round trips that close the collective are latency, not link bandwidth).
 Run: .venv/bin/python experiments/mi300x_check.py   (prints the README's table)
 """
 
@@ -29,8 +30,8 @@ def all_to_all_link_gbs(nbytes: int) -> tuple[float, float]:
     plat = eidola.load_platform(PLATFORM)
     prof = all_to_all(gpus=P, nbytes=nbytes, workgroups=W, mode="syncmon", schedule="pinned")
     res = eidola.simulate(plat, prof, trace=True)
-    writes = np.array([prof.program(int(r["gpu"]), int(r["wg"]))[int(r["op"])].kind == "write" for r in res.ops])
-    data_end_ns = res.ops["end_ns"][writes].max()
+    releases = np.array([prof.program(int(r["gpu"]), int(r["wg"]))[int(r["op"])].kind == "signal" for r in res.ops])
+    data_end_ns = res.ops["end_ns"][releases].max()
     rate = res.links["bytes"] / data_end_ns  # bytes per ns = GB/s
     return float(rate.mean()), float(rate.min())
 
@@ -40,8 +41,7 @@ def allreduce_busbw_gbs(nbytes: int) -> float:
     plat = eidola.load_platform(PLATFORM)
     res = eidola.simulate(plat, direct_allreduce(gpus=P, nbytes=nbytes, workgroups=W, mode="syncmon",
                                                  schedule="pinned"))
-    algbw = nbytes / res.kernel_time_ns
-    return algbw * 2 * (P - 1) / P
+    return res.busbw_gbs(nbytes, "all_reduce")
 
 
 def main():

@@ -86,6 +86,11 @@ def _busiest(link: dict[str, Any] | None) -> str:
                    else " (the ideal fabric has no link timing)")
 
 
+def _usage_note(used: int, gpus: int) -> str:
+    """A warning line when the profile leaves GPUs of the platform idle (often a forgotten override)."""
+    return f"note: profile uses {used} of {gpus} GPUs; the others only serve their memory" if used < gpus else ""
+
+
 def _counted(inserted: list[str]) -> str:
     """ "adapter0 (AtToLtAdapter)", ... as "2 AtToLtAdapter, 8 ProtocolChecker"."""
     counts = Counter(item.rsplit("(", 1)[-1].rstrip(")") for item in inserted)
@@ -96,6 +101,7 @@ def _summary_text(r: Result, out: Path) -> str:
     s = r.summary()
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
+        *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"])) else []),
         f"kernel time   {r.kernel_time_ns / 1000:.3f} us  (critical GPU {r.critical_gpu})",
         "",
         "  GPU  finish (us)   bytes sent   bytes recv   reads  flag reads   writes  atomics",
@@ -125,6 +131,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     check(platform, profile)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
+    note = _usage_note(len(profile.used_gpus()), len(platform.gpus()))
+    if note:
+        print(note)
     return 0
 
 

@@ -106,7 +106,7 @@ def test_a_lost_transaction_without_the_checker_ends_in_a_stall_report(tmp_path,
     with pytest.raises(eidola.SimulationError) as info:
         eidola.simulate(plat, _PROFILE)
     text = str(info.value)
-    assert "stall" in text and "no response" in text and "transferring" in text
+    assert "stall" in text and "no response" in text and "releasing (1 writes not yet acknowledged)" in text
 
 
 @pytest.mark.parametrize("change, needle", [

@@ -94,8 +94,29 @@ def test_a_1024_gpu_trace_stays_under_the_limit(repo, tmp_path):
     data = json.loads(path.read_text())
     slices = [e for e in data["traceEvents"] if e["ph"] == "X"]
     assert len(res.ops) > limit >= len(slices)
-    assert "1 workgroup in 4" in data["metadata"]["sampling"]
-    assert path.stat().st_size < 200 * limit   # bounded: about 100 bytes a slice, plus flows
+    note = data["metadata"]["sampling"]
+    assert "1 workgroup in 4" in note and f"{len(slices)} are shown" in note
+    assert {e["tid"] for e in data["traceEvents"] if e["ph"] == "X"} == {0}   # the workgroups it names
+    flows = [e for e in data["traceEvents"] if e["ph"] in "sf"]
+    assert len(flows) <= 2 * len(slices)          # an arrow (two events) per released wait at most
+    counters = [e for e in data["traceEvents"] if e["ph"] == "C"]
+    assert len(counters) <= limit                 # SyncMon occupancy, thinned to the limit too
+    # Bounded: about 130 bytes a slice, 90 per flow or counter event, and the GPUs' and workgroups' names.
+    assert path.stat().st_size < 130 * len(slices) + 90 * (len(flows) + len(counters)) + 2 * 1024 * 100
+
+
+@pytest.mark.parametrize("limit", [200, 5000])
+def test_trace_limit_is_kept_whatever_the_workgroups(repo, tmp_path, limit):
+    # The sampling raises its workgroup stride (then samples GPUs) until the limit
+    # holds, and never names a workgroup that does not exist.
+    plat = eidola.load_platform(repo / "platforms" / "gemv-allreduce-4gpu.yaml", {"gpus.workgroups": 8})
+    res = eidola.simulate(plat, neighbor_exchange(gpus=4, nbytes=3 * 8 * 256, neighbors=3, workgroups=8),
+                          trace=True)
+    data = json.loads(write_trace(res, tmp_path / "t.json", limit=limit).read_text())
+    slices = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert 0 < len(slices) <= limit
+    named = {(e["pid"], e["tid"]) for e in data["traceEvents"] if e["name"] == "thread_name"}
+    assert named == {(e["pid"], e["tid"]) for e in slices}
 
 
 def test_terminal_summary_json(repo, cli, tmp_path):

@@ -55,19 +55,19 @@ def test_python_api_is_exported_and_one_worker_gives_the_same_table(tmp_path, wr
 
 def test_failing_points_are_recorded_and_the_others_complete(tmp_path, repo):  # type: ignore[no-untyped-def]
     spec = tmp_path / "mixed.yaml"
-    # 1001 bytes is not divisible by 8 GPUs (bad input); 1 GiB cannot finish within the timeout.
+    # 7 bytes cannot split over 8 GPUs (bad input); 1 GiB cannot finish within the timeout.
     spec.write_text(f"""\
 sweep: 1
 platform: {repo / "platforms" / "ring-8gpu.yaml"}
 generator: {{name: ring_allreduce, gpus: 8, nbytes: 4096}}
-grid: {{generator.nbytes: [4096, 1001, 1GiB, 8192]}}
+grid: {{generator.nbytes: [4096, 7, 1GiB, 8192]}}
 metrics: [kernel_time_ns, busbw_GBps]
 timeout: 3s
 """)
     table = sweep(spec, out=tmp_path / "out", workers=2)
     assert list(table["status"]) == ["ok", "error", "timeout", "ok"]
     assert list(table["exit_status"]) == [0, 2, 3, 0]
-    assert "divisible" in table["error"][1] and "timeout" in table["error"][2]
+    assert "must be at least" in table["error"][1] and "timeout" in table["error"][2]
     assert table["kernel_time_ns"].isna().tolist() == [False, True, True, False]
     # busbw = S / t x 2(P-1)/P, recomputed from the table's own kernel time.
     assert table["busbw_GBps"][0] == pytest.approx(4096 / table["kernel_time_ns"][0] * 2 * 7 / 8, rel=1e-12)

@@ -106,7 +106,7 @@ START, END = "0,0,0,start,,,,", "0,0,900,end,,,,"
 
 @pytest.mark.parametrize("lines, line, needle", [
     ([START, "0,0,5,wirte,1,,,64", END], 3,
-     "event 'wirte' is not one of start, write, signal, wait_begin, wait_end, end"),
+     "event 'wirte' is not one of start, write, signal, fence, wait_begin, wait_end, end"),
     (["x,0,0,start,,,,", END], 2, "gpu 'x' is not an integer >= 0"),
     ([START, "0,1.5,5,write,1,,,64", END], 3, "wg '1.5' is not an integer >= 0"),
     ([START, "0,0,5,write,two,,,64", END], 3, "peer 'two' is not an integer >= 0"),
@@ -243,13 +243,14 @@ def test_export_rows(tmp_path):
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
     assert rows == [
-        ["gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes", "cond", "mode", "t_end_ns"],
-        ["0", "0", "100.000", "start", "", "", "", "", "", "", ""],
-        ["0", "0", "250.000", "write", "1", "", "", "128", "", "", "1550.500"],
-        ["0", "0", "1600.000", "signal", "1", "f", "3", "", "", "", "1700.000"],
-        ["0", "0", "1710.000", "wait_begin", "", "f", "2", "", "==", "syncmon", ""],
-        ["0", "0", "2000.000", "wait_end", "", "f", "", "", "", "", ""],
-        ["0", "0", "2000.000", "end", "", "", "", "", "", "", ""],
+        ["gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes", "cond", "mode", "t_end_ns", "blocking",
+         "scope"],
+        ["0", "0", "100.000", "start", "", "", "", "", "", "", "", "", ""],
+        ["0", "0", "250.000", "write", "1", "", "", "128", "", "", "1550.500", "false", ""],
+        ["0", "0", "1600.000", "signal", "1", "f", "3", "", "", "", "1700.000", "", "workgroup"],
+        ["0", "0", "1710.000", "wait_begin", "", "f", "2", "", "==", "syncmon", "", "", ""],
+        ["0", "0", "2000.000", "wait_end", "", "f", "", "", "", "", "", "", ""],
+        ["0", "0", "2000.000", "end", "", "", "", "", "", "", "", "", ""],
     ]
     # compute + read (100-250) become 150 ns; signal end to wait begin (1700-1710) 10 ns.
     back = import_timestamps(path)

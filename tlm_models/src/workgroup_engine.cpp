@@ -49,6 +49,7 @@ void WorkgroupEngine::advance(std::uint32_t w) {
     if (m_tracing) m_trace.push_back(OpRecord{w, std::uint32_t(g.pc), g.op_begin_ps, now_ps()});
     ++g.pc;
     g.held = false;
+    g.released = false;
     g.state = WgState::Ready;
 }
 
@@ -78,7 +79,9 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
     const Op& op = g.ops[g.pc];
     const std::uint64_t now = now_ps();
     GpuMemory& memory = m_core.memory;
-    g.op_begin_ps = now;  // after a hold, the op begins when the hold ends: the hold reads as compute
+    // After a hold, the op begins when the hold ends (the hold reads as compute); a signal's
+    // release wait is part of the signal, so it keeps the begin it had.
+    if (!g.released) g.op_begin_ps = now;
     switch (static_cast<OpKind>(op.kind)) {
         case OpKind::Compute: {
             std::uint64_t t = static_cast<ComputeUnit>(op.mode) == ComputeUnit::Cycles
@@ -171,6 +174,7 @@ void WorkgroupEngine::writes_drained(std::uint32_t w) {
     switch (g.state) {
         case WgState::Releasing:
             if (!released(w, g.ops[g.pc])) return;
+            g.released = true;
             g.state = WgState::Ready;  // start_op() issues the signal now
             break;
         case WgState::Fencing:

@@ -38,8 +38,7 @@ def build_trace(result: Result | SimpleNamespace, limit: int = DEFAULT_LIMIT) ->
     if ops is None:
         raise ValueError("the run was not traced: simulate(..., trace=True) or `eidola run --trace`")
     workgroups = max(1, int(ops["wg"].max()) + 1) if len(ops) else 1
-    stride = max(1, -(-len(ops) // max(1, limit)))  # keep 1 workgroup in `stride`
-    kept = ops if stride == 1 else ops[ops["wg"] % stride == 0]
+    kept, wg_stride, gpu_stride = _sample(ops, limit)
     events = []
     for g in np.unique(result.gpus["gpu"]):
         events.append({"ph": "M", "name": "process_name", "pid": int(g), "tid": 0, "args": {"name": f"GPU {g}"}})
@@ -53,8 +52,11 @@ def build_trace(result: Result | SimpleNamespace, limit: int = DEFAULT_LIMIT) ->
         events.append({"ph": "X", "name": name, "cat": str(r["kind"]), "pid": int(r["gpu"]), "tid": int(r["wg"]),
                        "ts": _us(r["begin_ns"]), "dur": _us(r["end_ns"] - r["begin_ns"]), "args": args})
     events += _flows(kept)
-    if result.syncmon_trace is not None:
-        for r in result.syncmon_trace:
+    counters = result.syncmon_trace
+    if counters is not None and len(counters) > limit:  # thinned like the slices: the file stays bounded
+        counters = counters[:: -(-len(counters) // limit)]
+    if counters is not None:
+        for r in counters:
             events.append({"ph": "C", "name": "SyncMon occupancy", "pid": int(r["gpu"]), "ts": _us(r["time_ns"]),
                            "args": {"addresses": int(r["occupancy"])}})
     fabric_pid = int(result.gpus["gpu"].max()) + 1 if len(result.gpus) else 0
@@ -68,23 +70,54 @@ def build_trace(result: Result | SimpleNamespace, limit: int = DEFAULT_LIMIT) ->
     meta = {"simulation": result.name, "profile": result.profile_name, "kernel_time_ns": result.kernel_time_ns,
             "op_slices_total": len(ops), "op_slices_written": len(kept),
             "workgroups_per_gpu": workgroups,
-            "sampling": ("all workgroups" if stride == 1 else
-                         f"1 workgroup in {stride} per GPU (workgroups 0, {stride}, {2 * stride}, ...): "
-                         f"the run had {len(ops)} op slices, the limit is {limit}")}
+            "sampling": _sampling_note(kept, wg_stride, gpu_stride, len(ops), limit)}
     return {"traceEvents": events, "displayTimeUnit": "ns", "metadata": meta}
+
+
+def _sample(ops: np.ndarray[Any, np.dtype[Any]], limit: int) -> tuple[np.ndarray[Any, np.dtype[Any]], int, int]:
+    """The op slices of 1 workgroup in `wg_stride` (of 1 GPU in `gpu_stride` when even that is too many),
+    the fewest left out that keeps at most `limit` slices; returns (kept, wg_stride, gpu_stride)."""
+    if len(ops) <= limit:
+        return ops, 1, 1
+    wgs = int(ops["wg"].max()) + 1
+    for wg_stride in range(max(1, len(ops) // max(1, limit)), wgs + 1):
+        kept = ops[ops["wg"] % wg_stride == 0]
+        if len(kept) <= limit:
+            return kept, wg_stride, 1
+    first = ops[ops["wg"] == 0]  # one workgroup per GPU is still too many: sample the GPUs too
+    gpus = int(ops["gpu"].max()) + 1
+    for gpu_stride in range(2, gpus + 1):
+        kept = first[first["gpu"] % gpu_stride == 0]
+        if len(kept) <= limit:
+            return kept, wgs, gpu_stride
+    return first[:0], wgs, gpus
+
+
+def _sampling_note(kept: np.ndarray[Any, np.dtype[Any]], wg_stride: int, gpu_stride: int, total: int,
+                   limit: int) -> str:
+    """Which workgroups the trace shows, named from what was kept (never a workgroup that does not exist)."""
+    if wg_stride == 1 and gpu_stride == 1:
+        return "all workgroups"
+    wgs = sorted({int(w) for w in kept["wg"]})
+    gpus = sorted({int(g) for g in kept["gpu"]})
+    shown = ", ".join(map(str, wgs[:4])) + (", ..." if len(wgs) > 4 else "")
+    text = f"1 workgroup in {wg_stride} per GPU (workgroups {shown})"
+    if gpu_stride > 1:
+        text += f" on 1 GPU in {gpu_stride} ({len(gpus)} GPUs)"
+    return f"{text}: the run had {total} op slices, the limit is {limit}; {len(kept)} are shown"
 
 
 def _flows(ops: np.ndarray[Any, np.dtype[Any]]) -> list[Any]:
     """An arrow from each signal to the wait it releases: the last signal to that GPU's flag
-    that began before the wait ended."""
+    issued before the wait ended (a signal's slice ends when it is issued, its release done)."""
     signals: dict[tuple[int, str], list[Any]] = {}
     for r in ops:
         if r["kind"] == "signal":
             signals.setdefault((int(r["peer"]), str(r["flag"])), []).append(r)
     starts = {}
     for key in signals:
-        signals[key].sort(key=lambda r: float(r["begin_ns"]))
-        starts[key] = [float(r["begin_ns"]) for r in signals[key]]
+        signals[key].sort(key=lambda r: float(r["end_ns"]))
+        starts[key] = [float(r["end_ns"]) for r in signals[key]]  # issued when its release was done
     out, next_id = [], 1
     for r in ops:
         if r["kind"] != "wait" or r["end_ns"] <= r["begin_ns"]:
@@ -95,7 +128,7 @@ def _flows(ops: np.ndarray[Any, np.dtype[Any]]) -> list[Any]:
             continue
         s = signals[key][n - 1]
         out.append({"ph": "s", "id": next_id, "name": "release", "cat": "flag", "pid": int(s["gpu"]),
-                    "tid": int(s["wg"]), "ts": _us(s["begin_ns"])})
+                    "tid": int(s["wg"]), "ts": _us(s["end_ns"])})
         out.append({"ph": "f", "bp": "e", "id": next_id, "name": "release", "cat": "flag", "pid": int(r["gpu"]),
                     "tid": int(r["wg"]), "ts": _us(r["end_ns"])})
         next_id += 1

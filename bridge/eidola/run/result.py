@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,18 @@ from .tables import structured, table_dtype
 if TYPE_CHECKING:
     from ..workload.profile import Profile
 
-__all__ = ["Result", "SYNCMON_DTYPE"]
+__all__ = ["Result", "SYNCMON_DTYPE", "BUS_FACTOR"]
+
+#: busbw / algbw per collective, after nccl-tests (PERFORMANCE.md): the factor that makes a
+#: collective's bus bandwidth comparable with the bandwidth of the links it runs on.
+BUS_FACTOR: dict[str, Callable[[int], float]] = {
+    "all_reduce": lambda p: 2 * (p - 1) / p,
+    "all_gather": lambda p: (p - 1) / p,
+    "reduce_scatter": lambda p: (p - 1) / p,
+    "all_to_all": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+    "send": lambda p: 1.0,
+}
 
 #: SyncMon statistics per GPU: a view of the gpus table's syncmon_* columns.
 SYNCMON_DTYPE = np.dtype([("gpu", "<i4"), ("arms", "<i8"), ("wakeups", "<i8"), ("spurious", "<i8"),
@@ -114,6 +126,23 @@ class Result:
         i = int(np.argmax(self.links["utilization"] if timed else self.links["bytes"]))
         return (int(self.links["src"][i]), int(self.links["dst"][i]), float(self.links["utilization"][i]),
                 int(self.links["bytes"][i]))
+
+    def algbw_gbs(self, nbytes: int) -> float:
+        """Algorithm bandwidth of a collective of `nbytes` (S) that took the whole kernel: S / t, in GB/s."""
+        if self.kernel_time_ns <= 0:
+            raise ValueError("the run took no time: no bandwidth to report")
+        return nbytes / self.kernel_time_ns  # bytes per ns are GB/s
+
+    def busbw_gbs(self, nbytes: int, collective: str, gpus: int | None = None) -> float:
+        """Bus bandwidth: algbw x BUS_FACTOR[collective](P), P the GPUs taking part (default: all).
+
+        all_reduce 2(P-1)/P; all_gather, reduce_scatter and all_to_all (P-1)/P; broadcast and send 1.
+        S is per-rank input for all_reduce, reduce_scatter and all_to_all, the gathered total for
+        all_gather, as in nccl-tests.
+        """
+        if collective not in BUS_FACTOR:
+            raise ValueError(f"collective {collective!r} is not one of {', '.join(BUS_FACTOR)}")
+        return self.algbw_gbs(nbytes) * BUS_FACTOR[collective](len(self.gpus) if gpus is None else gpus)
 
     @property
     def critical_gpu(self) -> int:

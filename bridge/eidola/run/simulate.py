@@ -90,6 +90,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
     meta = {"gpus": len(run.plan.gpus), "fabric": run.plan.fabric_description(), "profile_ops": profile.ops_count(),
+            "profile_gpus_used": len(profile.used_gpus()),
             "compile_s": run.compile_s,
             "inserted": [f"{c.name} ({c.spec.name})" for c in run.plan.components if c.inserted],
             **raw.get("timings", {}),

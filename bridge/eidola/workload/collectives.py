@@ -80,15 +80,14 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
     S = 0 if kind == "barrier" else check_int_arg(fn, "nbytes", nbytes, 1)
     rate = _check_rate(fn, reduce_ns_per_byte)
     parts = W * C * (1 if kind in ("broadcast", "send") else P)
-    if S % parts:
+    if kind != "barrier" and S < parts:  # any size splits, but every piece needs a byte
         what = "workgroups * chunks" if parts == W * C else "gpus * workgroups * chunks"
-        raise ProfileError(f"{fn}: nbytes {S} must be divisible by {what} = {parts}")
+        raise ProfileError(f"{fn}: nbytes {S} must be at least {what} = {parts} (one byte per piece)")
     if algorithm == "pinned" and W % (P - 1):
         raise ProfileError(f"{fn}: algorithm 'pinned' needs workgroups ({W}) to be a multiple of gpus - 1 ({P - 1})")
-    chunk = S // parts
-    g = schedules.Group(b, gpus, [[b.program_at(x, w) for w in ws] for x, ws in zip(gpus, sets)], C, chunk,
-                        b.next_prefix() if prefix is None else prefix, {"mode": mode, "interval_ns": interval_ns},
-                        rate * chunk)
+    g = schedules.Group(b, gpus, [[b.program_at(x, w) for w in ws] for x, ws in zip(gpus, sets)], C, max(S, 1),
+                        max(parts, 1), b.next_prefix() if prefix is None else prefix,
+                        {"mode": mode, "interval_ns": interval_ns}, rate * S / max(parts, 1))
     if algorithm == "ring" and kind != "broadcast":
         # At step s rank r sends block (r - s - 1) mod P while reducing, (r - s) mod P in an all-gather.
         rs = [("partials", _block(P, s + 1), True) for s in range(P - 1)] if kind != "all_gather" else []

@@ -52,6 +52,14 @@ class Profile:
         """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
         return dict(self.buffers)[name]
 
+    def used_gpus(self) -> frozenset[int]:
+        """The GPUs the profile involves: those that run a program and those its ops address."""
+        used = set()
+        for (g, _), ops in self.programs:
+            used.add(g)
+            used.update(op["dst"] for op in ops if op.kind in ("write", "read", "signal"))
+        return frozenset(used)
+
     def ops_count(self) -> int:
         """Return the total number of ops over all programs."""
         return sum(len(ops) for _, ops in self.programs)

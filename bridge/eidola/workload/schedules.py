@@ -39,10 +39,11 @@ class Group:
     gpus: list[int]  #: rank -> GPU
     progs: list[list[ProgramBuilder]]  #: [rank][index in the workgroup set] -> program
     C: int  #: chunks per workgroup share
-    chunk: int  #: bytes per chunk
+    total: int  #: bytes split into pieces (the buffer of one call)
+    parts: int  #: how many pieces: blocks x workgroups x chunks
     prefix: str  #: prepended to every flag and buffer name of this call
     wait: dict[str, Any]  #: mode and interval_ns of every wait
-    reduce_ns: float = 0.0  #: compute time to reduce one received chunk
+    reduce_ns: float = 0.0  #: compute time to reduce one received chunk (of the mean size)
     declared: set[str] = field(default_factory=set)
 
     @property
@@ -71,9 +72,18 @@ class Group:
             self.declared.add(full)
         return full
 
+    def piece(self, i: int) -> tuple[int, int]:
+        """(offset, bytes) of piece i. Any size splits: the first total mod parts pieces take one byte more."""
+        base, extra = divmod(self.total, self.parts)
+        return i * base + min(i, extra), base + (1 if i < extra else 0)
+
     def offset(self, block: int, w: int, c: int) -> int:
         """Byte offset of chunk c of workgroup w's slice of `block`."""
-        return ((block * self.W + w) * self.C + c) * self.chunk
+        return self.piece((block * self.W + w) * self.C + c)[0]
+
+    def size(self, block: int, w: int, c: int) -> int:
+        """Bytes of chunk c of workgroup w's slice of `block`."""
+        return self.piece((block * self.W + w) * self.C + c)[1]
 
 
 def ring(g: Group, steps: Sequence[tuple[str, Callable[[int], int], bool]], nbytes: int) -> None:
@@ -103,7 +113,8 @@ def ring(g: Group, steps: Sequence[tuple[str, Callable[[int], int], bool]], nbyt
                 for c in range(C):
                     if s:
                         receive(s - 1, c)
-                    p.write(dst=nxt, buffer=names[buffer], offset=g.offset(block_of(r), w, c), nbytes=g.chunk)
+                    block = block_of(r)
+                    p.write(dst=nxt, buffer=names[buffer], offset=g.offset(block, w, c), nbytes=g.size(block, w, c))
                     p.signal(dst=nxt, flag=flags[w], op="add", value=1, scope="peer")
             for c in range(C):
                 receive(len(steps) - 1, c)
@@ -119,9 +130,9 @@ def _peers(r: int, P: int, w: int = 0) -> list[int]:
 def _direct_send(g: Group, p: ProgramBuilder, r: int, w: int, c: int, stage: str, buffer: str) -> None:
     """Write chunk c of slice w to every peer at the sender's own block r, then signal each peer."""
     peers = _peers(r, g.P, w)
-    offset = g.offset(r, w, c)
+    offset, size = g.offset(r, w, c), g.size(r, w, c)
     for q in peers:
-        p.write(dst=g.gpus[q], buffer=buffer, offset=offset, nbytes=g.chunk)
+        p.write(dst=g.gpus[q], buffer=buffer, offset=offset, nbytes=size)
     flag = g.prefix + f"{stage}_w{w}_{r}"
     for q in peers:
         p.signal(dst=g.gpus[q], flag=flag, op="add", value=1, scope="peer")
@@ -174,13 +185,13 @@ def pinned(g: Group, stages: Sequence[tuple[str, str]], nbytes: int, reduce_ns_p
     """
     P, W, C = g.P, g.W, g.C
     k = W // (P - 1)
-    chunk = nbytes // (P * k * C)
+    pieces = Group(g.b, g.gpus, g.progs, C, nbytes, P * k * C, g.prefix, g.wait)  # k slices per block
     names = []
     for stage, buffer in stages:
         names.append(g.buffer(buffer, nbytes))
         for j in range(k):
             g.flag(f"{stage}_s{j}")
-    reduce_ns = reduce_ns_per_byte * (P - 1) * C * chunk
+    reduce_ns = reduce_ns_per_byte * (P - 1) * C * nbytes / (P * k * C)
     for r in range(P):
         for w in range(W):
             q, j = (r + 1 + w % (P - 1)) % P, w // (P - 1)
@@ -190,7 +201,8 @@ def pinned(g: Group, stages: Sequence[tuple[str, str]], nbytes: int, reduce_ns_p
                     p.compute(ns=reduce_ns)
                 flag = g.prefix + f"{stage}_s{j}"
                 for c in range(C):
-                    p.write(dst=g.gpus[q], buffer=names[index], offset=(r * k * C + j * C + c) * chunk, nbytes=chunk)
+                    offset, size = pieces.piece((r * k + j) * C + c)
+                    p.write(dst=g.gpus[q], buffer=names[index], offset=offset, nbytes=size)
                     p.signal(dst=g.gpus[q], flag=flag, op="add", value=1, scope="peer")
                 p.wait(flag=flag, cond=">=", value=(P - 1) * C, **g.wait)
 
@@ -206,7 +218,6 @@ def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
     P, W, C = g.P, g.W, g.C
     buf = g.buffer("bcast", nbytes)
     flags = [g.flag(f"bc_w{w}") for w in range(W)]
-    share = nbytes // W  # each workgroup moves one slice of the whole buffer
     for i in range(P):
         r = (root + i) % P
         for w in range(W):
@@ -219,8 +230,9 @@ def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
             for c in range(C):
                 if i:
                     p.wait(flag=flags[w], cond=">=", value=c + 1, **g.wait)
+                offset, size = g.piece(w * C + c)  # each workgroup moves one slice of the whole buffer
                 for q in targets:
-                    p.write(dst=g.gpus[q], buffer=buf, offset=w * share + c * g.chunk, nbytes=g.chunk)
+                    p.write(dst=g.gpus[q], buffer=buf, offset=offset, nbytes=size)
                 for q in targets:
                     p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1, scope="peer")
 
@@ -241,9 +253,9 @@ def send(g: Group, nbytes: int) -> None:
     `p2p_w<w>` per chunk; rank 1 waits for them: a matched send/recv pair."""
     buf = g.buffer("p2p", nbytes)
     flags = [g.flag(f"p2p_w{w}") for w in range(g.W)]
-    share = nbytes // g.W
     for w in range(g.W):
         for c in range(g.C):
-            g.progs[0][w].write(dst=g.gpus[1], buffer=buf, offset=w * share + c * g.chunk, nbytes=g.chunk)
+            offset, size = g.piece(w * g.C + c)
+            g.progs[0][w].write(dst=g.gpus[1], buffer=buf, offset=offset, nbytes=size)
             g.progs[0][w].signal(dst=g.gpus[1], flag=flags[w], op="add", value=1, scope="peer")
         g.progs[1][w].wait(flag=flags[w], cond=">=", value=g.C, **g.wait)

@@ -42,7 +42,7 @@ tlm::tlm_sync_enum AtBus::nb_transport_fw(int from, tlm::tlm_generic_payload& tr
             trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
-        m_route[&trans] = {from, trans.get_address()};
+        m_route[&trans] = Route{from, trans.get_address(), false};
         trans.set_address(local);
         m_request_peq.notify(trans, phase, delay + m_latency);
         phase = tlm::END_REQ;
@@ -61,7 +61,7 @@ tlm::tlm_sync_enum AtBus::nb_transport_fw(int from, tlm::tlm_generic_payload& tr
 }
 
 void AtBus::request_ready(tlm::tlm_generic_payload& trans, const tlm::tlm_phase&) {
-    sc_dt::uint64 global = m_route[&trans].second;
+    sc_dt::uint64 global = m_route[&trans].global;
     send_request(decode(global), &trans);
 }
 
@@ -105,13 +105,16 @@ tlm::tlm_sync_enum AtBus::nb_transport_bw(int to, tlm::tlm_generic_payload& tran
 
 void AtBus::response_ready(tlm::tlm_generic_payload& trans, const tlm::tlm_phase&) {
     // The latency back to the initiator is served by a second trip through the queue.
+    // (Telling the two trips apart by the address, as this bus once did, fails for GPU 0's window,
+    // where the local and the global address are the same: its responses skipped the latency back.)
     auto it = m_route.find(&trans);
-    if (trans.get_address() != it->second.second) {
-        trans.set_address(it->second.second);
+    if (!it->second.returning) {
+        it->second.returning = true;
+        trans.set_address(it->second.global);
         m_response_peq.notify(trans, tlm::BEGIN_RESP, m_latency);
         return;
     }
-    const int from = it->second.first;
+    const int from = it->second.from;
     m_route.erase(it);
     send_response(from, &trans);
 }

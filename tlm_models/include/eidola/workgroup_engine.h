@@ -121,6 +121,7 @@ private:
         std::uint64_t interval_ps = 0;    // current poll interval (spin-yield backs off)
         std::uint64_t op_begin_ps = 0;    // when the current op started (for the trace)
         bool held = false;                // the current op's hold (wake-up delay) has been served
+        bool released = false;            // the current signal's release wait is over (it began before)
         bool rechecking = false;          // woken by SyncMon, re-reading its flag
         WorkgroupStats stats;
     };

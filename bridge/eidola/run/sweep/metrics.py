@@ -55,13 +55,10 @@ METRICS: dict[str, Metric] = {}
 _PREFIXES: dict[str, tuple[str, Callable[[Any, MetricContext, str], float]]] = {}
 
 # The factor that turns algorithm bandwidth into bus bandwidth, per generator, as a function of P.
-_BUS_FACTOR: dict[str, Callable[[int], float]] = {
-    "gemv_allreduce": lambda p: 2 * (p - 1) / p,
-    "ring_allreduce": lambda p: 2 * (p - 1) / p,
-    "direct_allreduce": lambda p: 2 * (p - 1) / p,
-    "all_gather": lambda p: (p - 1) / p,
-    "reduce_scatter": lambda p: (p - 1) / p,
-    "all_to_all": lambda p: (p - 1) / p,
+# The collective each generator runs (its bus factor is Result.busbw_gbs's).
+_BUS_FACTOR: dict[str, str] = {
+    "gemv_allreduce": "all_reduce", "ring_allreduce": "all_reduce", "direct_allreduce": "all_reduce",
+    "all_gather": "all_gather", "reduce_scatter": "reduce_scatter", "all_to_all": "all_to_all",
 }
 
 
@@ -117,12 +114,12 @@ def _collective_size(ctx: MetricContext) -> tuple[str, int, int]:
 
 def _algbw(res: Any, ctx: MetricContext) -> float:
     _, size, _ = _collective_size(ctx)
-    return float(size / res.kernel_time_ns)  # bytes per ns = GB/s
+    return float(res.algbw_gbs(size))
 
 
 def _busbw(res: Any, ctx: MetricContext) -> float:
-    name, _, gpus = _collective_size(ctx)
-    return _algbw(res, ctx) * _BUS_FACTOR[name](gpus)
+    name, size, gpus = _collective_size(ctx)
+    return float(res.busbw_gbs(size, _BUS_FACTOR[name], gpus))
 
 
 def _link_stat(field_name: str, how: Callable[[np.ndarray], Any]) -> Callable[[Any, MetricContext], float]:

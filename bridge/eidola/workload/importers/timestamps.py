@@ -1,16 +1,19 @@
 """Annotated timestamps: import an instrumented real run as a profile, export a simulated run the same way.
 
 The CSV has one row per event and a header line naming its columns, in any order: required
-``gpu,wg,t_ns,event,peer,flag,value,nbytes``, optional ``cond,mode,t_end_ns``; any other column
+``gpu,wg,t_ns,event,peer,flag,value,nbytes``, optional ``cond,mode,t_end_ns,blocking,scope``; any other column
 is an error. Cells may be empty where a column does not apply to the event, and cells of columns
 that do not apply are ignored. ``event`` is one of:
 
 - ``start`` / ``end``: the workgroup's program starts / ends (exactly one each; first and last row);
-- ``write`` (``peer``, ``nbytes``): a write to GPU ``peer`` begins; becomes
-  ``write(dst=peer, buffer="imported", offset=0, nbytes=nbytes)``. Buffer ``imported`` is declared
+- ``write`` (``peer``, ``nbytes``, optional ``blocking`` true/false): a write to GPU ``peer``
+  begins; becomes ``write(dst=peer, buffer="imported", offset=0, nbytes=nbytes, blocking=...)``
+  (posted unless ``blocking`` is true). Buffer ``imported`` is declared
   with the largest nbytes seen: the simulator stores no data, only the traffic matters;
-- ``signal`` (``peer``, ``flag``, ``value``): an atomic add on GPU ``peer``'s ``flag`` begins;
-  becomes ``signal(dst=peer, flag=flag, op="add", value=value)``, value 1 if empty;
+- ``signal`` (``peer``, ``flag``, ``value``, optional ``scope``): an atomic add on GPU ``peer``'s
+  ``flag`` begins (its release wait included); becomes ``signal(dst=peer, flag=flag, op="add",
+  value=value, scope=scope)``, value 1 and scope "workgroup" if empty;
+- ``fence``: becomes ``fence()``;
 - ``wait_begin`` (``flag``, optional ``value``, ``cond``, ``mode``) and the next ``wait_end`` of
   the workgroup (its flag empty or the same): becomes ``wait(flag, cond, value, mode,
   interval_ns=100)``, cond ">=" and mode "poll" by default. Without a value, the value is
@@ -18,8 +21,9 @@ that do not apply are ignored. ``event`` is one of:
   wait_end's t_ns (the signals that released it).
 
 Rows of one (gpu, wg) are taken in t_ns order (ties in file order). A write/signal row may give
-``t_end_ns``, when it completed (a write when its last acknowledgement arrived, a signal when its
-atomic was acknowledged). The time from the end of one op (or from ``start``, or from a
+``t_end_ns``, when it completed for its workgroup (a posted write or a signal when its last
+packet was issued, a blocking write when its last acknowledgement arrived, a fence when the
+writes before it were acknowledged). The time from the end of one op (or from ``start``, or from a
 ``wait_end``) to the beginning of the next op (or ``end``) becomes ``compute(ns=gap)``; zero gaps
 are left out, and so are negative ones (the next op began before the previous one completed, as
 with pipelined writes). Without ``t_end_ns`` the transfer is assumed to last until the next row:
@@ -53,14 +57,14 @@ import numpy.typing as npt
 from ...errors import ProfileError
 from ..builder import ProfileBuilder, ProgramBuilder
 from ..checks import NAME
-from ..ops import CONDS, WAIT_MODES, Op
+from ..ops import CONDS, RELEASE_SCOPES, WAIT_MODES, Op
 from ..profile import Profile
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "EVENTS", "import_timestamps", "export_timestamps"]
 
 COLUMNS = ("gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes")
-OPTIONAL_COLUMNS = ("cond", "mode", "t_end_ns")
-EVENTS = ("start", "write", "signal", "wait_begin", "wait_end", "end")
+OPTIONAL_COLUMNS = ("cond", "mode", "t_end_ns", "blocking", "scope")
+EVENTS = ("start", "write", "signal", "fence", "wait_begin", "wait_end", "end")
 BUFFER = "imported"
 WAIT_INTERVAL_NS = 100
 _INT = re.compile(r"[-+]?[0-9]+")
@@ -88,6 +92,8 @@ class _Row:
     cond: str = ">="
     mode: str = "poll"
     t_end: Decimal | None = None
+    blocking: bool = False
+    scope: str = "workgroup"
 
 
 # ---------------------------------------------------------------- reading rows
@@ -150,14 +156,19 @@ def _parse_row(line: int, cells: dict[str, str]) -> _Row:
     if t is None:
         raise _Bad(f"{event} without t_ns (column 't_ns' is empty)")
     row = _Row(line, event, gpu, wg, t)
+    if event in ("write", "signal", "fence"):
+        row.t_end = _time(cells, "t_end_ns")
+        if row.t_end is not None and row.t_end < t:
+            raise _Bad(f"t_end_ns {cells['t_end_ns']!r} is before t_ns {cells['t_ns']!r}")
     if event in ("write", "signal"):
         row.peer = _int(cells, "peer", need=event)
-        row.t_end = _time(cells, "t_end_ns")
         if row.t_end is not None and row.t_end < t:
             raise _Bad(f"t_end_ns {cells['t_end_ns']!r} is before t_ns {cells['t_ns']!r}")
     if event == "write":
         row.nbytes = _int(cells, "nbytes", lo=1, need=event)
+        row.blocking = _choice(cells, "blocking", ("false", "true"), "false") == "true"
     elif event == "signal":
+        row.scope = _choice(cells, "scope", RELEASE_SCOPES, "workgroup")
         row.flag = _flag(cells, need=event)
         value = _int(cells, "value", lo=_I64_MIN)
         row.value = 1 if value is None else value
@@ -274,13 +285,16 @@ def _add_program(p: ProgramBuilder, rows: list[_Row], signals: _Signals) -> None
                        f"(line {r.line})", waiting)
         if r.event == "start":
             raise _Bad(f"a second start row for {who} (the first is line {first.line})", r)
-        if r.event in ("write", "signal", "wait_begin", "end") and ready is not None and r.t > ready:
+        if r.event in ("write", "signal", "fence", "wait_begin", "end") and ready is not None and r.t > ready:
             p.compute(ns=_ns(r.t - ready))
         if r.event == "write":
-            p.write(dst=r.peer, buffer=BUFFER, offset=0, nbytes=r.nbytes)
+            p.write(dst=r.peer, buffer=BUFFER, offset=0, nbytes=r.nbytes, blocking=r.blocking)
             ready = r.t_end
         elif r.event == "signal":
-            p.signal(dst=r.peer, flag=r.flag, op="add", value=r.value)
+            p.signal(dst=r.peer, flag=r.flag, op="add", value=r.value, scope=r.scope)
+            ready = r.t_end
+        elif r.event == "fence":
+            p.fence()
             ready = r.t_end
         elif r.event == "wait_begin":
             waiting = r
@@ -350,17 +364,22 @@ def _t(x: SupportsFloat) -> str:
 
 def _program_rows(gpu: int, wg: int, ops: tuple[Op, ...], idx: list[int], begin: npt.NDArray[Any],
                   end: npt.NDArray[Any]) -> list[list[object]]:
-    rows: list[list[object]] = [[gpu, wg, _t(begin[0]), "start", "", "", "", "", "", "", ""]]
+    rows: list[list[object]] = [[gpu, wg, _t(begin[0]), "start", "", "", "", "", "", "", "", "", ""]]
     for k, b, e in zip(idx, begin, end):
         op = ops[k]
         if op.kind == "write":
-            rows.append([gpu, wg, _t(b), "write", op["dst"], "", "", op["nbytes"], "", "", _t(e)])
+            rows.append([gpu, wg, _t(b), "write", op["dst"], "", "", op["nbytes"], "", "", _t(e),
+                         "true" if op["blocking"] else "false", ""])
         elif op.kind == "signal":
-            rows.append([gpu, wg, _t(b), "signal", op["dst"], op["flag"], op["value"], "", "", "", _t(e)])
+            rows.append([gpu, wg, _t(b), "signal", op["dst"], op["flag"], op["value"], "", "", "", _t(e), "",
+                         op["scope"]])
+        elif op.kind == "fence":
+            rows.append([gpu, wg, _t(b), "fence", "", "", "", "", "", "", _t(e), "", ""])
         elif op.kind == "wait":
-            rows.append([gpu, wg, _t(b), "wait_begin", "", op["flag"], op["value"], "", op["cond"], op["mode"], ""])
-            rows.append([gpu, wg, _t(e), "wait_end", "", op["flag"], "", "", "", "", ""])
-    rows.append([gpu, wg, _t(end[-1]), "end", "", "", "", "", "", "", ""])
+            rows.append([gpu, wg, _t(b), "wait_begin", "", op["flag"], op["value"], "", op["cond"], op["mode"], "", "",
+                         ""])
+            rows.append([gpu, wg, _t(e), "wait_end", "", op["flag"], "", "", "", "", "", "", ""])
+    rows.append([gpu, wg, _t(end[-1]), "end", "", "", "", "", "", "", "", "", ""])
     return rows
 
 

@@ -87,7 +87,12 @@ private:
     void send_response(int from, tlm::tlm_generic_payload* trans);
 
     tlm_utils::peq_with_cb_and_phase<AtBus> m_request_peq, m_response_peq;
-    std::map<tlm::tlm_generic_payload*, std::pair<int, sc_dt::uint64>> m_route;  // -> (source, original address)
+    struct Route {
+        int from;               // source port
+        sc_dt::uint64 global;   // the address as the initiator sent it
+        bool returning;         // the response has served its latency back and goes to the initiator next
+    };
+    std::map<tlm::tlm_generic_payload*, Route> m_route;
     std::vector<bool> m_request_busy, m_response_busy;
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_request_queue, m_response_queue;
 };
