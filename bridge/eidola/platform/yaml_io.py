@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..inputs import decode_text, load_yaml, read_input
 from . import catalog
 from .model import Component, Platform, SocketRef
 from .plugin import PluginSpec, parse_plugin, plugin_model
@@ -27,6 +28,8 @@ SCHEMA_VERSION = 1
 #: The shorthand's fabric.model values and the models they name.
 _FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "Plugin"}
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
+#: Platform files are small; a document larger than this with its aliases expanded is an attack or a mistake.
+MAX_PLATFORM_NODES = 200_000
 
 
 def plugin_component(name: str, raw: object, role: str, params: dict[str, Any], where: str, base: Path,
@@ -136,16 +139,7 @@ def _nest(flat: dict[str, Any]) -> dict[str, Any]:
 def load_platform(path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> Platform:
     """Loads a platform YAML file, applies dotted-key overrides, checks it and returns a Platform."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the platform file ({e.strerror})") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}:{where} is not valid YAML ({getattr(e, 'problem', e)})") from None
+    doc = load_yaml(decode_text(read_input(path, "platform file"), str(path)), str(path), max_nodes=MAX_PLATFORM_NODES)
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping of platform keys at the top level")
     doc = apply_overrides(doc, overrides, path)
