@@ -26,6 +26,7 @@ enum Fault {
     EndReqTwice = 7,       // sends END_REQ to the initiator for an accepted request
     ByteEnables = 8,       // sets a byte enable length with no byte enable pointer
     StreamingWidth = 9,    // sets the streaming width to 0
+    Spin = 10,             // loops forever in nb_transport_fw (a runaway model, for wall limits)
 };
 
 template <int F>
@@ -37,7 +38,7 @@ public:
     Bus(sc_core::sc_module_name name, int ports)
         : sc_module(name), target_socket("target_socket", ports), initiator_socket("initiator_socket", ports),
           m_req(this, &Bus::request), m_resp(this, &Bus::response) {
-        static_assert(F >= 0 && F <= 9, "fault kind must be 0..9");
+        static_assert(F >= 0 && F <= 10, "fault kind must be 0..10");
         for (int i = 0; i < ports; ++i) {
             target_socket[i].register_nb_transport_fw(this, &Bus::fw, i);
             initiator_socket[i].register_nb_transport_bw(this, &Bus::bw, i);
@@ -50,6 +51,11 @@ private:
         m_source[&t] = from;
         const bool faulty = ++m_count == 5;
         if (faulty) m_faulty = &t;
+        if (faulty && F == Spin) {
+            volatile bool forever = true;  // volatile: the loop must not be optimised away
+            while (forever) {
+            }
+        }
         m_req.notify(t, phase, delay + sc_core::sc_time(100, sc_core::SC_NS));
         phase = tlm::END_REQ;
         if (faulty && F == EndReqTwice) {

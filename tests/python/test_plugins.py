@@ -153,3 +153,19 @@ def test_profile_program_on_a_plugin_gpu_is_refused(repo, cli, tmp_path):
     b.build().save(tmp_path / "p.yaml")
     r = cli("validate", repo / "examples" / "user_gpu" / "user-gpu-2gpu.yaml", "--profile", tmp_path / "p.yaml")
     assert r.returncode == 2 and "GPU 1 is a plugin model" in r.stderr
+
+
+def test_a_runaway_plugin_is_killed_at_the_wall_limit(tmp_path, repo, cli):
+    # faulty::Bus<10> loops forever inside nb_transport_fw on its fifth transaction: without a
+    # limit `eidola run` would never return. --timeout 2s must kill it, exit 3 and name the limit.
+    path = _faulty_platform(tmp_path, repo, 10, check=False)
+    prof = tmp_path / "a2a.yaml"
+    _PROFILE.save(prof)
+    r = cli("run", path, "--profile", prof, "--timeout", "2s")
+    assert r.returncode == 3, r.stderr
+    assert "exceeded the wall limit of 2 s" in r.stderr and "Traceback" not in r.stderr
+    # The same limit from the platform file, through the Python API.
+    plat = eidola.load_platform(path, {"limits": {"wall": "2s"}})
+    with pytest.raises(eidola.WallLimitExceeded) as info:
+        eidola.simulate(plat, _PROFILE)
+    assert info.value.report == {"limit": "wall", "wall_s": 2.0}
