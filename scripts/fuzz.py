@@ -231,10 +231,11 @@ _PROFILE_KEYS = ["gpus", "workgroups", "flags", "buffers", "programs", "variabil
 
 
 def case_platform(r: random.Random, ws: Workspace, d: Path) -> list[str]:
-    """A platform file mutated in structure or text, through `eidola validate`."""
+    """A platform file mutated in structure or text, through `eidola validate` (a third of them `eidola run`)."""
     path = d / "platform.yaml"
     doc = r.choice(ws.platforms)
     kind = r.randrange(10)
+    command = ["run", "--timeout", "10s", "--out", str(d / "out")] if r.random() < 0.3 else ["validate"]
     if kind < 6:
         path.write_text(yaml.safe_dump(_mutate_doc(r, doc, _PLATFORM_KEYS), allow_unicode=r.random() < 0.5))
     elif kind < 9:
@@ -242,8 +243,8 @@ def case_platform(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     else:
         special = r.randrange(5)
         target = {0: "/dev/zero", 1: "/dev/urandom", 2: str(d), 3: "/dev/null", 4: str(d / "missing.yaml")}[special]
-        return ["validate", target]
-    return ["validate", str(path)]
+        return [*command, target]
+    return [*command, str(path)]
 
 
 def case_profile(r: random.Random, ws: Workspace, d: Path) -> list[str]:
