@@ -30,12 +30,11 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bridge"))
+from eidola import cli
+from eidola.generators import gemv_allreduce
+from eidola.profile import ProfileBuilder
 
-from eidola import cli  # noqa: E402
-from eidola.generators import gemv_allreduce  # noqa: E402
-from eidola.profile import ProfileBuilder  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 CAMPAIGNS = ("platform", "profile", "csv", "cli")
 GOOD = {0, 2, 3}
