@@ -101,6 +101,8 @@ def test_correct_bus_passes_the_checker(tmp_path, repo, write_platform):
     (7, "phase sequence", "checker"),
     (8, "byte enables", "checker"),
     (9, "streaming width", "checker"),
+    (11, "misrouted", "checker"),
+    (12, "response status", "checker"),
 ])
 def test_checker_names_the_rule_and_socket(tmp_path, repo, fault, rule, socket):
     plat = eidola.load_platform(_faulty_platform(tmp_path, repo, fault))
@@ -126,7 +128,7 @@ def test_a_lost_transaction_without_the_checker_ends_in_a_stall_report(tmp_path,
     ({"class": "faulty::Bus<1; system(x)>"}, "is not a C++ class name"),
     ({"targets": "target_sockets[{i}]"}, "does not match a member"),
     ({"targets": "target_socket[{j}]"}, "expected a socket pattern"),
-    ({"class": "faulty::Bus<12>"}, "static assertion failed"),
+    ({"class": "faulty::Bus<99>"}, "static assertion failed"),
 ])
 def test_plugin_errors_exit_2_with_the_relevant_line(tmp_path, repo, cli, change, needle):
     path = _faulty_platform(tmp_path, repo, 0, check=False)
@@ -169,3 +171,20 @@ def test_a_runaway_plugin_is_killed_at_the_wall_limit(tmp_path, repo, cli):
     with pytest.raises(eidola.WallLimitExceeded) as info:
         eidola.simulate(plat, _PROFILE)
     assert info.value.report == {"limit": "wall", "wall_s": 2.0}
+
+
+def test_checker_names_the_misrouted_window(tmp_path, repo):
+    # faulty::Bus<11> sends its fifth request to the next GPU's port with its address unchanged:
+    # the checker in front of that GPU knows its own window and names both.
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, 11))
+    with pytest.raises(eidola.SimulationError) as info:
+        eidola.simulate(plat, _PROFILE)
+    text = str(info.value)
+    window = int(text.split("the address is in window ")[1].split()[0])
+    assert f"reached the GPU owning window {(window + 1) % 4}" in text
+
+
+def test_checker_flags_an_error_status(tmp_path, repo):
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, 12))
+    with pytest.raises(eidola.SimulationError, match="TLM_GENERIC_ERROR_RESPONSE, not TLM_OK_RESPONSE"):
+        eidola.simulate(plat, _PROFILE)

@@ -59,6 +59,7 @@ private:
 
     AddressMap m_map;
     bool m_toward_gpu;  // addresses may be window-local on the way into a GPU
+    std::int64_t m_window = -1;  // toward a GPU: the window it owns (-1: misroutes not checked)
     std::unordered_map<const tlm::tlm_generic_payload*, Record> m_open;
     const tlm::tlm_generic_payload* m_request_pending = nullptr;   // BEGIN_REQ awaiting END_REQ
     const tlm::tlm_generic_payload* m_response_pending = nullptr;  // BEGIN_RESP awaiting END_RESP
