@@ -8,7 +8,7 @@ builder, generators, importers), `run` (encoding, the native bridge, simulate, R
 """
 
 from . import models
-from .errors import ConfigError, DeadlockError, EidolaError, ProfileError, SimulationCrashed, SimulationError
+from .errors import ConfigError, DeadlockError, EidolaError, ProfileError, SimulationCrashed, SimulationError, WallLimitExceeded
 from .platform import Component, Platform, load_platform
 from .run.result import Result
 from .run.simulate import simulate
@@ -19,7 +19,7 @@ from .workload.profile_yaml import load_profile
 
 __all__ = [
     "Component", "ConfigError", "DeadlockError", "EidolaError", "Platform", "Profile", "ProfileBuilder",
-    "ProfileError", "Result", "SimulationCrashed", "SimulationError", "load_platform", "load_profile", "models",
-    "simulate", "sweep",
+    "ProfileError", "Result", "SimulationCrashed", "SimulationError", "WallLimitExceeded", "load_platform",
+    "load_profile", "models", "simulate", "sweep",
 ]
 __version__ = "0.1.0"

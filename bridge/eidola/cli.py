@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import signal
 import sys
 import traceback
 from collections import Counter
@@ -25,7 +27,9 @@ if TYPE_CHECKING:
     from .run.result import Result
     from .workload.profile import Profile
 
-__all__ = ["main"]
+__all__ = ["main", "safe_dir_name"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def _overrides(pairs: list[str]) -> dict[str, Any]:
@@ -52,23 +56,53 @@ def _load(args: argparse.Namespace) -> tuple[Platform, Profile]:
 def _cmd_run(args: argparse.Namespace) -> int:
     from .run.simulate import simulate  # loads cppyy only when a simulation is asked for
 
+    timeout = _duration(args.timeout, "--timeout") if args.timeout is not None else None
+    if args.trace_limit < 0:
+        raise ConfigError(f"--trace-limit {args.trace_limit}: expected a number of slices >= 0")
     platform, profile = _load(args)
-    result = simulate(platform, profile, trace=args.trace or args.plots)
-    out = Path(args.out) if args.out else Path("out") / platform.name
-    result.save(out)
-    if args.trace:
-        from .report.trace import write_trace
+    out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
+    result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout)
+    try:
+        result.save(out)
+        if args.trace:
+            from .report.trace import write_trace
 
-        write_trace(result, out / "trace.json", args.trace_limit)
-    if args.plots:
-        from .report.plots import plot_run
+            write_trace(result, out / "trace.json", args.trace_limit)
+        if args.plots:
+            from .report.plots import plot_run
 
-        plot_run(result, out)
+            plot_run(result, out)
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
         print(_summary_text(result, out))
     return 0
+
+
+def safe_dir_name(name: str) -> str:
+    """A platform name made safe as one directory name: no separators, no leading dots, nothing else odd.
+
+    Why: the default output directory is out/NAME, and a name such as ``../../x`` or ``/etc``
+    must not write outside out/.
+    """
+    cleaned = _UNSAFE.sub("_", name).lstrip(".")[:200]
+    return cleaned or "platform"
+
+
+def _duration(text: str, option: str) -> float:
+    """A wall duration given on the command line with its unit (``90s``, ``500ms``), in seconds."""
+    from .platform import units
+    from .run.simulate import MAX_TIMEOUT_S
+
+    try:
+        seconds = units.parse(text, "time")
+    except units.UnitError as e:
+        raise ConfigError(f"{option} {text!r}: {e}") from None
+    if not 0 < seconds <= MAX_TIMEOUT_S:
+        raise ConfigError(f"{option} {text!r}: expected a duration in (0s, {MAX_TIMEOUT_S:g}s]")
+    return seconds
 
 
 def _si(x: float) -> str:
@@ -258,7 +292,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--profile", help="timing profile (default: the platform's)")
         p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key, e.g. fabric.latency=700ns")
         if name == "run":
-            p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME)")
+            p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME, the name made safe)")
+            p.add_argument("--timeout", metavar="DURATION",
+                           help="kill the simulation past this wall time, e.g. 60s (default: the platform's limits.wall)")
             p.add_argument("--json", action="store_true", help="print the summary as JSON")
             p.add_argument("--trace", action="store_true", help="write DIR/trace.json (Perfetto / chrome://tracing)")
             p.add_argument("--trace-limit", type=int, default=500_000, help="most op slices in the trace")
@@ -299,6 +335,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised where the program is, so running simulations are killed on the way out."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -311,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
                "import": _cmd_import, "compare": _cmd_compare, "sweep": _cmd_sweep,
                "sweep plot": _cmd_sweep_plot}[args.command]
     try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (main() called from a library): leave signals alone
+        previous = None
+    try:
         return handler(args)
     except EidolaError as e:
         print(f"eidola {args.command}: {e}", file=sys.stderr)
@@ -318,10 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"eidola {args.command}: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print(f"eidola {args.command}: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except Exception:
         print(f"eidola {args.command}: internal error (please report it):", file=sys.stderr)
         traceback.print_exc()
         return 1
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 from typing import Any
 
-__all__ = ["EidolaError", "ConfigError", "ProfileError", "SimulationError", "DeadlockError", "SimulationCrashed"]
+__all__ = ["EidolaError", "ConfigError", "ProfileError", "SimulationError", "DeadlockError", "SimulationCrashed",
+           "WallLimitExceeded"]
 
 
 class EidolaError(Exception):
@@ -37,3 +38,7 @@ class DeadlockError(SimulationError):
 
 class SimulationCrashed(SimulationError):
     """The child process running the simulation died (abort, segfault) instead of returning a result."""
+
+
+class WallLimitExceeded(SimulationError):
+    """The simulation ran past its wall-time limit (``timeout``, ``--timeout`` or ``limits.wall``) and was killed."""

@@ -26,6 +26,9 @@ enum Fault {
     EndReqTwice = 7,       // sends END_REQ to the initiator for an accepted request
     ByteEnables = 8,       // sets a byte enable length with no byte enable pointer
     StreamingWidth = 9,    // sets the streaming width to 0
+    Spin = 10,             // loops forever in nb_transport_fw (a runaway model, for wall limits)
+    Misroute = 11,         // forwards a request to the next GPU's port (its address unchanged)
+    ErrorStatus = 12,      // answers with TLM_GENERIC_ERROR_RESPONSE
 };
 
 template <int F>
@@ -37,7 +40,7 @@ public:
     Bus(sc_core::sc_module_name name, int ports)
         : sc_module(name), target_socket("target_socket", ports), initiator_socket("initiator_socket", ports),
           m_req(this, &Bus::request), m_resp(this, &Bus::response) {
-        static_assert(F >= 0 && F <= 9, "fault kind must be 0..9");
+        static_assert(F >= 0 && F <= 12, "fault kind must be 0..12");
         for (int i = 0; i < ports; ++i) {
             target_socket[i].register_nb_transport_fw(this, &Bus::fw, i);
             initiator_socket[i].register_nb_transport_bw(this, &Bus::bw, i);
@@ -50,6 +53,11 @@ private:
         m_source[&t] = from;
         const bool faulty = ++m_count == 5;
         if (faulty) m_faulty = &t;
+        if (faulty && F == Spin) {
+            volatile bool forever = true;  // volatile: the loop must not be optimised away
+            while (forever) {
+            }
+        }
         m_req.notify(t, phase, delay + sc_core::sc_time(100, sc_core::SC_NS));
         phase = tlm::END_REQ;
         if (faulty && F == EndReqTwice) {
@@ -60,7 +68,8 @@ private:
         return tlm::TLM_UPDATED;
     }
     void request(tlm::tlm_generic_payload& t, const tlm::tlm_phase&) {
-        const int to = int(t.get_address() >> 40);
+        int to = int(t.get_address() >> 40);
+        if (&t == m_faulty && F == Misroute) to = (to + 1) % int(initiator_socket.size());
         if (&t == m_faulty) {
             if (F == ZeroLength) t.set_data_length(0);
             if (F == OutsideMap) t.set_address(t.get_address() + (sc_dt::uint64(1) << 50));
@@ -88,6 +97,7 @@ private:
             m_faulty = nullptr;
             if (F == ResponseNever) return;
             if (F == IncompleteStatus) t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+            if (F == ErrorStatus) t.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
         }
         tlm::tlm_phase phase = tlm::BEGIN_RESP;
         sc_core::sc_time delay = sc_core::SC_ZERO_TIME;

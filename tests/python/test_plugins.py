@@ -90,6 +90,8 @@ def test_correct_bus_passes_the_checker(tmp_path, repo, write_platform):
     (7, "phase sequence", "checker"),
     (8, "byte enables", "checker"),
     (9, "streaming width", "checker"),
+    (11, "misrouted", "checker"),
+    (12, "response status", "checker"),
 ])
 def test_checker_names_the_rule_and_socket(tmp_path, repo, fault, rule, socket):
     plat = eidola.load_platform(_faulty_platform(tmp_path, repo, fault))
@@ -115,7 +117,7 @@ def test_a_lost_transaction_without_the_checker_ends_in_a_stall_report(tmp_path,
     ({"class": "faulty::Bus<1; system(x)>"}, "is not a C++ class name"),
     ({"targets": "target_sockets[{i}]"}, "has no member named 'target_sockets'"),
     ({"targets": "target_socket[{j}]"}, "expected a socket pattern"),
-    ({"class": "faulty::Bus<12>"}, "static assertion failed"),
+    ({"class": "faulty::Bus<99>"}, "static assertion failed"),
 ])
 def test_plugin_errors_exit_2_with_the_relevant_line(tmp_path, repo, cli, change, needle):
     path = _faulty_platform(tmp_path, repo, 0, check=False)
@@ -142,3 +144,36 @@ def test_profile_program_on_a_plugin_gpu_is_refused(repo, cli, tmp_path):
     b.build().save(tmp_path / "p.yaml")
     r = cli("validate", repo / "examples" / "user_gpu" / "user-gpu-2gpu.yaml", "--profile", tmp_path / "p.yaml")
     assert r.returncode == 2 and "GPU 1 is a plugin model" in r.stderr
+
+
+def test_a_runaway_plugin_is_killed_at_the_wall_limit(tmp_path, repo, cli):
+    # faulty::Bus<10> loops forever inside nb_transport_fw on its fifth transaction: without a
+    # limit `eidola run` would never return. --timeout 2s must kill it, exit 3 and name the limit.
+    path = _faulty_platform(tmp_path, repo, 10, check=False)
+    prof = tmp_path / "a2a.yaml"
+    _PROFILE.save(prof)
+    r = cli("run", path, "--profile", prof, "--timeout", "2s")
+    assert r.returncode == 3, r.stderr
+    assert "exceeded the wall limit of 2 s" in r.stderr and "Traceback" not in r.stderr
+    # The same limit from the platform file, through the Python API.
+    plat = eidola.load_platform(path, {"limits": {"wall": "2s"}})
+    with pytest.raises(eidola.WallLimitExceeded) as info:
+        eidola.simulate(plat, _PROFILE)
+    assert info.value.report == {"limit": "wall", "wall_s": 2.0}
+
+
+def test_checker_names_the_misrouted_window(tmp_path, repo):
+    # faulty::Bus<11> sends its fifth request to the next GPU's port with its address unchanged:
+    # the checker in front of that GPU knows its own window and names both.
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, 11))
+    with pytest.raises(eidola.SimulationError) as info:
+        eidola.simulate(plat, _PROFILE)
+    text = str(info.value)
+    window = int(text.split("the address is in window ")[1].split()[0])
+    assert f"reached the GPU owning window {(window + 1) % 4}" in text
+
+
+def test_checker_flags_an_error_status(tmp_path, repo):
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, 12))
+    with pytest.raises(eidola.SimulationError, match="TLM_GENERIC_ERROR_RESPONSE, not TLM_OK_RESPONSE"):
+        eidola.simulate(plat, _PROFILE)

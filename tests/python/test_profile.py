@@ -78,7 +78,7 @@ def test_round_trip_keeps_every_op_form(tmp_path):
     b.flag("f.2")
     b.buffer("on", 100)
     p = b.program(gpu=2, wg=1)
-    p.compute(cycles=7).compute(ns=12.5).compute(ns=1e20)
+    p.compute(cycles=7).compute(ns=12.5).compute(ns=1e-05)  # repr "1e-05": an exponent without a dot
     p.read(dst=0, buffer="on", offset=99, nbytes=1).write(dst=2, buffer="on", offset=0, nbytes=100)
     p.signal(dst=1, flag="f.2", op="cas", value=-5, compare=2**63 - 1).signal(dst=0, flag="yes", op="set", value=0)
     for cond in ("==", "!=", ">=", ">", "<=", "<"):

@@ -17,7 +17,9 @@ std::string describe(const tlm::tlm_generic_payload& t) {
 
 ProtocolChecker::ProtocolChecker(sc_core::sc_module_name name, const ParamSet& given)
     : sc_module(name) {
-    m_toward_gpu = Configured<Params>(given, basename()).toward.get() == "gpu";
+    const auto params = Configured<Params>(given, basename());
+    m_toward_gpu = params.toward.get() == "gpu";
+    m_window = params.window.get();
     target.bind(*static_cast<tlm::tlm_fw_transport_if<>*>(this));
     initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
 }
@@ -50,11 +52,24 @@ void ProtocolChecker::check_payload(const tlm::tlm_generic_payload& t, const cha
     const bool inside = m_map.window_of(a) >= 0 || (m_toward_gpu && a < m_map.stride);
     if (m_map.windows && !inside)
         violation("address", std::string(where) + ": address is outside the platform's address map", t);
+    // A global address of another GPU's window reached this GPU: the interconnect routed it wrongly.
+    // A window-local address (below the stride) names no window, so it cannot be judged.
+    const std::int64_t owner = m_map.window_of(a);
+    if (m_toward_gpu && m_window >= 0 && owner >= 0 && owner != m_window && a >= m_map.stride) {
+        std::ostringstream what;
+        what << where << ": the address is in window " << owner << " but reached the GPU owning window " << m_window;
+        violation("misrouted", what.str(), t);
+    }
 }
 
 void ProtocolChecker::check_response_status(const tlm::tlm_generic_payload& t, const char* where) {
     if (t.get_response_status() == tlm::TLM_INCOMPLETE_RESPONSE)
         violation("response status", std::string(where) + ": the response still has TLM_INCOMPLETE_RESPONSE", t);
+    // Every access the platform makes is to memory that exists, so any error status is a fault.
+    if (t.get_response_status() != tlm::TLM_OK_RESPONSE)
+        violation("response status", std::string(where) + ": the response status is " + t.get_response_string() +
+                                          ", not TLM_OK_RESPONSE",
+                  t);
 }
 
 // After a call returned, the return value may itself be a phase transition.

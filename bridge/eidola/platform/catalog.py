@@ -29,10 +29,17 @@ _LIST_KINDS = {"ints", "edges"}
 _EDGE_KEYS = ("src", "dst", "bandwidth", "latency", "header", "count", "bidirectional")
 
 
+#: The largest element of a list parameter (dims) and the largest node index of a custom edge; the
+#: models declare 2^20 as their limit on ports and switches. Lists are not range-checked in C++.
+MAX_LIST_ELEMENT = 2**20
+MAX_EDGE_LANES = 1024  #: the most lanes a custom edge may have (PacketFabric's link.count limit)
+
+
 def _node(value: object, where: str) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_LIST_ELEMENT:
         return str(value)
-    if isinstance(value, str) and value[:1] == "s" and value[1:].isdigit():
+    if isinstance(value, str) and value[:1] == "s" and value[1:].isdigit() and len(value) <= 8 \
+            and int(value[1:]) < MAX_LIST_ELEMENT:
         return value
     raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {value!r}")
 
@@ -59,8 +66,8 @@ def _edges_to_text(edges: object) -> str:
             else:
                 fields.append("-")
         count = e.get("count", "-")
-        if count != "-" and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
-            raise ValueError(f"{where} count: expected a positive integer, got {count!r}")
+        if count != "-" and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_EDGE_LANES):
+            raise ValueError(f"{where} count: expected an integer from 1 to {MAX_EDGE_LANES}, got {count!r}")
         fields.append(str(count))
         both = e.get("bidirectional", False)
         if not isinstance(both, bool):
@@ -136,9 +143,9 @@ class ParamSpec:
         """Checks a user value (YAML or keyword) and returns it in canonical units; raises ValueError."""
         t = self.type
         if t == "ints":
-            if not isinstance(value, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0
-                                                      for x in value):
-                raise ValueError(f"expected a list of positive integers, got {value!r}")
+            if not isinstance(value, list) or len(value) > 16 or not all(
+                    isinstance(x, int) and not isinstance(x, bool) and 0 < x <= MAX_LIST_ELEMENT for x in value):
+                raise ValueError(f"expected a list of at most 16 integers from 1 to {MAX_LIST_ELEMENT}, got {value!r}")
             return " ".join(str(x) for x in value)
         if t == "edges":
             return _edges_to_text(value)

@@ -102,7 +102,7 @@ def elaborate(platform: Platform) -> Plan:
         raise ConfigError(f"platform {platform.name!r} has no eidolon GPU to run the profile")
     components = [PlannedComponent(c.name, c.spec, tuple(values[c.name].items()))
                   for c in platform.components.values()]
-    bindings = _insert_adapters_and_checkers(platform, components, {s.component for s in slots})
+    bindings = _insert_adapters_and_checkers(platform, components, {s.component: s.window for s in slots})
     return Plan(platform.name, platform.base(), platform.stride(), tuple(components), tuple(bindings), tuple(slots))
 
 
@@ -170,9 +170,10 @@ def _inserted(components: list[PlannedComponent], model: str, name: str, **value
 
 
 def _insert_adapters_and_checkers(platform: Platform, components: list[PlannedComponent],
-                                  gpu_names: set[str]) -> list[Binding]:
+                                  gpu_windows: dict[str, int]) -> list[Binding]:
     """The connections as bindings, with an AT-to-LT adapter in front of every LT-only target driven by an
-    AT initiator, and a protocol checker on every binding when the platform asks for one."""
+    AT initiator, and a protocol checker on every binding when the platform asks for one. A checker in
+    front of a GPU knows that GPU's window, so it flags a request the interconnect misrouted."""
     ports = {c.name: int(dict(c.values).get("ports", 1)) for c in components}
     out: list[Binding] = []
     for n, (initiator, target) in enumerate(platform.connections):
@@ -188,8 +189,9 @@ def _insert_adapters_and_checkers(platform: Platform, components: list[PlannedCo
         if platform.check_protocol:
             checked = []
             for k, b in enumerate(pairs):
-                toward = "gpu" if b.target.component in gpu_names else "fabric"
-                name = _inserted(components, "ProtocolChecker", f"checker{n}_{k}", toward=toward)
+                window = gpu_windows.get(b.target.component)
+                extra = {"toward": "fabric"} if window is None else {"toward": "gpu", "window": window}
+                name = _inserted(components, "ProtocolChecker", f"checker{n}_{k}", **extra)
                 checked += [Binding(b.initiator, SocketRef(name, "target")),
                             Binding(SocketRef(name, "initiator"), b.target)]
             pairs = checked

@@ -129,6 +129,7 @@ class Platform:
     profile: str | None = None                                      #: default profile path (absolute or relative to cwd)
     seed: int = 1                                                   #: seed of every random choice
     check_protocol: bool = False                                    #: insert the base-protocol checker on bindings
+    limits: dict[str, float] = field(default_factory=dict)          #: run limits: "wall" (seconds) kills a run past it
     source: str | None = field(default=None, compare=False)         #: the YAML file it came from
     shorthand: dict[str, Any] | None = field(default=None, compare=False)     #: the effective YAML (gpus/fabric form)
 

@@ -16,17 +16,24 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from . import catalog
+from ..inputs import decode_text, load_yaml, read_input
+from . import catalog, units
 from .model import Component, Platform, SocketRef
 from .plugin import PluginSpec, parse_plugin, plugin_model
 
 __all__ = ["load_platform", "platform_from_dict", "apply_overrides", "parse_socket", "plugin_component", "describe",
-           "to_yaml", "effective_yaml", "SCHEMA_VERSION"]
+           "to_yaml", "effective_yaml", "parse_limits", "SCHEMA_VERSION", "MAX_GPUS"]
 
 SCHEMA_VERSION = 1
 #: The shorthand's fabric.model values and the models they name.
 _FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "Plugin"}
-_TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed")
+_TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits")
+#: The most GPUs a platform may have: validation takes time in proportion (about 0.3 ms a GPU).
+MAX_GPUS = 16384
+#: The longest wall-time limit a platform may set (a day).
+MAX_WALL_S = 86400.0
+#: Platform files are small; a document larger than this with its aliases expanded is an attack or a mistake.
+MAX_PLATFORM_NODES = 200_000
 
 
 def plugin_component(name: str, raw: object, role: str, params: dict[str, Any], where: str, base: Path,
@@ -49,7 +56,8 @@ def describe(platform: Platform) -> dict[str, Any]:
         comps.append(entry)
     return {"eidola": SCHEMA_VERSION, "name": platform.name, "address_map": dict(platform.address_map),
             "components": comps, "connections": [[str(i), str(t)] for i, t in platform.connections],
-            "check_protocol": platform.check_protocol, "profile": platform.profile, "seed": platform.seed}
+            "check_protocol": platform.check_protocol, "profile": platform.profile, "seed": platform.seed,
+            **({"limits": _limits_yaml(platform.limits)} if platform.limits else {})}
 
 
 def to_yaml(platform: Platform, path: str | Path | None = None) -> str:
@@ -69,6 +77,10 @@ def effective_yaml(platform: Platform) -> str:
         if "params" in entry:
             entry["params"] = {k: c.spec.declared(k).to_yaml(v) for k, v in c.resolved().items()}
     return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _limits_yaml(limits: dict[str, float]) -> dict[str, str]:
+    return {k: units.format_value(v, "time") for k, v in limits.items()}
 
 
 def _plugin_yaml(spec: PluginSpec) -> dict[str, Any]:
@@ -136,22 +148,14 @@ def _nest(flat: dict[str, Any]) -> dict[str, Any]:
 def load_platform(path: str | os.PathLike[str], overrides: dict[str, Any] | None = None) -> Platform:
     """Loads a platform YAML file, applies dotted-key overrides, checks it and returns a Platform."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the platform file ({e.strerror})") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}:{where} is not valid YAML ({getattr(e, 'problem', e)})") from None
+    doc = load_yaml(decode_text(read_input(path, "platform file"), str(path)), str(path), max_nodes=MAX_PLATFORM_NODES)
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping of platform keys at the top level")
     doc = apply_overrides(doc, overrides, path)
     return platform_from_dict(doc, source=str(path))
 
 
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _SOCKET = re.compile(r"^([A-Za-z_][\w]*)\.([A-Za-z_]\w*)(?:\[(\d+)\])?$")
 
 
@@ -163,25 +167,79 @@ def parse_socket(text: object, where: str) -> SocketRef:
     return SocketRef(m.group(1), m.group(2), None if m.group(3) is None else int(m.group(3)))
 
 
+def _settings(doc: dict[str, Any], source: str) -> Platform:
+    """An empty Platform with the settings both forms share (name, address map, profile, seed, checks,
+    limits), each checked for its type, so no value of the wrong shape reaches a dict lookup or C++."""
+    loc = _loc(source)
+    if doc.get("eidola") != SCHEMA_VERSION:
+        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
+    name = doc.get("name", Path(source).stem)
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{loc}name: expected a non-empty string, got {name!r}")
+    amap = doc.get("address_map", {"base": 0, "stride": "1TiB"})
+    if not isinstance(amap, dict) or set(amap) - {"base", "stride"}:
+        raise ConfigError(f"{loc}address_map: expected a mapping with keys base and stride, got {amap!r}")
+    seed = doc.get("seed", 1)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        # numpy's generators take any non-negative integer; 64 bits keeps seeds portable.
+        raise ConfigError(f"{loc}seed: expected an integer in [0, 2^64), got {seed!r}")
+    check = doc.get("check_protocol", False)
+    if not isinstance(check, bool):
+        raise ConfigError(f"{loc}check_protocol: expected true or false, got {check!r}")
+    profile = doc.get("profile")
+    if profile is not None:
+        if not isinstance(profile, str) or not profile or "\0" in profile:
+            raise ConfigError(f"{loc}profile: expected a path, got {profile!r}")
+        if source != "<dict>" and not Path(profile).is_absolute():
+            profile = str(Path(source).parent / profile)
+    return Platform(name, address_map=dict(amap), profile=profile, seed=seed, check_protocol=check, source=source,
+                    limits=parse_limits(doc.get("limits"), f"{loc}limits"))
+
+
+def parse_limits(raw: object, where: str) -> dict[str, float]:
+    """The `limits` section: {wall: 60s} -> {"wall": 60.0}; ConfigError names the key."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping such as {{wall: 60s}}, got {raw!r}")
+    out = {}
+    for key, value in raw.items():
+        if key == "sim_time":
+            # Stopping cleanly at a simulated time needs a hook in eidola::Simulation (C++), not there yet.
+            raise ConfigError(f"{where}.sim_time: not supported yet (only limits.wall is); use limits.wall")
+        if key != "wall":
+            raise ConfigError(f"{where}: unknown key {key!r}; expected wall")
+        try:
+            seconds = units.parse(value, "time")
+        except units.UnitError as e:
+            raise ConfigError(f"{where}.wall: {e}") from None
+        if not 0 < seconds <= MAX_WALL_S:
+            raise ConfigError(f"{where}.wall: expected a duration in (0s, {MAX_WALL_S:g}s], got {value!r}")
+        out["wall"] = seconds
+    return out
+
+
 def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     """Builds a Platform from the general form: a list of components and a list of connections."""
     loc = _loc(source)
-    allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed")
+    allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed",
+               "limits")
     for key in doc:
         if key not in allowed:
             raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(allowed)}")
-    if doc.get("eidola") != SCHEMA_VERSION:
-        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
     base = Path(source).parent if source != "<dict>" else Path.cwd()
-    plat = Platform(doc.get("name", Path(source).stem), address_map=dict(doc.get("address_map") or
-                    {"base": 0, "stride": "1TiB"}), profile=doc.get("profile"), seed=doc.get("seed", 1),
-                    check_protocol=doc.get("check_protocol", False), source=source)
-    if plat.profile and source != "<dict>" and not Path(plat.profile).is_absolute():
-        plat.profile = str(base / plat.profile)
+    plat = _settings(doc, source)
+    for key in ("components", "connections"):
+        if not isinstance(doc.get(key) or [], list):
+            raise ConfigError(f"{loc}{key}: expected a list, got {doc[key]!r}")
     for n, entry in enumerate(doc.get("components") or []):
         where = f"{loc}components[{n}]"
         if not isinstance(entry, dict) or "name" not in entry or "model" not in entry:
             raise ConfigError(f"{where}: expected a mapping with name and model")
+        if not isinstance(entry["name"], str) or not _NAME.fullmatch(entry["name"]):
+            raise ConfigError(f"{where}.name: expected a component name ([A-Za-z_][A-Za-z0-9_]*), got {entry['name']!r}")
+        if not isinstance(entry["model"], str):
+            raise ConfigError(f"{where}.model: expected a model name, got {entry['model']!r}")
         if entry["model"] == "Plugin":
             role = entry.get("role", "fabric")
             if role not in ("fabric", "gpu"):
@@ -195,6 +253,8 @@ def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
             raise ConfigError(f"{where}.model: no model named {entry['model']!r}; registered: "
                               f"{', '.join(catalog.models())}")
         params = entry.get("params") or {}
+        if not isinstance(params, dict):
+            raise ConfigError(f"{where}.params: expected a mapping of parameter values, got {params!r}")
         plat.add(Component(entry["model"], entry["name"], dict(params),
                            {k: f"{where}.params.{k}" for k in params}))
     for n, pair in enumerate(doc.get("connections") or []):
@@ -214,35 +274,15 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     for key in doc:
         if key not in _TOP_KEYS:
             raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(_TOP_KEYS)}")
-    if doc.get("eidola") != SCHEMA_VERSION:
-        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
-    name = doc.get("name", Path(source).stem)
-    if not isinstance(name, str) or not name:
-        raise ConfigError(f"{loc}name: expected a non-empty string, got {name!r}")
     for key in ("gpus", "fabric"):
         if not isinstance(doc.get(key), dict):
             raise ConfigError(f"{loc}{key}: expected a mapping, got {doc.get(key)!r}")
-    amap = doc.get("address_map", {"base": 0, "stride": "1TiB"})
-    if not isinstance(amap, dict) or set(amap) - {"base", "stride"}:
-        raise ConfigError(f"{loc}address_map: expected a mapping with keys base and stride, got {amap!r}")
-    seed = doc.get("seed", 1)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"{loc}seed: expected an integer, got {seed!r}")
-    check = doc.get("check_protocol", False)
-    if not isinstance(check, bool):
-        raise ConfigError(f"{loc}check_protocol: expected true or false, got {check!r}")
-    profile = doc.get("profile")
-    if profile is not None:
-        if not isinstance(profile, str):
-            raise ConfigError(f"{loc}profile: expected a path, got {profile!r}")
-        if source != "<dict>" and not Path(profile).is_absolute():
-            profile = str(Path(source).parent / profile)
-
-    plat = Platform(name, address_map=dict(amap), profile=profile, seed=seed, check_protocol=check, source=source)
+    plat = _settings(doc, source)
+    name, profile, seed, check = plat.name, plat.profile, plat.seed, plat.check_protocol
     gpus = dict(doc["gpus"])
     count = gpus.pop("count", None)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ConfigError(f"{loc}gpus.count: expected a positive integer, got {count!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_GPUS:
+        raise ConfigError(f"{loc}gpus.count: expected an integer from 1 to {MAX_GPUS}, got {count!r}")
     base = Path(source).parent if source != "<dict>" else Path.cwd()
     gpu_plugins = gpus.pop("plugins", {}) or {}
     if not isinstance(gpu_plugins, dict) or not all(isinstance(k, int) and 0 <= k < count for k in gpu_plugins):
@@ -252,7 +292,7 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         raise ConfigError(f"{loc}gpus.id: GPU ids are given by the platform (0..count-1); remove this key")
     fabric = dict(doc["fabric"])
     kind = fabric.pop("model", "ideal")
-    if kind not in _FABRIC_MODELS:
+    if not isinstance(kind, str) or kind not in _FABRIC_MODELS:
         raise ConfigError(f"{loc}fabric.model: expected one of {', '.join(_FABRIC_MODELS)}, got {kind!r}")
     fabric_params = _flatten(fabric)
     if "ports" in fabric_params:
@@ -298,5 +338,6 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         "address_map": {"base": plat.base(), "stride": catalog.ParamSpec("", "size", "B", 0, 0, 0, (), "")
                         .format(plat.stride())},
         "fabric": fabric_out, "check_protocol": check, "profile": profile, "seed": seed,
+        **({"limits": _limits_yaml(plat.limits)} if plat.limits else {}),
     }
     return plat

@@ -30,6 +30,7 @@ PROGRAM_DTYPE = np.dtype([("gpu", "<i4"), ("wg", "<i4"), ("first", "<i8"), ("cou
 assert OP_DTYPE.itemsize == 56 and PROGRAM_DTYPE.itemsize == 24
 
 BUFFER_ALIGN = 4096
+_MAX_PS = 9.2e18  # below 2^63: the longest time a scaled compute phase may take, in ps
 
 
 def _codes(enum: str) -> dict[str, int]:
@@ -127,7 +128,9 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
             # Cycle counts become time first: a factor on a cycle count would not stay an integer.
             view["time_ps"][cyc] = np.rint(view["value"][cyc] * 1e12 / clock_hz).astype(np.int64)
             view["mode"][cyc] = units["ns"]
-            view["time_ps"][c] = np.rint(view["time_ps"][c] * np.maximum(factors[c], 0.0)).astype(np.int64)
+            # Clipped: a wide distribution may draw a factor that would overflow 64-bit picoseconds.
+            scaled = np.clip(np.rint(view["time_ps"][c] * np.maximum(factors[c], 0.0)), 0, _MAX_PS)
+            view["time_ps"][c] = scaled.astype(np.int64)
         hold = holds.get(key)
         if hold:
             comm = np.flatnonzero(np.isin(view["kind"], (kinds["write"], kinds["read"], kinds["signal"])))

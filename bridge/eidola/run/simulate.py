@@ -9,9 +9,11 @@ can only be done once per process.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import pickle
+import select
 import signal
 import sys
 import tempfile
@@ -20,7 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError
+from ..errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError, WallLimitExceeded
 from ..platform import catalog
 from ..platform.elaborate import Plan
 from ..platform.model import Platform
@@ -33,6 +35,8 @@ from .result import Result
 
 __all__ = ["simulate", "check", "prepare", "NativeRun"]
 
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+MAX_TIMEOUT_S = 86400.0  #: the longest wall limit simulate() takes (a day)
 _in_process_used: list[bool] = []  # a SystemC kernel runs once per process; remembers the in-process run
 
 
@@ -67,15 +71,19 @@ def check(platform: Platform, profile: Profile) -> None:
 
 
 def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | None = None, *,
-             seed: int | None = None, trace: bool = False, in_process: bool = False) -> Result:
+             seed: int | None = None, trace: bool = False, in_process: bool = False,
+             timeout: float | None = None) -> Result:
     """Simulates `profile` (default: the platform's own) on `platform` and returns its Result.
 
     `seed` (default: the platform's) drives the profile's variability; `trace` records every op's
-    begin and end in `Result.ops`.
+    begin and end in `Result.ops`. `timeout` (seconds; default: the platform's ``limits.wall``, else
+    none) kills the simulation's process once it has run that long.
 
     Raises ConfigError for bad input, DeadlockError when workgroups can never finish,
-    SimulationCrashed when the child dies, SimulationError for other failures.
+    WallLimitExceeded past the wall limit, SimulationCrashed when the child dies, SimulationError
+    for other failures.
     """
+    wall_limit = _wall_limit(platform, timeout)
     if profile is None:
         if not platform.profile:
             raise ConfigError(f"platform {platform.name!r} names no profile; pass one")
@@ -85,7 +93,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     run = prepare(platform, profile, platform.seed if seed is None else seed, trace)
     sysc.load()
     start = time.perf_counter()
-    raw = _run_in_process(run) if in_process else _run_in_child(run)
+    raw = _run_in_process(run) if in_process else _run_in_child(run, wall_limit)
     wall = time.perf_counter() - start
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
@@ -120,8 +128,50 @@ def _run_in_process(run: NativeRun) -> dict[str, Any]:
     return sysc.elaborate_and_run(run)
 
 
-def _run_in_child(run: NativeRun) -> dict[str, Any]:
+def _wall_limit(platform: Platform, timeout: float | None) -> float | None:
+    """The wall limit of a run in seconds: `timeout` if given, else the platform's limits.wall, else None."""
+    if timeout is None:
+        return platform.limits.get("wall")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise ConfigError(f"timeout: expected a number of seconds in (0, {MAX_TIMEOUT_S:g}], got {timeout!r}")
+    return float(timeout)
+
+
+def _die_with_parent(parent: int) -> None:
+    """Asks the kernel to SIGKILL this (child) process when its parent dies, so no simulation outlives it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the parent's own clean-up still kills the child
+        pass
+    # The parent may have died between fork() and prctl(): then nobody would send the signal.
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _read_all(fd: int, deadline: float | None, name: str, limit: float | None) -> bytes:
+    """Everything the child writes to `fd` until it closes it; WallLimitExceeded past `deadline` (monotonic)."""
+    chunks: list[bytes] = []
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP)
+    while True:
+        wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1)
+        if not poller.poll(wait_ms):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WallLimitExceeded(  # the caller kills the child
+                    f"simulation {name!r} exceeded the wall limit of {limit:g} s and was killed "
+                    "(the simulated time it reached is not known: the models report it only at the end)",
+                    report={"limit": "wall", "wall_s": limit})
+            continue
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, Any]:
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     with tempfile.TemporaryFile() as errors:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -130,12 +180,15 @@ def _run_in_child(run: NativeRun) -> dict[str, Any]:
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: never returns
+            _die_with_parent(parent)
             gc.disable()
             os.close(read_fd)
             # cppyy's crash handlers run gdb and exit with a made-up status; the default action
             # lets the parent see which signal killed the model.
-            for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL):
+            for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTERM):
                 signal.signal(sig, signal.SIG_DFL)
+            # Ctrl-C reaches the whole process group: the parent decides, and kills this process.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             os.dup2(errors.fileno(), 2)
             os.dup2(errors.fileno(), 1)
             code = 0
@@ -155,9 +208,16 @@ def _run_in_child(run: NativeRun) -> dict[str, Any]:
                 os._exit(code)
         gc.unfreeze()
         os.close(write_fd)
-        with os.fdopen(read_fd, "rb") as pipe:
-            data = pipe.read()
-        _, status, usage = os.wait4(pid, 0)
+        deadline = None if wall_limit is None else time.monotonic() + wall_limit
+        try:
+            data = _read_all(read_fd, deadline, run.plan.name, wall_limit)
+            _, status, usage = os.wait4(pid, 0)
+        except BaseException:
+            # Ctrl-C, SIGTERM turned into an exception, or a wall limit: never leave the child running.
+            _kill(pid)
+            raise
+        finally:
+            os.close(read_fd)
         errors.seek(0)
         output = errors.read().decode(errors="replace")
     if data:
@@ -180,6 +240,15 @@ def _run_in_child(run: NativeRun) -> dict[str, Any]:
                             + (f"; its last output:\n{tail}" if tail else ""),
                             report={"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                                     "output": output})
+
+
+def _kill(pid: int) -> None:
+    """SIGKILLs and reaps the child `pid`, if it is still there."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def _private_kb() -> int:

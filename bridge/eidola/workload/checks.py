@@ -16,10 +16,18 @@ if TYPE_CHECKING:
     from .ops import Op
 
 __all__ = ["Invalid", "Scope", "check_int", "check_num", "check_choice", "check_name", "check_header", "NAME",
-           "I64_MIN", "I64_MAX"]
+           "I64_MIN", "I64_MAX", "MAX_NS", "MAX_CYCLES", "MAX_GPUS", "MAX_WORKGROUPS"]
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  #: flag and buffer names
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+#: The longest time one op may give (a compute phase, a poll interval, a delay), in ns: about 28 hours.
+#: Times reach C++ as 64-bit picoseconds, and a wait's back-off may grow to 16 x its interval, so
+#: this keeps every derived time far inside int64.
+MAX_NS = 10**14
+#: The most cycles one compute op may take: at the slowest declared clock (1 MHz) still inside int64 ps.
+MAX_CYCLES = 10**12
+MAX_GPUS = 2**20        #: the most GPUs a profile may address (the models' own limit on GPU ids)
+MAX_WORKGROUPS = 2**20  #: the most workgroups per GPU a profile may use (EidolonGpu's limit)
 
 
 class Invalid(Exception):
@@ -37,7 +45,7 @@ def check_int(name: str, v: object, lo: int = 0, hi: int = I64_MAX) -> int:
     return v
 
 
-def check_num(name: str, v: object, positive: bool = False) -> int | float:
+def check_num(name: str, v: object, positive: bool = False, hi: float = math.inf) -> int | float:
     if type(v) is not int and type(v) is not float:
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise Invalid(f"{name} must be a number, got {type(v).__name__} {v!r}")
@@ -46,6 +54,8 @@ def check_num(name: str, v: object, positive: bool = False) -> int | float:
         raise Invalid(f"{name} must be finite, got {v!r}")
     if v < 0 or (positive and v == 0):
         raise Invalid(f"{name} must be {'> 0' if positive else '>= 0'}, got {v!r}")
+    if v > hi:
+        raise Invalid(f"{name} {v!r} is out of range (expected {name} <= {hi:g})")
     return v
 
 
@@ -113,7 +123,7 @@ class Scope:
 def check_header(name: Any, gpus: Any, workgroups: Any) -> None:
     if type(name) is not str or not name:
         raise Invalid(f"name must be a non-empty string, got {name!r}")
-    check_int("gpus", gpus, lo=1)
-    check_int("workgroups", workgroups, lo=1)
+    check_int("gpus", gpus, lo=1, hi=MAX_GPUS)
+    check_int("workgroups", workgroups, lo=1, hi=MAX_WORKGROUPS)
 
 

@@ -8,38 +8,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
 from ..errors import ProfileError
+from ..inputs import decode_text, load_yaml, read_input
 from .ops import Op, explicit_args
 from .profile import FORMAT_VERSION, Profile
 
 __all__ = ["load_profile", "write_profile"]
-
-if TYPE_CHECKING:  # the C loader if PyYAML was built with libyaml; same interface either way
-    _Loader = yaml.SafeLoader
-else:
-    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _StrictLoader(_Loader):
-    """The safe YAML loader, but a repeated mapping key is an error instead of silently winning."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        mapping = super().construct_mapping(node, deep=deep)
-        if len(mapping) != len(node.value):
-            seen = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node)
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"duplicate key {key!r}", key_node.start_mark)
-                seen.add(key)
-        return mapping
-
 
 _FAST_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FAST_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+(?:e[-+][0-9]+)?")
@@ -89,7 +68,7 @@ def _fast_op(line: str) -> list[Any]:
     return [kind, args]
 
 
-def _fast_load(encoded: bytes) -> dict[str, Any] | None:
+def _fast_load(encoded: bytes, source: str = "<profile>") -> dict[str, Any] | None:
     """Parse the layout save() writes, much faster than PyYAML; None if the text strays from it.
 
     Only a strict subset is accepted (decimal ints, plain names, simple quoted strings, one op per
@@ -99,7 +78,8 @@ def _fast_load(encoded: bytes) -> dict[str, Any] | None:
     try:
         text = encoded.decode("utf-8")
         head, sep, body = text.partition("\nprograms:\n")
-        data = yaml.load(head, Loader=_StrictLoader) if sep else None
+        # The header may hold anything YAML allows (aliases included), so it gets every limit.
+        data = load_yaml(head, source, ProfileError) if sep else None
         if not isinstance(data, dict) or "programs" in data:
             return None
         programs: list[dict[str, Any]] = []
@@ -132,22 +112,10 @@ def _fast_load(encoded: bytes) -> dict[str, Any] | None:
 def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a YAML profile file; every error is a ProfileError naming `path`."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such profile file") from None
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read profile file ({e.strerror})") from None
-    data: Any = _fast_load(text)
-    try:
-        if data is None:
-            data = yaml.load(text, Loader=_StrictLoader)
-    except yaml.MarkedYAMLError as e:
-        mark = cast(yaml.Mark, e.problem_mark)  # always set by the loader
-        raise ProfileError(f"{path}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {e.problem}") from None
-    except yaml.YAMLError as e:
-        raise ProfileError(f"{path}: invalid YAML: {e}") from None
+    encoded = read_input(path, "profile file", ProfileError)
+    data: Any = _fast_load(encoded, path)
+    if data is None:
+        data = load_yaml(decode_text(encoded, path, ProfileError), path, ProfileError)
     if data is None:
         raise ProfileError(f"{path}: file is empty (expected eidola_profile: {FORMAT_VERSION} and a profile)")
     return Profile.from_dict(data, path)

@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ProfileError
+from .checks import MAX_NS
 
 if TYPE_CHECKING:
     from .profile import Profile
@@ -116,7 +117,7 @@ NO_VARIABILITY = Variability()
 
 # ---------------------------------------------------------------- validation
 
-def _number(where: str, v: object, lo: float | None = None) -> int | float:
+def _number(where: str, v: object, lo: float | None = None, hi: float | None = None) -> int | float:
     # bool is a number to Python but True as a std is always a mistake; numpy scalars are fine.
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise ProfileError(f"{where} must be a number, got {type(v).__name__} {v!r}")
@@ -125,6 +126,8 @@ def _number(where: str, v: object, lo: float | None = None) -> int | float:
         raise ProfileError(f"{where} must be finite, got {v!r}")
     if lo is not None and v < lo:
         raise ProfileError(f"{where} must be >= {lo}, got {v!r}")
+    if hi is not None and v > hi:
+        raise ProfileError(f"{where} must be <= {hi:g}, got {v!r}")
     return v
 
 
@@ -169,7 +172,7 @@ def make_delay(where: str, gpu: Any, ns: Any, wg: Any, gpus: int, workgroups: in
     gpu = _index(f"{where}.gpu", gpu, gpus, "GPUs")
     if wg is not None:
         wg = _index(f"{where}.wg", wg, workgroups, "workgroups")
-    return Delay(gpu, _number(f"{where}.ns", ns, lo=0), wg)
+    return Delay(gpu, _number(f"{where}.ns", ns, lo=0, hi=MAX_NS), wg)
 
 
 def check_new_delay(where: str, delay: Delay, delays: Sequence[Delay]) -> None:

@@ -25,6 +25,10 @@ struct ProtocolCheckerParams : ParamGroup {
     ChoiceParam toward{*this, "toward", {"fabric", "gpu"},
                        "which way requests flow: into the fabric (global addresses) or into a GPU (global or "
                        "window-local)"};
+    /// Toward a GPU: the window it owns, so a request for another window is a misroute.
+    IntParam window{*this, "window", -1,
+                    "toward a GPU: the window that GPU owns, so a request for another window is a misroute "
+                    "(-1: not checked)", -1, 1 << 20};
 };
 
 /// Checks one binding: `target` faces the initiator, `initiator` faces the original target.
@@ -75,6 +79,7 @@ private:
 
     AddressMap m_map;
     bool m_toward_gpu;  // addresses may be window-local on the way into a GPU
+    std::int64_t m_window = -1;  // toward a GPU: the window it owns (-1: misroutes not checked)
     std::unordered_map<const tlm::tlm_generic_payload*, Record> m_open;
     const tlm::tlm_generic_payload* m_request_pending = nullptr;   // BEGIN_REQ awaiting END_REQ
     const tlm::tlm_generic_payload* m_response_pending = nullptr;  // BEGIN_RESP awaiting END_RESP

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import io
 import os
 import re
 from collections.abc import Sequence
@@ -55,6 +56,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...errors import ProfileError
+from ...inputs import decode_text, read_input
 from ..builder import ProfileBuilder, ProgramBuilder
 from ..checks import NAME
 from ..ops import CONDS, RELEASE_SCOPES, WAIT_MODES, Op
@@ -195,33 +197,25 @@ def _check_header(header: list[str]) -> None:
 
 
 def _read_rows(path: str) -> list[_Row]:
-    try:
-        f = open(path, newline="", encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ProfileError(f"{path}: no such timestamps file") from None
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read timestamps file ({e.strerror})") from None
+    text = decode_text(read_input(path, "timestamps file", ProfileError), path, ProfileError)
     rows: list[_Row] = []
-    with f:
-        reader = csv.reader(f)
-        try:
-            header = next(reader, None)
-            if header is None:
-                raise ProfileError(f"{path}: file is empty (expected a header line {','.join(COLUMNS)})")
-            header = [c.strip() for c in header]
-            _check_header(header)
-            for raw in reader:
-                if not any(c.strip() for c in raw):
-                    continue  # blank line
-                if len(raw) != len(header):
-                    raise _Bad(f"expected {len(header)} cells (one per header column), got {len(raw)}")
-                rows.append(_parse_row(reader.line_num, dict(zip(header, (c.strip() for c in raw)))))
-        except _Bad as e:
-            raise ProfileError(f"{path}: line {reader.line_num}: {e}") from None
-        except csv.Error as e:
-            raise ProfileError(f"{path}: line {reader.line_num}: invalid CSV ({e})") from None
-        except UnicodeDecodeError:
-            raise ProfileError(f"{path}: line {reader.line_num + 1}: not UTF-8 text") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise ProfileError(f"{path}: file is empty (expected a header line {','.join(COLUMNS)})")
+        header = [c.strip() for c in header]
+        _check_header(header)
+        for raw in reader:
+            if not any(c.strip() for c in raw):
+                continue  # blank line
+            if len(raw) != len(header):
+                raise _Bad(f"expected {len(header)} cells (one per header column), got {len(raw)}")
+            rows.append(_parse_row(reader.line_num, dict(zip(header, (c.strip() for c in raw)))))
+    except _Bad as e:
+        raise ProfileError(f"{path}: line {reader.line_num}: {e}") from None
+    except csv.Error as e:
+        raise ProfileError(f"{path}: line {reader.line_num}: invalid CSV ({e})") from None
     if not rows:
         raise ProfileError(f"{path}: no event rows after the header")
     return rows

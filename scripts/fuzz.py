@@ -1,0 +1,411 @@
+"""Fuzz campaigns against the ``eidola`` command: platforms, profiles, timestamps CSVs and CLI arguments.
+
+Every case writes a mutated input and runs ``eidola.cli.main(argv)`` in a child forked from this
+process (so the SystemC models are loaded once and each case costs milliseconds), with a wall
+limit. The only acceptable outcomes are exit 0 (ok), 2 (bad input) and 3 (the simulation failed);
+exit 1, a signal or a hang past the limit is a finding, kept with its input and output in --keep.
+
+    python scripts/fuzz.py --cases 2500              # 2,500 cases of each campaign
+    python scripts/fuzz.py --cases 100 --campaign csv --seed 7
+
+Cases are made from (campaign, seed, index) only, so a finding is reproduced by its index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from eidola import cli
+from eidola.generators import gemv_allreduce
+from eidola.profile import ProfileBuilder
+
+REPO = Path(__file__).resolve().parents[1]
+
+CAMPAIGNS = ("platform", "profile", "csv", "cli")
+GOOD = {0, 2, 3}
+
+# ---------------------------------------------------------------- random values
+
+_UNITS = ("ns", "us", "ms", "s", "ps", "GHz", "MHz", "B", "KiB", "MiB", "TiB", "GB/s", "TB/s", "B/s", "", "xx", "µs")
+
+
+def _scalar(r: random.Random) -> Any:
+    """A value of any type a YAML key might get: the interesting edges of each."""
+    choice = r.randrange(14)
+    if choice == 0:
+        return r.choice([0, -1, 1, 2, 3, 7, 2**31, 2**31 - 1, 2**32, 2**63, 2**63 - 1, 2**64, -(2**63) - 1, 10**30,
+                         100_000, 2**20, 2**20 + 1])
+    if choice == 1:
+        return r.choice([0.0, -0.5, 1e-300, 1e300, float("inf"), float("nan"), 3.5, 1e20])
+    if choice == 2:
+        return r.choice([True, False, None])
+    if choice == 3:
+        return f"{r.choice(['0', '1', '-1', '1.5', '1e400', '1e-400', '300', '2.1', '64', '99999999999999999999', '.5', 'nan'])}" \
+               f"{r.choice(_UNITS)}"
+    if choice == 4:
+        return r.choice(["", " ", "../../x", "/etc/passwd", "a" * 5000, "\u00e9\u4e2d", "\x00", "ideal", "packet",
+                         "plugin", "ring", "mesh2d", "torus2d", "switch", "hierarchical", "custom", "poll", "syncmon"])
+    if choice == 5:
+        return {"a": 1, "model": "ideal"}
+    if choice == 6:
+        return [1, 2, "x"]
+    if choice == 7:
+        return [r.randrange(-3, 100) for _ in range(r.randrange(0, 4))]
+    if choice == 8:
+        return {}
+    if choice == 9:
+        return []
+    if choice == 10:
+        return r.randrange(-5, 70)
+    if choice == 11:
+        return f"{r.randrange(0, 2000)}{r.choice(_UNITS)}"
+    if choice == 12:
+        return "/dev/" + r.choice(["zero", "urandom", "null", "stdin"])
+    return r.getrandbits(r.choice([8, 40, 70, 200]))
+
+
+def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path into a nested dict/list document."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:20]):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return doc
+
+
+def _mutate_doc(r: random.Random, doc: Any, keys: list[str]) -> Any:
+    """One to three structural changes: a value replaced, a key removed or added, a subtree duplicated."""
+    doc = copy.deepcopy(doc)
+    for _ in range(r.randrange(1, 4)):
+        paths = _paths(doc)
+        path = r.choice(paths)
+        action = r.randrange(5)
+        if action <= 1 or not path:
+            doc = _set(doc, path, _scalar(r)) if path else doc
+        elif action == 2:
+            parent = doc
+            for p in path[:-1]:
+                parent = parent[p]
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+            elif isinstance(parent, list) and parent:
+                parent.pop(path[-1])
+        elif action == 3:
+            node = doc
+            for p in path:
+                node = node[p]
+            if isinstance(node, dict):
+                node[r.choice(keys)] = _scalar(r)
+        else:
+            node = doc
+            for p in path[:-1]:
+                node = node[p]
+            if isinstance(node, dict):
+                node[path[-1]] = {"deep": _deep(r.randrange(1, 30))}
+    return doc
+
+
+def _deep(n: int) -> Any:
+    out: Any = 1
+    for _ in range(n):
+        out = [out]
+    return out
+
+
+_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+
+
+def _mutate_text(r: random.Random, text: str) -> bytes:
+    """A textual change: bytes flipped, binary inserted, truncated, nested or aliased beyond reason."""
+    data = text.encode()
+    action = r.randrange(11)
+    if action == 0 and data:
+        b = bytearray(data)
+        for _ in range(r.randrange(1, 8)):
+            b[r.randrange(len(b))] = r.randrange(256)
+        return bytes(b)
+    if action == 1:
+        pos = r.randrange(len(data) + 1)
+        return data[:pos] + bytes(r.randrange(256) for _ in range(r.randrange(1, 64))) + data[pos:]
+    if action == 2:
+        return data[:r.randrange(len(data) + 1)]
+    if action == 3:
+        n = r.choice([70, 1000, 20000, 200000])
+        return data + (f"\ndeep: {'[' * n}{']' * n}\n" if r.random() < 0.5 else "\ndeep:\n" + "".join(
+            "  " * i + "k:\n" for i in range(min(n, 3000)))).encode()
+    if action == 4:
+        return data + b"\n" + _BOMB.encode()
+    if action == 5:
+        return _BOMB.encode() + b"\n" + data
+    if action == 6:
+        lines = data.split(b"\n")
+        i = r.randrange(len(lines))
+        lines.insert(i, lines[r.randrange(len(lines))])  # a duplicate key, usually
+        return b"\n".join(lines)
+    if action == 7:
+        return data.replace(b" ", b"\t", r.randrange(1, 5))
+    if action == 8:
+        return bytes(r.randrange(256) for _ in range(r.randrange(1, 4096)))
+    if action == 9:
+        return b"\xff\xfe" + data.decode().encode("utf-16-le")
+    return data.replace(b": ", b": &x ", 1) + b"\nz: *x\nw: *nope\n"
+
+
+# ---------------------------------------------------------------- campaigns
+
+class Workspace:
+    """Seed inputs, written once into a temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.small_profile = root / "small.yaml"
+        gemv_allreduce(gpus=4, workgroups=2, vector_bytes=4 * 2 * 1024).save(self.small_profile)
+        self.platforms: list[dict[str, Any]] = []
+        for p in sorted((REPO / "platforms").glob("*.yaml")):
+            doc = yaml.safe_load(p.read_text())
+            doc["profile"] = str(self.small_profile)
+            self.platforms.append(doc)
+        self.small_platform = root / "plat.yaml"
+        self.small_platform.write_text(yaml.safe_dump(self.platforms[[p["name"] for p in self.platforms]
+                                                                      .index("gemv-allreduce-4gpu")]))
+        self.profiles: list[dict[str, Any]] = []
+        self.profile_texts: list[str] = []
+        for prof in (gemv_allreduce(gpus=4, workgroups=2, vector_bytes=4 * 2 * 1024), _ping()):
+            path = root / "p.yaml"
+            prof.save(path)
+            self.profile_texts.append(path.read_text())
+            self.profiles.append(prof.to_dict())
+        self.csv = (
+            "gpu,wg,t_ns,event,peer,flag,value,nbytes,cond,mode,t_end_ns\n"
+            "0,0,0,start,,,,,,,\n0,0,100,write,1,,,4096,,,350\n0,0,400,signal,1,ready,1,,,,\n0,0,500,end,,,,,,,\n"
+            "1,0,0,start,,,,,,,\n1,0,10,wait_begin,,ready,,,>=,poll,\n1,0,900,wait_end,,ready,,,,,\n"
+            "1,0,1000,end,,,,,,,\n")
+
+
+def _ping() -> Any:
+    b = ProfileBuilder(gpus=2, workgroups=1, name="ping")
+    b.flag("ready")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).compute(ns=1000).write(dst=1, buffer="data", offset=0, nbytes=4096) \
+        .signal(dst=1, flag="ready", op="add", value=1)
+    b.program(gpu=1, wg=0).wait(flag="ready", cond=">=", value=1, mode="poll", interval_ns=100)
+    b.jitter(dist="lognormal", mu=0, sigma=0.1)
+    return b.build()
+
+
+_PLATFORM_KEYS = ["eidola", "name", "gpus", "count", "fabric", "model", "latency", "limits", "wall", "profile", "seed",
+                  "topology", "dims", "link", "switch", "plugins", "address_map", "stride", "base", "memory",
+                  "workgroups", "check_protocol", "components", "connections", "custom", "edges"]
+_PROFILE_KEYS = ["gpus", "workgroups", "flags", "buffers", "programs", "variability", "skew", "jitter", "delays", "ns",
+                 "dst", "nbytes", "offset", "value", "interval_ns", "cycles", "mode", "wake"]
+
+
+def case_platform(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A platform file mutated in structure or text, through `eidola validate` (a third of them `eidola run`)."""
+    path = d / "platform.yaml"
+    doc = r.choice(ws.platforms)
+    kind = r.randrange(10)
+    command = ["run", "--timeout", "10s", "--out", str(d / "out")] if r.random() < 0.3 else ["validate"]
+    if kind < 6:
+        path.write_text(yaml.safe_dump(_mutate_doc(r, doc, _PLATFORM_KEYS), allow_unicode=r.random() < 0.5))
+    elif kind < 9:
+        path.write_bytes(_mutate_text(r, yaml.safe_dump(doc)))
+    else:
+        special = r.randrange(5)
+        target = {0: "/dev/zero", 1: "/dev/urandom", 2: str(d), 3: "/dev/null", 4: str(d / "missing.yaml")}[special]
+        return [*command, target]
+    return [*command, str(path)]
+
+
+def case_profile(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A profile file mutated in structure or text, through `eidola validate` on a 4-GPU platform."""
+    path = d / "profile.yaml"
+    kind = r.randrange(10)
+    i = r.randrange(len(ws.profiles))
+    if kind < 5:
+        path.write_text(yaml.safe_dump(_mutate_doc(r, ws.profiles[i], _PROFILE_KEYS)))
+    elif kind < 9:
+        path.write_bytes(_mutate_text(r, ws.profile_texts[i]))
+    else:
+        return ["validate", str(ws.small_platform), "--profile", r.choice(["/dev/zero", "/dev/urandom", str(d)])]
+    return ["validate", str(ws.small_platform), "--profile", str(path)]
+
+
+def case_csv(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A timestamps CSV with cells, rows or bytes changed, through `eidola import timestamps`."""
+    path = d / "run.csv"
+    lines = ws.csv.splitlines()
+    kind = r.randrange(6)
+    if kind <= 2:
+        rows = [line.split(",") for line in lines]
+        for _ in range(r.randrange(1, 4)):
+            row = r.choice(rows[1:] if kind else rows)
+            j = r.randrange(len(row))
+            row[j] = str(_scalar(r)).replace(",", ";").replace("\n", " ")[:300]
+        path.write_text("\n".join(",".join(x) for x in rows) + "\n")
+    elif kind == 3:
+        body = lines[1:]
+        r.shuffle(body)
+        path.write_text("\n".join([lines[0]] + body[:r.randrange(len(body) + 1)] * r.randrange(1, 3)) + "\n")
+    else:
+        path.write_bytes(_mutate_text(r, ws.csv))
+    return ["import", "timestamps", str(path), "-o", str(d / "out.yaml")]
+
+
+def case_cli(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """Random command lines: commands, options and values, including runs with limits."""
+    command = r.choice(["run", "run", "validate", "describe", "plot", "import", "bogus", "--help"])
+    argv = [command]
+    if command in ("run", "validate"):
+        argv.append(r.choice([str(ws.small_platform), str(ws.small_platform), str(d), "/dev/null", "nope.yaml"]))
+        for _ in range(r.randrange(0, 4)):
+            opt = r.choice(["--set", "--set", "--profile", "--out", "--timeout", "--json", "--trace-limit", "--weird"])
+            if command == "validate" and opt in ("--out", "--json", "--trace-limit", "--timeout"):
+                continue
+            if opt == "--set":
+                key = r.choice(["fabric.latency", "gpus.count", "gpus.workgroups", "name", "seed", "fabric.model",
+                                "limits.wall", "gpus.memory.latency", "fabric", "x.y.z", "", "gpus.max_payload"])
+                argv += [opt, f"{key}={_scalar(r)}" if r.random() < 0.9 else key]
+            elif opt == "--profile":
+                argv += [opt, r.choice([str(ws.small_profile), "/dev/zero", str(d)])]
+            elif opt == "--out":
+                argv += [opt, r.choice([str(d / "o"), str(d / "o" / ".." / "p"), "/proc/nope", str(ws.small_profile)])]
+            elif opt == "--timeout":
+                argv += [opt, r.choice(["2s", "0s", "-1s", "1e400s", "abc", "10ms", "60", "3600s", "1us"])]
+            elif opt == "--trace-limit":
+                argv += [opt, r.choice(["0", "-5", "x", str(2**70)])]
+            else:
+                argv.append(opt)
+    elif command == "describe":
+        argv += r.choice([[], ["EidolonGpu"], ["eidola.PacketFabric"], ["Nope"], ["\x00"]])
+    elif command == "plot":
+        argv.append(r.choice([str(d), "/dev/null", "/nonexistent"]))
+    elif command == "import":
+        argv += r.choice([["timestamps"], ["timestamps", str(d)], ["timestamps", "/dev/zero", "-o", str(d / "x.yaml")],
+                          ["timestamps", str(ws.small_profile), "-o", str(d / "x.yaml")], ["other"]])
+    return argv
+
+
+CASES: dict[str, Callable[[random.Random, Workspace, Path], list[str]]] = {
+    "platform": case_platform, "profile": case_profile, "csv": case_csv, "cli": case_cli}
+
+
+# ---------------------------------------------------------------- running
+
+def run_case(argv: list[str], cwd: Path, limit_s: float) -> tuple[str, str]:
+    """Runs the CLI in a forked child; returns (outcome, its output). Outcome: exit-N, signal-NAME or hang."""
+    out = cwd / "output.txt"
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.chdir(cwd)
+            fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            try:
+                code = cli.main(argv)
+            except SystemExit as e:  # argparse's usage errors and --help
+                code = e.code if isinstance(e.code, int) else 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + limit_s
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return "hang", out.read_text(errors="replace") if out.exists() else ""
+        time.sleep(0.002)
+    text = out.read_text(errors="replace") if out.exists() else ""
+    if os.WIFSIGNALED(status):
+        return f"signal-{signal.Signals(os.WTERMSIG(status)).name}", text
+    return f"exit-{os.WEXITSTATUS(status)}", text
+
+
+def main() -> int:
+    """Runs the campaigns; exit status 0 when every case ended in 0, 2 or 3."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=100, help="cases per campaign")
+    ap.add_argument("--campaign", choices=(*CAMPAIGNS, "all"), default="all")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--limit", type=float, default=20.0, help="wall seconds a case may take")
+    ap.add_argument("--keep", type=Path, default=REPO / "build" / "fuzz-findings", help="where findings are kept")
+    ap.add_argument("--json", action="store_true", help="print the counts as JSON")
+    args = ap.parse_args()
+    from eidola.run import sysc
+
+    sysc.load()  # once, so every forked case starts with the models loaded
+    campaigns = CAMPAIGNS if args.campaign == "all" else (args.campaign,)
+    counts: dict[str, Counter[str]] = {}
+    findings = 0
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="eidola-fuzz-") as tmp:
+        ws = Workspace(Path(tmp))
+        for campaign in campaigns:
+            counts[campaign] = Counter()
+            for i in range(args.cases):
+                r = random.Random(f"{campaign}-{args.seed}-{i}")
+                d = Path(tmp) / "case"
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir()
+                argv = CASES[campaign](r, ws, d)
+                outcome, text = run_case(argv, d, args.limit)
+                counts[campaign][outcome] += 1
+                if outcome not in {f"exit-{c}" for c in GOOD}:
+                    findings += 1
+                    keep = args.keep / f"{campaign}-{args.seed}-{i}"
+                    shutil.rmtree(keep, ignore_errors=True)
+                    shutil.copytree(d, keep)
+                    (keep / "argv.json").write_text(json.dumps(argv))
+                    print(f"FINDING {campaign} #{i}: {outcome}: {argv}\n  {text.strip().splitlines()[-1:]}",
+                          file=sys.stderr)
+    total = sum(sum(c.values()) for c in counts.values())
+    summary = {"cases": total, "findings": findings, "seconds": round(time.monotonic() - start, 1),
+               "by_campaign": {k: dict(sorted(v.items())) for k, v in counts.items()}}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for k, v in counts.items():
+            print(f"{k:9s} " + ", ".join(f"{o}: {n}" for o, n in sorted(v.items())))
+        print(f"{total} cases, {findings} findings, {summary['seconds']} s")
+    return 0 if findings == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
