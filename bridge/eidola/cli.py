@@ -136,7 +136,8 @@ def _summary_text(r: Result, out: Path) -> str:
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
         *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"])) else []),
-        f"kernel time   {r.kernel_time_ns / 1000:.3f} us  (critical GPU {r.critical_gpu})",
+        (f"PARTIAL       stopped at limits.sim_time = {r.kernel_time_ns / 1000:.3f} us with workgroups unfinished"
+         if r.partial else f"kernel time   {r.kernel_time_ns / 1000:.3f} us  (critical GPU {r.critical_gpu})"),
         "",
         "  GPU  finish (us)   bytes sent   bytes recv   reads  flag reads   writes  atomics",
     ]

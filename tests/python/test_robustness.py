@@ -15,6 +15,7 @@ import eidola
 from eidola.cli import safe_dir_name
 from eidola.inputs import MAX_YAML_DEPTH
 from eidola.platform.yaml_io import MAX_GPUS
+from eidola.profile import ProfileBuilder
 
 _BOMB = "lol: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
@@ -157,8 +158,27 @@ def test_timeout_values_are_checked(cli, write_platform):
     plat = write_platform()
     _bad(cli("run", plat, "--timeout", "60"), "--timeout '60'", "has no unit")
     _bad(cli("run", plat, "--timeout=-1s"), "--timeout '-1s'", "expected a duration in (0s, 86400s]")
-    plat.write_text(plat.read_text() + "limits: {sim_time: 10ms}\n")
-    _bad(cli("validate", plat), "limits.sim_time: not supported yet")
+    plat.write_text(plat.read_text() + "limits: {sim_time: 7200s}\n")
+    _bad(cli("validate", plat), "limits.sim_time: expected a duration in (0s, 3600s]")
+
+
+def test_sim_time_stops_cleanly_with_partial_results(cli, write_platform, tmp_path):
+    # GPU 0 computes for 1 ms, then flags GPU 1, which polls; stopped at 5 us, both are unfinished:
+    # the run ends at exactly 5 us, exit 0, marked partial, with no deadlock or stall report.
+    plat = write_platform(gpus=2, workgroups=1)
+    plat.write_text(plat.read_text() + "limits: {sim_time: 5us}\n")
+    b = ProfileBuilder(gpus=2, workgroups=1, name="long")
+    b.flag("f")
+    b.program(gpu=0, wg=0).compute(ns=1_000_000).signal(dst=1, flag="f")
+    b.program(gpu=1, wg=0).wait(flag="f", cond=">=", value=1, mode="poll", interval_ns=100)
+    res = eidola.simulate(eidola.load_platform(plat), b.build())
+    assert res.partial and res.kernel_time_ns == 5000.0
+    assert list(res.workgroups["finish_ns"]) == [0.0, 0.0]           # neither finished
+    assert res.gpus["flag_reads"][1] == 1 + (5000 - 300) // 400      # polls completed by 5 us (M = 300, M + I = 400)
+    prof = tmp_path / "long.yaml"
+    b.build().save(prof)
+    r = cli("run", plat, "--profile", prof, "--out", tmp_path / "o")
+    assert r.returncode == 0 and "PARTIAL" in r.stdout and "stopped at limits.sim_time = 5.000 us" in r.stdout
 
 
 def test_limits_round_trip_in_the_effective_configuration(write_platform):

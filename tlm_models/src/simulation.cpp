@@ -153,13 +153,20 @@ int Simulation::run() {
         return finish();
     }
     try {
-        sc_core::sc_start();
+        if (m_time_limit_ps > 0) {
+            sc_core::sc_start(sc_core::sc_time(double(m_time_limit_ps), sc_core::SC_PS));
+            // Stopped by the limit, not by running out of events: what is unfinished was still going.
+            m_partial = sc_core::sc_pending_activity() && !s.errors.verdict();
+        } else {
+            sc_core::sc_start();
+        }
     } catch (const std::exception& e) {
         // A fatal report unwinds the kernel on purpose and is already collected; anything else
         // (a SystemC error report, an exception from a third-party model) is a model error.
         if (!s.errors.unwinding()) s.errors.report(ErrorKind::ModelError, e.what());
         return finish();
     }
+    if (m_partial) return finish();
     if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
     std::ostringstream unanswered;
     for (const ProtocolChecker* checker : s.checkers)
@@ -179,6 +186,7 @@ int Simulation::finish() {
         m_failure = verdict->text;
         return 3;
     }
+    if (m_partial) return 0;  // unfinished by request: no stall to report
     std::ostringstream stall;
     for (EidolonGpu* gpu : s.gpus)
         for (const std::string& line : gpu->unfinished_report()) stall << "\n  " << line;

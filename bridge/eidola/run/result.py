@@ -39,7 +39,7 @@ class Result:
     """What one simulation produced."""
 
     name: str                     #: the simulation's name (the platform's)
-    kernel_time_ns: float         #: when the last workgroup finished
+    kernel_time_ns: float         #: when the last workgroup finished (where it stopped, for a partial run)
     gpus: np.ndarray              #: a row per GPU (see run.tables)
     workgroups: np.ndarray        #: a row per (gpu, wg) (see run.tables)
     links: np.ndarray             #: a row per fabric link (see run.tables); utilization is busy / (lanes x kernel time)
@@ -61,7 +61,8 @@ class Result:
         tables = raw["tables"]
         gpus = structured("gpus", tables["gpus"])
         links = structured("links", tables["links"])
-        kernel = float(gpus["finish_ns"].max()) if len(gpus) else 0.0
+        # A run stopped at limits.sim_time has unfinished workgroups: its kernel time is where it stopped.
+        kernel = raw["end_ps"] / 1000.0 if raw.get("partial") else float(gpus["finish_ns"].max()) if len(gpus) else 0.0
         if kernel > 0:
             links["utilization"] = links["busy_ns"] / (np.maximum(links["lanes"], 1) * kernel)
         ops = None
@@ -143,6 +144,11 @@ class Result:
         if collective not in BUS_FACTOR:
             raise ValueError(f"collective {collective!r} is not one of {', '.join(BUS_FACTOR)}")
         return self.algbw_gbs(nbytes) * BUS_FACTOR[collective](len(self.gpus) if gpus is None else gpus)
+
+    @property
+    def partial(self) -> bool:
+        """Whether the run stopped at the platform's limits.sim_time before every workgroup finished."""
+        return bool(self.meta.get("partial"))
 
     @property
     def critical_gpu(self) -> int:

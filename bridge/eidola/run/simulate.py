@@ -48,6 +48,7 @@ class NativeRun:
     encoded: EncodedProfile   #: the profile as the models replay it
     trace: bool               #: record every op's begin and end
     plugins: dict[str, PluginBuild] = field(default_factory=dict)  #: component -> its compiled plugin
+    sim_time_s: float = 0.0   #: stop at this simulated time, with partial results (0: run to the end)
 
     @property
     def compile_s(self) -> float:
@@ -62,7 +63,7 @@ def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False
     windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
     plugins = {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}")
                for c in plan.components if c.spec.plugin is not None}
-    return NativeRun(plan, encoded, trace, plugins)
+    return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)))
 
 
 def check(platform: Platform, profile: Profile) -> None:
@@ -97,7 +98,8 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     wall = time.perf_counter() - start
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
-    meta = {"gpus": len(run.plan.gpus), "fabric": run.plan.fabric_description(), "profile_ops": profile.ops_count(),
+    meta = {"partial": bool(raw.get("partial")), "gpus": len(run.plan.gpus), "fabric": run.plan.fabric_description(),
+            "profile_ops": profile.ops_count(),
             "profile_gpus_used": len(profile.used_gpus()),
             "compile_s": run.compile_s,
             "inserted": [f"{c.name} ({c.spec.name})" for c in run.plan.components if c.inserted],

@@ -54,6 +54,8 @@ def _warm(ns: Any) -> None:
     sim.set_address_map(0, 1, 0)
     sim.set_flags(["f"])
     sim.set_tracing(False)
+    sim.set_time_limit(0)
+    sim.partial()
     sim.load_programs(0, 0, 0, 0)
     table = sim.table("gpus")
     table.rows()
@@ -154,6 +156,7 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
     encoded = run.encoded
     sim.set_flags(list(encoded.flags))
     sim.set_tracing(run.trace)
+    sim.set_time_limit(round(run.sim_time_s * 1e12) if run.sim_time_s else 0)
     sim.load_programs(encoded.ops.ctypes.data, len(encoded.ops), encoded.programs.ctypes.data, len(encoded.programs))
     built = time.perf_counter()
     status = sim.run()
@@ -163,6 +166,7 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
     return {
         "timings": {"elaborate_s": built - clock, "simulate_s": ran - built, "tables_s": time.perf_counter() - ran},
         "status": int(status),
+        "partial": bool(sim.partial()),
         "failure": str(sim.failure()),
         "failure_kind": str(sim.failure_kind()),
         "end_ps": int(sim.end_ps()),

@@ -46,6 +46,10 @@ public:
 
     /// Records every op's begin and end (the "ops" table); off by default, it costs memory per op.
     void set_tracing(bool on) { m_tracing = on; }
+    /// Stops the run cleanly at this simulated time (picoseconds; 0: run to the end).
+    void set_time_limit(std::uint64_t ps) { m_time_limit_ps = ps; }
+    /// Whether run() stopped at the time limit with work left: the tables are a partial result.
+    bool partial() const { return m_partial; }
 
     /// Elaborates and simulates to the end. Returns 0 when every workgroup finished, 3 otherwise.
     int run();
@@ -69,6 +73,8 @@ private:
     std::string m_failure, m_failure_kind;
     std::uint64_t m_end_ps = 0;
     bool m_tracing = false;
+    std::uint64_t m_time_limit_ps = 0;
+    bool m_partial = false;
 };
 
 }  // namespace eidola
