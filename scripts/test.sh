@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 # Lint and types first: they take seconds and catch what tests would only hit by chance.
 .venv/bin/ruff check bridge tests bench experiments examples
 .venv/bin/mypy
+# The documentation site, strict: a dead link, a missing page or a docstring griffe cannot read
+# fails here. It needs no network (mkdocs.yml: no web fonts); NO_MKDOCS_2_WARNING quiets a banner.
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -d build/site
 cmake -S . -B build/cpp -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp
 SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --test-dir build/cpp --output-on-failure

@@ -8,7 +8,8 @@ import pytest
 
 import eidola
 from eidola.generators import gemv_allreduce, neighbor_exchange
-from eidola.report.plots import heatmap_matrix, load_run, plot_run
+from eidola.profile import ProfileBuilder
+from eidola.report.plots import heatmap_figure, heatmap_matrix, link_time_figure, load_run, plot_run, timeline_figure
 from eidola.report.trace import build_trace, write_trace
 
 
@@ -76,6 +77,90 @@ def test_tables_and_figures_from_a_saved_run(traced, tmp_path):
         assert {f"{stem}.png", f"{stem}.svg"} <= written
     syncmon = np.genfromtxt(tmp_path / "syncmon.csv", delimiter=",", names=True)
     assert list(syncmon["wakeups"]) == list(traced.gpus["syncmon_wakeups"])
+
+
+def _blocking_write_then_signal(gpus: int, workgroups: int):
+    """Every workgroup writes 4 KiB to the next GPU and waits for the acknowledgements (blocking), posts
+    4 KiB more, then signals it: the signal is a release, so it waits for the posted write's
+    acknowledgements. A write span and a signal span on every row, both of nonzero length."""
+    b = ProfileBuilder(gpus=gpus, workgroups=workgroups, name="write-signal")
+    b.flag("ready")
+    b.buffer("data", nbytes=2 * 4096 * workgroups)
+    for g in range(gpus):
+        for w in range(workgroups):
+            peer = (g + 1) % gpus
+            b.program(gpu=g, wg=w).compute(ns=100).write(dst=peer, buffer="data", offset=4096 * w, nbytes=4096,
+                                                         blocking=True) \
+                .write(dst=peer, buffer="data", offset=4096 * (workgroups + w), nbytes=4096) \
+                .signal(dst=peer, flag="ready").wait(flag="ready", cond=">=", value=workgroups)
+    return b.build()
+
+
+@pytest.fixture(scope="module")
+def write_signal_run(request):
+    root = request.config.rootpath
+    plat = eidola.load_platform(root / "platforms" / "gemv-allreduce-4gpu.yaml", {"gpus.count": 2, "gpus.workgroups": 5})
+    return eidola.simulate(plat, _blocking_write_then_signal(gpus=2, workgroups=5), trace=True)
+
+
+def test_timeline_tells_writes_from_signals_and_says_it_samples(write_signal_run):
+    fig = timeline_figure(write_signal_run, max_workgroups=2)
+    ax = fig.axes[0]
+    # 5 workgroups, 2 drawn: every ceil(5/2) = 3rd, so 0 and 3 of each GPU.
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["GPU 0 wg 0", "GPU 0 wg 3", "GPU 1 wg 0", "GPU 1 wg 3"]
+    assert "2 of 5 workgroups per GPU shown" in fig._suptitle.get_text()
+    bars: dict[str, list] = {}
+    for patch in ax.patches:
+        bars.setdefault(patch.get_gid(), []).append(patch)
+    assert len(bars["signal"]) == 4                           # one per row drawn
+    # The blocking write of each row lasts; a posted one only while it waits for max_outstanding.
+    assert 4 <= len(bars["write"]) <= 8
+    look = {k: {(tuple(p.get_facecolor()), p.get_hatch()) for p in v} for k, v in bars.items()}
+    assert all(len(v) == 1 for v in look.values())            # a kind looks the same everywhere
+    assert look["write"] != look["signal"] and look["write"] != look["compute"] and look["signal"] != look["wait"]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["compute / local", "write", "signal (release)", "wait"]   # the kinds drawn, no others
+    # Every workgroup drawn: no sampling note.
+    full = timeline_figure(write_signal_run, max_workgroups=5)
+    assert len(full.axes[0].get_yticklabels()) == 10 and "shown" not in full._suptitle.get_text()
+
+
+def test_heatmap_marks_a_node_to_itself_as_not_applicable(traced):
+    fig = heatmap_figure(traced)
+    ax = fig.axes[0]
+    image = ax.get_images()[0].get_array()
+    # 8 GPUs, fully connected: 56 links, and the 8 diagonal cells are not links at all.
+    assert image.shape == (8, 8)
+    assert np.array_equal(np.ma.getmaskarray(image), np.eye(8, dtype=bool))
+    assert all(image[r["src"], r["dst"]] == pytest.approx(r["utilization"]) for r in traced.links)
+    marks = [p for p in ax.patches if p.get_gid() == "not_applicable"]
+    assert sorted(p.get_xy() for p in marks) == [(i - 0.5, i - 0.5) for i in range(8)]
+    assert all(p.get_hatch() for p in marks)
+    assert "n/a" in ax.get_legend().get_texts()[0].get_text()
+
+
+def test_link_time_legend_names_every_line_drawn(repo):
+    plat = eidola.load_platform(repo / "platforms" / "mi300x-8gpu.yaml", {"fabric.stats.bin": "500ns"})
+    res = eidola.simulate(plat, gemv_allreduce(gpus=8, workgroups=2, vector_bytes=8 * 2 * 1024, mode="syncmon"))
+    assert len(res.links) == 56                              # 8 x 7 point-to-point links
+    fig = link_time_figure(res, lines=6)
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == labels
+    assert len(labels) == 7 and labels[-1] == "mean of the other 50 links"
+    assert "6 busiest of 56 links" in ax.get_title()
+    # The summary line is the mean utilisation of the 50 links not drawn, bin by bin (500 ns bins, 1 lane).
+    drawn = {tuple(int(v) for v in label.removeprefix("link ").split("→")) for label in labels[:-1]}
+    rest = [i for i, r in enumerate(res.links) if (int(r["src"]), int(r["dst"])) not in drawn]
+    assert len(rest) == 50
+    expected = np.zeros(int(res.link_bins["bin"].max()) + 1)
+    for r in res.link_bins:
+        if int(r["link"]) in rest:
+            expected[int(r["bin"])] += r["busy_ns"] / (500.0 * int(res.links["lanes"][int(r["link"])])) / 50
+    assert np.allclose(ax.get_lines()[-1].get_ydata(), expected) and expected.max() > 0
+    # Room for every link: each one named, no summary.
+    everything = link_time_figure(res, lines=56).axes[0]
+    assert len(everything.get_legend().get_texts()) == 56 and "all 56 links" in everything.get_title()
 
 
 def test_dataframes_when_pandas_is_installed(traced):

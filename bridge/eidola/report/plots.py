@@ -2,12 +2,14 @@
 
 - timeline.*: per GPU, its workgroups' compute, communication and wait spans, and flag arrivals
   (the Eidola paper's Fig. 1/2/8 form);
-- link_heatmap.*: link utilisation, source x destination;
-- link_time.*: utilisation over time of the busiest links (packet fabric);
+- link_heatmap.*: link utilisation, source x destination (a node to itself is marked "n/a");
+- link_time.*: utilisation over time of the busiest links, and the mean of the others (packet fabric);
 - reads.*: read requests per GPU by kind, flag (polling) vs other (the paper's Fig. 9 form);
 - latency.*: the latency of transfer ops (write, read, signal).
 
 `plot_run` takes a Result or a directory written by Result.save (``eidola plot DIR``).
+`timeline_figure`, `heatmap_figure` and `link_time_figure` return the matplotlib figures
+themselves, for notebooks and for tests that check what is drawn.
 """
 
 from __future__ import annotations
@@ -19,13 +21,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["plot_run", "load_run", "heatmap_matrix", "heatmap_field"]
+__all__ = ["plot_run", "load_run", "heatmap_matrix", "heatmap_field", "timeline_figure", "timeline_rows",
+           "heatmap_figure", "link_time_figure", "TIMELINE_STYLE", "LINK_TIME_LINES"]
 
-_STYLE: dict[str, dict[str, str | None]] = {  # grayscale: fill and hatch tell the kinds apart
-    "compute": {"color": "0.25", "hatch": None, "label": "compute"},
-    "comm": {"color": "0.75", "hatch": "///", "label": "write / read / signal"},
+#: The timeline's look per span kind. Grayscale first: fill and hatch tell every kind apart, so a
+#: write (data) and a signal (the release that publishes it) never look the same in print.
+TIMELINE_STYLE: dict[str, dict[str, str | None]] = {
+    "compute": {"color": "0.25", "hatch": None, "label": "compute / local"},
+    "write": {"color": "0.75", "hatch": "///", "label": "write"},
+    "read": {"color": "0.9", "hatch": "\\\\\\", "label": "read"},
+    "signal": {"color": "0.5", "hatch": "xxx", "label": "signal (release)"},
+    "fence": {"color": "white", "hatch": "|||", "label": "fence"},
     "wait": {"color": "white", "hatch": "...", "label": "wait"},
 }
+LINK_TIME_LINES = 6  #: links drawn one by one in link_time; the others are summarised as one mean line
+_NOT_APPLICABLE = "0.8"  # the heatmap's "no such link" cells: mid grey under a cross hatch, off the colour scale
 
 
 def load_run(directory: str | Path) -> SimpleNamespace:
@@ -44,7 +54,18 @@ def load_run(directory: str | Path) -> SimpleNamespace:
                            links=table("links"), link_bins=table("link_bins"), ops=table("ops"))
 
 
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display is needed or wanted
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _tables(run: Any) -> SimpleNamespace:
+    if isinstance(run, SimpleNamespace):  # already tables (load_run's result)
+        return run
     if isinstance(run, (str, Path)):
         return load_run(run)
     return SimpleNamespace(name=run.name, kernel_time_ns=run.kernel_time_ns, gpus=run.gpus, links=run.links,
@@ -80,11 +101,7 @@ def _save(fig: Any, out: Path, stem: str) -> list[Path]:
 
 def plot_run(run: Any, out_dir: str | Path, max_workgroups: int = 2) -> list[Path]:
     """Draws every figure the run has data for into `out_dir`; returns the files written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     t = _tables(run)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,24 +119,51 @@ def plot_run(run: Any, out_dir: str | Path, max_workgroups: int = 2) -> list[Pat
     return written
 
 
-def _timeline(plt: Any, t: SimpleNamespace, out: Path, max_workgroups: int) -> list[Path]:
-    ops = t.ops
-    gpus = sorted(set(int(g) for g in ops["gpu"]))
-    rows = []
-    for g in gpus:
+def _span_kind(kind: str) -> str:
+    return "compute" if kind in ("compute", "local") else kind if kind in TIMELINE_STYLE else "write"
+
+
+def timeline_rows(ops: Any, max_workgroups: int = 2) -> tuple[list[tuple[int, int]], str]:
+    """The (gpu, wg) rows the timeline draws, and its sampling note ("" when every workgroup is drawn).
+
+    At most `max_workgroups` per GPU, evenly spaced over the GPU's workgroups (first included).
+    The note counts workgroups that ran at least one op: "2 of 304 workgroups per GPU shown".
+    """
+    rows: list[tuple[int, int]] = []
+    counts: set[tuple[int, int]] = set()  # (shown, total) per GPU
+    for g in sorted(set(int(x) for x in ops["gpu"])):
         wgs = sorted(set(int(w) for w in ops["wg"][ops["gpu"] == g]))
         step = max(1, -(-len(wgs) // max_workgroups))
-        rows += [(g, w) for w in wgs[::step][:max_workgroups]]
+        picked = [(g, w) for w in wgs[::step][:max_workgroups]]
+        rows += picked
+        counts.add((len(picked), len(wgs)))
+    if all(shown == total for shown, total in counts):
+        return rows, ""
+    if len(counts) == 1:
+        n, total = next(iter(counts))
+        return rows, f"{n} of {total} workgroups per GPU shown"
+    # GPUs with different workgroup counts: one figure for the whole run rather than a list.
+    return rows, f"{len(rows)} of {sum(total for _, total in counts)} workgroups shown (at most {max_workgroups} per GPU)"
+
+
+def timeline_figure(run: Any, max_workgroups: int = 2) -> Any:
+    """The workgroup timeline of a traced run (a Result or a saved run's directory), as a matplotlib Figure."""
+    plt = _pyplot()
+    t = _tables(run)
+    ops = t.ops
+    rows, note = timeline_rows(ops, max_workgroups)
     fig, ax = plt.subplots(figsize=(9, 0.3 * len(rows) + 1.8), dpi=120)
     y_of = {row: i for i, row in enumerate(rows)}
+    drawn: set[str] = set()
     for r in ops:
         key = (int(r["gpu"]), int(r["wg"]))
         if key not in y_of or r["end_ns"] <= r["begin_ns"]:
             continue
-        kind = "compute" if r["kind"] in ("compute", "local") else "wait" if r["kind"] == "wait" else "comm"
-        style = _STYLE[kind]
+        kind = _span_kind(str(r["kind"]))
+        style = TIMELINE_STYLE[kind]
+        drawn.add(kind)
         ax.barh(y_of[key], (r["end_ns"] - r["begin_ns"]) / 1000, left=r["begin_ns"] / 1000, height=0.7,
-                color=style["color"], hatch=style["hatch"], edgecolor="black", linewidth=0.4)
+                color=style["color"], hatch=style["hatch"], edgecolor="black", linewidth=0.4, gid=kind)
         if kind == "wait":
             ax.plot(r["end_ns"] / 1000, y_of[key], marker="v", color="black", markersize=4)
     ax.set_yticks(range(len(rows)))
@@ -128,18 +172,44 @@ def _timeline(plt: Any, t: SimpleNamespace, out: Path, max_workgroups: int) -> l
     ax.set_xlabel("simulated time (µs)")
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(facecolor=s["color"], hatch=s["hatch"], edgecolor="black", label=s["label"])
-                       for s in _STYLE.values()], loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, fontsize=8,
-              frameon=False)
-    fig.suptitle(f"{t.name}: workgroup timeline (▼ flag arrival ends a wait)", fontsize=11)
+    # Only the kinds drawn: a legend entry for a kind that is not in the figure would be a question.
+    handles = [Patch(facecolor=s["color"], hatch=s["hatch"], edgecolor="black", label=s["label"])
+               for k, s in TIMELINE_STYLE.items() if k in drawn]
+    if handles:
+        ax.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(handles), 6),
+                  fontsize=8, frameon=False)
+    title = f"{t.name}: workgroup timeline (▼ flag arrival ends a wait)"
+    fig.suptitle(f"{title}\n{note}" if note else title, fontsize=11)
     fig.tight_layout()
-    return _save(fig, out, "timeline")
+    return fig
 
 
-def _heatmap(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
+def _timeline(plt: Any, t: SimpleNamespace, out: Path, max_workgroups: int) -> list[Path]:
+    return _save(timeline_figure(t, max_workgroups), out, "timeline")
+
+
+def heatmap_figure(run: Any) -> Any:
+    """The link heatmap (a Result or a saved run's directory), as a matplotlib Figure.
+
+    A diagonal cell with no link (a node to itself) is masked out of the colour scale and drawn
+    hatched grey, labelled "n/a": otherwise it would read as an idle link.
+    """
+    plt = _pyplot()
+    from matplotlib.patches import Patch, Rectangle
+
+    t = _tables(run)
     nodes, m = heatmap_matrix(t.links)
+    has_link = np.zeros(m.shape, dtype=bool)
+    index = {n: i for i, n in enumerate(nodes)}
+    for r in t.links:
+        has_link[index[int(r["src"])], index[int(r["dst"])]] = True
+    self_cells = np.eye(len(nodes), dtype=bool) & ~has_link
     fig, ax = plt.subplots(figsize=(5.5, 4.6), dpi=120)
-    image = ax.imshow(m, cmap="Greys", vmin=0, vmax=max(1e-9, m.max()))
+    cmap = plt.get_cmap("Greys").with_extremes(bad=_NOT_APPLICABLE)
+    image = ax.imshow(np.ma.masked_array(m, mask=self_cells), cmap=cmap, vmin=0, vmax=max(1e-9, m.max()))
+    for i in np.flatnonzero(self_cells.diagonal()):
+        ax.add_patch(Rectangle((i - 0.5, i - 0.5), 1, 1, facecolor=_NOT_APPLICABLE, hatch="xx", edgecolor="0.5",
+                               linewidth=0, gid="not_applicable"))
     labels = [str(n) for n in nodes]
     step = max(1, len(nodes) // 16)
     ax.set_xticks(range(0, len(nodes), step))
@@ -148,37 +218,71 @@ def _heatmap(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
     ax.set_yticklabels(labels[::step], fontsize=7)
     ax.set_xlabel("destination node")
     ax.set_ylabel("source node")
+    if self_cells.any():
+        ax.legend(handles=[Patch(facecolor=_NOT_APPLICABLE, hatch="xx", edgecolor="0.5",
+                                 label="n/a: a node to itself (no link)")],
+                  loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=7, frameon=False)
     field = heatmap_field(t.links)
-    ax.set_title(f"{t.name}: link {'utilisation' if field == 'utilization' else 'traffic'}")
+    ax.set_title(f"{t.name}: link {'utilisation' if field == 'utilization' else 'traffic'}",
+                 pad=18 if self_cells.any() else 6)
     fig.colorbar(image, ax=ax, label="utilisation (busy / kernel time)" if field == "utilization"
                  else "payload bytes (the ideal fabric has no link timing)")
     fig.tight_layout()
-    return _save(fig, out, "link_heatmap")
+    return fig
 
 
-def _link_time(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
+def _heatmap(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
+    return _save(heatmap_figure(t), out, "link_heatmap")
+
+
+def link_time_figure(run: Any, lines: int = LINK_TIME_LINES) -> Any:
+    """Utilisation over time (a Result or a saved run's directory), as a matplotlib Figure.
+
+    The `lines` busiest links (by busy time; ties in link order) get a line each, and every other
+    link is summarised by one more line, their mean. The legend names every line drawn, so no link
+    is left out silently: links tied with the last one drawn (seven equal links from one GPU, say)
+    are counted in the summary line.
+    """
+    plt = _pyplot()
+    t = _tables(run)
     bins = t.link_bins
     nonzero = bins["bin"] > 0
     width = float(np.median(bins["start_ns"][nonzero] / bins["bin"][nonzero])) if nonzero.any() else 1000.0
-    busiest = np.argsort(-t.links["busy_ns"])[:6]
-    fig, ax = plt.subplots(figsize=(7, 3.8), dpi=120)
-    styles = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
+    order = np.argsort(-t.links["busy_ns"], kind="stable")
+    busiest, others = order[:lines], order[lines:]
     last = int(bins["bin"].max()) + 1
+    lanes = (np.maximum(1, t.links["lanes"].astype(int)) if "lanes" in t.links.dtype.names
+             else np.ones(len(t.links), dtype=int))
+    util = np.zeros((len(t.links), last))  # bins with no traffic are not stored: they are zero
+    np.add.at(util, (bins["link"].astype(int), bins["bin"].astype(int)), bins["busy_ns"])
+    util /= width * lanes[:, None]
+    entries = len(busiest) + (1 if len(others) else 0)
+    columns = -(-entries // 10)  # a long legend goes beside the axes, in columns of ten
+    fig, ax = plt.subplots(figsize=(7 + (1.5 * columns if entries > 7 else 0), 3.8), dpi=120)
+    styles = ["-", "--", ":", "-.", (0, (5, 1)), (0, (1, 1))]
+    x = np.arange(last) * width / 1000
     for k, link in enumerate(busiest):
-        sel = bins[bins["link"] == link]
-        lanes = max(1, int(t.links["lanes"][link])) if "lanes" in t.links.dtype.names else 1
-        busy = np.zeros(last)  # bins with no traffic are not stored: they are zero
-        busy[sel["bin"].astype(int)] = sel["busy_ns"]
-        ax.step(np.arange(last) * width / 1000, busy / (width * lanes), where="post", linestyle=styles[k % len(styles)],
-                color=str(0.1 + 0.12 * k), label=f"link {t.links['src'][link]}→{t.links['dst'][link]}")
+        ax.step(x, util[link], where="post", linestyle=styles[k % len(styles)], color=str(0.1 + 0.12 * (k % 6)),
+                label=f"link {t.links['src'][link]}→{t.links['dst'][link]}")
+    if len(others):
+        ax.step(x, util[others].mean(axis=0), where="post", color="0.55", linewidth=2.5, alpha=0.6,
+                label=f"mean of the other {len(others)} links")
     ax.set_xlabel("simulated time (µs)")
     ax.set_ylabel(f"utilisation per {width / 1000:g} µs bin")
     ax.set_ylim(0, 1.05)
-    ax.set_title(f"{t.name}: utilisation over time, busiest links")
+    shown = f"the {len(busiest)} busiest of {len(t.links)} links" if len(others) else f"all {len(t.links)} links"
+    ax.set_title(f"{t.name}: utilisation over time, {shown}", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    if entries > 7:
+        ax.legend(fontsize=7, ncol=columns, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, out, "link_time")
+    return fig
+
+
+def _link_time(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:
+    return _save(link_time_figure(t), out, "link_time")
 
 
 def _reads(plt: Any, t: SimpleNamespace, out: Path) -> list[Path]:

@@ -135,7 +135,7 @@ class Result:
         return nbytes / self.kernel_time_ns  # bytes per ns are GB/s
 
     def busbw_gbs(self, nbytes: int, collective: str, gpus: int | None = None) -> float:
-        """Bus bandwidth: algbw x BUS_FACTOR[collective](P), P the GPUs taking part (default: all).
+        """Bus bandwidth: `algbw x BUS_FACTOR[collective](P)`, P the GPUs taking part (default: all).
 
         all_reduce 2(P-1)/P; all_gather, reduce_scatter and all_to_all (P-1)/P; broadcast and send 1.
         S is per-rank input for all_reduce, reduce_scatter and all_to_all, the gathered total for
