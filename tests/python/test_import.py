@@ -7,6 +7,7 @@ NCCL traces in ../shared/data/kineto/.
 """
 
 import gzip
+import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -17,7 +18,18 @@ from eidola.workload.importers.kineto import import_kineto
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
-SHARED = ROOT.parent / "shared" / "data" / "kineto"
+
+
+def _shared_kineto() -> Path:
+    """The shared NCCL traces: ../shared/data next to the checkout, else this machine's /work/shared/data
+    (a clean checkout elsewhere, as CI's may be), else $EIDOLA_SHARED_DATA."""
+    for base in (os.environ.get("EIDOLA_SHARED_DATA"), ROOT.parent / "shared" / "data", "/work/shared/data"):
+        if base and (Path(base) / "kineto" / "nccl_data.json.gz").is_file():
+            return Path(base) / "kineto"
+    return ROOT.parent / "shared" / "data" / "kineto"  # absent: the tests using it fail naming this path
+
+
+SHARED = _shared_kineto()
 
 
 def _gloo(P):
