@@ -229,3 +229,41 @@ def test_equal_cost_spreading_uses_both_spines(repo, spread, spines_used):
     up = res.links[(res.links["src"] == 16) & (res.links["dst"] >= 18)]
     assert int((up["packets"] > 0).sum()) == spines_used
     assert int(up["packets"].sum()) == 8192 // 256
+
+
+# hierarchical-16gpu, as shipped: NIC 50 GB/s and 1 us; leaf-spine 400 GB/s and 1 us; switches
+# 100 ns; header 85 B, acknowledgement 16 B; memory 300 ns.
+NIC_B, NIC_LAT, NET_LAT, HSW, HDR, HACK = 50e9, 1000.0, 1000.0, 100.0, 85, 16
+
+
+@pytest.mark.parametrize("vcs, within", [(8, 0.15), (1, None)])
+def test_hierarchical_direct_allreduce_is_link_bound_with_per_output_virtual_channels(repo, vcs, within):
+    # 16 GPUs, 4 MiB direct all-reduce, 32 workgroups. GPU g's NIC uplink is the busiest link: it
+    # carries g's data to its 8 peers in the other node in both phases (2 x 8 x S/16 bytes in
+    # 256-byte packets), g's signals to them (32 workgroups x 8 peers x 2 phases, 8 bytes each),
+    # and the acknowledgements of everything those 8 peers send g (the same counts, 16 B each).
+    S, P, wgs, remote = 4 << 20, 16, 32, 8
+    packets = 2 * remote * S // P // 256
+    signals = wgs * remote * 2
+    wire = packets * (256 + HDR) + signals * (8 + HDR) + (packets + signals) * HACK
+    busy_ns = wire / NIC_B * 1e9
+    # The NIC idles while each phase's last packet, its acknowledgement and then the signal (a
+    # release) cross 4 hops each (NIC, spine link, spine link, NIC: lat + router latency each),
+    # with a memory access after the data and after the signal; the program then ends when the
+    # last signal is acknowledged (4 more hops).
+    path = 2 * (NIC_LAT + HSW) + 2 * (NET_LAT + HSW)
+    latency_ns = 2 * (3 * path + 2 * M) + path
+    bound_ns = busy_ns + latency_ns
+    plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
+                                {"gpus.workgroups": wgs, "fabric.switch.vcs": vcs})
+    res = eidola.simulate(plat, direct_allreduce(gpus=P, nbytes=S, workgroups=wgs, mode="syncmon"))
+    # Nodes: GPUs 0-15, then leaves 16 and 17: GPU 0's NIC uplink is 0 -> 16, and no link is busier.
+    uplink = res.links[(res.links["src"] == 0) & (res.links["dst"] == 16)][0]
+    assert uplink["wire_bytes"] == wire
+    assert res.links["busy_ns"].max() == pytest.approx(busy_ns, rel=1e-6)
+    if within is not None:
+        assert bound_ns <= res.kernel_time_ns <= (1 + within) * bound_ns
+    else:
+        # One channel per class: the spine -> leaf inputs are FIFOs towards 8 NICs, and head-of-line
+        # blocking holds the all-reduce far from the bound (the NICs near half their rate).
+        assert res.kernel_time_ns > 1.5 * bound_ns
