@@ -267,3 +267,84 @@ def test_hierarchical_direct_allreduce_is_link_bound_with_per_output_virtual_cha
         # One channel per class: the spine -> leaf inputs are FIFOs towards 8 NICs, and head-of-line
         # blocking holds the all-reduce far from the bound (the NICs near half their rate).
         assert res.kernel_time_ns > 1.5 * bound_ns
+
+
+def _saturating_uniform(gpus, writes, seed=1):
+    """Every GPU writes `writes` 256-byte packets, each to a peer drawn uniformly (never itself),
+    all posted at once: its port always has a packet waiting (a saturating source)."""
+    import random
+    rng = random.Random(seed)
+    b = ProfileBuilder(gpus=gpus, workgroups=1, name="uniform")
+    b.buffer("data", nbytes=4096)
+    for g in range(gpus):
+        p = b.program(gpu=g, wg=0)
+        for _ in range(writes):
+            d = rng.randrange(gpus - 1)
+            p.write(dst=d + (d >= g), buffer="data", offset=0, nbytes=256)
+    return b.build()
+
+
+def _switch_platform(write_platform, gpus, switch):
+    # No header, so a write is exactly 16 flits and its acknowledgement takes no time on the wire:
+    # the links carry only the measured traffic. Short wires and routers keep the start-up short.
+    return eidola.load_platform(write_platform(f"""
+        eidola: 1
+        name: single-switch
+        gpus: {{count: {gpus}, workgroups: 1, max_outstanding: 100000, max_payload: 256B,
+               memory: {{latency: 10ns, bandwidth: 1000TB/s}}}}
+        fabric:
+          model: packet
+          topology: switch
+          link: {{bandwidth: 64GB/s, latency: 1ns, header: 0B}}
+          switch: {switch}
+        """))
+
+
+@pytest.mark.parametrize("vcs, expected, tol", [(1, 0.600, 0.03), (16, 1.0, 0.07)])
+def test_single_switch_head_of_line_saturation(write_platform, vcs, expected, tol):
+    # A 16 x 16 switch under saturating uniform traffic. With one virtual channel each input is a
+    # FIFO, and a head packet whose output is taken blocks the packets behind it: throughput per
+    # output tends to 2 - sqrt(2) = 0.586 as N grows and is 0.600 at N = 16 (Karol, Hluchyj and
+    # Morgan, 1987, table I). With 16 channels allocated by next output, each input holds a queue
+    # per output (virtual output queueing): no blocking, and throughput approaches the link.
+    n, writes = 16, 1500
+    plat = _switch_platform(write_platform, n, f"{{latency: 1ns, buffer: 8, vcs: {vcs}}}")
+    res = eidola.simulate(plat, _saturating_uniform(n, writes))
+    accepted = writes * 256 / (res.kernel_time_ns * 1e-9) / B      # per GPU, as a fraction of the link
+    assert accepted == pytest.approx(expected, abs=tol)
+
+
+@pytest.mark.parametrize("buffer", [8, "2176B"])
+def test_credit_limited_throughput_is_buffer_over_round_trip(write_platform, buffer):
+    # GPU 0 streams 1 MiB to GPU 1 over one link with 8 packets of buffer (or 2176 bytes = 136
+    # flits = 8 writes of 17 flits). A packet's credits come back when its tail has left the
+    # buffer (it enters GPU 1 whole, ser + lat + sw after it started) plus the wire back (lat):
+    # a credit round trip of ser + 2 lat + sw = 254.25 ns. Eight packets per round trip is 13% of
+    # the link, so the link is credit-bound at 8 x 256 B / 254.25 ns = 8.06 GB/s of data.
+    nbytes = 1 << 20
+    plat = _platform(write_platform, 2, "fully_connected", workgroups=1)
+    plat = eidola.load_platform(plat.source, overrides={"fabric.switch.buffer": buffer,
+                                                         "gpus.memory.bandwidth": "1000TB/s"})
+    res = eidola.simulate(plat, _one_write(0, 1, 2, nbytes=nbytes))
+    round_trip = ser_ns(256) + 2 * LAT + SW
+    assert nbytes / (res.kernel_time_ns * 1e-9) == pytest.approx(8 * 256 / round_trip * 1e9, rel=0.01)
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("fabric.switch.buffer", 0, "positive number of packets"),
+    ("fabric.switch.buffer", "64", "bare integer (packets) or a size"),
+    ("fabric.switch.vcs", 0, "out of range"),
+    ("fabric.switch.flow_control", "virtual_cut_through", "cut_through"),
+])
+def test_bad_router_settings_name_the_key(repo, key, value, says):
+    with pytest.raises(eidola.ConfigError, match=key.replace(".", r"\.")) as err:
+        eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml", {key: value})
+    assert says in str(err.value)
+
+
+def test_cut_through_refuses_a_buffer_smaller_than_a_packet(write_platform):
+    # 32 bytes is 2 flits; a 256-byte write with its 16-byte header is 17: it could never move.
+    plat = _platform(write_platform, 2, "fully_connected", workgroups=1)
+    plat = eidola.load_platform(plat.source, overrides={"fabric.switch.buffer": "32B"})
+    with pytest.raises(eidola.SimulationError, match="fabric.switch.buffer holds 2 flits but a packet needs 17"):
+        eidola.simulate(plat, _one_write(0, 1, 2))
