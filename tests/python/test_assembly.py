@@ -59,7 +59,7 @@ def test_describe_python_and_cpp_list_the_same_parameters(repo, cli, model, sour
     cpp = _cpp_declared(repo, source, model)
     library = [p.name for p in catalog.model(model).params]
     python = [p.name for p in getattr(models, model).params_spec.params]
-    described = re.findall(r"^  ([\w.]+) +(?:time|frequency|bandwidth|size|int|float|bool|choice|ints|edges) ",
+    described = re.findall(r"^  ([\w.]+) +(?:time|frequency|bandwidth|size|int|float|bool|choice|ints|edges|buffer) ",
                            cli("describe", model).stdout, re.M)
     assert cpp == library == python == described
     # Defaults agree too: the class docstring and describe print the same default text.

@@ -1,4 +1,4 @@
-#include "eidola/packet_fabric.h"
+#include "packet_fabric_parts.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,87 +6,16 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <map>
+
 #include "eidola/registry.h"
 
 namespace eidola {
 
 namespace {
-constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
-constexpr std::size_t kHistBuckets = 8 * 64 + 1;  // eighth-octave buckets of a wait in ps
-
 std::size_t bucket_of(double ps) { return ps < 1 ? 0 : std::min<std::size_t>(kHistBuckets - 1, 1 + std::size_t(8 * std::log2(ps))); }
 double bucket_value(std::size_t b) { return b == 0 ? 0 : std::exp2((double(b - 1) + 0.5) / 8); }
 }  // namespace
-
-/// A packet in the fabric: one TLM transaction's request or response.
-struct PacketFabric::Packet {
-    tlm::tlm_generic_payload* trans = nullptr;
-    std::uint32_t src_gpu = 0, dst_gpu = 0;  // where it came from and where it goes
-    std::uint32_t payload = 0;               // data bytes it carries
-    std::uint32_t out = 0;                   // chosen output at its current router
-    std::uint8_t cls = 0;                    // 0 request, 1 response
-    std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
-    std::uint8_t crossed = 0;                // it crossed the dateline in that dimension
-    bool ack = false;                        // a write's response
-    std::uint64_t ready_ps = 0;              // eligible for output arbitration at its current router
-    std::uint64_t injected_ps = 0;
-};
-
-/// One virtual channel of an input buffer: a ring of packet indices.
-struct PacketFabric::Queue {
-    std::vector<std::uint32_t> slots;
-    std::uint32_t head = 0, size = 0;
-    std::uint32_t reserved = 0;  // size + packets on the link towards it (the credits in use)
-    std::uint32_t front() const { return slots[head]; }
-    void push(std::uint32_t p) {
-        if (size == slots.size()) grow();
-        slots[(head + size++) % slots.size()] = p;
-    }
-    void grow() {  // only injection queues grow: link queues are bounded by their credits
-        std::vector<std::uint32_t> bigger(std::max<std::size_t>(4, 2 * slots.size()));
-        for (std::uint32_t i = 0; i < size; ++i) bigger[i] = slots[(head + i) % slots.size()];
-        slots.swap(bigger);
-        head = 0;
-    }
-    std::uint32_t pop() {
-        if (size == 0) throw std::logic_error("packet fabric: pop from an empty queue");
-        std::uint32_t p = slots[head];
-        head = std::uint32_t((head + 1) % slots.size());
-        --size;
-        --reserved;
-        return p;
-    }
-};
-
-/// A router input: the injection port or the receiving end of a link. A link input has a queue per
-/// virtual channel (class x dateline); the injection port has one per class and output (virtual
-/// output queues), as a GPU's fabric interface steers each request straight to its port, so a
-/// busy link never holds up traffic for an idle one.
-struct PacketFabric::Input {
-    std::uint32_t node;
-    std::int64_t link;  // -1: injection from the node's GPU
-    std::vector<Queue> vcs;
-    std::uint32_t per_class;  // queues per traffic class
-    std::uint32_t occupancy = 0;
-    std::uint32_t class_held[2] = {0, 0};  // injection: packets held per class (the queues share the space)
-};
-
-/// A router output: ejection to the GPU (requests or responses), or the sending end of a link.
-struct PacketFabric::Output {
-    std::uint32_t node;
-    std::int64_t link;                                        // -1: request ejection, -2: response ejection
-    std::deque<std::pair<std::uint32_t, std::uint32_t>> requests;  // (input, vc) whose head wants this output
-    std::vector<std::uint64_t> lane_free;                     // links: when each lane is free
-    bool busy = false;                                        // ejection: awaiting the END phase
-    std::uint64_t arb_at = kNever;                            // pending arbitration time
-};
-
-/// Counters of one link.
-struct PacketFabric::LinkCounters {
-    LinkStats s;
-    double queue_sum = 0;
-    std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
-};
 
 TopologySpec PacketFabricParams::topology_spec() const {
     TopologySpec spec;
@@ -112,6 +41,12 @@ TopologySpec PacketFabricParams::topology_spec() const {
 
 namespace {
 
+PacketFabric::FlowControl flow_control_of(const std::string& name) {
+    if (name == "wormhole") return PacketFabric::FlowControl::Wormhole;
+    if (name == "store_and_forward") return PacketFabric::FlowControl::StoreAndForward;
+    return PacketFabric::FlowControl::CutThrough;
+}
+
 std::unique_ptr<Topology> build_topology(const PacketFabricParams& p, const char* owner) {
     try {
         return std::make_unique<Topology>(p.topology_spec());
@@ -129,19 +64,49 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_topology(build_topology(p, static_cast<const char*>(name))),
       m_switch_latency_ps(p.router.latency.get().value()),
-      m_depth(std::uint32_t(p.router.buffer.get())),
+      m_flow(flow_control_of(p.router.flow_control.get())),
+      m_flit(std::uint32_t(p.link.flit.get())),
+      m_credit_bytes(p.router.buffer.in_bytes()),
+      m_capacity(0),
+      m_inject_depth(0),
       m_ack_bytes(std::uint32_t(p.link.ack.get())),
       m_spread(p.spread.get()),
+      m_inject_fifo(p.router.injection.get() == "fifo"),
+      m_eject_link(p.router.ejection.get() == "link"),
+      m_eject_bytes_per_s(p.link.bandwidth.get()),
+      m_eject_header(std::uint32_t(p.link.header.get())),
       m_bin_ps(p.stats_bin.get().value()),
       m_watchdog_ps(p.watchdog.get().value()),
-      m_vcs_per_class(m_topology->needs_dateline() ? 2 : 1),
+      m_dateline(m_topology->needs_dateline() ? 2 : 1),
+      m_vcs(std::uint32_t(p.router.vcs.get())),
+      m_vcs_per_class(m_dateline * m_vcs),
       m_actions(m_event) {
+    std::uint64_t amount;
+    try {
+        amount = p.router.buffer.amount();
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(static_cast<const char*>(name)) + ": " + e.what());
+    }
+    // A size counts flits (a 16-byte acknowledgement takes one flit, a 256-byte write seventeen);
+    // a bare number counts packets, whatever their size.
+    m_capacity = std::uint32_t(std::max<std::uint64_t>(1, m_credit_bytes ? amount / m_flit : amount));
+    m_inject_depth = m_capacity;
     const Topology& topo = *m_topology;
-    const std::uint32_t vcs = 2 * m_vcs_per_class;
     auto make_input = [&](std::uint32_t node, std::int64_t link) {
-        const std::uint32_t per_class = link < 0 ? 2 + std::uint32_t(topo.out_links(node).size()) : m_vcs_per_class;
-        Input in{node, link, std::vector<Queue>(link < 0 ? 2 * per_class : vcs), per_class, 0};
-        for (Queue& q : in.vcs) q.slots.assign(link < 0 ? 4 : m_depth, 0);
+        Input in{node, link, {}, 0};
+        if (link < 0) {
+            in.per_class = m_inject_fifo ? 1 : 2 + std::uint32_t(topo.out_links(node).size());
+            in.vcs.resize(2 * in.per_class);
+            for (Queue& q : in.vcs) q.slots.assign(4, 0);
+            in.speedup_one = m_inject_fifo;
+        } else {
+            const TopoLink& l = topo.links()[std::size_t(link)];
+            in.per_class = m_vcs_per_class;
+            in.vcs.resize(2 * in.per_class);
+            for (Queue& q : in.vcs) q.slots.assign(m_capacity, 0);
+            in.bytes_per_s = l.bytes_per_s;
+            in.credit_latency_ps = l.latency_ps;
+        }
         m_inputs.push_back(std::move(in));
     };
     m_link_input.assign(topo.links().size(), 0);
@@ -154,8 +119,8 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
             make_input(n, l);
         }
         m_node_first_output.push_back(std::uint32_t(m_outputs.size()));
-        m_outputs.push_back(Output{n, -1, {}, {}, false, kNever});
-        m_outputs.push_back(Output{n, -2, {}, {}, false, kNever});
+        m_outputs.push_back(Output{n, -1, {}, {0}, false, kNever});
+        m_outputs.push_back(Output{n, -2, {}, {0}, false, kNever});
         for (std::uint32_t l : topo.out_links(n)) {
             m_link_output[l] = std::uint32_t(m_outputs.size());
             m_outputs.push_back(Output{n, l, {}, std::vector<std::uint64_t>(topo.links()[l].lanes, 0), false, kNever});
@@ -229,21 +194,10 @@ void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_paylo
         t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         return;
     }
-    auto path_ps = [this](std::uint32_t from, std::uint32_t to, std::uint64_t bytes) {
-        std::uint64_t total = 0;
-        std::uint32_t node = from, n;
-        while (node != to) {
-            const TopoLink& l = m_topology->links()[m_topology->next(node, to, n)[0]];
-            total += std::uint64_t(std::llround(double(l.header + bytes) * 1e12 / l.bytes_per_s)) + l.latency_ps +
-                     m_switch_latency_ps;
-            node = l.dst;
-        }
-        return total;
-    };
     const std::uint64_t len = t.get_data_length();
-    delay += ps_to_time(path_ps(gpu, std::uint32_t(dst), t.is_write() ? len : 0));
+    delay += ps_to_time(zero_load_ps(gpu, std::uint32_t(dst), t.is_write() ? len : 0));
     initiators[std::uint32_t(dst)]->b_transport(t, delay);
-    delay += ps_to_time(path_ps(std::uint32_t(dst), gpu, t.is_read() ? len : 0));
+    delay += ps_to_time(zero_load_ps(std::uint32_t(dst), gpu, t.is_read() ? len : 0));
 }
 
 unsigned int PacketFabric::forward_debug(tlm::tlm_generic_payload& t) {
@@ -266,6 +220,7 @@ void PacketFabric::on_event() {
                     arbitrate(a.a);
                 }
                 break;
+            case ActionKind::Deliver: deliver(a.a, a.b); break;
             case ActionKind::EjectFree:
                 m_outputs[a.a].busy = false;
                 arbitrate(a.a);
@@ -282,13 +237,14 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     probe.cls = cls;
     if (cls == 0) probe.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
     else m_source.find(trans, probe.dst_gpu);
-    const std::uint32_t out = route(gpu, probe);
-    const std::uint32_t queue = cls * m_inputs[input].per_class + (out - m_node_first_output[gpu]);
     Input& in = m_inputs[input];
-    Queue& q = in.vcs[queue];
     // The virtual output queues share one buffer of depth x outputs: one slow port cannot stall the
-    // GPU's single request channel (END_REQ) while other ports have room.
-    if (in.class_held[cls] >= m_depth * in.per_class) return false;
+    // GPU's single request channel (END_REQ) while other ports have room. A fifo port holds depth
+    // packets per class.
+    if (in.class_held[cls] >= m_inject_depth * in.per_class) return false;
+    const std::uint32_t out = route(gpu, probe);
+    const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
+    Queue& q = in.vcs[queue];
     ++in.class_held[cls];
     std::uint32_t id;
     if (m_free_packets.empty()) {
@@ -315,10 +271,12 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     }
     p.injected_ps = now_ps();
     p.ready_ps = p.injected_ps;  // the GPU's own router port: no hop latency yet
+    p.tail_ps = p.injected_ps;   // and the whole packet is there
+    p.units = 1;
     p.out = out;
     ++q.reserved;
     q.push(id);
-    ++m_inputs[input].occupancy;
+    ++in.occupancy;
     ++m_in_flight;
     if (!m_watching) {
         m_watching = true;
@@ -344,138 +302,24 @@ void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) 
     }
 }
 
-std::uint32_t PacketFabric::route(std::uint32_t node, const Packet& p) {
-    if (node == p.dst_gpu) return m_node_first_output[node] + p.cls;  // eject to this GPU
-    std::uint32_t n;
-    const std::uint32_t* candidates = m_topology->next(node, p.dst_gpu, n);
-    if (n == 0) {
-        errors().report(ErrorKind::ModelError, std::string(name()) + ": no route from " +
-                                                   m_topology->node_name(node) + " to gpu" + std::to_string(p.dst_gpu));
-        return m_node_first_output[node] + p.cls;
-    }
-    const std::uint32_t pick = m_spread && n > 1 ? candidates[m_spread_counter[node]++ % n] : candidates[0];
-    return m_link_output[pick];
-}
-
-void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t vc) {
-    Packet& p = m_packets[id];
-    Queue& q = m_inputs[input].vcs[vc];
-    q.push(id);
-    Input& in = m_inputs[input];
-    ++in.occupancy;
-    LinkCounters& lc = m_link_counters[std::size_t(in.link)];
-    lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
-    p.ready_ps = now_ps() + m_switch_latency_ps;
-    p.out = route(in.node, p);
-    if (q.size == 1) m_actions.push(p.ready_ps, {ActionKind::HeadReady, input, vc});
-}
-
-void PacketFabric::head_ready(std::uint32_t input, std::uint32_t vc) {
-    const Queue& q = m_inputs[input].vcs[vc];
-    if (q.size == 0) return;
-    const std::uint32_t out = m_packets[q.front()].out;
-    m_outputs[out].requests.emplace_back(input, vc);
-    schedule_arbitration(out, now_ps());
-}
-
-void PacketFabric::schedule_arbitration(std::uint32_t output, std::uint64_t at) {
-    Output& o = m_outputs[output];
-    if (o.arb_at <= at) return;  // one already pending, no later than this
-    o.arb_at = at;
-    m_actions.push(at, {ActionKind::Arbitrate, output, 0});
-}
-
-void PacketFabric::arbitrate(std::uint32_t output) {
-    if (m_outputs[output].link < 0) arbitrate_ejection(output);
-    else arbitrate_link(output);
-}
-
-// Takes a packet off the head of an input queue: its buffer slot is a credit back to the sender.
-std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc) {
-    Input& in = m_inputs[input];
-    Queue& q = in.vcs[vc];
-    const std::uint32_t id = q.pop();
-    --in.occupancy;
+// The link's counters for a packet sent at now over `ser` ps.
+void PacketFabric::count_link(std::uint32_t link, const Packet& p, std::uint32_t wire, std::uint64_t ser) {
     const std::uint64_t now = now_ps();
-    // The new head asks for its output first: a retried injection below may refill an empty queue,
-    // and then it is inject() that announces the head (once).
-    if (q.size > 0)
-        m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
-    if (in.link >= 0) {
-        const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
-        if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, now);
-    } else {
-        --in.class_held[vc / in.per_class];
-        retry_blocked_injection(in.node, std::uint8_t(vc / in.per_class));
+    LinkCounters& lc = m_link_counters[link];
+    lc.s.bytes += p.payload;
+    lc.s.wire_bytes += wire;
+    ++lc.s.packets;
+    lc.s.busy_ps += ser;
+    const double wait = double(now - std::min(now, p.ready_ps));
+    lc.queue_sum += wait;
+    lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
+    ++lc.hist[bucket_of(wait)];
+    for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
+        const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
+        if (lc.s.busy_bins.size() <= bin) lc.s.busy_bins.resize(bin + 1, 0.0f);
+        lc.s.busy_bins[bin] += float(end - t);
+        t = end;
     }
-    return id;
-}
-
-// Round robin over the inputs whose head packet wants this link, in the order they asked; a
-// request whose downstream virtual channel has no credit is passed over, not dropped.
-void PacketFabric::arbitrate_link(std::uint32_t output) {
-    Output& o = m_outputs[output];
-    const std::uint32_t link_index = std::uint32_t(o.link);
-    const TopoLink& link = m_topology->links()[link_index];
-    const std::uint32_t downstream = m_link_input[link_index];
-    const std::uint64_t now = now_ps();
-    while (!o.requests.empty()) {
-        auto lane = std::min_element(o.lane_free.begin(), o.lane_free.end());
-        if (*lane > now) {
-            schedule_arbitration(output, *lane);
-            return;
-        }
-        auto grant = o.requests.end();
-        std::uint32_t next_vc = 0;
-        for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
-            const Packet& p = m_packets[m_inputs[it->first].vcs[it->second].front()];
-            std::uint32_t bit = 0;
-            if (m_vcs_per_class == 2) bit = (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            const std::uint32_t vc = p.cls * m_vcs_per_class + bit;
-            if (m_inputs[downstream].vcs[vc].reserved < m_depth) {
-                grant = it;
-                next_vc = vc;
-                break;
-            }
-        }
-        if (grant == o.requests.end()) return;  // every candidate waits for a credit
-        const auto [input, vc] = *grant;
-        o.requests.erase(grant);
-        const std::uint32_t id = pop_head(input, vc);
-        Packet& p = m_packets[id];
-        const std::uint32_t wire = (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
-        const std::uint64_t ser = std::uint64_t(std::llround(double(wire) * 1e12 / link.bytes_per_s));
-        *lane = now + ser;
-        p.dim = link.dim;
-        p.crossed = std::uint8_t(next_vc % m_vcs_per_class);
-        ++m_inputs[downstream].vcs[next_vc].reserved;
-        m_actions.push(now + ser + link.latency_ps, {ActionKind::Arrive, id, (downstream << 8) | next_vc});
-        m_last_progress_ps = now;
-
-        LinkCounters& lc = m_link_counters[link_index];
-        lc.s.bytes += p.payload;
-        lc.s.wire_bytes += wire;
-        ++lc.s.packets;
-        lc.s.busy_ps += ser;
-        const double wait = double(now - std::min(now, p.ready_ps));
-        lc.queue_sum += wait;
-        lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
-        ++lc.hist[bucket_of(wait)];
-        for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
-            const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
-            if (lc.s.busy_bins.size() <= bin) lc.s.busy_bins.resize(bin + 1, 0.0f);
-            lc.s.busy_bins[bin] += float(end - t);
-            t = end;
-        }
-    }
-}
-
-void PacketFabric::arbitrate_ejection(std::uint32_t output) {
-    Output& o = m_outputs[output];
-    if (o.busy || o.requests.empty()) return;
-    const auto [input, vc] = o.requests.front();
-    o.requests.pop_front();
-    deliver(output, pop_head(input, vc));
 }
 
 // Hands a packet to its GPU: a request on initiators[gpu], a response on targets[gpu].
@@ -525,7 +369,7 @@ void PacketFabric::watchdog() {
         int shown = 0;
         for (const Input& in : m_inputs)
             for (std::size_t v = 0; v < in.vcs.size() && shown < 8; ++v)
-                if (in.vcs[v].size >= m_depth) {
+                if (in.link >= 0 && in.vcs[v].reserved >= m_capacity) {
                     msg << " " << m_topology->node_name(in.node) << " input "
                         << (in.link < 0 ? std::string("injection") : "from " + m_topology->node_name(
                                                                              m_topology->links()[in.link].src))

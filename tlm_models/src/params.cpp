@@ -18,6 +18,7 @@ const char* param_type_name(ParamType type) {
         case ParamType::Choice: return "choice";
         case ParamType::Ints: return "ints";
         case ParamType::Edges: return "edges";
+        case ParamType::Buffer: return "buffer";
     }
     return "?";
 }
@@ -33,7 +34,8 @@ const char* param_type_unit(ParamType type) {
 }
 
 bool param_type_is_text(ParamType type) {
-    return type == ParamType::Choice || type == ParamType::Ints || type == ParamType::Edges;
+    return type == ParamType::Choice || type == ParamType::Ints || type == ParamType::Edges ||
+           type == ParamType::Buffer;
 }
 
 sc_core::sc_time seconds_to_time(double seconds) {
@@ -43,6 +45,7 @@ sc_core::sc_time seconds_to_time(double seconds) {
 
 ParamBase::ParamBase(ParamGroup& group, ParamSpec spec) : m_number(spec.default_value), m_spec(std::move(spec)) {
     if (m_spec.type == ParamType::Choice) m_text = m_spec.choices.at(0);
+    else if (param_type_is_text(m_spec.type)) m_text = m_spec.default_text;
     group.m_params.push_back(this);
 }
 
@@ -102,6 +105,21 @@ std::vector<std::uint32_t> Param<ParamType::Ints>::values() const {
         out.push_back(std::uint32_t(v));
     }
     return out;
+}
+
+std::uint64_t Param<ParamType::Buffer>::amount() const {
+    const std::string digits = in_bytes() ? m_text.substr(0, m_text.size() - 1) : m_text;
+    std::size_t used = 0;
+    unsigned long long v = 0;
+    try {
+        v = std::stoull(digits, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != digits.size() || v == 0 || digits.empty())
+        throw std::invalid_argument(spec().name + ": expected a positive number of packets or a size, got '" +
+                                    m_text + "'");
+    return v;
 }
 
 }  // namespace eidola

@@ -123,7 +123,7 @@ std::string catalog_json() {
             out << ", \"type\": \"" << param_type_name(p.type) << "\", \"unit\": \"" << param_type_unit(p.type)
                 << "\", \"default\": ";
             if (p.type == ParamType::Choice) json_string(out, p.choices.at(0));
-            else if (param_type_is_text(p.type)) json_string(out, "");
+            else if (param_type_is_text(p.type)) json_string(out, p.default_text);
             else json_number(out, p.default_value);
             out << ", \"min\": ";
             json_number(out, p.min);

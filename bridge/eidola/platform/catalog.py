@@ -44,6 +44,20 @@ def _node(value: object, where: str) -> str:
     raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {value!r}")
 
 
+def _buffer_to_text(value: object) -> str:
+    """A buffer depth as the C++ side reads it: "64" (packets) or "128B" (bytes)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"expected a positive number of packets, got {value!r}")
+        return str(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        raise ValueError(f"expected a bare integer (packets) or a size with a unit ('128B'), got {value!r}")
+    nbytes = units.parse(value, "size")
+    if nbytes < 1 or nbytes != int(nbytes):
+        raise ValueError(f"expected a positive whole number of bytes, got {value!r}")
+    return f"{int(nbytes)}B"
+
+
 def _edges_to_text(edges: object) -> str:
     """Custom-topology edges as the canonical text the C++ topology parses (numbers in SI units, '-' for default)."""
     if not isinstance(edges, list):
@@ -101,7 +115,7 @@ class ParamSpec:
     """One declared parameter: canonical default and range, unit kind and doc."""
 
     name: str                  #: dotted name, e.g. "memory.latency"
-    type: str                  #: time, frequency, bandwidth, size, int, float, bool or choice
+    type: str                  #: time, frequency, bandwidth, size, int, float, bool, choice, ints, edges or buffer
     unit: str                  #: canonical unit ("s", "Hz", "B/s", "B", or "")
     default: object            #: default in canonical units (a string for a choice)
     min: float                 #: smallest accepted value
@@ -117,6 +131,8 @@ class ParamSpec:
         """A canonical value as a user writes it."""
         if self.type in _LIST_KINDS:
             return str(self.to_yaml(value))
+        if self.type == "buffer":
+            return str(self.to_yaml(value))
         if self.type in _UNIT_KINDS:
             return units.format_value(value, self.type)
         if self.type == "bool":
@@ -131,6 +147,9 @@ class ParamSpec:
             return [int(x) for x in value.split()]
         if self.type == "edges":
             return _edges_to_yaml(value)
+        if self.type == "buffer":
+            text = str(value)
+            return units.format_value(float(text[:-1]), "size") if text.endswith("B") else int(text)
         if self.type in _UNIT_KINDS or self.type == "choice":
             return self.format(value)
         if self.type == "int":
@@ -149,6 +168,8 @@ class ParamSpec:
             return " ".join(str(x) for x in value)
         if t == "edges":
             return _edges_to_text(value)
+        if t == "buffer":
+            return _buffer_to_text(value)
         if t in _UNIT_KINDS:
             result = units.parse(value, t)
         elif t == "int":

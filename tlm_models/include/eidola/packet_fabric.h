@@ -54,7 +54,8 @@ struct PacketFabricParams : ParamGroup {
         BandwidthParam bandwidth{group, "link.bandwidth", 64e9, "raw bandwidth of one link lane, per direction", 1e3,
                                  1e18};
         /// Propagation latency.
-        TimeParam latency{group, "link.latency", 100e-9, "propagation latency of a link", 0, 1.0};
+        TimeParam latency{group, "link.latency", 100e-9, "propagation latency of a link (credits take it back too)", 0,
+                          1.0};
         /// Per-packet overhead.
         SizeParam header{group, "link.header", 16, "bytes of overhead added to every packet on a link", 0, 1 << 20};
         /// Wire size of a write's response.
@@ -62,6 +63,10 @@ struct PacketFabricParams : ParamGroup {
         /// Parallel links per connected pair.
         IntParam count{group, "link.count", 1, "parallel links between each connected pair (a packet uses one)", 1,
                        1024};
+        /// Flow-control unit.
+        SizeParam flit{group, "link.flit", 16,
+                       "flit size: the unit a router forwards and counts credits in; a cut-through head is one flit", 1,
+                       1 << 20};
     } link{*this};
 
     /// Routers of every topology.
@@ -69,13 +74,31 @@ struct PacketFabricParams : ParamGroup {
         ParamGroup& group;
         /// Per-hop router latency.
         TimeParam latency{group, "switch.latency", 50e-9,
-                          "per-hop router latency, charged as a packet enters a router", 0, 1.0};
+                          "per-hop router latency, charged as a packet's head enters a router", 0, 1.0};
         /// Input buffer depth per virtual channel.
-        IntParam buffer{group, "switch.buffer", 64,
-                        "input buffer depth in packets, per virtual channel; a link runs at full rate only if it "
-                        "covers (link latency + switch latency) x bandwidth, since a slot stays reserved while its "
-                        "packet flies",
-                        1, 1 << 20};
+        BufferParam buffer{group, "switch.buffer", "64",
+                           "input buffer per virtual channel: a size (128B, counted in flit credits) or a bare number "
+                           "of packets (any packet takes one slot); a link runs at full rate only if it covers the "
+                           "credit round trip (serialisation + 2 x link latency + switch latency) x bandwidth"};
+        /// How a packet crosses a router.
+        ChoiceParam flow_control{group, "switch.flow_control", {"cut_through", "wormhole", "store_and_forward"},
+                                 "cut_through: a packet moves on once its head is in and the next buffer has room for "
+                                 "all of it; wormhole: room for one flit will do (buffers may be smaller than a "
+                                 "packet); store_and_forward: it waits for its tail at every hop"};
+        /// Virtual channels per message class.
+        IntParam vcs{group, "switch.vcs", 1,
+                     "virtual channels per message class at every router input (requests and responses never "
+                     "share one); a packet joins a channel holding packets for its own next output, else an idle one, "
+                     "so channels act as per-output queues and avoid head-of-line blocking",
+                     1, 64};
+        /// The GPU port's injection queues.
+        ChoiceParam injection{group, "switch.injection", {"voq", "fifo"},
+                              "voq: a queue per output port at the GPU's router, no limit on how many leave at once; "
+                              "fifo: one queue per message class sending one flit per cycle, as a NIC port"};
+        /// Delivery into the GPU.
+        ChoiceParam ejection{group, "switch.ejection", {"unlimited", "link"},
+                             "unlimited: every input delivers into its GPU at once; link: one flit per cycle at "
+                             "link.bandwidth, packets delivered one after another"};
     } router{*this};
 
     /// Equal-cost spreading.
@@ -125,7 +148,9 @@ struct PacketFabricParams : ParamGroup {
 };
 
 /// A packet-switched TLM-2.0 fabric over a Topology, with the same sockets as IdealFabric
-/// (b_transport on targets[i] is forwarded at zero-load latency).
+/// (b_transport on targets[i] is forwarded at zero-load latency). The router model is split by
+/// concern: packet_fabric.cpp (sockets, injection, delivery, statistics), router_allocation.cpp
+/// (routing, virtual-channel and switch allocation) and flow_control.cpp (flits, credits, hop timing).
 class PacketFabric : public FabricShell<PacketFabric> {
 public:
     using Params = PacketFabricParams;
@@ -140,6 +165,9 @@ public:
     std::uint64_t bin_ps() const override { return m_bin_ps; }
     const Topology& topology() const { return *m_topology; }
 
+    /// How a packet crosses a router (fabric.switch.flow_control).
+    enum class FlowControl : std::uint8_t { CutThrough, Wormhole, StoreAndForward };
+
 private:
     friend struct FabricTargetPort<PacketFabric>;
     friend struct FabricInitiatorPort<PacketFabric>;
@@ -149,15 +177,16 @@ private:
     struct Input;
     struct Output;
     struct LinkCounters;
+    struct Hop;
 
-    enum class ActionKind : std::uint8_t { Arrive, HeadReady, Arbitrate, EjectFree, Watchdog };
+    enum class ActionKind : std::uint8_t { Arrive, HeadReady, Arbitrate, EjectFree, Deliver, Watchdog };
     struct Action {
         ActionKind kind;
         std::uint32_t a;   // packet, input or output index
-        std::uint32_t b;   // vc or input
+        std::uint32_t b;   // vc, input, or packet
     };
 
-    // TLM entry points
+    // TLM entry points (packet_fabric.cpp)
     tlm::tlm_sync_enum request(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
                                   sc_core::sc_time& d);
     tlm::tlm_sync_enum response(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
@@ -168,25 +197,46 @@ private:
     void on_event();
     bool inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls);
     void retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls);
+    void deliver(std::uint32_t output, std::uint32_t packet);
+    void watchdog();
+    void count_link(std::uint32_t link, const Packet& p, std::uint32_t wire, std::uint64_t ser);
+
+    // routing and allocation (router_allocation.cpp)
+    std::uint32_t route(std::uint32_t node, const Packet& p, bool commit = true);
     void arrive(std::uint32_t packet, std::uint32_t input, std::uint32_t vc);
     void head_ready(std::uint32_t input, std::uint32_t vc);
+    void schedule_arbitration(std::uint32_t output, std::uint64_t at);
     void arbitrate(std::uint32_t output);
     void arbitrate_link(std::uint32_t output);
     void arbitrate_ejection(std::uint32_t output);
-    std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc);
-    std::uint32_t route(std::uint32_t node, const Packet& p);
-    void schedule_arbitration(std::uint32_t output, std::uint64_t at);
-    void deliver(std::uint32_t output, std::uint32_t packet);
-    void watchdog();
+    std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
+                             std::uint32_t& units, std::uint64_t& retry_at);
+
+    // flow control (flow_control.cpp)
+    Hop hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
+            std::uint64_t latency_ps) const;
+    std::uint32_t credits_needed(std::uint32_t wire) const;
+    std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps);
+    std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const;
 
     std::unique_ptr<Topology> m_topology;
     std::uint64_t m_switch_latency_ps;
-    std::uint32_t m_depth;          // packets per virtual channel per input buffer
+    FlowControl m_flow;
+    std::uint32_t m_flit;           // bytes per flit
+    bool m_credit_bytes;            // buffer given as a size: credits are flits (else packets)
+    std::uint32_t m_capacity;       // credits per virtual channel (flits or packets)
+    std::uint32_t m_inject_depth;   // packets per class (and per output with voq) at a GPU's port
     std::uint32_t m_ack_bytes;      // wire bytes of a write's response
     bool m_spread;
+    bool m_inject_fifo;             // fabric.switch.injection == fifo
+    bool m_eject_link;              // fabric.switch.ejection == link
+    double m_eject_bytes_per_s;     // ejection rate when m_eject_link
+    std::uint32_t m_eject_header;   // wire overhead of a packet entering its GPU
     std::uint64_t m_bin_ps;
     std::uint64_t m_watchdog_ps;
-    std::uint32_t m_vcs_per_class;  // 2 with dateline virtual channels, else 1
+    std::uint32_t m_dateline;       // 2 with dateline virtual channels, else 1
+    std::uint32_t m_vcs;            // virtual channels per class and dateline half
+    std::uint32_t m_vcs_per_class;  // m_dateline x m_vcs
 
     std::vector<Packet> m_packets;
     std::vector<std::uint32_t> m_free_packets;
@@ -202,6 +252,7 @@ private:
     std::uint64_t m_in_flight = 0;
     std::uint64_t m_last_progress_ps = 0;
     bool m_watching = false;
+    bool m_reported_buffer = false;  // the too-small-buffer error is reported once
 
     sc_core::sc_event m_event;
     EventHeap<Action> m_actions;

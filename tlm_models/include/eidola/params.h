@@ -25,7 +25,8 @@ namespace eidola {
 
 /// Kind of a parameter value; fixes its canonical unit (seconds, Hz, bytes/s, bytes).
 /// Ints and Edges are lists written in YAML; they reach C++ as canonical text (see their parsers).
-enum class ParamType { Time, Frequency, Bandwidth, Size, Int, Float, Bool, Choice, Ints, Edges };
+/// Buffer is a depth given either as a size ("128B") or as a bare count of packets (64).
+enum class ParamType { Time, Frequency, Bandwidth, Size, Int, Float, Bool, Choice, Ints, Edges, Buffer };
 
 /// Name of a ParamType as it appears in the catalog ("time", "size", ...).
 const char* param_type_name(ParamType type);
@@ -45,6 +46,7 @@ struct ParamSpec {
     double min = 0.0;                 ///< smallest accepted value (inclusive)
     double max = std::numeric_limits<double>::infinity();  ///< largest accepted value (inclusive)
     std::vector<std::string> choices; ///< accepted values of a Choice; the first is the default
+    std::string default_text = {};    ///< default of a text kind other than Choice (canonical text)
 };
 
 class ParamBase;
@@ -170,6 +172,18 @@ public:
     const std::string& get() const { return m_text; }
 };
 
+/// A buffer depth: canonical text "64" (packets) or "128B" (bytes); YAML 64 or 128B.
+template <>
+class Param<ParamType::Buffer> : public ParamBase {
+public:
+    Param(ParamGroup& g, const char* name, const char* default_text, const char* doc)
+        : ParamBase(g, {name, ParamType::Buffer, 0, doc, 0, 0, {}, default_text}) {}
+    /// Whether the depth is in bytes (else in packets).
+    bool in_bytes() const { return !m_text.empty() && m_text.back() == 'B'; }
+    /// The number: bytes or packets; throws std::invalid_argument unless it is a positive whole number.
+    std::uint64_t amount() const;
+};
+
 using TimeParam = Param<ParamType::Time>;            ///< seconds, read as sc_time
 using FrequencyParam = Param<ParamType::Frequency>;  ///< Hz
 using BandwidthParam = Param<ParamType::Bandwidth>;  ///< bytes per second
@@ -180,6 +194,7 @@ using BoolParam = Param<ParamType::Bool>;            ///< true or false
 using ChoiceParam = Param<ParamType::Choice>;        ///< one word of a list
 using IntsParam = Param<ParamType::Ints>;            ///< a list of positive integers
 using EdgesParam = Param<ParamType::Edges>;          ///< a custom topology's links
+using BufferParam = Param<ParamType::Buffer>;        ///< packets or bytes
 
 /// The declarations of parameter struct P, for the registry (a default-constructed P's specs).
 template <class P>

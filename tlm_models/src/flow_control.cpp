@@ -1,0 +1,91 @@
+// Flow control of the packet fabric: how a packet's flits cross a hop, and the credits that
+// stop a sender from overrunning a buffer.
+//
+// The fabric moves packets, not flits, but times them as flits would move (the event count per
+// packet-hop stays that of a packet model). A hop started at `start` on a link of bandwidth b:
+//   - store_and_forward: the next router has the head when the whole packet is in, start + L/b + lat;
+//   - cut_through and wormhole: it has the head after one flit, start + f/b + lat, and may send it
+//     on after the router latency; the output then stays busy until the tail has followed,
+//     end = max(start + L/b, tail in + router latency + last flit / b).
+// So a cut-through packet pays its serialisation once and each hop its head flit, wire and router:
+// zero-load latency over H hops = L/b + H (lat + router) + (H - 1) f/b.
+//
+// Credits: a sender may start a packet only if the next buffer has room for all of it
+// (cut_through, store_and_forward) or for one flit (wormhole, which may use buffers smaller than a
+// packet). A packet's credits come back when its tail leaves that buffer, one link latency later.
+// With a buffer of C credits a link carries at most C per credit round trip
+// (L/b + 2 lat + router latency for a packet at zero load).
+#include "packet_fabric_parts.h"
+
+namespace eidola {
+
+std::uint32_t PacketFabric::credits_needed(std::uint32_t wire) const {
+    if (!m_credit_bytes) return 1;
+    return std::max<std::uint32_t>(1, (wire + m_flit - 1) / m_flit);
+}
+
+PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
+                                    std::uint64_t latency_ps) const {
+    Hop h;
+    const std::uint32_t flits = std::max<std::uint32_t>(1, (wire + m_flit - 1) / m_flit);
+    h.ser = ser_ps(wire, bytes_per_s);
+    h.last_flit = ser_ps(double(wire) - double(flits - 1) * m_flit, bytes_per_s);
+    if (m_flow == FlowControl::StoreAndForward) {
+        h.end = start + h.ser;
+        h.head_arrives = h.end + latency_ps;
+        return h;
+    }
+    std::uint64_t stream = h.ser;
+    if (m_flow == FlowControl::Wormhole && m_credit_bytes && flits > m_capacity) {
+        // A worm longer than the buffer advances only as credits return: C flits per flit round
+        // trip (one flit, the wire both ways and the next router), at best.
+        const double round_trip = double(ser_ps(m_flit, bytes_per_s) + 2 * latency_ps + m_switch_latency_ps);
+        stream = std::max(stream, std::uint64_t(std::llround(double(flits) / m_capacity * round_trip)));
+    }
+    h.end = std::max(start + stream, p.tail_ps + h.last_flit);
+    h.head_arrives = start + ser_ps(std::min(wire, m_flit), bytes_per_s) + latency_ps;
+    return h;
+}
+
+// Takes a packet off the head of an input queue once its tail leaves at `tail_leaves_ps`: its
+// credits go back to the sender one link latency later.
+std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps) {
+    Input& in = m_inputs[input];
+    Queue& q = in.vcs[vc];
+    const std::uint32_t id = q.pop();
+    const Packet& p = m_packets[id];
+    in.occupancy -= p.units;
+    const std::uint64_t now = now_ps();
+    // The new head asks for its output first: a retried injection below may refill an empty queue,
+    // and then it is inject() that announces the head (once).
+    if (q.size > 0)
+        m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
+    if (in.link >= 0) {
+        const std::uint64_t back = std::max(now, tail_leaves_ps) + in.credit_latency_ps;
+        q.give_back(back, p.units);
+        const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
+        if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, back);
+    } else {
+        --q.reserved;
+        --in.class_held[vc / in.per_class];
+        retry_blocked_injection(in.node, std::uint8_t(vc / in.per_class));
+    }
+    return id;
+}
+
+// The b_transport (LT) path: the same hop timing with nothing else in the fabric.
+std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const {
+    Packet p;  // p.tail_ps: when its tail may leave the current router
+    std::uint64_t head = 0;
+    std::uint32_t node = from, n;
+    while (node != to) {
+        const TopoLink& l = m_topology->links()[m_topology->next(node, to, n)[0]];
+        const Hop h = hop(p, head, std::uint32_t(l.header + bytes), l.bytes_per_s, l.latency_ps);
+        head = h.head_arrives + m_switch_latency_ps;
+        p.tail_ps = h.end + l.latency_ps + m_switch_latency_ps;
+        node = l.dst;
+    }
+    return std::max(head, p.tail_ps);
+}
+
+}  // namespace eidola

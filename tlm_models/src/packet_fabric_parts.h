@@ -1,0 +1,136 @@
+// The packet fabric's inner parts (packets, input virtual channels, outputs), shared by its three
+// source files and by nothing else: they are implementation, not interface.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+#include "eidola/packet_fabric.h"
+
+namespace eidola {
+
+inline constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+inline constexpr std::uint32_t kNoOutput = std::numeric_limits<std::uint32_t>::max();
+inline constexpr std::size_t kHistBuckets = 8 * 64 + 1;  // eighth-octave buckets of a wait in ps
+
+/// Picoseconds to send `bytes` at `bytes_per_s`.
+inline std::uint64_t ser_ps(double bytes, double bytes_per_s) {
+    return std::uint64_t(std::llround(bytes * 1e12 / bytes_per_s));
+}
+
+/// A packet in the fabric: one TLM transaction's request or response.
+struct PacketFabric::Packet {
+    tlm::tlm_generic_payload* trans = nullptr;
+    std::uint32_t src_gpu = 0, dst_gpu = 0;  // where it came from and where it goes
+    std::uint32_t payload = 0;               // data bytes it carries
+    std::uint32_t out = 0;                   // chosen output at its current router
+    std::uint32_t next_out = kNoOutput;      // its output at the next router (lookahead routing)
+    std::uint32_t units = 0;                 // credits it holds in the buffer it sits in
+    std::uint8_t cls = 0;                    // 0 request, 1 response
+    std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
+    std::uint8_t crossed = 0;                // it crossed the dateline in that dimension
+    bool ack = false;                        // a write's response
+    std::uint64_t ready_ps = 0;              // its head may leave its current router
+    std::uint64_t tail_ps = 0;               // its tail may leave its current router (in, plus router latency)
+    std::uint64_t injected_ps = 0;
+};
+
+/// One virtual channel of an input buffer: a ring of packet indices, and the credits the sender
+/// has used on it. Credits come back one link latency after a packet's tail leaves, so they are
+/// kept in a ring of (time, credits) until that time has passed; there is no event per credit.
+struct PacketFabric::Queue {
+    std::vector<std::uint32_t> slots;
+    std::uint32_t head = 0, size = 0;
+    std::uint32_t reserved = 0;          // credits in use: held here, on the link towards it, or on the way back
+    std::uint32_t tail_out = kNoOutput;  // next output of the last packet allocated to it
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> returning;  // credits on their way back, in time order
+    std::uint32_t ret_head = 0, ret_size = 0;
+
+    std::uint32_t front() const { return slots[head]; }
+    void push(std::uint32_t p) {
+        if (size == slots.size()) grow();
+        slots[(head + size++) % slots.size()] = p;
+    }
+    void grow() {  // link queues are bounded by their credits, so only injection queues grow in practice
+        std::vector<std::uint32_t> bigger(std::max<std::size_t>(4, 2 * slots.size()));
+        for (std::uint32_t i = 0; i < size; ++i) bigger[i] = slots[(head + i) % slots.size()];
+        slots.swap(bigger);
+        head = 0;
+    }
+    std::uint32_t pop() {
+        if (size == 0) throw std::logic_error("packet fabric: pop from an empty queue");
+        std::uint32_t p = slots[head];
+        head = std::uint32_t((head + 1) % slots.size());
+        --size;
+        return p;
+    }
+    /// Credits that come back at `at` (kept in time order: a later packet's credits never
+    /// overtake an earlier one's, which delays them by at most a serialisation).
+    void give_back(std::uint64_t at, std::uint32_t credits) {
+        if (ret_size == returning.size()) {
+            std::vector<std::pair<std::uint64_t, std::uint32_t>> bigger(std::max<std::size_t>(4, 2 * returning.size()));
+            for (std::uint32_t i = 0; i < ret_size; ++i) bigger[i] = returning[(ret_head + i) % returning.size()];
+            returning.swap(bigger);
+            ret_head = 0;
+        }
+        if (ret_size) at = std::max(at, returning[(ret_head + ret_size - 1) % returning.size()].first);
+        returning[(ret_head + ret_size++) % returning.size()] = {at, credits};
+    }
+    /// Takes back the credits due by `now`; returns when the next ones are due (kNever: none).
+    std::uint64_t collect(std::uint64_t now) {
+        while (ret_size) {
+            const auto& r = returning[ret_head];
+            if (r.first > now) return r.first;
+            reserved -= r.second;
+            ret_head = std::uint32_t((ret_head + 1) % returning.size());
+            --ret_size;
+        }
+        return kNever;
+    }
+};
+
+/// A router input: the injection port or the receiving end of a link. A link input has
+/// `vcs x dateline` queues per class. The injection port has, per class, one queue per output
+/// (voq) or a single one (fifo).
+struct PacketFabric::Input {
+    std::uint32_t node;
+    std::int64_t link;  // -1: injection from the node's GPU
+    std::vector<Queue> vcs;
+    std::uint32_t per_class;  // queues per traffic class
+    std::uint32_t occupancy = 0;           // credits held (packets at injection)
+    std::uint32_t class_held[2] = {0, 0};  // injection: packets held per class (the queues share the space)
+    std::uint64_t busy_until = 0;          // input speedup 1: sending a packet through the crossbar until then
+    bool speedup_one = true;               // false for a voq injection port (each queue has its own path)
+    double bytes_per_s = 0;                // crossbar rate of this input (its link's; 0: the output's)
+    std::uint64_t credit_latency_ps = 0;   // credits back to the sender take the link's latency
+};
+
+/// A router output: ejection to the GPU (requests or responses), or the sending end of a link.
+struct PacketFabric::Output {
+    std::uint32_t node;
+    std::int64_t link;                                        // -1: request ejection, -2: response ejection
+    std::deque<std::pair<std::uint32_t, std::uint32_t>> requests;  // (input, vc) whose head wants this output
+    std::vector<std::uint64_t> lane_free;                     // when each lane is free (ejection: one lane)
+    bool busy = false;                                        // ejection: delivering or awaiting the END phase
+    std::uint64_t arb_at = kNever;                            // pending arbitration time
+};
+
+/// Counters of one link.
+struct PacketFabric::LinkCounters {
+    LinkStats s;
+    double queue_sum = 0;
+    std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
+};
+
+/// One hop's timing (see flow_control.cpp).
+struct PacketFabric::Hop {
+    std::uint64_t ser = 0;           // serialisation of the whole packet on the link
+    std::uint64_t head_arrives = 0;  // its head is in the next router (before the router latency)
+    std::uint64_t end = 0;           // its tail has been sent: the output is free again
+    std::uint64_t last_flit = 0;     // serialisation of its last flit
+};
+
+}  // namespace eidola

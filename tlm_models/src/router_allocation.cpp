@@ -1,0 +1,212 @@
+// Routing and allocation in the packet fabric's routers.
+//
+// Routing is table look-up, one hop ahead: when a packet is granted a link, the router also picks
+// its output at the next router, so the next router's virtual channel can be chosen for it.
+//
+// Virtual-channel allocation: a packet joins, in its class (and dateline half), a channel whose
+// last packet goes to the same next output; else an idle channel; else the one with most room.
+// With as many channels as outputs this is a per-output queue at every input, and a packet never
+// waits behind one bound elsewhere (no head-of-line blocking); with one channel it is a FIFO.
+//
+// Switch allocation is separable: every channel's head asks for its output; each output grants
+// round robin over the heads asking (in the order they asked), passing over a head whose input
+// is already sending (input speedup 1: one flit per cycle leaves an input) or whose next buffer
+// has no credit. An output sends one packet at a time per lane.
+#include "packet_fabric_parts.h"
+
+namespace eidola {
+
+std::uint32_t PacketFabric::route(std::uint32_t node, const Packet& p, bool commit) {
+    if (node == p.dst_gpu) return m_node_first_output[node] + p.cls;  // eject to this GPU
+    std::uint32_t n;
+    const std::uint32_t* candidates = m_topology->next(node, p.dst_gpu, n);
+    if (n == 0) {
+        errors().report(ErrorKind::ModelError, std::string(name()) + ": no route from " +
+                                                   m_topology->node_name(node) + " to gpu" + std::to_string(p.dst_gpu));
+        return m_node_first_output[node] + p.cls;
+    }
+    std::uint32_t pick = candidates[0];
+    if (m_spread && n > 1) pick = candidates[(commit ? m_spread_counter[node]++ : m_spread_counter[node]) % n];
+    return m_link_output[pick];
+}
+
+void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t vc) {
+    Packet& p = m_packets[id];
+    Input& in = m_inputs[input];
+    Queue& q = in.vcs[vc];
+    q.push(id);
+    in.occupancy += p.units;
+    LinkCounters& lc = m_link_counters[std::size_t(in.link)];
+    lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
+    p.out = p.next_out;
+    p.ready_ps = now_ps() + m_switch_latency_ps;
+    // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail.
+    if (!m_eject_link && m_outputs[p.out].link < 0) p.ready_ps = std::max(p.ready_ps, p.tail_ps);
+    if (q.size == 1) m_actions.push(p.ready_ps, {ActionKind::HeadReady, input, vc});
+}
+
+void PacketFabric::head_ready(std::uint32_t input, std::uint32_t vc) {
+    const Queue& q = m_inputs[input].vcs[vc];
+    if (q.size == 0) return;
+    const std::uint32_t out = m_packets[q.front()].out;
+    m_outputs[out].requests.emplace_back(input, vc);
+    schedule_arbitration(out, now_ps());
+}
+
+void PacketFabric::schedule_arbitration(std::uint32_t output, std::uint64_t at) {
+    Output& o = m_outputs[output];
+    if (o.arb_at <= at) return;  // one already pending, no later than this
+    o.arb_at = at;
+    m_actions.push(at, {ActionKind::Arbitrate, output, 0});
+}
+
+void PacketFabric::arbitrate(std::uint32_t output) {
+    if (m_outputs[output].link < 0) arbitrate_ejection(output);
+    else arbitrate_link(output);
+}
+
+std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
+                                       std::uint32_t& units, std::uint64_t& retry_at) {
+    if (units > m_capacity) {
+        if (m_flow == FlowControl::Wormhole) {
+            units = m_capacity;  // a worm needs room for part of itself only
+        } else {
+            if (!m_reported_buffer)
+                errors().report(ErrorKind::ModelError,
+                                std::string(name()) + ": fabric.switch.buffer holds " + std::to_string(m_capacity) +
+                                    " flits but a packet needs " + std::to_string(units) +
+                                    "; give a larger buffer or switch.flow_control: wormhole");
+            m_reported_buffer = true;
+            return -1;
+        }
+    }
+    const std::uint64_t now = now_ps();
+    std::int64_t idle = -1, roomiest = -1;
+    std::uint32_t most_room = 0;
+    for (std::uint32_t k = 0; k < m_vcs; ++k) {
+        const std::uint32_t v = first + k;
+        Queue& q = m_inputs[downstream].vcs[v];
+        const std::uint64_t due = q.collect(now);
+        const std::uint32_t room = m_capacity - q.reserved;
+        if (room < units) {
+            retry_at = std::min(retry_at, due);
+            continue;
+        }
+        if (q.reserved == 0) {
+            if (idle < 0) idle = v;
+        } else if (q.tail_out == next_out) {
+            return v;
+        } else if (room > most_room) {
+            most_room = room;
+            roomiest = v;
+        }
+    }
+    return idle >= 0 ? idle : roomiest;
+}
+
+void PacketFabric::arbitrate_link(std::uint32_t output) {
+    Output& o = m_outputs[output];
+    const std::uint32_t link_index = std::uint32_t(o.link);
+    const TopoLink& link = m_topology->links()[link_index];
+    const std::uint32_t downstream = m_link_input[link_index];
+    const std::uint64_t now = now_ps();
+    while (!o.requests.empty()) {
+        auto lane = std::min_element(o.lane_free.begin(), o.lane_free.end());
+        if (*lane > now) {
+            schedule_arbitration(output, *lane);
+            return;
+        }
+        std::uint64_t retry_at = kNever;
+        auto grant = o.requests.end();
+        std::int64_t next_vc = -1;
+        std::uint32_t units = 0, wire = 0, bit = 0;
+        for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
+            const Input& in = m_inputs[it->first];
+            if (in.speedup_one && in.busy_until > now) {
+                retry_at = std::min(retry_at, in.busy_until);
+                continue;
+            }
+            const Packet& p = m_packets[in.vcs[it->second].front()];
+            bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
+            wire = (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
+            units = credits_needed(wire);
+            next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
+                                  retry_at);
+            if (next_vc >= 0) {
+                grant = it;
+                break;
+            }
+        }
+        if (grant == o.requests.end()) {  // every head waits for its input or for credits
+            if (retry_at != kNever) schedule_arbitration(output, retry_at);
+            return;
+        }
+        const auto [input, vc] = *grant;
+        o.requests.erase(grant);
+        Input& in = m_inputs[input];
+        const std::uint32_t id = in.vcs[vc].front();
+        const std::uint32_t next_out = route(link.dst, m_packets[id], true);
+        const Hop h = hop(m_packets[id], now, wire, link.bytes_per_s, link.latency_ps);
+        // The packet crosses the crossbar at its input's rate (a faster output than input idles
+        // between flits; a slower one is fed from its one-packet staging buffer).
+        const Hop x = in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s
+                          ? hop(m_packets[id], now, wire, in.bytes_per_s, 0) : h;
+        if (in.speedup_one) in.busy_until = x.end;
+        *lane = h.end;
+        pop_head(input, vc, x.end - x.last_flit);  // may inject a blocked packet: m_packets may move
+        Packet& p = m_packets[id];
+        p.next_out = next_out;
+        p.dim = link.dim;
+        p.crossed = std::uint8_t(bit);
+        p.units = units;
+        p.tail_ps = h.end + link.latency_ps + m_switch_latency_ps;
+        Queue& next = m_inputs[downstream].vcs[std::size_t(next_vc)];
+        next.reserved += units;
+        next.tail_out = p.next_out;
+        m_actions.push(h.head_arrives, {ActionKind::Arrive, id, (downstream << 8) | std::uint32_t(next_vc)});
+        m_last_progress_ps = now;
+        count_link(link_index, p, wire, h.ser);
+    }
+}
+
+void PacketFabric::arbitrate_ejection(std::uint32_t output) {
+    Output& o = m_outputs[output];
+    if (o.busy || o.requests.empty()) return;
+    const std::uint64_t now = now_ps();
+    if (!m_eject_link) {
+        const auto [input, vc] = o.requests.front();
+        o.requests.pop_front();
+        deliver(output, pop_head(input, vc, now));
+        return;
+    }
+    // One flit per cycle into the GPU: packets stream in one after another and are handed over
+    // whole when their tail is in.
+    if (o.lane_free[0] > now) {
+        schedule_arbitration(output, o.lane_free[0]);
+        return;
+    }
+    std::uint64_t retry_at = kNever;
+    for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
+        Input& in = m_inputs[it->first];
+        if (in.speedup_one && in.busy_until > now) {
+            retry_at = std::min(retry_at, in.busy_until);
+            continue;
+        }
+        const auto [input, vc] = *it;
+        o.requests.erase(it);
+        const std::uint32_t head = in.vcs[vc].front();
+        const Packet& p = m_packets[head];
+        const std::uint32_t wire = (p.ack && m_ack_bytes ? m_ack_bytes : m_eject_header) + p.payload;
+        const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0);
+        if (in.speedup_one) in.busy_until = h.end;
+        o.lane_free[0] = h.end;
+        o.busy = true;
+        const std::uint32_t id = pop_head(input, vc, h.end - h.last_flit);
+        if (h.end > now) m_actions.push(h.end, {ActionKind::Deliver, output, id});
+        else deliver(output, id);
+        return;
+    }
+    if (retry_at != kNever) schedule_arbitration(output, retry_at);
+}
+
+}  // namespace eidola
