@@ -289,6 +289,9 @@ def main() -> int:
     from sweep_bench import sweep_section  # bench/ is on sys.path when this file runs as a script
 
     body += sweep_section()
+    from plugin_cache import plugin_cache_section
+
+    body += plugin_cache_section()
     if not args.quick:
         body += callgrind()
     plot_scaling(points)
