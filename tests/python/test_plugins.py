@@ -156,10 +156,16 @@ def test_a_runaway_plugin_is_killed_at_the_wall_limit(tmp_path, repo, cli):
     assert r.returncode == 3, r.stderr
     assert "exceeded the wall limit of 2 s" in r.stderr and "Traceback" not in r.stderr
     # The same limit from the platform file, through the Python API.
+    # The report says how far the run got: here GPU 0 computes 5 us, then its 5 posted packets go
+    # at once, and the fifth one spins in the bus at 5 us of simulated time.
+    b = ProfileBuilder(gpus=4, workgroups=1, name="late-spin")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).compute(ns=5000).write(dst=1, buffer="data", offset=0, nbytes=5 * 256)
     plat = eidola.load_platform(path, {"limits": {"wall": "2s"}})
     with pytest.raises(eidola.WallLimitExceeded) as info:
-        eidola.simulate(plat, _PROFILE)
-    assert info.value.report == {"limit": "wall", "wall_s": 2.0}
+        eidola.simulate(plat, b.build())
+    assert info.value.report == {"limit": "wall", "wall_s": 2.0, "sim_time_ns": 5000.0}
+    assert "it had reached 5 us of simulated time" in str(info.value)
 
 
 def test_checker_names_the_misrouted_window(tmp_path, repo):

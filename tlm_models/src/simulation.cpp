@@ -1,5 +1,8 @@
 #include "eidola/simulation.h"
 
+#include <atomic>
+#include <csignal>
+
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -119,6 +122,25 @@ void Simulation::load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uin
     const ProgramEntry* p = reinterpret_cast<const ProgramEntry*>(programs);
     m_impl->ops.assign(o, o + n_ops);
     m_impl->programs.assign(p, p + n_programs);
+}
+
+namespace {
+// Where the time goes on the signal. A plain 64-bit store from the handler: the word is in memory
+// the parent shares, and the current time is one field of the kernel's context.
+std::atomic<std::uint64_t*> g_time_word{nullptr};
+extern "C" void write_time_reached(int) {
+    if (std::uint64_t* word = g_time_word.load()) *word = sc_core::sc_time_stamp().value();
+}
+}  // namespace
+
+void Simulation::report_time_on_signal(std::uintptr_t word, int signum) {
+    if (word == 0) return;
+    g_time_word = reinterpret_cast<std::uint64_t*>(word);
+    struct sigaction action {};
+    action.sa_handler = write_time_reached;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(signum, &action, nullptr);
 }
 
 int Simulation::run() {

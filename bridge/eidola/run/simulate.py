@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import mmap
 import os
 import pickle
 import select
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -151,8 +153,12 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _read_all(fd: int, deadline: float | None, name: str, limit: float | None) -> bytes:
-    """Everything the child writes to `fd` until it closes it; WallLimitExceeded past `deadline` (monotonic)."""
+def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
+              reached: Callable[[], float | None] = lambda: None) -> bytes:
+    """Everything the child writes to `fd` until it closes it; WallLimitExceeded past `deadline` (monotonic).
+
+    `reached` asks the child for the simulated time it has reached (ns), or None if it cannot say.
+    """
     chunks: list[bytes] = []
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
@@ -160,10 +166,12 @@ def _read_all(fd: int, deadline: float | None, name: str, limit: float | None) -
         wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1)
         if not poller.poll(wait_ms):
             if deadline is not None and time.monotonic() >= deadline:
+                at_ns = reached()
+                how_far = (f"; it had reached {at_ns / 1000:g} us of simulated time" if at_ns is not None
+                           else " (before its simulation started)")
                 raise WallLimitExceeded(  # the caller kills the child
-                    f"simulation {name!r} exceeded the wall limit of {limit:g} s and was killed "
-                    "(the simulated time it reached is not known: the models report it only at the end)",
-                    report={"limit": "wall", "wall_s": limit})
+                    f"simulation {name!r} exceeded the wall limit of {limit:g} s and was killed{how_far}",
+                    report={"limit": "wall", "wall_s": limit, "sim_time_ns": at_ns})
             continue
         chunk = os.read(fd, 1 << 20)
         if not chunk:
@@ -174,6 +182,9 @@ def _read_all(fd: int, deadline: float | None, name: str, limit: float | None) -
 def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, Any]:
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
+    # A word shared with the child: on SIGUSR1 it writes the simulated time it reached (ps) there.
+    time_word = mmap.mmap(-1, 8)
+    time_word[:] = _UNKNOWN_TIME
     with tempfile.TemporaryFile() as errors:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -196,7 +207,7 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
             code = 0
             payload: dict[str, Any]
             try:
-                payload = {"ok": sysc.elaborate_and_run(run)}
+                payload = {"ok": sysc.elaborate_and_run(run, ctypes.addressof(ctypes.c_char.from_buffer(time_word)))}
                 payload["ok"]["child_private_kb"] = _private_kb()
             except EidolaError as e:
                 payload = {"error": e}
@@ -212,7 +223,7 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
         os.close(write_fd)
         deadline = None if wall_limit is None else time.monotonic() + wall_limit
         try:
-            data = _read_all(read_fd, deadline, run.plan.name, wall_limit)
+            data = _read_all(read_fd, deadline, run.plan.name, wall_limit, lambda: _time_reached(pid, time_word))
             _, status, usage = os.wait4(pid, 0)
         except BaseException:
             # Ctrl-C, SIGTERM turned into an exception, or a wall limit: never leave the child running.
@@ -242,6 +253,22 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
                             + (f"; its last output:\n{tail}" if tail else ""),
                             report={"signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                                     "output": output})
+
+
+_UNKNOWN_TIME = b"\xff" * 8
+
+
+def _time_reached(pid: int, word: mmap.mmap) -> float | None:
+    """Asks the child for its simulated time (SIGUSR1), waits briefly for the answer; ns, or None."""
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        return None
+    for _ in range(50):  # the handler is a few instructions: it answers at once unless the child is starting
+        if word[:] != _UNKNOWN_TIME:
+            return int.from_bytes(word[:], sys.byteorder) / 1000.0
+        time.sleep(0.002)
+    return None
 
 
 def _kill(pid: int) -> None:

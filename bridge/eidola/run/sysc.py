@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ def _warm(ns: Any) -> None:
     sim.set_flags(["f"])
     sim.set_tracing(False)
     sim.set_time_limit(0)
+    sim.report_time_on_signal(0, 0)
     sim.partial()
     sim.load_programs(0, 0, 0, 0)
     table = sim.table("gpus")
@@ -113,8 +115,12 @@ def _table(sim: Any, which: str) -> dict[str, Any]:
     return {c: values[:, i].copy() for i, c in enumerate(columns)}
 
 
-def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
-    """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables."""
+def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
+    """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables.
+
+    `time_word`: the address of a 64-bit word shared with the parent, where SIGUSR1 makes the
+    simulation write the simulated time it has reached (0: not asked).
+    """
     ns = load()
     plan = run.plan
     clock = time.perf_counter()
@@ -156,6 +162,7 @@ def elaborate_and_run(run: NativeRun) -> dict[str, Any]:
     encoded = run.encoded
     sim.set_flags(list(encoded.flags))
     sim.set_tracing(run.trace)
+    sim.report_time_on_signal(time_word, int(signal.SIGUSR1))
     sim.set_time_limit(round(run.sim_time_s * 1e12) if run.sim_time_s else 0)
     sim.load_programs(encoded.ops.ctypes.data, len(encoded.ops), encoded.programs.ctypes.data, len(encoded.programs))
     built = time.perf_counter()
