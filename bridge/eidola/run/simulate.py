@@ -191,6 +191,9 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
         # Move every live object out of the collector's reach: a collection in the child would
         # touch (and so copy) every page of the parent's heap, a large profile's included.
         gc.freeze()
+        # Ctrl-C or SIGTERM between fork() and the try below would leave the child running:
+        # hold them until the parent is ready to kill it (and the child has set its own handlers).
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         pid = os.fork()
         if pid == 0:  # the child: never returns
             _die_with_parent(parent)
@@ -202,6 +205,7 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
                 signal.signal(sig, signal.SIG_DFL)
             # Ctrl-C reaches the whole process group: the parent decides, and kills this process.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             os.dup2(errors.fileno(), 2)
             os.dup2(errors.fileno(), 1)
             code = 0
@@ -219,10 +223,11 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
                     pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
             finally:
                 os._exit(code)
-        gc.unfreeze()
-        os.close(write_fd)
-        deadline = None if wall_limit is None else time.monotonic() + wall_limit
         try:
+            gc.unfreeze()
+            os.close(write_fd)
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held Ctrl-C is raised here, inside the try
+            deadline = None if wall_limit is None else time.monotonic() + wall_limit
             data = _read_all(read_fd, deadline, run.plan.name, wall_limit, lambda: _time_reached(pid, time_word))
             _, status, usage = os.wait4(pid, 0)
         except BaseException:
