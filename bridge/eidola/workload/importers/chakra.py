@@ -128,4 +128,5 @@ def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "r
         report.assume("no communication nodes: the ranks only compute")
     report.imported["ranks"] = len(paths)
     report.assume("ranks in file order; a COMM_COLL spans every rank given")
-    return build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report), report
+    return (build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report,
+                          dict(enumerate(paths))), report)
