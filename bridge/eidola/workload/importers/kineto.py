@@ -127,9 +127,22 @@ def _group(ops: list[dict[str, Any]], info: dict[str, Any], world: int) -> tuple
     return tuple(range(world))
 
 
+def _peer(ops: list[dict[str, Any]]) -> int | None:
+    """The peer of a send/recv: c10d::send(tensors, group, dst, tag) / recv_(..., src, tag) record it."""
+    for e in ops:
+        args = e.get("args", {}).get("Concrete Inputs") or []
+        if e["name"].startswith("c10d::") and len(args) > 2 and str(args[2]).isdigit():
+            return int(args[2])
+    return None
+
+
 def ns(us: Any) -> int:
-    """Kineto times are microseconds with ns decimals: whole ns keep the import deterministic."""
-    return round(float(us) * 1000)
+    """Kineto times are microseconds with ns decimals: whole ns keep the import deterministic.
+
+    Whole and fractional microseconds are scaled apart: epoch timestamps (1.7e15 us) times 1000 are
+    beyond a double's 2**53, and would be off by up to 256 ns."""
+    whole = int(float(us))
+    return whole * 1000 + round((float(us) - whole) * 1000)
 
 
 def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, report: Report) -> list[Lane]:
@@ -211,7 +224,10 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
         recv = kind == "recv"
         c = Coll("send" if recv else kind, _size(path, kind, g, world, report), group, g[0]["name"], recv=recv)
         if kind == "send" or recv:
-            c.group = (int(info.get("rank", -1)),)  # the peer is not recorded: matched by order (see timeline)
+            me, peer = int(info.get("rank", -1)), _peer(g)
+            # c10d::send / recv_ record their peer (a rank of the default group) in Concrete Inputs;
+            # without it, the peer is matched by order (_pair_p2p)
+            c.group = (me,) if peer is None else (peer, me) if recv else (me, peer)
         if c.nbytes == 0 and kind != "barrier":
             report.ignored[f"{kind} with no recorded size"] += 1
             continue
@@ -242,7 +258,8 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
 
 def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
     """Give each send the receive it feeds: the earliest unmatched recv of the same size on another rank."""
-    items = [(it, r) for r, ls in lanes.items() for lane in ls for it in lane.items if it.coll and it.coll.kind == "send"]
+    items = [(it, r) for r, ls in lanes.items() for lane in ls for it in lane.items
+             if it.coll and it.coll.kind == "send" and len(it.coll.group) == 1]  # peer not recorded
     recvs = sorted(((it, r) for it, r in items if it.coll and it.coll.recv), key=lambda x: x[0].start)
     for it, r in sorted(((it, r) for it, r in items if it.coll and not it.coll.recv), key=lambda x: x[0].start):
         assert it.coll is not None

@@ -160,10 +160,11 @@ def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report,
 
 
 def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algorithm: str, mode: str,
-                  report: Report, sources: dict[int, str] | None = None) -> Profile:
+                  report: Report, sources: dict[int, str] | None = None, align: bool = True) -> Profile:
     """Build the profile: rank order is GPU order, lane i of a rank runs on workgroups [i*W, (i+1)*W).
 
-    sources: the file of each rank, for messages.
+    sources: the file of each rank, for messages. align: align the ranks' clocks on their first common
+    collective (traces of real clocks); False where every rank's times count from one zero (Chakra).
     """
     ranks = sorted(lanes)
     gpu = {r: i for i, r in enumerate(ranks)}
@@ -172,13 +173,13 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
     # Clocks: the first collective every rank takes part in ends at the same time everywhere.
     shift = dict.fromkeys(ranks, 0)
     common = next((row for row in multi if len(row) == len(ranks)), None)
-    if common and len(ranks) > 1:
+    if common and len(ranks) > 1 and align:
         ref = common[0][0].end
         for it, r in common:
             shift[r] = ref - it.end
         report.assume("clocks aligned on the end of the first collective of all ranks; shifts ns: "
                       + ", ".join(f"rank {r} {shift[r]:+d}" for r in ranks))
-    elif len(ranks) > 1:
+    elif len(ranks) > 1 and align:
         report.assume("no collective spans all ranks: clocks are taken as they are")
     t0 = min((it.start + shift[r] for r in ranks for lane in lanes[r] for it in lane.items), default=0)
     nlanes = max(len(v) for v in lanes.values())
