@@ -8,9 +8,9 @@ NCCL traces in ../shared/data/kineto/.
 
 import gzip
 import json
-from decimal import Decimal
 import os
 from collections import Counter, defaultdict
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
