@@ -6,7 +6,7 @@ Run once, by hand, with PyTorch installed (the tests only read what this wrote):
     python tests/data/make_kineto_fixtures.py --chakra   # also Chakra ETs (needs mlc-chakra)
 
 Each rank is a process on 127.0.0.1 running a small data-parallel step a few times: matrix
-multiplies (host compute, milliseconds, so compute dominates the timeline as in a real job) then
+multiplies (host compute, seconds, so compute dominates the timeline as in a real job) then
 collectives on small tensors. torch.profiler records the Kineto trace (kineto/RANKS/rank-R.json.gz),
 and ExecutionTraceObserver records the PyTorch execution trace for the Chakra path
 (chakra/RANKS/pytorch_et_R.json); chakra_trace_link and chakra_converter turn both into
@@ -26,15 +26,19 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 NUMEL = 1024  # float32 elements per collective tensor: 4 KiB, divisible by ranks * workgroups
+# Matrix side of the host compute. Gloo's collectives take 0.1-40 ms each here (~120 ms in all per
+# rank); at 3072 the matrix multiplies take seconds, so compute dominates the timeline (as in a real
+# training step) and the ideal-fabric replay test can hold the replay to 1% of the trace's span.
+MM = 3072
 
 
 def _step(rank: int, world: int, it: int) -> None:
     import torch
     import torch.distributed as dist
 
-    a = torch.full((192, 192), 1.0 + rank)
-    for _ in range(4):  # host compute: a few ms of aten::mm
-        a = torch.mm(a, a) / 192.0
+    a = torch.full((MM, MM), 1.0 + rank)
+    for _ in range(4):  # host compute: hundreds of ms of aten::mm
+        a = torch.mm(a, a) / MM
     t = torch.ones(NUMEL)
     dist.all_reduce(t)
     a = torch.mm(a, a)

@@ -128,4 +128,7 @@ def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "r
         report.assume("no communication nodes: the ranks only compute")
     report.imported["ranks"] = len(paths)
     report.assume("ranks in file order; a COMM_COLL spans every rank given")
-    return build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report), report
+    # Node times come from the dependencies, every rank counting from 0: there is no clock to align.
+    report.assume("every rank starts at 0 (the ETs' node times are from their dependencies, not clocks)")
+    return (build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report,
+                          dict(enumerate(paths)), align=False), report)

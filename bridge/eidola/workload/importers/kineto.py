@@ -40,6 +40,9 @@ _KIND = [(re.compile(p), k) for p, k in (
     (r"reduce_?scatter", "reduce_scatter"), (r"all_?to_?all", "all_to_all"), (r"broadcast", "broadcast"),
     (r"barrier", "barrier"), (r"^send$", "send"), (r"^recv", "recv"))]
 _BACKEND = ("nccl:", "gloo:", "rccl:")
+#: "Input type" entries that are not a dtype: the argument is a list, a scalar, or not a tensor
+_NOT_DTYPE = {"TensorList", "Tensor", "Scalar", "ScalarList", "GenericList", "String", "Device", "Layout",
+              "None"}
 _DEVICE_COMM = re.compile(r"^(nccl|rccl|ncclDev)", re.I)
 
 
@@ -52,6 +55,9 @@ def _load(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
         text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+        if not text.strip():
+            raise ProfileError(f"{path}: the file is empty; expected a Kineto trace (the JSON file "
+                               "torch.profiler's export_chrome_trace writes)")
         data = json.loads(text)
     except OSError as e:
         raise ProfileError(f"{path}: cannot read the trace ({e})") from None
@@ -73,22 +79,32 @@ def _numel(dims: Any) -> int:
     return n if isinstance(dims, list) and dims else 0
 
 
-def _size(kind: str, ops: list[dict[str, Any]], world: int, report: Report) -> int:
+def _unknown_dtype(path: Path, op: dict[str, Any], dtype: object) -> ProfileError:
+    # A guessed element size would silently scale every transfer of the collective: refuse instead.
+    return ProfileError(f"{path}: {op['name']} at ts {op['ts']} us: unknown dtype {dtype!r} in its sizes; expected "
+                        f"one of {', '.join(sorted(DTYPE_BYTES))}")
+
+
+def _size(path: Path, kind: str, ops: list[dict[str, Any]], world: int, report: Report) -> int:
     """Bytes as collective() takes them, from record_param_comms if present, else Input Dims x dtype."""
     for e in ops:
         a = e.get("args", {})
         if "In msg nelems" in a:
             elt = DTYPE_BYTES.get(str(a.get("dtype")))
             if elt is None:
-                report.assume(f"unknown dtype {a.get('dtype')!r}: 4 bytes per element")
+                raise _unknown_dtype(path, e, a.get("dtype"))
             n = a["Out msg nelems"] if kind == "all_gather" else a["In msg nelems"]
-            return int(n) * (elt or 4)
+            return int(n) * elt
     # Element counts: the largest tensor an op lists; an all_gather's output is the largest of all.
     counts = [[_numel(d) for d in e.get("args", {}).get("Input Dims") or []] for e in ops]
     types = [t for e in sorted(ops, key=lambda e: not e["name"].startswith(_BACKEND))
              for t in e.get("args", {}).get("Input type") or [] if t in DTYPE_BYTES]
     if not any(any(c) for c in counts):
         return 0
+    # No known dtype, but one is spelled (not a container or scalar marker): refuse rather than guess.
+    odd = [(e, t) for e in ops for t in e.get("args", {}).get("Input type") or [] if t and t not in _NOT_DTYPE]
+    if not types and odd:
+        raise _unknown_dtype(path, *odd[0])
     if not types:
         report.assume(f"unknown dtype in {ops[0]['name']}: 4 bytes per element")
     elt = DTYPE_BYTES.get(types[0], 4) if types else 4
@@ -111,9 +127,22 @@ def _group(ops: list[dict[str, Any]], info: dict[str, Any], world: int) -> tuple
     return tuple(range(world))
 
 
+def _peer(ops: list[dict[str, Any]]) -> int | None:
+    """The peer of a send/recv: c10d::send(tensors, group, dst, tag) / recv_(..., src, tag) record it."""
+    for e in ops:
+        args = e.get("args", {}).get("Concrete Inputs") or []
+        if e["name"].startswith("c10d::") and len(args) > 2 and str(args[2]).isdigit():
+            return int(args[2])
+    return None
+
+
 def ns(us: Any) -> int:
-    """Kineto times are microseconds with ns decimals: whole ns keep the import deterministic."""
-    return round(float(us) * 1000)
+    """Kineto times are microseconds with ns decimals: whole ns keep the import deterministic.
+
+    Whole and fractional microseconds are scaled apart: epoch timestamps (1.7e15 us) times 1000 are
+    beyond a double's 2**53, and would be off by up to 256 ns."""
+    whole = int(float(us))
+    return whole * 1000 + round((float(us) - whole) * 1000)
 
 
 def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, report: Report) -> list[Lane]:
@@ -193,9 +222,12 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
             continue
         group = _group(g, info, world)
         recv = kind == "recv"
-        c = Coll("send" if recv else kind, _size(kind, g, world, report), group, g[0]["name"], recv=recv)
+        c = Coll("send" if recv else kind, _size(path, kind, g, world, report), group, g[0]["name"], recv=recv)
         if kind == "send" or recv:
-            c.group = (int(info.get("rank", -1)),)  # the peer is not recorded: matched by order (see timeline)
+            me, peer = int(info.get("rank", -1)), _peer(g)
+            # c10d::send / recv_ record their peer (a rank of the default group) in Concrete Inputs;
+            # without it, the peer is matched by order (_pair_p2p)
+            c.group = (me,) if peer is None else (peer, me) if recv else (me, peer)
         if c.nbytes == 0 and kind != "barrier":
             report.ignored[f"{kind} with no recorded size"] += 1
             continue
@@ -226,7 +258,8 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
 
 def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
     """Give each send the receive it feeds: the earliest unmatched recv of the same size on another rank."""
-    items = [(it, r) for r, ls in lanes.items() for lane in ls for it in lane.items if it.coll and it.coll.kind == "send"]
+    items = [(it, r) for r, ls in lanes.items() for lane in ls for it in lane.items
+             if it.coll and it.coll.kind == "send" and len(it.coll.group) == 1]  # peer not recorded
     recvs = sorted(((it, r) for it, r in items if it.coll and it.coll.recv), key=lambda x: x[0].start)
     for it, r in sorted(((it, r) for it, r in items if it.coll and not it.coll.recv), key=lambda x: x[0].start):
         assert it.coll is not None
@@ -277,4 +310,6 @@ def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "r
     _pair_p2p(lanes, report)
     report.imported["ranks"] = len(ranks)
     report.assume("lanes (streams, threads) are replayed independently: waits between them are kept as traced gaps")
-    return build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report), report
+    sources = {r: str(p) for r, p in zip(ranks, paths)}
+    return (build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report,
+                          sources), report)

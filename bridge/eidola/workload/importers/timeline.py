@@ -61,6 +61,10 @@ class Report:
     assumed: list[str] = field(default_factory=list)
     #: one row per collective replayed: (name prefix of its flags, kind, bytes, {gpu: traced ns})
     calls: list[tuple[str, str, int, dict[int, int]]] = field(default_factory=list)
+    #: one row per item replayed as its traced time, a compute phase or a collective with no traced
+    #: peer: (gpu, first workgroup of its lane, op index there, start ns, end ns, "compute" or the
+    #: collective's kind); times on the aligned traced clock, from the first traced item (= replay 0)
+    phases: list[tuple[int, int, int, int, int, str]] = field(default_factory=list)
 
     def assume(self, text: str) -> None:
         """Record an assumption once."""
@@ -76,7 +80,33 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
-def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report) -> dict[int, list[tuple[Item, int]]]:
+def _who(r: int, sources: dict[int, str]) -> str:
+    return f"rank {r} ({sources[r]})" if r in sources else f"rank {r}"
+
+
+def _unpairable(what: str, sources: dict[int, str]) -> ProfileError:
+    # Sampled traces of a large job may come from different iterations: say so, and what still works.
+    files = ", ".join(sources[r] for r in sorted(sources)) if sources else "the traces"
+    return ProfileError(f"{files}: cannot be replayed together: {what}; the ranks' collective sequences diverge "
+                        "there (were they traced at different iterations or windows?); expected the traces of "
+                        "the same steps on every rank, or import each trace alone")
+
+
+def _diverge(ranks: list[int], lanes: dict[int, list[Lane]], sources: dict[int, str]) -> str:
+    """Where the time-ordered collective kinds of two ranks first differ, for an error message."""
+    seqs = {r: [it.coll for it in sorted((it for lane in lanes[r] for it in lane.items if it.coll),
+                                         key=lambda it: it.start) if it.coll] for r in ranks}
+    for a in ranks:
+        for b in ranks:
+            for k, (x, y) in enumerate(zip(seqs[a], seqs[b])):
+                if a < b and x.kind != y.kind:
+                    return (f"collective #{k} in time order is {x.kind} ({x.name}, {x.nbytes} B) on {_who(a, sources)} "
+                            f"but {y.kind} ({y.name}, {y.nbytes} B) on {_who(b, sources)}")
+    return "the groups' collectives interleave differently on different ranks"
+
+
+def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report,
+           sources: dict[int, str]) -> dict[int, list[tuple[Item, int]]]:
     """Number each collective: {call id: [(item, rank)]}; the k-th call of a group on every member is one call."""
     calls: dict[int, list[tuple[Item, int]]] = {}
     seq: dict[tuple[int, ...], list[list[tuple[Item, int]]]] = defaultdict(list)
@@ -103,11 +133,21 @@ def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report) -> di
             first = row[0][0].coll
             assert first is not None
             sizes = {it.coll.nbytes for it, _ in row if it.coll}
-            if len(sizes) > 1:  # uneven all_to_all splits, or traces of different windows: the largest
+            if len(sizes) > 1 and first.kind not in ("all_to_all", "barrier"):
+                (a, ra), (b, rb) = (min(row, key=lambda x: x[1]),
+                                    next(x for x in row if x[0].coll and first.nbytes != x[0].coll.nbytes))
+                assert a.coll is not None and b.coll is not None
+                raise _unpairable(f"{first.kind} #{k} of ranks {members} is {a.coll.nbytes} B on {_who(ra, sources)} "
+                                  f"but {b.coll.nbytes} B on {_who(rb, sources)}", sources)
+            if len(sizes) > 1:  # uneven all_to_all splits: the largest
                 for it, _ in row:
                     if it.coll:
                         it.coll.nbytes = max(sizes)
                 report.merged["collectives whose size differs between ranks (the largest used)"] += 1
+            if got != members and len(members) > 1:
+                lost = [_who(r, sources) for r in members if r not in got]
+                raise _unpairable(f"{first.kind} #{k} of ranks {members} ({first.name}, {first.nbytes} B) is on "
+                                  f"{', '.join(_who(r, sources) for r in got)} but not on {', '.join(lost)}", sources)
             if got != members or any((c.kind, c.nbytes) != (first.kind, first.nbytes)
                                      for c in (it.coll for it, _ in row) if c):
                 desc = ", ".join(f"rank {r}: {it.coll.name if it.coll else '?'} "
@@ -120,22 +160,26 @@ def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report) -> di
 
 
 def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algorithm: str, mode: str,
-                  report: Report) -> Profile:
-    """Build the profile: rank order is GPU order, lane i of a rank runs on workgroups [i*W, (i+1)*W)."""
+                  report: Report, sources: dict[int, str] | None = None, align: bool = True) -> Profile:
+    """Build the profile: rank order is GPU order, lane i of a rank runs on workgroups [i*W, (i+1)*W).
+
+    sources: the file of each rank, for messages. align: align the ranks' clocks on their first common
+    collective (traces of real clocks); False where every rank's times count from one zero (Chakra).
+    """
     ranks = sorted(lanes)
     gpu = {r: i for i, r in enumerate(ranks)}
-    calls = _match(ranks, lanes, report)
+    calls = _match(ranks, lanes, report, sources or {})
     multi = [row for row in calls.values() if len(row) > 1]
     # Clocks: the first collective every rank takes part in ends at the same time everywhere.
     shift = dict.fromkeys(ranks, 0)
     common = next((row for row in multi if len(row) == len(ranks)), None)
-    if common and len(ranks) > 1:
+    if common and len(ranks) > 1 and align:
         ref = common[0][0].end
         for it, r in common:
             shift[r] = ref - it.end
         report.assume("clocks aligned on the end of the first collective of all ranks; shifts ns: "
                       + ", ".join(f"rank {r} {shift[r]:+d}" for r in ranks))
-    elif len(ranks) > 1:
+    elif len(ranks) > 1 and align:
         report.assume("no collective spans all ranks: clocks are taken as they are")
     t0 = min((it.start + shift[r] for r in ranks for lane in lanes[r] for it in lane.items), default=0)
     nlanes = max(len(v) for v in lanes.values())
@@ -170,13 +214,21 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
             items = lanes[r][li].items
             while i < len(items):
                 it = items[i]
-                if it.coll is None:
+                if it.coll is None or len(calls[call_of[id(it)]]) == 1:
+                    # The gap before an item (idle, host overhead, waits on other lanes) and the item
+                    # itself are separate compute ops, so each traced phase is one op of the replay.
+                    advance(r, li, it.start + shift[r])
+                    w0 = li * workgroups
+                    if it.end + shift[r] > cursor[r, li]:
+                        report.phases.append((gpu[r], w0, len(b.program_at(gpu[r], w0)._ops), cursor[r, li] - t0,
+                                              it.end + shift[r] - t0, it.coll.kind if it.coll else "compute"))
                     advance(r, li, it.end + shift[r])
-                    report.imported["compute phases"] += 1
-                elif len(row := calls[call_of[id(it)]]) == 1:  # no peer in the traces: keep its traced time
-                    advance(r, li, it.end + shift[r])
-                    report.ignored[f"{it.coll.kind} with no traced peer (replayed as its traced time)"] += 1
-                elif all(at_front(o, orank) for o, orank in row):
+                    if it.coll is None:
+                        report.imported["compute phases"] += 1
+                    else:  # no peer in the traces: keep its traced time
+                        report.ignored[f"{it.coll.kind} with no traced peer (replayed as its traced time)"] += 1
+                elif all(at_front(o, orank) for o, orank in calls[call_of[id(it)]]):
+                    row = calls[call_of[id(it)]]
                     for o, orank in row:  # every member reaches its traced start, then the collective begins
                         advance(orank, where[id(o)][1], o.start + shift[orank])
                     _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
@@ -192,8 +244,8 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                 progress = True
     stuck = [f"rank {r} {lanes[r][li].name}" for (r, li), i in pos.items() if i < len(lanes[r][li].items)]
     if stuck:
-        raise ProfileError(f"mismatched ranks: the collectives cross between groups and cannot be ordered "
-                           f"(stuck: {', '.join(stuck[:4])}); expected every group's collectives in one order")
+        raise _unpairable(f"{_diverge(ranks, lanes, sources or {})}, so no order of the collectives fits "
+                          f"every rank (stuck: {', '.join(stuck[:4])})", sources or {})
     return b.build()
 
 
