@@ -316,8 +316,9 @@ void PacketFabric::count_link(std::uint32_t link, const Packet& p, std::uint32_t
     ++lc.hist[bucket_of(wait)];
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
         const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
-        if (lc.s.busy_bins.size() <= bin) lc.s.busy_bins.resize(bin + 1, 0.0f);
-        lc.s.busy_bins[bin] += float(end - t);
+        auto& bins = lc.s.busy_bins;  // a link transmits in time order: only the last bin can grow
+        if (bins.empty() || bins.back().first != bin) bins.emplace_back(bin, 0.0f);
+        bins.back().second += float(end - t);
         t = end;
     }
 }

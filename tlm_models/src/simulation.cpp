@@ -257,9 +257,8 @@ Table Simulation::table(const std::string& which) const {
         std::size_t index = 0;
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats()) {
-                for (std::size_t b = 0; b < l.busy_bins.size(); ++b)
-                    if (l.busy_bins[b] > 0)
-                        row({double(index), double(b), double(b * f->bin_ps()), double(l.busy_bins[b])});
+                for (const auto& [b, busy] : l.busy_bins)
+                    if (busy > 0) row({double(index), double(b), double(b * f->bin_ps()), double(busy)});
                 ++index;
             }
     } else if (which == "pairs") {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "eidola/address_map.h"
@@ -25,7 +26,9 @@ struct LinkStats {
     double queue_p99_ps = 0;           ///< 99th percentile of that wait (log-bucketed, within 9%)
     double queue_max_ps = 0;           ///< longest such wait
     std::uint32_t peak_occupancy = 0;  ///< most packets held at once in the receiving input buffer
-    std::vector<float> busy_bins;      ///< busy time per bin of bin_ps(), in ps
+    /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
+    /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
+    std::vector<std::pair<std::uint64_t, float>> busy_bins;
 };
 /// Columns of the "links" result table, filled from LinkStats.
 inline const std::vector<std::string> kLinkColumns = {
