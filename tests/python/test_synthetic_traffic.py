@@ -186,7 +186,7 @@ def test_bad_arguments_name_the_parameter(kwargs, names):
 
 
 def test_a_packet_larger_than_max_payload_names_packet(mesh):
-    with pytest.raises(eidola.ConfigError, match="packet = 512 bytes exceeds .*max_payload"):
+    with pytest.raises(eidola.ConfigError, match=r"packet = 512 bytes exceeds .*max_payload"):
         eidola.simulate(mesh, synthetic(gpus=N, rate=0.01, packet=512, duration="1us"))
 
 
