@@ -289,6 +289,9 @@ def main() -> int:
     from sweep_bench import sweep_section  # bench/ is on sys.path when this file runs as a script
 
     body += sweep_section()
+    from netsweep_bench import netsweep_section
+
+    body += netsweep_section()
     if not args.quick:
         body += callgrind()
     plot_scaling(points)
