@@ -292,6 +292,9 @@ def main() -> int:
     from plugin_cache import plugin_cache_section
 
     body += plugin_cache_section()
+    from netsweep_bench import netsweep_section
+
+    body += netsweep_section()
     if not args.quick:
         body += callgrind()
     plot_scaling(points)

@@ -1,4 +1,4 @@
-"""The ``eidola`` command: run, validate, describe, plot, import, compare and sweep.
+"""The ``eidola`` command: run, validate, describe, plot, import, compare, sweep and netsweep.
 
 Exit status: 0 ok; 2 bad input (one message naming the file and key or profile op); 3 the
 simulation failed (deadlock, protocol violation, model error), with a report; 1 internal error.
@@ -264,6 +264,39 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     return 3 if a["failed"] else 0
 
 
+def _cmd_netsweep(args: argparse.Namespace) -> int:
+    from .report.netsweep_plot import plot_netsweep
+    from .run.netsweep import format_table, netsweep, parse_rates
+    from .workload.traffic import PATTERNS
+
+    if args.pattern not in PATTERNS:
+        raise ConfigError(f"--pattern {args.pattern!r}: expected one of {', '.join(PATTERNS)}")
+    rates = parse_rates(args.rates)
+    platform = load_platform(args.platform, _overrides(args.set))
+    hotspots = _int_list(args.hotspots, "--hotspots")
+    out = Path(args.out) if args.out else Path("out") / f"netsweep-{safe_dir_name(platform.name)}-{args.pattern}"
+    rows = netsweep(platform, rates, pattern=args.pattern, packet=args.packet, duration=args.duration,
+                    warmup=args.warmup, cycle=args.cycle, seed=args.seed, hotspots=hotspots, reply=True)
+    print(f"{platform.name}: {args.pattern} traffic, {args.packet} packets, {args.duration} measured after "
+          f"{args.warmup}; loads in packets per GPU per ns, one-way latencies from creation")
+    print(format_table(rows))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "netsweep.json").write_text(json.dumps(rows, indent=2) + "\n")
+    written = plot_netsweep(rows, out, f"{platform.name}, {args.pattern}")
+    print("wrote " + ", ".join(str(p) for p in [out / "netsweep.json", *written]))
+    return 0
+
+
+def _int_list(text: str | None, option: str) -> list[int]:
+    """A comma list of GPU indices (empty when not given); ConfigError naming `option`."""
+    if not text:
+        return []
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ConfigError(f"{option} {text!r}: expected a comma list of GPU indices, e.g. 0,5") from None
+
+
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
     from .run.sweep.plot import plot_sweep
 
@@ -311,6 +344,21 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) or local:N workers")
     sw.add_argument("--out", help="output folder (default: out/sweeps/NAME)")
     sw.add_argument("--resume", action="store_true", help="run only the points not already finished in the folder")
+    ns = sub.add_parser("netsweep", help="latency-load sweep of synthetic traffic: a table and two figures",
+                        description="Simulate synthetic traffic at each offered rate; print latency and accepted "
+                                    "load, and draw both against offered load (PNG and SVG).")
+    ns.add_argument("platform", help="platform YAML file")
+    ns.add_argument("--pattern", default="uniform", help="uniform, transpose, bit_complement, bit_reverse, shuffle, "
+                                                        "tornado, neighbor or hotspot")
+    ns.add_argument("--rates", default="0.01:0.2:0.01", help="packets per GPU per ns: START:STOP:STEP or a list")
+    ns.add_argument("--packet", default="256B", help="payload of each write (default 256B)")
+    ns.add_argument("--duration", default="10us", help="measurement window (default 10us)")
+    ns.add_argument("--warmup", default="2us", help="time before the window (default 2us)")
+    ns.add_argument("--cycle", default="1ns", help="injection cycle (default 1ns)")
+    ns.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    ns.add_argument("--hotspots", help="hotspot GPUs, e.g. 0,5 (pattern hotspot)")
+    ns.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a platform key")
+    ns.add_argument("--out", help="output folder (default: out/netsweep-PLATFORM-PATTERN)")
     imp = sub.add_parser("import", help="turn measurements of a real run into a timing profile")
     kinds = imp.add_subparsers(dest="source", required=True)
     ts = kinds.add_parser("timestamps", help="per-event timestamps CSV (see eidola.timestamps)")
@@ -354,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe, "plot": _cmd_plot,
                "import": _cmd_import, "compare": _cmd_compare, "sweep": _cmd_sweep,
-               "sweep plot": _cmd_sweep_plot}[args.command]
+               "sweep plot": _cmd_sweep_plot, "netsweep": _cmd_netsweep}[args.command]
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (main() called from a library): leave signals alone

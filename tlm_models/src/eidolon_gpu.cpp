@@ -45,12 +45,18 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const Params& p)
     sensitive << m_event;
 }
 
+void EidolonGpu::set_traffic(const TrafficSpec& spec, std::vector<std::int32_t> destinations, std::uint32_t gpus) {
+    m_traffic = std::make_unique<TrafficGenerator>(m_core, spec, std::move(destinations), gpus);
+    m_initiator.attach_traffic(m_traffic.get());
+}
+
 // The one process of the GPU: runs every due action of every part, then packetises.
 void EidolonGpu::on_event() {
     const std::uint64_t now = now_ps();
     if (!m_started) {  // the method's initialisation run at time 0 starts every workgroup
         m_started = true;
         m_engine.start_all();
+        if (m_traffic) m_traffic->start();
     }
     GpuAction a;
     while (m_core.actions.pop_due(now, a)) {
@@ -70,6 +76,9 @@ void EidolonGpu::on_event() {
             case GpuActionKind::Drained: m_engine.writes_drained(a.arg); break;
             case GpuActionKind::Serve: m_target.serve(a.arg); break;
             case GpuActionKind::NextResponse: m_target.next_response(); break;
+            case GpuActionKind::Generate:
+                if (m_traffic->create()) m_initiator.traffic_queued();
+                break;
         }
     }
     m_initiator.try_issue();

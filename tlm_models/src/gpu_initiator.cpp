@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "eidola/traffic_generator.h"
 #include "eidola/workgroup_engine.h"
 
 namespace eidola {
@@ -66,6 +67,10 @@ void GpuInitiator::try_issue() {
     while (!m_request_pending && m_outstanding < m_max_outstanding && !m_issue_queue.empty()) {
         const std::uint32_t w = m_issue_queue.front();
         m_issue_queue.pop_front();
+        if (w == kTrafficTurn) {
+            issue_traffic();
+            continue;
+        }
         Transfer& t = m_transfers[w];
         const Op& op = *t.op;
         const OpKind kind = static_cast<OpKind>(op.kind);
@@ -165,6 +170,10 @@ void GpuInitiator::response_arrived(Packet* p) {
         m_core.fail(msg.str());
         return;
     }
+    if (p->wg == kTrafficTurn) {
+        traffic_answered(p);
+        return;
+    }
     const std::uint32_t w = p->wg;
     Transfer& t = m_transfers[w];
     const bool read = p->is_read();
@@ -197,6 +206,24 @@ void GpuInitiator::watchdog() {
         return;
     }
     m_core.actions.push(m_last_response_ps + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
+}
+
+// One packet of the traffic generator's source queue; the generator keeps its turn while it has more.
+void GpuInitiator::issue_traffic() {
+    Packet* p = m_pool.allocate();
+    p->wg = kTrafficTurn;
+    m_traffic->fill(*p, m_core.map, m_pool.scratch());
+    m_bytes_sent += p->get_data_length();
+    if (m_traffic->pending()) m_issue_queue.push_back(kTrafficTurn);
+    send(p);
+}
+
+void GpuInitiator::traffic_answered(Packet* p) {
+    m_last_response_ps = now_ps();
+    --m_outstanding;
+    m_traffic->answered(*p);
+    p->release();
+    if (!m_issue_queue.empty()) m_core.actions.push(now_ps(), {GpuActionKind::Issue, 0});  // a slot freed
 }
 
 std::string GpuInitiator::describe_transfer(std::uint32_t w) const {

@@ -1,5 +1,6 @@
 #include "eidola/gpu_target.h"
 
+#include "eidola/traffic_generator.h"
 #include "eidola/workgroup_engine.h"
 
 namespace eidola {
@@ -7,10 +8,19 @@ namespace eidola {
 GpuTarget::GpuTarget(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_target_socket<>& socket)
     : m_core(core), m_engine(engine), m_socket(socket) {}
 
+// A synthetic packet's one-way latency ends here, on arrival, before the memory serves it.
+[[gnu::always_inline]] inline void GpuTarget::stamp(tlm::tlm_generic_payload& trans, std::uint64_t at) {
+    if (TrafficStamp* s = trans.get_extension<TrafficStamp>()) {
+        s->arrive(at);
+        ++m_traffic_received;
+    }
+}
+
 tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                               sc_core::sc_time& delay) {
     const std::uint64_t at = now_ps() + delay.value();
     if (phase == tlm::BEGIN_REQ) {
+        stamp(trans, at);
         std::uint32_t slot;
         if (m_free_slots.empty()) {
             slot = std::uint32_t(m_incoming.size());
@@ -79,6 +89,7 @@ void GpuTarget::send_response(tlm::tlm_generic_payload* trans) {
 // (Reserving the memory at the annotated future time would block earlier AT accesses behind it.)
 void GpuTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     const std::uint64_t now = now_ps();
+    stamp(trans, now + delay.value());
     const std::uint64_t done = m_core.memory.schedule(now, trans.get_data_length()) + delay.value();
     const std::uint64_t offset = m_core.map.local(trans.get_address());
     m_core.memory.perform(trans, offset);

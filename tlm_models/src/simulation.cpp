@@ -3,6 +3,8 @@
 #include <atomic>
 #include <csignal>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <sstream>
@@ -50,6 +52,9 @@ struct Simulation::Impl {
     WindowLayout layout;
     std::vector<Op> ops;
     std::vector<ProgramEntry> programs;
+    bool has_traffic = false;
+    TrafficSpec traffic;
+    std::vector<std::vector<std::int32_t>> traffic_destinations;  // per source GPU
     ProgressMonitor monitor;
     ErrorCollector errors;  // every model reports here; the verdict decides failure()
 };
@@ -143,6 +148,16 @@ void Simulation::report_time_on_signal(std::uintptr_t word, int signum) {
     sigaction(signum, &action, nullptr);
 }
 
+void Simulation::set_traffic(const TrafficSpec& spec, std::uintptr_t first, std::uintptr_t destinations,
+                             std::uint64_t sources) {
+    const auto* f = reinterpret_cast<const std::int64_t*>(first);
+    const auto* d = reinterpret_cast<const std::int32_t*>(destinations);
+    m_impl->has_traffic = sources > 0;
+    m_impl->traffic = spec;
+    m_impl->traffic_destinations.assign(sources, {});
+    for (std::uint64_t g = 0; g < sources && f; ++g) m_impl->traffic_destinations[g].assign(d + f[g], d + f[g + 1]);
+}
+
 int Simulation::run() {
     Impl& s = *m_impl;
     s.monitor.set_error_sink(&s.errors);
@@ -157,6 +172,20 @@ int Simulation::run() {
             if (!by_index.emplace(gpu->index(), gpu).second)
                 throw std::invalid_argument(std::string(gpu->name()) + ": another GPU already has index " +
                                             std::to_string(gpu->index()));
+        }
+        if (s.has_traffic) {
+            const std::uint32_t sources = std::uint32_t(s.traffic_destinations.size());
+            for (std::uint32_t g = 0; g < sources; ++g) {
+                auto it = by_index.find(g);
+                if (it == by_index.end())
+                    throw std::invalid_argument("synthetic traffic from GPU " + std::to_string(g) +
+                                                ", which is not an eidolon of this platform");
+                for (std::int32_t dst : s.traffic_destinations[g])
+                    if (dst < 0 || std::uint32_t(dst) >= s.map.windows)
+                        throw std::invalid_argument("synthetic traffic to GPU " + std::to_string(dst) +
+                                                    ", outside the address map");
+                it->second->set_traffic(s.traffic, s.traffic_destinations[g], sources);
+            }
         }
         s.monitor.set_external_writers(s.map.windows > s.gpus.size());
         for (Fabric* fabric : s.fabrics) fabric->set_address_map(s.map);
@@ -278,6 +307,31 @@ Table Simulation::table(const std::string& which) const {
         for (const EidolonGpu* g : s.gpus)
             for (const auto& [time, occupancy] : g->syncmon_trace())
                 row({double(g->index()), double(time), double(occupancy)});
+    } else if (which == "traffic") {
+        for (const EidolonGpu* g : s.gpus)
+            if (const TrafficGenerator* gen = g->traffic()) {
+                const TrafficStats& st = gen->stats();
+                row({double(g->index()), gen->injecting() ? 1.0 : 0.0, double(st.created), double(st.offered),
+                     double(st.accepted), double(st.measured), st.latency_sum_ps, st.round_trip_sum_ps,
+                     double(g->traffic_received()), double(st.queue_peak)});
+            }
+    } else if (which == "traffic_summary" && s.has_traffic) {
+        // Percentiles need every sample of every GPU: gathered once, here, rather than per GPU.
+        std::vector<std::uint64_t> all;
+        for (const EidolonGpu* g : s.gpus)
+            if (const TrafficGenerator* gen = g->traffic())
+                all.insert(all.end(), gen->latencies().begin(), gen->latencies().end());
+        // Nearest rank: the smallest sample with at least q of all samples at or below it.
+        auto rank = [&all](double q) -> double {
+            if (all.empty()) return 0;
+            std::size_t k = std::size_t(std::ceil(q * double(all.size())));
+            k = std::min(all.size(), std::max<std::size_t>(k, 1)) - 1;
+            std::nth_element(all.begin(), all.begin() + std::ptrdiff_t(k), all.end());
+            return double(all[k]);
+        };
+        const double p50 = rank(0.5), p99 = rank(0.99);
+        const double max = all.empty() ? 0 : double(*std::max_element(all.begin(), all.end()));
+        row({double(s.traffic.duration_ps), double(s.traffic.cycle_ps), p50, p99, max});
     } else if (which == "ops") {
         for (const EidolonGpu* g : s.gpus)
             for (const OpRecord& r : g->trace())

@@ -18,6 +18,7 @@ from ..platform.elaborate import Plan
 from ..workload import variability
 from ..workload.ops import Op
 from ..workload.profile import Profile
+from .encode_traffic import EncodedTraffic, encode_traffic
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
 
@@ -47,6 +48,7 @@ class EncodedProfile:
     flags: tuple[Any, ...]               #: flag names, in window order
     buffer_offsets: dict[str, Any]       #: buffer name -> byte offset in every window
     window_bytes: int          #: bytes of each window the profile uses
+    traffic: EncodedTraffic | None = None  #: the synthetic traffic section, if any
 
 
 def _ps(ns: float) -> int:
@@ -106,7 +108,8 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     if rows:
         ops_arr[:] = np.array(rows, dtype=OP_DTYPE)[np.array(order, dtype=np.int64)]
     _apply_variability(profile, ops_arr, progs, seed, min(clocks))
-    return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset)
+    traffic = encode_traffic(profile.traffic, plan, offset) if profile.traffic is not None else None
+    return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset, traffic)
 
 
 def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]], progs: np.ndarray[Any, np.dtype[Any]],

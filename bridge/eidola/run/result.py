@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .tables import structured, table_dtype
+from .traffic_result import traffic_figures
 
 if TYPE_CHECKING:
     from ..workload.profile import Profile
@@ -54,6 +55,10 @@ class Result:
     profile_name: str = ""        #: the profile that was replayed
     meta: dict[str, Any] = field(default_factory=dict)  #: platform and profile facts for the summary
     profile: Profile | None = None  #: the Profile that was replayed (op kinds for traces and plots)
+    #: with synthetic traffic: offered, accepted (packets per GPU per ns), latency_mean_ns, latency_p50_ns,
+    #: latency_p99_ns, latency_max_ns, measured_packets, sources, window_ns; round_trip_mean_ns when reply=True
+    traffic: dict[str, float] | None = None
+    traffic_gpus: np.ndarray | None = None  #: with synthetic traffic: a row per generating GPU (see run.tables)
 
     @classmethod
     def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw: Any) -> Result:
@@ -73,6 +78,9 @@ class Result:
         flags = {(int(g), names[int(f)] if int(f) < len(names) else int(f)): int(v)
                  for g, f, v in zip(flag_table.get("gpu", []), flag_table.get("flag", []), flag_table.get("value", []))}
         syncmon_trace = structured("syncmon_trace", tables["syncmon_trace"]) if "syncmon_trace" in tables else None
+        profile = kw.get("profile")
+        if "traffic" in tables and profile is not None and profile.traffic is not None:
+            kw["traffic"], kw["traffic_gpus"] = traffic_figures(tables, profile.traffic.reply)
         return cls(name, kernel, gpus, structured("workgroups", tables["workgroups"]), links,
                    raw["events"], wall_s, structured("pairs", tables.get("pairs", {})),
                    structured("link_bins", tables.get("link_bins", {})), flags, syncmon_trace, ops, **kw)
@@ -176,6 +184,8 @@ class Result:
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
             "busiest_link": dict(zip(("src", "dst", "utilization", "bytes"), busiest)) if busiest else None,
             **self.meta,
+            # NaN (no packet measured) becomes null: summary.json stays strict JSON.
+            **({"traffic": {k: (None if v != v else v) for k, v in self.traffic.items()}} if self.traffic else {}),
         }
 
     def save(self, directory: str | Path) -> Path:

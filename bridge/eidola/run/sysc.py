@@ -24,6 +24,7 @@ from .native import native_library
 from .plugin_build import PluginBuild, load_plugin
 
 if TYPE_CHECKING:
+    from .encode_traffic import EncodedTraffic
     from .simulate import NativeRun
 
 __all__ = ["load", "elaborate_and_run"]
@@ -59,6 +60,7 @@ def _warm(ns: Any) -> None:
     sim.report_time_on_signal(0, 0)
     sim.partial()
     sim.load_programs(0, 0, 0, 0)
+    sim.set_traffic(ns.TrafficSpec(), 0, 0, 0)
     table = sim.table("gpus")
     table.rows()
     list(table.columns)
@@ -115,6 +117,20 @@ def _table(sim: Any, which: str) -> dict[str, Any]:
     return {c: values[:, i].copy() for i, c in enumerate(columns)}
 
 
+def _set_traffic(ns: Any, sim: Any, t: EncodedTraffic) -> None:
+    spec = ns.TrafficSpec()
+    spec.probability = t.probability
+    spec.cycle_ps = t.cycle_ps
+    spec.packet_bytes = t.spec.packet
+    spec.offset = t.offset
+    spec.warmup_ps = t.warmup_ps
+    spec.duration_ps = t.duration_ps
+    spec.seed = t.spec.seed
+    spec.uniform = t.uniform
+    sim.set_traffic(spec, t.first.ctypes.data, t.destinations.ctypes.data if len(t.destinations) else 0,
+                    t.spec.gpus)
+
+
 def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
     """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables.
 
@@ -165,11 +181,14 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
     sim.report_time_on_signal(time_word, int(signal.SIGUSR1))
     sim.set_time_limit(round(run.sim_time_s * 1e12) if run.sim_time_s else 0)
     sim.load_programs(encoded.ops.ctypes.data, len(encoded.ops), encoded.programs.ctypes.data, len(encoded.programs))
+    if encoded.traffic is not None:
+        _set_traffic(ns, sim, encoded.traffic)
     built = time.perf_counter()
     status = sim.run()
     ran = time.perf_counter()
     tables = {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
-              + (("ops", "syncmon_trace") if run.trace else ())}
+              + (("ops", "syncmon_trace") if run.trace else ())
+              + (("traffic", "traffic_summary") if encoded.traffic is not None else ())}
     return {
         "timings": {"elaborate_s": built - clock, "simulate_s": ran - built, "tables_s": time.perf_counter() - ran},
         "status": int(status),

@@ -25,9 +25,10 @@ from ..errors import ProfileError
 from .builder import ProfileBuilder
 from .collectives import all_gather, all_to_all, check_int_arg, direct_allreduce, reduce_scatter, ring_allreduce
 from .profile import Profile
+from .traffic import synthetic
 
 __all__ = ["gemv_allreduce", "neighbor_exchange", "ring_allreduce", "direct_allreduce",
-           "all_gather", "reduce_scatter", "all_to_all"]
+           "all_gather", "reduce_scatter", "all_to_all", "synthetic"]
 
 
 def _positive_int(name: str, v: object) -> int:

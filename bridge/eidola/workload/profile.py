@@ -12,19 +12,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, explicit_args
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
+if TYPE_CHECKING:
+    from .traffic import TrafficSpec
+
 __all__ = ["Profile", "FORMAT_VERSION"]
 
 #: The eidola_profile version this writer speaks. Version 2 made writes posted and signals releases;
 #: version 1 files are read with their writes blocking, as they were then (see `_upgrade_v1`).
 FORMAT_VERSION = 2
-_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "variability", "programs")
+_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "variability", "traffic",
+             "programs")
 _PROGRAM_KEYS = ("gpu", "wg", "ops")
 
 
@@ -39,6 +43,7 @@ class Profile:
     buffers: tuple[tuple[str, int], ...]
     programs: tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]
     variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
+    traffic: TrafficSpec | None = None  # synthetic traffic run beside the programs (see eidola.workload.traffic)
 
     @cached_property
     def _index(self) -> dict[tuple[int, int], tuple[Op, ...]]:
@@ -72,6 +77,8 @@ class Profile:
         }
         if self.variability:
             d["variability"] = self.variability.to_dict()
+        if self.traffic is not None:
+            d["traffic"] = self.traffic.to_dict()
         d["programs"] = [{"gpu": g, "wg": w, "ops": [[op.kind, explicit_args(op)] for op in ops]}
                          for (g, w), ops in self.programs]
         return d
@@ -127,7 +134,15 @@ def _from_dict(d: Any, source: str) -> Profile:
         raise ProfileError(_where(source, str(e))) from None
     variability = parse_variability(d.get("variability"), gpus, workgroups, _where(source, "variability"))
     programs = _read_programs(d.get("programs") or [], scope, gpus, workgroups, source)
-    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability)
+    traffic = None
+    if d.get("traffic") is not None:
+        from .traffic import TrafficSpec  # traffic builds Profiles: imported late to avoid a cycle
+
+        traffic = TrafficSpec.from_dict(d["traffic"], _where(source, "traffic"))
+        if traffic.gpus > gpus:
+            raise ProfileError(_where(source, f"traffic: gpus = {traffic.gpus} but the profile has {gpus}"))
+    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability,
+                   traffic)
 
 
 def _upgrade_v1(programs: object) -> None:

@@ -172,6 +172,8 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
     if p.variability:
         # Before programs: the fast reader hands everything above "programs:" to the YAML loader.
         write(_render_variability(p.variability.to_dict()))
+    if p.traffic is not None:
+        write(f"traffic: {_flow(p.traffic.to_dict())}\n")
     if not p.programs:
         write("programs: []\n")
         return

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "eidola/params.h"
 #include "eidola/program.h"
 #include "eidola/registry.h"
+#include "eidola/traffic_generator.h"
 #include "eidola/workgroup_engine.h"
 
 namespace eidola {
@@ -98,6 +100,12 @@ public:
     void load_program(std::uint32_t wg, const Op* ops, std::uint64_t count) { m_engine.load_program(wg, ops, count); }
     /// Reports workgroup progress to `monitor` for deadlock detection.
     void attach(ProgressMonitor* monitor) { m_core.monitor = monitor; }
+    /// Adds a synthetic traffic generator sending to `destinations` (see TrafficGenerator), among `gpus` GPUs.
+    void set_traffic(const TrafficSpec& spec, std::vector<std::int32_t> destinations, std::uint32_t gpus);
+    /// The traffic generator, or null.
+    const TrafficGenerator* traffic() const { return m_traffic.get(); }
+    /// Synthetic packets that arrived at this GPU.
+    std::uint64_t traffic_received() const { return m_target.traffic_received(); }
     /// Records every op's begin and end time (off by default: it costs memory per op).
     void set_tracing(bool on) { m_engine.set_tracing(on); }
 
@@ -135,6 +143,7 @@ private:
     WorkgroupEngine m_engine;
     GpuInitiator m_initiator;
     GpuTarget m_target;
+    std::unique_ptr<TrafficGenerator> m_traffic;  // after m_initiator: it goes first, detaching its stamps
     bool m_started = false;
 };
 

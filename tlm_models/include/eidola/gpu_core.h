@@ -26,6 +26,8 @@ enum class GpuActionKind : std::uint8_t {
     Issue, EndReq, Response, Watchdog, Drained,
     // GpuTarget
     Serve, NextResponse,
+    // TrafficGenerator
+    Generate,
 };
 
 /// One scheduled action.

@@ -20,6 +20,7 @@
 namespace eidola {
 
 class WorkgroupEngine;
+class TrafficGenerator;
 
 /// Limits of the initiator side, read from the GPU's parameters.
 struct InitiatorConfig {
@@ -42,6 +43,10 @@ public:
     std::uint32_t unacked(std::uint32_t wg) const { return m_unacked[wg]; }
     /// Those of them addressed to GPU `peer`.
     std::uint32_t unacked_to(std::uint32_t wg, std::int32_t peer) const;
+    /// Issues `traffic`'s packets too, taking turns with the workgroups (see traffic_generator.h).
+    void attach_traffic(TrafficGenerator* traffic) { m_traffic = traffic; }
+    /// The generator's source queue became non-empty: give it a turn in the issue round robin.
+    void traffic_queued() { m_issue_queue.push_back(kTrafficTurn); }
     /// Packetises queued transfers while the socket and the outstanding limit allow.
     void try_issue();
     /// The request channel is free again (END_REQ arrived, after its annotated delay).
@@ -75,6 +80,12 @@ private:
     /// Returns whether the count of writes to `peer` reached zero.
     bool count_acknowledged(std::uint32_t wg, std::int32_t peer);
     void send(Packet* packet);
+    void issue_traffic();
+    void traffic_answered(Packet* packet);
+
+    /// The traffic generator's place in the issue queue, and the `wg` of its packets (no workgroup has it).
+    static constexpr std::uint32_t kTrafficTurn = 0xFFFFFFFFu;
+    TrafficGenerator* m_traffic = nullptr;
 
     GpuCore& m_core;
     WorkgroupEngine& m_engine;

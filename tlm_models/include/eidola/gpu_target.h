@@ -27,6 +27,8 @@ public:
     void next_response();
     /// Bytes written into this GPU by peers.
     std::uint64_t bytes_written() const { return m_bytes_written; }
+    /// Synthetic-traffic packets that arrived here (carrying a TrafficStamp).
+    std::uint64_t traffic_received() const { return m_traffic_received; }
 
     tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                        sc_core::sc_time& delay) override;
@@ -37,6 +39,7 @@ public:
 private:
     void send_response(tlm::tlm_generic_payload* trans);
     inline void wrote(std::uint64_t offset, std::uint64_t length);
+    inline void stamp(tlm::tlm_generic_payload& trans, std::uint64_t at);
 
     GpuCore& m_core;
     WorkgroupEngine& m_engine;
@@ -46,6 +49,7 @@ private:
     std::deque<tlm::tlm_generic_payload*> m_responses;   // waiting for the response channel
     bool m_response_pending = false;                     // BEGIN_RESP sent, END_RESP not yet seen
     std::uint64_t m_bytes_written = 0;
+    std::uint64_t m_traffic_received = 0;
 };
 
 }  // namespace eidola

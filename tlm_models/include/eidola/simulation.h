@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eidola/param_set.h"
+#include "eidola/traffic_spec.h"
 
 namespace eidola {
 
@@ -44,6 +45,10 @@ public:
     /// Copies the programs: `ops` points to n_ops Op records, `programs` to n_programs ProgramEntry records.
     void load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs, std::uint64_t n_programs);
 
+    /// Gives GPUs 0 .. sources-1 a synthetic traffic generator. GPU i sends to destinations[first[i] ..
+    /// first[i+1]) (int64 `first`, sources + 1 entries; int32 `destinations`), or, with spec.uniform, to any
+    /// other of the `sources` GPUs alike. The "traffic" and "traffic_summary" tables report what it measured.
+    void set_traffic(const TrafficSpec& spec, std::uintptr_t first, std::uintptr_t destinations, std::uint64_t sources);
     /// Records every op's begin and end (the "ops" table); off by default, it costs memory per op.
     void set_tracing(bool on) { m_tracing = on; }
     /// Stops the run cleanly at this simulated time (picoseconds; 0: run to the end).
@@ -62,7 +67,7 @@ public:
     /// "error", or "" after success.
     const std::string& failure_kind() const { return m_failure_kind; }
     /// Result tables: "gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck", "syncmon_trace",
-    /// "ops"; their columns are declared once (result_tables.h) and listed in the catalog.
+    /// "ops", "traffic", "traffic_summary"; their columns are declared once (result_tables.h) and listed in the catalog.
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;
