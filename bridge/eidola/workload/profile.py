@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, explicit_args
+from .table import OpTable
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
 __all__ = ["Profile", "FORMAT_VERSION"]
@@ -37,16 +40,27 @@ class Profile:
     workgroups: int
     flags: tuple[str, ...]
     buffers: tuple[tuple[str, int], ...]
-    programs: tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]
+    table: OpTable            #: the programs, columnar (see `table`); `programs` gives them as Ops
     variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
 
     @cached_property
-    def _index(self) -> dict[tuple[int, int], tuple[Op, ...]]:
-        return dict(self.programs)
+    def _index(self) -> dict[tuple[int, int], int]:
+        return {key: i for i, key in enumerate(self.table.keys)}
+
+    @cached_property
+    def programs(self) -> tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]:
+        """Every program with ops, ((gpu, wg), ops) in (gpu, wg) order (made from the table on first use)."""
+        return tuple((key, self.table.program(i)) for i, key in enumerate(self.table.keys))
+
+    @property
+    def program_keys(self) -> list[tuple[int, int]]:
+        """The (gpu, wg) of every program with ops, in order, without making its Ops."""
+        return self.table.keys
 
     def program(self, gpu: int, wg: int) -> tuple[Op, ...]:
         """Return the ops of workgroup `wg` on GPU `gpu` (an empty tuple if it has none)."""
-        return self._index.get((gpu, wg), ())
+        i = self._index.get((gpu, wg))
+        return () if i is None else self.table.program(i)
 
     def buffer_size(self, name: str) -> int:
         """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
@@ -54,15 +68,15 @@ class Profile:
 
     def used_gpus(self) -> frozenset[int]:
         """The GPUs the profile involves: those that run a program and those its ops address."""
-        used = set()
-        for (g, _), ops in self.programs:
-            used.add(g)
-            used.update(op["dst"] for op in ops if op.kind in ("write", "read", "signal"))
+        t = self.table
+        used = {g for g, _ in t.keys}
+        used.update(np.unique(t.rows[t.kind_mask("write", "read"), 1]).tolist())
+        used.update(op["dst"] for op in t.templates if isinstance(op, Op) and op.kind == "signal")
         return frozenset(used)
 
     def ops_count(self) -> int:
         """Return the total number of ops over all programs."""
-        return sum(len(ops) for _, ops in self.programs)
+        return len(self.table)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the plain dict/list form written to files (defaulted op args are left out)."""
@@ -127,7 +141,8 @@ def _from_dict(d: Any, source: str) -> Profile:
         raise ProfileError(_where(source, str(e))) from None
     variability = parse_variability(d.get("variability"), gpus, workgroups, _where(source, "variability"))
     programs = _read_programs(d.get("programs") or [], scope, gpus, workgroups, source)
-    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability)
+    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), OpTable.from_ops(programs),
+                   variability)
 
 
 def _upgrade_v1(programs: object) -> None:
