@@ -18,7 +18,7 @@ from ..platform.elaborate import Plan
 from ..workload import variability
 from ..workload.ops import Op
 from ..workload.profile import Profile
-from ..workload.table import Transfer
+from ..workload.table import Signal, Transfer
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
 
@@ -96,7 +96,8 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     rows = table.rows
     ops_arr = records[rows[:, 0]] if len(rows) else np.zeros(0, dtype=OP_DTYPE)
     transfer = table.kind_mask("write", "read")
-    ops_arr["peer"][transfer] = rows[transfer, 1]
+    peer = table.kind_mask("write", "read", "signal")
+    ops_arr["peer"][peer] = rows[peer, 1]
     ops_arr["offset"][transfer] += rows[transfer, 2].astype(np.uint64)
     ops_arr["nbytes"][transfer] = rows[transfer, 3]
     progs = np.zeros(len(table.keys), dtype=PROGRAM_DTYPE)
@@ -108,12 +109,12 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset)
 
 
-def _encode_template(t: Op | Transfer, flag_index: dict[str, int], buffers: dict[str, int],
+def _encode_template(t: Op | Transfer | Signal, flag_index: dict[str, int], buffers: dict[str, int],
                      codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
     """A template as an OP_DTYPE record; a transfer's peer, nbytes and in-buffer offset come from its row."""
     if isinstance(t, Transfer):
         return _encode_op(t.op(0, 0, 1), flag_index, buffers, codes)[:4] + (0, buffers[t.buffer], 0, 0, 0, 0, 0)
-    return _encode_op(t, flag_index, buffers, codes)
+    return _encode_op(t.make(0) if isinstance(t, Signal) else t, flag_index, buffers, codes)
 
 
 def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]], progs: np.ndarray[Any, np.dtype[Any]],

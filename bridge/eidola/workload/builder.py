@@ -17,7 +17,7 @@ from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, REQUIRED, OpKind
 from .profile import Profile
-from .table import ROW, OpTable, Template, Transfer
+from .table import ROW, OpTable, Signal, Template, Transfer
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
 
 __all__ = ["ProfileBuilder", "ProgramBuilder"]
@@ -37,6 +37,7 @@ class _Store:
         self.templates: list[Template] = []
         self.refs: dict[Template, int] = {}
         self.memo: dict[Hashable, int] = {}  # (kind, args, arg types) -> ref of a non-transfer op
+        self.signals: dict[tuple[Any, ...], int] = {}  # (flag, op, value, compare, scope, their types) -> ref
         self.transfers: dict[tuple[str, str, bool | None], tuple[int, int]] = {}  # -> (ref, buffer size)
 
     def ref(self, t: Template) -> int:
@@ -81,12 +82,26 @@ class ProgramBuilder:
             return self
         return self._add("read", dst, buffer, offset, nbytes)
 
+    def signal(self, dst: Any, flag: Any, op: Any = "add", value: Any = 1, compare: Any = None,
+               scope: Any = "workgroup") -> Self:
+        # A collective signals each (peer, flag) once: keyed without dst, the check runs once per
+        # distinct signal body and the dst is checked inline (ops._signal's bounds).
+        if type(dst) is int and 0 <= dst < self._gpus and type(value) is int and (compare is None or type(compare) is int):
+            try:
+                ref = self._store.signals.get((flag, op, value, compare, scope, type(flag), type(op), type(scope)))
+            except TypeError:  # unhashable: the full check reports it
+                ref = None
+            if ref is not None:
+                self._rows.extend((ref, dst, 0, 0))
+                return self
+        return self._add("signal", dst, flag, op, value, compare, scope)
+
     def _add(self, kind: str, *args: Any) -> Self:
         # Most non-transfer ops repeat verbatim across workgroups: check each distinct one once.
         # Types are part of the key so that True (rejected) never hits the entry made for 1.
         store = self._store
         key: Hashable | None = None
-        if kind not in ("write", "read"):
+        if kind not in ("write", "read", "signal"):
             try:
                 key = (kind, args, tuple(map(type, args)))
                 ref = store.memo.get(key)
@@ -105,6 +120,13 @@ class ProgramBuilder:
             ref = store.ref(Transfer(kind, buffer, blocking))
             store.transfers[kind, buffer, blocking] = (ref, self._scope.buffers[buffer])
             self._rows.extend((ref, dst, offset, nbytes))
+            return self
+        if kind == "signal":
+            dst, flag, sop, value, compare, scope = (v for _, v in op.args)
+            ref = store.ref(Signal(flag, sop, value, compare, scope))
+            if type(value) is int and (compare is None or type(compare) is int):
+                store.signals[flag, sop, value, compare, scope, str, str, str] = ref
+            self._rows.extend((ref, dst, 0, 0))
             return self
         ref = store.ref(op)
         if key is not None:
@@ -129,7 +151,7 @@ def _op_method(kind: OpKind) -> Callable[..., ProgramBuilder]:
 
 
 for _kind in OP_KINDS.values():
-    if _kind.name in ("write", "read"):  # written out above, with an inline fast path; same signature and doc
+    if _kind.name in ("write", "read", "signal"):  # written out above, with an inline fast path; same signature and doc
         getattr(ProgramBuilder, _kind.name).__doc__ = _kind.doc
         continue
     setattr(ProgramBuilder, _kind.name, _op_method(_kind))

@@ -17,7 +17,7 @@ from ..errors import ProfileError
 from ..inputs import decode_text, load_yaml, read_input
 from .ops import Op, explicit_args
 from .profile import FORMAT_VERSION, Profile
-from .table import Transfer
+from .table import Signal, Transfer
 
 __all__ = ["load_profile", "write_profile"]
 
@@ -185,6 +185,9 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
         if isinstance(t, Transfer):
             tail = f", blocking: {_scalar(True)}}}]\n" if t.blocking else "}]\n"
             parts.append((f"  - [{t.kind}, {{dst: ", f", buffer: {_scalar(t.buffer)}, offset: ", tail))
+        elif isinstance(t, Signal):  # only dst varies: the text after it is rendered once
+            head, _, rest = _render(t.make(0)).partition("dst: 0")
+            parts.append((f"  - {head}dst: ", rest + "\n", ""))
         else:
             parts.append(f"  - {_render(t)}\n")
     rows = table.rows.tolist()
@@ -197,5 +200,5 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
                 lines.append(part)
             else:
                 head, mid, tail = part
-                lines.append(f"{head}{dst}{mid}{off}, nbytes: {n}{tail}")
+                lines.append(f"{head}{dst}{mid}{off}, nbytes: {n}{tail}" if tail else f"{head}{dst}{mid}")
         write("".join(lines))

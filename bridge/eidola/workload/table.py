@@ -3,7 +3,7 @@
 A row is (ref, dst, offset, nbytes). `ref` indexes the table's templates: a template is either a
 whole `Op` (compute, signal, wait, fence, local: these repeat verbatim across workgroups, so the
 row's other columns are 0), or a `Transfer` (a write or read to one buffer), whose row carries the
-per-op dst, offset and nbytes. Programs are contiguous row ranges in (gpu, wg) order.
+per-op dst, offset and nbytes, or a `Signal`, whose row carries its dst. Programs are contiguous row ranges in (gpu, wg) order.
 
 Why: a 1,024-GPU profile has millions of ops; one Python object per op made building, encoding
 and comparing them slow and large. `Op` objects are made only when asked for (`op`, `program`).
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from .ops import Op
 
-__all__ = ["OpTable", "Transfer", "ROW"]
+__all__ = ["OpTable", "Transfer", "Signal", "ROW"]
 
 ROW = 4  #: int64 columns per op: ref, dst, offset, nbytes
 
@@ -40,7 +40,23 @@ class Transfer(NamedTuple):
         return Op(self.kind, args)
 
 
-Template = Op | Transfer
+class Signal(NamedTuple):
+    """The template of a signal: everything but its dst (a collective signals every peer's copy)."""
+
+    flag: str
+    op: str
+    value: int
+    compare: int | None
+    scope: str
+    kind: str = "signal"
+
+    def make(self, dst: int) -> Op:
+        """The Op of one row with this template."""
+        return Op("signal", (("dst", dst), ("flag", self.flag), ("op", self.op), ("value", self.value),
+                             ("compare", self.compare), ("scope", self.scope)))
+
+
+Template = Op | Transfer | Signal
 
 
 class OpTable:
@@ -71,6 +87,9 @@ class OpTable:
                     (_, dst), (_, buffer), (_, offset), (_, nbytes) = op.args[:4]
                     t = Transfer(op.kind, buffer, op.args[4][1] if op.kind == "write" else None)
                     flat += (refs.setdefault(t, len(refs)), dst, offset, nbytes)
+                elif op.kind == "signal":
+                    g = Signal(*(v for _, v in op.args[1:]))
+                    flat += (refs.setdefault(g, len(refs)), op.args[0][1], 0, 0)
                 else:
                     flat += (refs.setdefault(op, len(refs)), 0, 0, 0)
             keys.append(key)
@@ -92,8 +111,13 @@ class OpTable:
     def op(self, row: int) -> Op:
         """The Op of row `row`."""
         ref, dst, off, n = self.rows[row].tolist()
-        t = self.templates[ref]
-        return t if isinstance(t, Op) else t.op(dst, off, n)
+        return self._make(self.templates[ref], dst, off, n)
+
+    @staticmethod
+    def _make(t: Template, dst: int, off: int, n: int) -> Op:
+        if isinstance(t, Op):
+            return t
+        return t.make(dst) if isinstance(t, Signal) else t.op(dst, off, n)
 
     def program(self, index: int) -> tuple[Op, ...]:
         """The ops of program `index` (made once, then remembered)."""
@@ -108,7 +132,7 @@ class OpTable:
                     out.append(t)
                 else:
                     key = (ref, dst, off, n)
-                    out.append(made.get(key) or made.setdefault(key, t.op(dst, off, n)))
+                    out.append(made.get(key) or made.setdefault(key, self._make(t, dst, off, n)))
             ops = self._programs[index] = tuple(out)
         return ops
 
