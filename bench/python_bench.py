@@ -45,8 +45,8 @@ print(json.dumps({{"s": time.perf_counter() - t, "n": {n}}}))
 
 
 def _unpack(rev: str, into: Path) -> Path:
-    """The bridge/ folder of git revision `rev`, unpacked under `into`."""
-    tar = subprocess.run(["git", "archive", rev, "bridge"], cwd=ROOT, check=True, capture_output=True).stdout
+    """The bridge/ folder of git revision `rev`, unpacked under `into` (with the headers cppyy reads)."""
+    tar = subprocess.run(["git", "archive", rev, "bridge", "tlm_models/include"], cwd=ROOT, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=BytesIO(tar)) as t:
         t.extractall(into, filter="data")
     return into / "bridge"
