@@ -70,15 +70,37 @@ def to_yaml(platform: Platform, path: str | Path | None = None) -> str:
     return text
 
 
+_EFFECTIVE_CACHE: dict[str, str] = {}  # repr of the document -> its YAML text (see effective_yaml)
+_EFFECTIVE_CACHE_SIZE = 64
+
+
 def effective_yaml(platform: Platform) -> str:
     """The platform as YAML with every default filled in, so a run can be repeated exactly."""
     if platform.shorthand is not None:
-        return yaml.safe_dump(platform.shorthand, sort_keys=False)
+        return _dump_cached(platform.shorthand)
     doc = describe(platform)
     for entry, c in zip(doc["components"], platform.components.values()):
         if "params" in entry:
             entry["params"] = {k: c.spec.declared(k).to_yaml(v) for k, v in c.resolved().items()}
-    return yaml.safe_dump(doc, sort_keys=False)
+    return _dump_cached(doc)
+
+
+def _dump_cached(doc: Any) -> str:
+    """yaml.safe_dump(doc), remembered by the document's repr.
+
+    Why: every simulate() records the effective platform, and PyYAML's emitter takes ~3 ms for the
+    4-GPU default, a tenth of a small run; a batch repeats the same platform. The repr of plain
+    dicts, lists and scalars determines the dump, so equal reprs give the same text. The platform
+    is mutable, so the cache is keyed by its content, never by the object.
+    """
+    key = repr(doc)
+    text = _EFFECTIVE_CACHE.get(key)
+    if text is None:
+        text = yaml.safe_dump(doc, sort_keys=False)
+        if len(_EFFECTIVE_CACHE) >= _EFFECTIVE_CACHE_SIZE:
+            _EFFECTIVE_CACHE.pop(next(iter(_EFFECTIVE_CACHE)))
+        _EFFECTIVE_CACHE[key] = text
+    return text
 
 
 def _limits_yaml(limits: dict[str, float]) -> dict[str, str]:

@@ -18,6 +18,7 @@ from ..platform.elaborate import Plan
 from ..workload import variability
 from ..workload.ops import Op
 from ..workload.profile import Profile
+from ..workload.table import Signal, Transfer
 from .encode_traffic import EncodedTraffic, encode_traffic
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
@@ -63,9 +64,10 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     held-back workgroup's first communication op carries its hold in `time2_ps`.
     """
     gpu_count, gpu_workgroups, stride = len(plan.gpus), plan.workgroups, plan.stride
+    table = profile.table
     clocks = {g.clock_hz for g in plan.eidolons()}
-    if len(clocks) > 1 and any(op.kind == "compute" and op["cycles"] is not None
-                               for _, ops in profile.programs for op in ops):
+    if len(clocks) > 1 and any(isinstance(t, Op) and t.kind == "compute" and t["cycles"] is not None
+                               for t in table.templates):
         raise ConfigError(f"platform {plan.name!r}: compute(cycles=...) with variability needs one clock for "
                           "all GPUs")
     if profile.gpus > gpu_count:
@@ -73,8 +75,9 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     if profile.workgroups > gpu_workgroups:
         raise ConfigError(f"profile {profile.name!r} needs {profile.workgroups} workgroups per GPU; the platform's "
                           f"GPUs have {gpu_workgroups} (gpus.workgroups)")
-    for (g, w), ops in profile.programs:
-        if ops and not plan.gpus[g].replays_profile:
+    replays = [g.replays_profile for g in plan.gpus]
+    for g, w in table.keys:
+        if not replays[g]:
             raise ConfigError(f"profile {profile.name!r} has a program for gpu {g} wg {w}, but GPU {g} is a plugin "
                               "model, which runs its own behaviour")
     flag_index = {name: i for i, name in enumerate(profile.flags)}
@@ -86,30 +89,35 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     if offset > stride:
         raise ConfigError(f"profile {profile.name!r} needs {offset} bytes per GPU window; address_map.stride is {stride}")
 
-    n_ops = sum(len(ops) for _, ops in profile.programs)
-    ops_arr = np.zeros(n_ops, dtype=OP_DTYPE)
-    progs = np.zeros(len(profile.programs), dtype=PROGRAM_DTYPE)
-    # Interned ops recur across programs: encode each distinct op once, then gather by index.
     codes = {name: _codes(name)
              for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit", "write_mode", "release_scope")}
-    distinct: dict[int, int] = {}
-    rows: list[tuple[int, ...]] = []
-    order = []
-    first = 0
-    for p_index, ((gpu, wg), ops) in enumerate(profile.programs):
-        progs[p_index] = (gpu, wg, first, len(ops))
-        for op in ops:
-            k = distinct.get(id(op))
-            if k is None:
-                k = distinct[id(op)] = len(rows)
-                rows.append(_encode_op(op, flag_index, buffers, codes))
-            order.append(k)
-        first += len(ops)
-    if rows:
-        ops_arr[:] = np.array(rows, dtype=OP_DTYPE)[np.array(order, dtype=np.int64)]
+    # One record per template, gathered by each row's ref; a transfer's row then supplies its peer,
+    # its offset within the buffer and its size (the columnar profile: see workload/table.py).
+    records = np.array([_encode_template(t, flag_index, buffers, codes) for t in table.templates] or
+                       [(0,) * len(OP_DTYPE.names or ())], dtype=OP_DTYPE)
+    rows = table.rows
+    ops_arr = records[rows[:, 0]] if len(rows) else np.zeros(0, dtype=OP_DTYPE)
+    transfer = table.kind_mask("write", "read")
+    peer = table.kind_mask("write", "read", "signal")
+    ops_arr["peer"][peer] = rows[peer, 1]
+    ops_arr["offset"][transfer] += rows[transfer, 2].astype(np.uint64)
+    ops_arr["nbytes"][transfer] = rows[transfer, 3]
+    progs = np.zeros(len(table.keys), dtype=PROGRAM_DTYPE)
+    if table.keys:
+        keys = np.array(table.keys, dtype=np.int64)
+        progs["gpu"], progs["wg"] = keys[:, 0], keys[:, 1]
+        progs["first"], progs["count"] = table.starts[:-1], np.diff(table.starts)
     _apply_variability(profile, ops_arr, progs, seed, min(clocks))
     traffic = encode_traffic(profile.traffic, plan, offset) if profile.traffic is not None else None
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset, traffic)
+
+
+def _encode_template(t: Op | Transfer | Signal, flag_index: dict[str, int], buffers: dict[str, int],
+                     codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
+    """A template as an OP_DTYPE record; a transfer's peer, nbytes and in-buffer offset come from its row."""
+    if isinstance(t, Transfer):
+        return _encode_op(t.op(0, 0, 1), flag_index, buffers, codes)[:4] + (0, buffers[t.buffer], 0, 0, 0, 0, 0)
+    return _encode_op(t.make(0) if isinstance(t, Signal) else t, flag_index, buffers, codes)
 
 
 def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]], progs: np.ndarray[Any, np.dtype[Any]],
@@ -122,7 +130,7 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
     compute = ops_arr["kind"] == kinds["compute"]
     units = _codes("compute_unit")
     cycles = compute & (ops_arr["mode"] == units["cycles"])
-    for p_index, (key, _) in enumerate(profile.programs):
+    for p_index, key in enumerate(profile.table.keys):
         first, count = int(progs[p_index]["first"]), int(progs[p_index]["count"])
         view = ops_arr[first:first + count]
         factors = scales.get(key)

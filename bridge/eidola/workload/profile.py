@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, explicit_args
+from .table import OpTable
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
 if TYPE_CHECKING:
@@ -41,17 +44,28 @@ class Profile:
     workgroups: int
     flags: tuple[str, ...]
     buffers: tuple[tuple[str, int], ...]
-    programs: tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]
+    table: OpTable            #: the programs, columnar (see `table`); `programs` gives them as Ops
     variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
     traffic: TrafficSpec | None = None  # synthetic traffic run beside the programs (see eidola.workload.traffic)
 
     @cached_property
-    def _index(self) -> dict[tuple[int, int], tuple[Op, ...]]:
-        return dict(self.programs)
+    def _index(self) -> dict[tuple[int, int], int]:
+        return {key: i for i, key in enumerate(self.table.keys)}
+
+    @cached_property
+    def programs(self) -> tuple[tuple[tuple[int, int], tuple[Op, ...]], ...]:
+        """Every program with ops, ((gpu, wg), ops) in (gpu, wg) order (made from the table on first use)."""
+        return tuple((key, self.table.program(i)) for i, key in enumerate(self.table.keys))
+
+    @property
+    def program_keys(self) -> list[tuple[int, int]]:
+        """The (gpu, wg) of every program with ops, in order, without making its Ops."""
+        return self.table.keys
 
     def program(self, gpu: int, wg: int) -> tuple[Op, ...]:
         """Return the ops of workgroup `wg` on GPU `gpu` (an empty tuple if it has none)."""
-        return self._index.get((gpu, wg), ())
+        i = self._index.get((gpu, wg))
+        return () if i is None else self.table.program(i)
 
     def buffer_size(self, name: str) -> int:
         """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
@@ -59,15 +73,14 @@ class Profile:
 
     def used_gpus(self) -> frozenset[int]:
         """The GPUs the profile involves: those that run a program and those its ops address."""
-        used = set()
-        for (g, _), ops in self.programs:
-            used.add(g)
-            used.update(op["dst"] for op in ops if op.kind in ("write", "read", "signal"))
+        t = self.table
+        used = {g for g, _ in t.keys}
+        used.update(np.unique(t.rows[t.kind_mask("write", "read", "signal"), 1]).tolist())
         return frozenset(used)
 
     def ops_count(self) -> int:
         """Return the total number of ops over all programs."""
-        return sum(len(ops) for _, ops in self.programs)
+        return len(self.table)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the plain dict/list form written to files (defaulted op args are left out)."""
@@ -141,8 +154,8 @@ def _from_dict(d: Any, source: str) -> Profile:
         traffic = TrafficSpec.from_dict(d["traffic"], _where(source, "traffic"))
         if traffic.gpus > gpus:
             raise ProfileError(_where(source, f"traffic: gpus = {traffic.gpus} but the profile has {gpus}"))
-    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), programs, variability,
-                   traffic)
+    return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), OpTable.from_ops(programs),
+                   variability, traffic)
 
 
 def _upgrade_v1(programs: object) -> None:

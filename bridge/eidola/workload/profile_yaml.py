@@ -17,6 +17,7 @@ from ..errors import ProfileError
 from ..inputs import decode_text, load_yaml, read_input
 from .ops import Op, explicit_args
 from .profile import FORMAT_VERSION, Profile
+from .table import Signal, Transfer
 
 __all__ = ["load_profile", "write_profile"]
 
@@ -174,21 +175,32 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
         write(_render_variability(p.variability.to_dict()))
     if p.traffic is not None:
         write(f"traffic: {_flow(p.traffic.to_dict())}\n")
-    if not p.programs:
+    table = p.table
+    if not table.keys:
         write("programs: []\n")
         return
     write("programs:\n")
-    rendered: dict[int, str] = {}  # by id: interned ops are shared objects, so each is rendered once
-    for (g, w), ops in p.programs:
+    # Each template is rendered once: an Op whole, a transfer as the text around its row's values.
+    # Posted writes and reads keep the fast reader's one-regex layout; blocking writes add their flag.
+    parts: list[tuple[str, str, str] | str] = []
+    for t in table.templates:
+        if isinstance(t, Transfer):
+            tail = f", blocking: {_scalar(True)}}}]\n" if t.blocking else "}]\n"
+            parts.append((f"  - [{t.kind}, {{dst: ", f", buffer: {_scalar(t.buffer)}, offset: ", tail))
+        elif isinstance(t, Signal):  # only dst varies: the text after it is rendered once
+            head, _, rest = _render(t.make(0)).partition("dst: 0")
+            parts.append((f"  - {head}dst: ", rest + "\n", ""))
+        else:
+            parts.append(f"  - {_render(t)}\n")
+    rows = table.rows.tolist()
+    starts = table.starts.tolist()
+    for i, (g, w) in enumerate(table.keys):
         lines = [f"- gpu: {g}\n  wg: {w}\n  ops:\n"]
-        for op in ops:
-            if (op.kind == "write" and not op.args[4][1]) or op.kind == "read":
-                # Transfers are mostly unique (offsets differ), so render them directly.
-                (_, dst), (_, buf), (_, off), (_, n) = op.args[:4]
-                lines.append(f"  - [{op.kind}, {{dst: {dst}, buffer: {_scalar(buf)}, offset: {off}, nbytes: {n}}}]\n")
+        for ref, dst, off, n in rows[starts[i]:starts[i + 1]]:
+            part = parts[ref]
+            if type(part) is str:
+                lines.append(part)
             else:
-                text = rendered.get(id(op))
-                if text is None:
-                    text = rendered[id(op)] = f"  - {_render(op)}\n"
-                lines.append(text)
+                head, mid, tail = part
+                lines.append(f"{head}{dst}{mid}{off}, nbytes: {n}{tail}" if tail else f"{head}{dst}{mid}")
         write("".join(lines))

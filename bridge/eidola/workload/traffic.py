@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import ProfileError
 from ..platform import units
 from .profile import Profile
+from .table import OpTable
 
 __all__ = ["PATTERNS", "TrafficSpec", "synthetic", "destinations"]
 
@@ -231,4 +232,4 @@ def synthetic(gpus: int, pattern: str = "uniform", rate: float = 0.01, packet: i
         if profile.gpus < spec.gpus:
             raise ProfileError(f"synthetic: gpus = {spec.gpus} but the profile {profile.name!r} has {profile.gpus}")
         return replace(profile, traffic=spec)
-    return Profile(f"synthetic-{pattern}", spec.gpus, 1, (), (), (), traffic=spec)
+    return Profile(f"synthetic-{pattern}", spec.gpus, 1, (), (), OpTable.from_ops(()), traffic=spec)

@@ -235,12 +235,13 @@ def compute_scales(profile: Profile, seed: int) -> dict[tuple[int, int], NDArray
     v = profile.variability or NO_VARIABILITY
     rng = np.random.Generator(np.random.PCG64(seed))
     skew = v.skew.draw(rng, profile.gpus) if v.skew is not None else None
-    masks = [np.fromiter((op.kind == "compute" for op in ops), dtype=bool, count=len(ops))
-             for _, ops in profile.programs]
+    table = profile.table
+    compute = table.kind_mask("compute")
+    masks = [compute[table.starts[i]:table.starts[i + 1]] for i in range(len(table.keys))]
     jitter = v.jitter.draw(rng, sum(int(m.sum()) for m in masks)) if v.jitter is not None else None
     out: dict[tuple[int, int], NDArray[np.float64]] = {}
     used = 0
-    for ((gpu, wg), _), mask in zip(profile.programs, masks):
+    for (gpu, wg), mask in zip(table.keys, masks):
         scale = np.ones(len(mask))
         if skew is not None:
             scale[mask] = skew[gpu]
@@ -260,7 +261,7 @@ def hold_ns(profile: Profile) -> dict[tuple[int, int], float]:
     per_gpu = {d.gpu: d.ns for d in v.delays if d.wg is None}
     per_wg = {(d.gpu, d.wg): d.ns for d in v.delays if d.wg is not None}
     out: dict[tuple[int, int], float] = {}
-    for (gpu, wg), _ in profile.programs:
+    for gpu, wg in profile.table.keys:
         ns = per_wg.get((gpu, wg), per_gpu.get(gpu))
         if ns is not None:
             out[gpu, wg] = float(ns)

@@ -220,7 +220,7 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                     advance(r, li, it.start + shift[r])
                     w0 = li * workgroups
                     if it.end + shift[r] > cursor[r, li]:
-                        report.phases.append((gpu[r], w0, len(b.program_at(gpu[r], w0)._ops), cursor[r, li] - t0,
+                        report.phases.append((gpu[r], w0, b.program_at(gpu[r], w0).op_count(), cursor[r, li] - t0,
                                               it.end + shift[r] - t0, it.coll.kind if it.coll else "compute"))
                     advance(r, li, it.end + shift[r])
                     if it.coll is None:
