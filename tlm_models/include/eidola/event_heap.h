@@ -1,7 +1,8 @@
-// A time-ordered queue of a module's own pending actions, driving one sc_event.
-// Why: one SC_METHOD per module draining this heap replaces a thread or an event per
-// workgroup, which keeps thousands of GPUs with hundreds of workgroups in memory, and the
-// (time, sequence) order makes simultaneous actions deterministic.
+// A time-ordered queue of a module's own pending actions; the shared calendar (calendar.h) runs
+// the module at the time of the earliest one.
+// Why: one callback per module draining this heap replaces a thread or an event per workgroup,
+// which keeps thousands of GPUs with hundreds of workgroups in memory, and the (time, sequence)
+// order makes simultaneous actions deterministic.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include <systemc>
+
+#include "eidola/calendar.h"
 
 namespace eidola {
 
@@ -29,7 +32,8 @@ inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::
 template <class Item>
 class EventHeap {
 public:
-    explicit EventHeap(sc_core::sc_event& event) : m_event(event) {}
+    /// `run(owner)` drains the due actions; the calendar calls it when the earliest is due.
+    EventHeap(void* owner, void (*run)(void*)) : m_client(owner, run) {}
 
     /// Schedules `item` at absolute time `at_ps` (not earlier than now). Always inlined: it is on
     /// every model's per-packet path, and compilers' heuristics otherwise inline it or not
@@ -39,10 +43,7 @@ public:
         const bool earliest = empty() || at_ps < next_time();
         if (m_fifo.empty() || at_ps >= m_fifo.back().at_ps) m_fifo.push_back(e);
         else m_heap.push(e);
-        if (earliest) {  // new earliest: make the event fire for it
-            const std::uint64_t now = now_ps();
-            m_event.notify(ps_to_time(at_ps > now ? at_ps - now : 0));
-        }
+        if (earliest) m_client.wake_at(at_ps);  // new earliest: have the module run for it
     }
 
     /// Takes the next item due at or before `now`; false when none is due.
@@ -63,13 +64,13 @@ public:
         return true;
     }
 
-    /// Re-arms the event for the earliest remaining item (call after draining).
-    void rearm(std::uint64_t now) {
-        if (!empty()) {
-            const std::uint64_t at = next_time();
-            m_event.notify(ps_to_time(at > now ? at - now : 0));
-        }
+    /// Books the module for the earliest remaining item (call after draining).
+    void rearm(std::uint64_t /*now*/) {
+        if (!empty()) m_client.wake_at(next_time());
     }
+
+    /// Books the module's first run at time 0 (a module that starts work by itself).
+    void wake_at_start() { m_client.wake_at(0); }
 
     bool empty() const { return m_fifo.empty() && m_heap.empty(); }
     /// Actions processed so far (the model's event count).
@@ -87,7 +88,7 @@ private:
         if (m_heap.empty()) return m_fifo.front().at_ps;
         return std::min(m_fifo.front().at_ps, m_heap.top().at_ps);
     }
-    sc_core::sc_event& m_event;
+    CalendarClient m_client;
     std::deque<Entry> m_fifo;
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
     std::uint64_t m_next_seq = 0;
