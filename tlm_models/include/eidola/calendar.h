@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -58,19 +60,35 @@ private:
     void run();
     void arm(std::uint64_t now);
 
+    /// One booking; within a time its bookings are kept in the order they were made.
     struct Entry {
-        std::uint64_t at_ps;
         std::uint64_t seq;
         CalendarClient* client;
     };
-    struct Later {
-        bool operator()(const Entry& a, const Entry& b) const {
-            return a.at_ps != b.at_ps ? a.at_ps > b.at_ps : a.seq > b.seq;
+    /// The bookings of one time. Why buckets: many modules wake at the same instants (fixed
+    /// latencies, GPUs in step), so a booking is an append to its time's bucket and only distinct
+    /// times pay for the heap.
+    struct Bucket {
+        std::uint64_t at_ps = 0;
+        std::vector<Entry> items;
+        std::size_t next = 0;  ///< first booking not yet run
+    };
+    struct LaterTime {
+        bool operator()(const std::pair<std::uint64_t, std::uint32_t>& a,
+                        const std::pair<std::uint64_t, std::uint32_t>& b) const {
+            return a.first > b.first;
         }
     };
+    std::uint32_t bucket_for(std::uint64_t at_ps);
+    void release_front();
 
     sc_core::sc_event m_event;
-    std::vector<Entry> m_heap;                                  // min-heap by (time, seq)
+    std::vector<Bucket> m_buckets;                              // live and recycled buckets
+    std::vector<std::uint32_t> m_free;                          // recycled bucket indices
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> m_times;  // min-heap of (time, bucket), distinct times
+    std::unordered_map<std::uint64_t, std::uint32_t> m_bucket_of;  // time -> its bucket
+    std::uint64_t m_last_ps = std::numeric_limits<std::uint64_t>::max();  // the last booked time and its bucket:
+    std::uint32_t m_last_bucket = 0;                                      // bookings come in runs of one time
     std::uint64_t m_next_seq = 0;
     std::uint64_t m_armed_ps = 0;  // when m_event fires next (kNever: not armed); 0: the initialisation run
     bool m_running = false;
