@@ -1,5 +1,7 @@
 #include "eidola/calendar.h"
 
+#include "eidola/event_heap.h"
+
 #include <algorithm>
 
 #include <sysc/kernel/sc_spawn.h>
@@ -55,7 +57,7 @@ std::uint32_t Calendar::bucket_for(std::uint64_t at_ps) {
 }
 
 void Calendar::book(CalendarClient& client, std::uint64_t at_ps) {
-    const std::uint64_t now = sc_core::sc_time_stamp().value();
+    const std::uint64_t now = now_ps();
     if (at_ps < now) at_ps = now;
     if (at_ps >= client.m_wake_ps) return;
     client.m_wake_ps = at_ps;
@@ -70,7 +72,7 @@ void Calendar::book(CalendarClient& client, std::uint64_t at_ps) {
 // One delta cycle: runs the bookings due now that were made before it began; bookings for now
 // made meanwhile go to the next delta cycle.
 void Calendar::run() {
-    const std::uint64_t now = sc_core::sc_time_stamp().value();
+    const std::uint64_t now = now_ps();
     const std::uint64_t limit = m_next_seq;
     m_armed_ps = kNever;
     m_running = true;
