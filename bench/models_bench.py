@@ -56,8 +56,10 @@ def models(native_dir: Path) -> dict[str, float]:
 
 
 def span(values: list[float], fmt: str) -> str:
-    lo, hi = min(values), max(values)
-    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{format(lo, fmt)}-{format(hi, fmt)}"
+    """The range and, in brackets, the median."""
+    ordered = sorted(values)
+    lo, hi, mid = ordered[0], ordered[-1], ordered[len(ordered) // 2]
+    return f"{format(lo, fmt)}-{format(hi, fmt)} ({format(mid, fmt)})"
 
 
 def main() -> int:
