@@ -1,7 +1,8 @@
 // A C++-only driver for profiling (callgrind, perf): N eidolon GPUs on the ideal fabric, each of
 // W workgroups writing `bytes` to each of 4 neighbours, signalling them and waiting with SyncMon.
-// No Python, so valgrind can run it. Usage: eidola_scale_driver GPUS [WORKGROUPS] [BYTES] [ideal|torus]
-// ("torus": the packet fabric as a 2D torus, the squarest that fits, with its default links.)
+// No Python, so valgrind can run it. Usage: eidola_scale_driver GPUS [WORKGROUPS] [BYTES] [ideal|torus|mi300x]
+// ("torus": the packet fabric as a 2D torus, the squarest that fits, with its default links;
+// "mi300x": fully connected with platforms/mi300x-8gpu.yaml's links, switches and outstanding limit.)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,12 +29,21 @@ int sc_main(int argc, char** argv) {
         p.set("id", g);
         p.set("workgroups", wgs);
         p.set("syncmon.entries", wgs);
+        if (fabric == "mi300x") p.set("max_outstanding", 2048);
         sim.add("EidolonGpu", "gpu" + std::to_string(g), p);
     }
     ParamSet f;
     f.set("ports", gpus);
     if (fabric == "torus") {
         f.set_choice("topology", "torus2d");
+        sim.add("PacketFabric", "fabric", f);
+    } else if (fabric == "mi300x") {
+        f.set_choice("topology", "fully_connected");
+        f.set("link.latency", 250e-9);
+        f.set("link.header", 85);
+        f.set("link.ack", 16);
+        f.set("switch.latency", 100e-9);
+        f.set_choice("switch.buffer", "128");
         sim.add("PacketFabric", "fabric", f);
     } else {
         sim.add("IdealFabric", "fabric", f);
