@@ -1,6 +1,8 @@
 // A C++-only driver for profiling (callgrind, perf): N eidolon GPUs on the ideal fabric, each of
 // W workgroups writing `bytes` to each of 4 neighbours, signalling them and waiting with SyncMon.
-// No Python, so valgrind can run it. Usage: eidola_scale_driver GPUS [WORKGROUPS] [BYTES]
+// No Python, so valgrind can run it. Usage: eidola_scale_driver GPUS [WORKGROUPS] [BYTES] [ideal|torus|mi300x]
+// ("torus": the packet fabric as a 2D torus, the squarest that fits, with its default links;
+// "mi300x": fully connected with platforms/mi300x-8gpu.yaml's links, switches and outstanding limit.)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,7 @@ int sc_main(int argc, char** argv) {
     const int gpus = argc > 1 ? std::atoi(argv[1]) : 1024;
     const int wgs = argc > 2 ? std::atoi(argv[2]) : 4;
     const std::uint64_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 4096;
+    const std::string fabric = argc > 4 ? argv[4] : "ideal";
     const int neighbors = 4;
     Simulation sim("scale");
     sim.set_address_map(0, std::uint64_t(1) << 40, std::uint32_t(gpus));
@@ -26,11 +29,25 @@ int sc_main(int argc, char** argv) {
         p.set("id", g);
         p.set("workgroups", wgs);
         p.set("syncmon.entries", wgs);
+        if (fabric == "mi300x") p.set("max_outstanding", 2048);
         sim.add("EidolonGpu", "gpu" + std::to_string(g), p);
     }
     ParamSet f;
     f.set("ports", gpus);
-    sim.add("IdealFabric", "fabric", f);
+    if (fabric == "torus") {
+        f.set_choice("topology", "torus2d");
+        sim.add("PacketFabric", "fabric", f);
+    } else if (fabric == "mi300x") {
+        f.set_choice("topology", "fully_connected");
+        f.set("link.latency", 250e-9);
+        f.set("link.header", 85);
+        f.set("link.ack", 16);
+        f.set("switch.latency", 100e-9);
+        f.set_choice("switch.buffer", "128");
+        sim.add("PacketFabric", "fabric", f);
+    } else {
+        sim.add("IdealFabric", "fabric", f);
+    }
     for (int g = 0; g < gpus; ++g) {
         sim.bind("gpu" + std::to_string(g) + ".initiator", "fabric.targets[" + std::to_string(g) + "]");
         sim.bind("fabric.initiators[" + std::to_string(g) + "]", "gpu" + std::to_string(g) + ".target");

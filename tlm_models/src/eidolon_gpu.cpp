@@ -30,7 +30,7 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const ParamSet& given)
 
 EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const Params& p)
     : sc_module(name),
-      m_core(m_event, *this, *this),
+      m_core(this, [](void* gpu) { static_cast<EidolonGpu*>(gpu)->on_event(); }, *this, *this),
       m_engine(m_core, engine_config(p)),
       m_initiator(m_core, m_engine, initiator, initiator_config(p)),
       m_target(m_core, m_engine, target) {
@@ -41,8 +41,7 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const Params& p)
     m_engine.connect(m_initiator);
     initiator.bind(m_initiator);
     target.bind(m_target);
-    SC_METHOD(on_event);
-    sensitive << m_event;
+    m_core.actions.wake_at_start();  // start every workgroup at time 0, in the calendar's first run
 }
 
 void EidolonGpu::set_traffic(const TrafficSpec& spec, std::vector<std::int32_t> destinations, std::uint32_t gpus) {
@@ -53,7 +52,7 @@ void EidolonGpu::set_traffic(const TrafficSpec& spec, std::vector<std::int32_t> 
 // The one process of the GPU: runs every due action of every part, then packetises.
 void EidolonGpu::on_event() {
     const std::uint64_t now = now_ps();
-    if (!m_started) {  // the method's initialisation run at time 0 starts every workgroup
+    if (!m_started) {  // the first run, at time 0, starts every workgroup
         m_started = true;
         m_engine.start_all();
         if (m_traffic) m_traffic->start();

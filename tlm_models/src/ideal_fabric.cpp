@@ -11,16 +11,13 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
     : IdealFabric(name, Configured<Params>(given, static_cast<const char*>(name))) {}
 
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
-    : FabricShell(name, std::uint32_t(p.ports.get())), m_latency_ps(p.latency.get().value()), m_actions(m_event) {
+    : FabricShell(name, std::uint32_t(p.ports.get())), m_latency_ps(p.latency.get().value()), m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
     m_request_busy.assign(n, false);
     m_response_busy.assign(n, false);
     m_request_queue.resize(n);
     m_response_queue.resize(n);
-    SC_METHOD(on_event);
-    sensitive << m_event;
-    dont_initialize();
 }
 
 IdealFabric::~IdealFabric() = default;

@@ -80,7 +80,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_dateline(m_topology->needs_dateline() ? 2 : 1),
       m_vcs(std::uint32_t(p.router.vcs.get())),
       m_vcs_per_class(m_dateline * m_vcs),
-      m_actions(m_event) {
+      m_actions(this, [](void* f) { static_cast<PacketFabric*>(f)->on_event(); }) {
     std::uint64_t amount;
     try {
         amount = p.router.buffer.amount();
@@ -135,9 +135,6 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     m_spread_counter.assign(topo.nodes(), 0);
     m_blocked_request.assign(ports(), nullptr);
     m_blocked_response.assign(ports(), nullptr);
-    SC_METHOD(on_event);
-    sensitive << m_event;
-    dont_initialize();
 }
 
 PacketFabric::~PacketFabric() = default;

@@ -243,7 +243,9 @@ void WorkgroupEngine::flag_written(std::uint64_t flag) {
     m_last_flag_change_ps = now_ps();
     const std::vector<std::uint32_t>* list = m_core.syncmon.waiters(flag);
     if (!list) return;
-    const std::vector<std::uint32_t> waiters = *list;  // waking edits the log
+    // Waking edits the log, so walk a copy; a member buffer, so a flag write costs no allocation.
+    m_waking.assign(list->begin(), list->end());
+    const std::vector<std::uint32_t>& waiters = m_waking;
     const std::int64_t value = m_core.memory.peek_flag(flag);
     const std::uint64_t now = now_ps();
     bool woke_one = false;

@@ -138,7 +138,6 @@ private:
     EidolonGpu(sc_core::sc_module_name name, const Params& params);
     void on_event();
 
-    sc_core::sc_event m_event;
     GpuCore m_core;
     WorkgroupEngine m_engine;
     GpuInitiator m_initiator;

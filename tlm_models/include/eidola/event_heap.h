@@ -1,7 +1,8 @@
-// A time-ordered queue of a module's own pending actions, driving one sc_event.
-// Why: one SC_METHOD per module draining this heap replaces a thread or an event per
-// workgroup, which keeps thousands of GPUs with hundreds of workgroups in memory, and the
-// (time, sequence) order makes simultaneous actions deterministic.
+// A time-ordered queue of a module's own pending actions; the shared calendar (calendar.h) runs
+// the module at the time of the earliest one.
+// Why: one callback per module draining this heap replaces a thread or an event per workgroup,
+// which keeps thousands of GPUs with hundreds of workgroups in memory, and the (time, sequence)
+// order makes simultaneous actions deterministic.
 #pragma once
 
 #include <algorithm>
@@ -12,24 +13,32 @@
 
 #include <systemc>
 
+#include "eidola/calendar.h"
+
 namespace eidola {
 
 /// Current simulated time in kernel resolution units (picoseconds).
-inline std::uint64_t now_ps() { return sc_core::sc_time_stamp().value(); }
+/// Why not sc_time_stamp(): that is an out-of-line library call on every action of every model;
+/// the context's current time is the same value, read inline.
+inline std::uint64_t now_ps() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
 
 /// sc_time of a picosecond count.
 inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::from_value(ps); }
 
 /// Pending actions of type Item, ordered by time then by insertion.
 ///
-/// Why two lanes: most actions are scheduled at a constant offset from now (a fixed latency, the
-/// memory's in-order completions), so they arrive already in time order. Those go to a FIFO in
-/// O(1); only out-of-order ones pay for the heap. Popping takes the smaller (time, sequence) of
-/// the two fronts, so the order is exactly that of a single heap.
+/// Why lanes: most actions are scheduled at one of a few constant offsets from now (a link's or a
+/// switch's latency, the memory's in-order completions), so each offset's actions arrive already
+/// in time order. An action joins the lane whose last action is the latest not after it (each
+/// lane stays sorted by time, and by insertion within a time); only one that fits no lane pays
+/// for the heap. Popping takes the smallest (time, sequence) of the lane fronts and the heap top,
+/// so the order is exactly that of a single heap. With one lane, the packet fabric's hops and
+/// credits interleaved and sent most of its actions through the heap.
 template <class Item>
 class EventHeap {
 public:
-    explicit EventHeap(sc_core::sc_event& event) : m_event(event) {}
+    /// `run(owner)` drains the due actions; the calendar calls it when the earliest is due.
+    EventHeap(void* owner, void (*run)(void*)) : m_client(owner, run) {}
 
     /// Schedules `item` at absolute time `at_ps` (not earlier than now). Always inlined: it is on
     /// every model's per-packet path, and compilers' heuristics otherwise inline it or not
@@ -37,59 +46,72 @@ public:
     [[gnu::always_inline]] inline void push(std::uint64_t at_ps, const Item& item) {
         const Entry e{at_ps, m_next_seq++, item};
         const bool earliest = empty() || at_ps < next_time();
-        if (m_fifo.empty() || at_ps >= m_fifo.back().at_ps) m_fifo.push_back(e);
-        else m_heap.push(e);
-        if (earliest) {  // new earliest: make the event fire for it
-            const std::uint64_t now = now_ps();
-            m_event.notify(ps_to_time(at_ps > now ? at_ps - now : 0));
+        std::deque<Entry>* best = nullptr;
+        for (std::deque<Entry>& lane : m_lanes) {  // best fit: the latest back not after at_ps
+            if (lane.empty()) {
+                if (!best) best = &lane;
+                continue;
+            }
+            if (lane.back().at_ps <= at_ps && (!best || best->empty() || lane.back().at_ps > best->back().at_ps))
+                best = &lane;
         }
+        if (best) best->push_back(e);
+        else m_heap.push(e);
+        ++m_size;
+        if (earliest) m_client.wake_at(at_ps);  // new earliest: have the module run for it
     }
 
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
-        const bool fifo_first = !m_fifo.empty() &&
-                                (m_heap.empty() || m_fifo.front().at_ps < m_heap.top().at_ps ||
-                                 (m_fifo.front().at_ps == m_heap.top().at_ps && m_fifo.front().seq < m_heap.top().seq));
-        if (fifo_first) {
-            if (m_fifo.front().at_ps > now) return false;
-            out = m_fifo.front().item;
-            m_fifo.pop_front();
+        if (m_size == 0) return false;
+        std::deque<Entry>* first = nullptr;
+        for (std::deque<Entry>& lane : m_lanes)
+            if (!lane.empty() && (!first || before(lane.front(), first->front()))) first = &lane;
+        if (first && (m_heap.empty() || before(first->front(), m_heap.top()))) {
+            if (first->front().at_ps > now) return false;
+            out = first->front().item;
+            first->pop_front();
         } else {
-            if (m_heap.empty() || m_heap.top().at_ps > now) return false;
+            if (m_heap.top().at_ps > now) return false;
             out = m_heap.top().item;
             m_heap.pop();
         }
+        --m_size;
         ++m_processed;
         return true;
     }
 
-    /// Re-arms the event for the earliest remaining item (call after draining).
-    void rearm(std::uint64_t now) {
-        if (!empty()) {
-            const std::uint64_t at = next_time();
-            m_event.notify(ps_to_time(at > now ? at - now : 0));
-        }
+    /// Books the module for the earliest remaining item (call after draining).
+    void rearm(std::uint64_t /*now*/) {
+        if (!empty()) m_client.wake_at(next_time());
     }
 
-    bool empty() const { return m_fifo.empty() && m_heap.empty(); }
+    /// Books the module's first run at time 0 (a module that starts work by itself).
+    void wake_at_start() { m_client.wake_at(0); }
+
+    bool empty() const { return m_size == 0; }
     /// Actions processed so far (the model's event count).
     std::uint64_t processed() const { return m_processed; }
 
 private:
+    static constexpr int kLanes = 4;
     struct Entry {
         std::uint64_t at_ps;
         std::uint64_t seq;
         Item item;
         bool operator>(const Entry& o) const { return at_ps != o.at_ps ? at_ps > o.at_ps : seq > o.seq; }
     };
+    static bool before(const Entry& a, const Entry& b) { return a.at_ps != b.at_ps ? a.at_ps < b.at_ps : a.seq < b.seq; }
     std::uint64_t next_time() const {
-        if (m_fifo.empty()) return m_heap.top().at_ps;
-        if (m_heap.empty()) return m_fifo.front().at_ps;
-        return std::min(m_fifo.front().at_ps, m_heap.top().at_ps);
+        std::uint64_t t = m_heap.empty() ? ~std::uint64_t(0) : m_heap.top().at_ps;
+        for (const std::deque<Entry>& lane : m_lanes)
+            if (!lane.empty()) t = std::min(t, lane.front().at_ps);
+        return t;
     }
-    sc_core::sc_event& m_event;
-    std::deque<Entry> m_fifo;
+    CalendarClient m_client;
+    std::deque<Entry> m_lanes[kLanes];
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
+    std::size_t m_size = 0;
     std::uint64_t m_next_seq = 0;
     std::uint64_t m_processed = 0;
 };

@@ -39,8 +39,9 @@ struct GpuAction {
 
 /// State shared by the parts of one GPU; owned by its EidolonGpu.
 struct GpuCore {
-    GpuCore(sc_core::sc_event& event, const sc_core::sc_object& owner, const ErrorReporter& reporter)
-        : actions(event), owner(owner), reporter(reporter) {}
+    /// `run(gpu)` drains the GPU's due actions (see EventHeap).
+    GpuCore(void* gpu, void (*run)(void*), const sc_core::sc_object& owner, const ErrorReporter& reporter)
+        : actions(gpu, run), owner(owner), reporter(reporter) {}
 
     std::uint32_t index = 0;              ///< this GPU's window in the address map
     AddressMap map;                       ///< the platform's address map

@@ -73,7 +73,6 @@ private:
         std::uint64_t bytes = 0, packets = 0;
     };
     std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
-    sc_core::sc_event m_event;
     EventHeap<Action> m_actions;
 };
 

@@ -254,7 +254,6 @@ private:
     bool m_watching = false;
     bool m_reported_buffer = false;  // the too-small-buffer error is reported once
 
-    sc_core::sc_event m_event;
     EventHeap<Action> m_actions;
 };
 

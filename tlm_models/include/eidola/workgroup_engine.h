@@ -143,6 +143,7 @@ private:
     std::uint64_t m_finish_ps = 0;
     bool m_tracing = false;
     std::vector<OpRecord> m_trace;
+    std::vector<std::uint32_t> m_waking;     // flag_written()'s copy of a waiter list, kept to reuse its storage
     std::vector<std::pair<std::uint64_t, std::uint32_t>> m_syncmon_trace;
     bool m_quiet_watching = false;           // a QuietWatch action is pending
     std::uint64_t m_last_flag_change_ps = 0; // last flag write here, or last wait begun here
