@@ -270,17 +270,25 @@ def _start_long_run(tmp_path, write_platform, argv=None):
     return proc
 
 
+def _kill_tree(proc, pids):
+    """Kills `proc` and `pids` whatever the test's outcome: a failed assertion must not leave a simulation running."""
+    for pid in (proc.pid, *pids):
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
 def test_a_killed_parent_leaves_no_orphan(tmp_path, write_platform):
     proc = _start_long_run(tmp_path, write_platform)
-    parent = int(proc.stdout.readline())
-    child = _the_child(parent)
-    os.kill(parent, signal.SIGKILL)
-    proc.wait(timeout=60)
+    seen = []
     try:
-        assert _wait_for(lambda: not _alive(child)), f"child {child} outlived its killed parent"
+        parent = int(proc.stdout.readline())
+        seen.append(_the_child(parent))
+        os.kill(parent, signal.SIGKILL)
+        proc.wait(timeout=60)
+        assert _wait_for(lambda: not _alive(seen[0])), f"child {seen[0]} outlived its killed parent"
     finally:
-        if _alive(child):
-            os.kill(child, signal.SIGKILL)
+        _kill_tree(proc, [*seen, *_children(proc.pid)])
 
 
 @pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
@@ -292,12 +300,16 @@ def test_ctrl_c_and_sigterm_kill_the_run_and_exit_cleanly(tmp_path, write_platfo
     subprocess.run([sys.executable, str(b_script), str(prof)], check=True, timeout=120)
     proc = subprocess.Popen([sys.executable, "-m", "eidola", "run", str(write_platform(profile=prof))],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    child = _the_child(proc.pid)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == status, err
-    assert err.strip() == f"eidola run: {word}"
-    assert not _alive(child)
+    seen = []
+    try:
+        seen.append(_the_child(proc.pid))
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == status, err
+        assert err.strip() == f"eidola run: {word}"
+        assert not _alive(seen[0])
+    finally:
+        _kill_tree(proc, [*seen, *_children(proc.pid)])
 
 
 def test_a_bounded_fuzz_run_finds_nothing(repo, tmp_path):
