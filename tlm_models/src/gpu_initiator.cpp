@@ -101,9 +101,12 @@ void GpuInitiator::try_issue() {
         if (t.blocking) ++t.in_flight;
         if (kind != OpKind::Read) count_issued(w, op.peer);
         m_engine.count_packet(w);
-        if (t.left > 0) m_issue_queue.push_back(w);
-        else if (!t.blocking) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});  // posted: issued is done
+        const bool issued_all = t.left == 0;
+        if (!issued_all) m_issue_queue.push_back(w);
         send(p);
+        // Posted: issued is done. The workgroup goes on at once rather than through an action: this
+        // runs inside the GPU's own process, and its next op may queue more packets for this loop.
+        if (issued_all && !t.blocking) m_engine.resume(w);
     }
 }
 
