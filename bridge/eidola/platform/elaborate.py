@@ -96,13 +96,14 @@ def elaborate(platform: Platform) -> Plan:
         if "ports" in values[c.name] and int(values[c.name]["ports"]) != len(gpus):
             raise ConfigError(f"component {c.name!r} ({c.spec.name}) has {values[c.name]['ports']} ports but the "
                               f"platform has {len(gpus)} GPUs: one port per GPU")
-    _check_bindings(platform, values)
+    socket_specs = _check_bindings(platform, values)
     slots = _place_gpus(platform, gpus, values)
     if not any(s.replays_profile for s in slots):
         raise ConfigError(f"platform {platform.name!r} has no eidolon GPU to run the profile")
     components = [PlannedComponent(c.name, c.spec, tuple(values[c.name].items()))
                   for c in platform.components.values()]
-    bindings = _insert_adapters_and_checkers(platform, components, {s.component: s.window for s in slots})
+    bindings = _insert_adapters_and_checkers(platform, socket_specs, components,
+                                             {s.component: s.window for s in slots})
     return Plan(platform.name, platform.base(), platform.stride(), tuple(components), tuple(bindings), tuple(slots))
 
 
@@ -120,25 +121,31 @@ def _socket_spec(platform: Platform, ref: SocketRef, ports: dict[str, int]) -> S
     return spec
 
 
-def _check_bindings(platform: Platform, values: dict[str, dict[str, Any]]) -> None:
-    """Each socket bound exactly once, initiators to targets."""
+def _check_bindings(platform: Platform, values: dict[str, dict[str, Any]]) -> list[tuple[SocketSpec, SocketSpec]]:
+    """Each socket bound exactly once, initiators to targets; returns the (initiator, target) socket specs of
+    each connection, in order."""
     ports = {name: int(v.get("ports", 1)) for name, v in values.items()}
     bound: dict[str, str] = {}
+    specs: list[tuple[SocketSpec, SocketSpec]] = []
     for initiator, target in platform.connections:
+        pair = []
         for ref, direction, other in ((initiator, "initiator", target), (target, "target", initiator)):
             spec = _socket_spec(platform, ref, ports)
+            pair.append(spec)
             if spec.direction != direction:
                 raise ConfigError(f"connection {initiator} -> {target}: {ref} is a {spec.direction} socket, "
                                   f"expected a {direction} socket here")
             if ref.path in bound:
                 raise ConfigError(f"socket {ref} is bound twice (to {bound[ref.path]} and to {other})")
             bound[ref.path] = str(other)
+        specs.append((pair[0], pair[1]))
     for c in platform.components.values():
         for s in c.spec.sockets:
             for i in ([None] if s.multiplicity == "1" else range(ports[c.name])):
                 ref = SocketRef(c.name, s.base_name, i)
                 if ref.path not in bound:
                     raise ConfigError(f"socket {ref} ({s.direction}, {s.doc}) is not bound")
+    return specs
 
 
 def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict[str, Any]]) -> list[GpuSlot]:
@@ -169,16 +176,13 @@ def _inserted(components: list[PlannedComponent], model: str, name: str, **value
     return name
 
 
-def _insert_adapters_and_checkers(platform: Platform, components: list[PlannedComponent],
-                                  gpu_windows: dict[str, int]) -> list[Binding]:
+def _insert_adapters_and_checkers(platform: Platform, socket_specs: list[tuple[SocketSpec, SocketSpec]],
+                                  components: list[PlannedComponent], gpu_windows: dict[str, int]) -> list[Binding]:
     """The connections as bindings, with an AT-to-LT adapter in front of every LT-only target driven by an
     AT initiator, and a protocol checker on every binding when the platform asks for one. A checker in
     front of a GPU knows that GPU's window, so it flags a request the interconnect misrouted."""
-    ports = {c.name: int(dict(c.values).get("ports", 1)) for c in components}
     out: list[Binding] = []
-    for n, (initiator, target) in enumerate(platform.connections):
-        i_spec = _socket_spec(platform, initiator, ports)
-        t_spec = _socket_spec(platform, target, ports)
+    for n, ((initiator, target), (i_spec, t_spec)) in enumerate(zip(platform.connections, socket_specs)):
         pairs = [Binding(initiator, target)]
         if t_spec.protocol == "lt" and i_spec.protocol != "lt":
             name = _inserted(components, "AtToLtAdapter", f"adapter{n}")

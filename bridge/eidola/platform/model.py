@@ -138,7 +138,9 @@ class Platform:
         if component.name in self.components:
             raise ConfigError(f"platform {self.name!r}: a component named {component.name!r} already exists")
         if component.role == "gpu" and component.spec.param("id") and "id" not in component.params:
-            component.params["id"] = len(self.gpus())  # the next window, in the order GPUs are added
+            # The next window, in the order GPUs are added. Counted, not via gpus(): that resolves and
+            # sorts every GPU, which made adding n GPUs cost n^2 parameter conversions.
+            component.params["id"] = sum(1 for c in self.components.values() if c.role == "gpu")
         self.components[component.name] = component
         return component
 

@@ -22,7 +22,7 @@ from .model import Component, Platform, SocketRef
 from .plugin import PluginSpec, parse_plugin, plugin_model
 
 __all__ = ["load_platform", "platform_from_dict", "apply_overrides", "parse_socket", "plugin_component", "describe",
-           "to_yaml", "effective_yaml", "parse_limits", "SCHEMA_VERSION", "MAX_GPUS"]
+           "to_yaml", "effective_yaml", "parse_limits", "reject_unknown_keys", "SCHEMA_VERSION", "MAX_GPUS"]
 
 SCHEMA_VERSION = 1
 #: The shorthand's fabric.model values and the models they name.
@@ -241,14 +241,19 @@ def parse_limits(raw: object, where: str) -> dict[str, float]:
     return out
 
 
+def reject_unknown_keys(doc: dict[str, Any], allowed: tuple[str, ...], loc: str) -> None:
+    """ConfigError naming the first key of `doc` not in `allowed` (`loc` prefixes the message: "file: ")."""
+    for key in doc:
+        if key not in allowed:
+            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(allowed)}")
+
+
 def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     """Builds a Platform from the general form: a list of components and a list of connections."""
     loc = _loc(source)
     allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed",
                "limits")
-    for key in doc:
-        if key not in allowed:
-            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(allowed)}")
+    reject_unknown_keys(doc, allowed, loc)
     base = Path(source).parent if source != "<dict>" else Path.cwd()
     plat = _settings(doc, source)
     for key in ("components", "connections"):
@@ -293,9 +298,7 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     if "components" in doc:
         return _platform_from_components(doc, source)
     loc = _loc(source)
-    for key in doc:
-        if key not in _TOP_KEYS:
-            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(_TOP_KEYS)}")
+    reject_unknown_keys(doc, _TOP_KEYS, loc)
     for key in ("gpus", "fabric"):
         if not isinstance(doc.get(key), dict):
             raise ConfigError(f"{loc}{key}: expected a mapping, got {doc.get(key)!r}")
@@ -339,13 +342,14 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         plat.connect(gpu.initiator, fab.targets[i])
         plat.connect(fab.initiators[i], gpu.target)
     plat.add(fab)
-    if not plat.eidolons():
+    eidolons = plat.eidolons()
+    if not eidolons:
         raise ConfigError(f"{loc}gpus.plugins: at least one GPU must be an eidolon (they run the profile)")
     plat.validate()
 
     # The effective configuration: the same shorthand with every default written out.
-    gpu_resolved = plat.eidolons()[0].resolved()
-    gspec = plat.eidolons()[0].spec
+    gpu_resolved = eidolons[0].resolved()
+    gspec = eidolons[0].spec
     gpus_out = {"count": count, **_nest({k: gspec.declared(k).to_yaml(v) for k, v in gpu_resolved.items() if k != "id"})}
     if gpu_plugins:
         gpus_out["plugins"] = {i: _plugin_yaml(_declaration(plat.components[f"gpu{i}"])) for i in gpu_plugins}

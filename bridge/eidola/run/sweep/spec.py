@@ -31,6 +31,7 @@ import yaml
 
 from ...errors import ConfigError
 from ...platform import units
+from ...platform.yaml_io import reject_unknown_keys
 from .metrics import check_metrics
 
 __all__ = ["SPEC_VERSION", "AxisGroup", "SweepSpec", "load_spec", "spec_from_dict"]
@@ -87,9 +88,7 @@ def spec_from_dict(doc: object, source: str = "<dict>", base_dir: str | Path | N
     loc = f"{source}: "
     if not isinstance(doc, dict):
         raise ConfigError(f"{loc}expected a mapping of sweep keys at the top level")
-    for key in doc:
-        if key not in _TOP_KEYS:
-            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(_TOP_KEYS)}")
+    reject_unknown_keys(doc, _TOP_KEYS, loc)
     if doc.get("sweep") != SPEC_VERSION:
         raise ConfigError(f"{loc}sweep: expected spec version {SPEC_VERSION}, got {doc.get('sweep')!r}")
     base = Path(base_dir) if base_dir is not None else (Path(source).parent if source != "<dict>" else Path.cwd())
