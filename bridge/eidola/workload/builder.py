@@ -2,7 +2,13 @@
 
 ``ProfileBuilder(gpus, workgroups)`` hands out one `ProgramBuilder` per (gpu, wg); its op methods
 (compute, write, read, signal, wait, local) are made from the op table (`ops.OP_KINDS`), and each
-checks its op at once, so a ProfileError names the gpu, wg and op index.
+checks its op at once, so a ProfileError names the gpu, wg and op index. `programs_at` hands out a
+`bulk.ProgramSet` instead: the same methods, each appending one op to many programs at once from
+numpy columns, for generators whose per-op Python calls would cost more than the ops themselves.
+
+Both append into one log of segments (`_Store.segments`), in call order: a ProgramBuilder keeps its
+rows until a bulk call or build() flushes them, so ops land in every program in the order the calls
+were made, whichever path made them.
 """
 
 from __future__ import annotations
@@ -12,15 +18,17 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ProfileError
+from .bulk import ProgramSet, program_ids
 from .checks import Invalid, Scope, check_header, check_int
-from .ops import OP_KINDS, REQUIRED, OpKind
+from .ops import OP_KINDS, REQUIRED, Op, OpKind
 from .profile import Profile
 from .table import ROW, OpTable, Signal, Template, Transfer
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
 
-__all__ = ["ProfileBuilder", "ProgramBuilder"]
+__all__ = ["ProfileBuilder", "ProgramBuilder", "ProgramSet"]
 
 
 class _Store:
@@ -39,6 +47,12 @@ class _Store:
         self.memo: dict[Hashable, int] = {}  # (kind, args, arg types) -> ref of a non-transfer op
         self.signals: dict[tuple[Any, ...], int] = {}  # (flag, op, value, compare, scope, their types) -> ref
         self.transfers: dict[tuple[str, str, bool | None], tuple[int, int]] = {}  # -> (ref, buffer size)
+        # Ops in call order: (program ids, ops per program or None for one each, their rows). A ProgramSet
+        # adds one segment per op call; flush() adds the rows ProgramBuilders kept since the last flush.
+        self.segments: list[tuple[NDArray[np.int64], NDArray[np.int64] | None, NDArray[np.int64]]] = []
+        self.pending: list[ProgramBuilder] = []  # builders with rows not yet flushed
+        self.builders: dict[int, ProgramBuilder] = {}  # program id (gpu * workgroups + wg) -> its builder
+        self.started: set[int] = set()  # program ids started by program(), program_at() or programs_at()
 
     def ref(self, t: Template) -> int:
         """The number of template `t` (equal templates share one)."""
@@ -48,22 +62,112 @@ class _Store:
             self.templates.append(t)
         return r
 
+    def op_ref(self, kind: str, op: Op) -> int:
+        """The template number of the checked op `op`; a write, read or signal keeps its per-op values in its row."""
+        if kind in ("write", "read"):
+            (_, buffer), blocking = op.args[1], op.args[4][1] if kind == "write" else None
+            ref = self.ref(Transfer(kind, buffer, blocking))
+            self.transfers[kind, buffer, blocking] = (ref, self.scope.buffers[buffer])
+            return ref
+        if kind == "signal":
+            _, flag, sop, value, compare, scope = (v for _, v in op.args)
+            ref = self.ref(Signal(flag, sop, value, compare, scope))
+            if type(value) is int and (compare is None or type(compare) is int):
+                self.signals[flag, sop, value, compare, scope, str, str, str] = ref
+            return ref
+        return self.ref(op)
+
+    def flush(self) -> None:
+        """Move the pending rows of every ProgramBuilder into one segment, so later bulk ops land after them."""
+        pending = sorted({id(p): p for p in self.pending if p._rows}.values(), key=lambda p: p.pid)
+        self.pending.clear()  # in place: every ProgramBuilder holds this list
+        if not pending:
+            return
+        counts = np.array([len(p._rows) // ROW for p in pending], dtype=np.int64)
+        rows = np.frombuffer(b"".join(p._rows for p in pending), dtype=np.int64).reshape(-1, ROW)
+        self.segments.append((np.array([p.pid for p in pending], dtype=np.int64), counts, rows))
+        for p, n in zip(pending, counts.tolist()):
+            p._done += n
+            p._rows = array("q")
+
+    def ops_of(self, pid: int) -> int:
+        """How many ops program `pid` has in the segments (the slow count, for error messages and new builders)."""
+        n = 0
+        for ids, counts, _ in self.segments:
+            hit = np.flatnonzero(ids == pid)
+            if len(hit):
+                n += 1 if counts is None else int(counts[hit[0]])
+        return n
+
+    def assemble(self, workgroups: int) -> tuple[list[tuple[int, int]], NDArray[np.int64], NDArray[np.int64]]:
+        """Keys, row starts and rows of every program with ops: the segments laid out program after program."""
+        self.flush()
+        segs = self.segments
+        only = segs[0][1] if len(segs) == 1 else None
+        if only is not None:  # per-op builders only: flushed already in program order
+            pids, starts, out = segs[0][0], _starts(only), segs[0][2].copy()
+        else:
+            # Segments of one ProgramSet share its id array: find each distinct array's places once.
+            arrays = {id(ids): ids for ids, _, _ in segs}
+            pids = _sorted_distinct(np.concatenate(list(arrays.values())))
+            where = {k: np.searchsorted(pids, ids) for k, ids in arrays.items()}
+            total = np.zeros(len(pids), dtype=np.int64)
+            for ids, counts, _ in segs:  # a segment names each program once, so fancy += adds once per program
+                total[where[id(ids)]] += 1 if counts is None else counts
+            starts = _starts(total)
+            cursor = starts[:-1].copy()
+            out = np.empty((int(starts[-1]), ROW), dtype=np.int64)
+            # Rows moved as single 32-byte items: numpy copies those several times faster than 2-D rows.
+            flat = out.view(_ROW_ITEM).reshape(-1)
+            for ids, counts, rows in segs:
+                at = where[id(ids)]
+                if counts is None:
+                    flat[cursor[at]] = rows.view(_ROW_ITEM).reshape(-1)
+                    cursor[at] += 1
+                else:  # row j of a program's run goes j places after where that program is up to
+                    first = np.repeat(cursor[at] - _starts(counts)[:-1], counts)
+                    flat[first + np.arange(len(rows))] = rows.view(_ROW_ITEM).reshape(-1)
+                    cursor[at] += counts
+        keys = list(zip((pids // workgroups).tolist(), (pids % workgroups).tolist()))
+        return keys, starts, out
+
+
+_ROW_ITEM = np.dtype((np.void, 8 * ROW))  # one row as one opaque item
+
+
+def _sorted_distinct(a: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The distinct values of `a`, sorted (np.unique without its hash table, which is slower for these)."""
+    a = np.sort(a)
+    keep = np.ones(len(a), dtype=bool)
+    keep[1:] = a[1:] != a[:-1]
+    return a[keep]
+
+
+def _starts(counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """0 and the running sums of `counts`: where each run begins, and the total at the end."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
 
 class ProgramBuilder:
     """Appends ops to one workgroup's program; each method checks its op at once and returns the builder."""
 
     def op_count(self) -> int:
         """How many ops the program has so far (not __len__: an empty builder must stay truthy)."""
-        return len(self._rows) // ROW
+        return self._done + len(self._rows) // ROW
 
-    def __init__(self, store: _Store, gpu: int, wg: int) -> None:
+    def __init__(self, store: _Store, gpu: int, wg: int, pid: int, done: int = 0) -> None:
         self._store = store
         self._scope = store.scope
         self._gpus = store.scope.gpus
         self._transfers = store.transfers
-        self.gpu = gpu
-        self.wg = wg
-        self._rows = array("q")  # ROW int64s per op (see table.py)
+        self._pending = store.pending
+        self.gpu = gpu  #: the GPU of this program
+        self.wg = wg  #: the workgroup of this program
+        self.pid = pid  #: gpu * workgroups + wg: the program's number in the store
+        self._done = done  # ops of this program already in the store's segments
+        self._rows = array("q")  # ROW int64s per op not yet flushed (see table.py)
 
     def write(self, dst: Any, buffer: Any, offset: Any, nbytes: Any, blocking: Any = False) -> Self:
         # Arguments are Any, as in the generated methods: every value is checked here, bad ones
@@ -74,6 +178,8 @@ class ProgramBuilder:
             else None
         if (found is not None and type(dst) is int and type(offset) is int and type(nbytes) is int
                 and 0 <= dst < self._gpus and offset >= 0 and nbytes >= 1 and offset + nbytes <= found[1]):
+            if not self._rows:
+                self._pending.append(self)
             self._rows.extend((found[0], dst, offset, nbytes))
             return self
         return self._add("write", dst, buffer, offset, nbytes, blocking)
@@ -82,6 +188,8 @@ class ProgramBuilder:
         found = self._transfers.get(("read", buffer, None)) if type(buffer) is str else None
         if (found is not None and type(dst) is int and type(offset) is int and type(nbytes) is int
                 and 0 <= dst < self._gpus and offset >= 0 and nbytes >= 1 and offset + nbytes <= found[1]):
+            if not self._rows:
+                self._pending.append(self)
             self._rows.extend((found[0], dst, offset, nbytes))
             return self
         return self._add("read", dst, buffer, offset, nbytes)
@@ -96,6 +204,8 @@ class ProgramBuilder:
             except TypeError:  # unhashable: the full check reports it
                 ref = None
             if ref is not None:
+                if not self._rows:
+                    self._pending.append(self)
                 self._rows.extend((ref, dst, 0, 0))
                 return self
         return self._add("signal", dst, flag, op, value, compare, scope)
@@ -105,37 +215,34 @@ class ProgramBuilder:
         # Types are part of the key so that True (rejected) never hits the entry made for 1.
         store = self._store
         key: Hashable | None = None
+        ref: int | None = None
         if kind not in ("write", "read", "signal"):
             try:
                 key = (kind, args, tuple(map(type, args)))
                 ref = store.memo.get(key)
             except TypeError:  # an unhashable argument; the checker will reject it
-                key = ref = None
-            if ref is not None:
-                self._rows.extend((ref, 0, 0, 0))
-                return self
-        try:
-            op = OP_KINDS[kind].check(self._scope, *args)
-        except Invalid as e:
-            raise ProfileError(f"gpu {self.gpu} wg {self.wg} op {len(self._rows) // ROW} ({kind}): {e}") from None
-        if kind in ("write", "read"):
-            (_, dst), (_, buffer), (_, offset), (_, nbytes) = op.args[:4]
-            blocking = op.args[4][1] if kind == "write" else None
-            ref = store.ref(Transfer(kind, buffer, blocking))
-            store.transfers[kind, buffer, blocking] = (ref, self._scope.buffers[buffer])
-            self._rows.extend((ref, dst, offset, nbytes))
-            return self
-        if kind == "signal":
-            dst, flag, sop, value, compare, scope = (v for _, v in op.args)
-            ref = store.ref(Signal(flag, sop, value, compare, scope))
-            if type(value) is int and (compare is None or type(compare) is int):
-                store.signals[flag, sop, value, compare, scope, str, str, str] = ref
-            self._rows.extend((ref, dst, 0, 0))
-            return self
-        ref = store.ref(op)
-        if key is not None:
-            store.memo[key] = ref
-        self._rows.extend((ref, 0, 0, 0))
+                key = None
+        row: tuple[int, int, int, int]
+        if ref is not None:
+            row = (ref, 0, 0, 0)
+        else:
+            try:
+                op = OP_KINDS[kind].check(self._scope, *args)
+            except Invalid as e:
+                raise ProfileError(f"gpu {self.gpu} wg {self.wg} op {self.op_count()} ({kind}): {e}") from None
+            ref = store.op_ref(kind, op)
+            if kind in ("write", "read"):
+                (_, dst), _, (_, offset), (_, nbytes) = op.args[:4]
+                row = (ref, dst, offset, nbytes)
+            elif kind == "signal":
+                row = (ref, op.args[0][1], 0, 0)
+            else:
+                if key is not None:
+                    store.memo[key] = ref
+                row = (ref, 0, 0, 0)
+        if not self._rows:
+            self._pending.append(self)
+        self._rows.extend(row)
         return self
 
     if TYPE_CHECKING:  # the other op methods are made from OP_KINDS below; this tells type checkers they exist
@@ -223,15 +330,41 @@ class ProfileBuilder:
             wg = check_int("wg", wg, hi=self.workgroups - 1)
         except Invalid as e:
             raise ProfileError(f"profile {self.name!r}: {e}") from None
-        if (gpu, wg) in self._programs:
+        if gpu * self.workgroups + wg in self._store.started:
             raise ProfileError(f"profile {self.name!r}: gpu {gpu} wg {wg}: program already defined")
-        p = self._programs[gpu, wg] = ProgramBuilder(self._store, gpu, wg)
-        return p
+        return self._builder(gpu, wg)
 
     def program_at(self, gpu: int, wg: int) -> ProgramBuilder:
         """The program of workgroup `wg` on GPU `gpu`, started if it was not: for appending to it later."""
         p = self._programs.get((gpu, wg))
-        return p if p is not None else self.program(gpu, wg)
+        if p is not None:
+            return p
+        try:
+            gpu = check_int("gpu", gpu, hi=self.gpus - 1)
+            wg = check_int("wg", wg, hi=self.workgroups - 1)
+        except Invalid as e:
+            raise ProfileError(f"profile {self.name!r}: {e}") from None
+        return self._builder(gpu, wg)
+
+    def _builder(self, gpu: int, wg: int) -> ProgramBuilder:
+        # A program that bulk ops started already has ops: the builder counts them for its op indices.
+        pid = gpu * self.workgroups + wg
+        store = self._store
+        done = store.ops_of(pid) if pid in store.started else 0
+        p = self._programs[gpu, wg] = store.builders[pid] = ProgramBuilder(store, gpu, wg, pid, done)
+        store.started.add(pid)
+        return p
+
+    def programs_at(self, gpus: Any, wgs: Any) -> ProgramSet:
+        """The programs of (gpus[i], wgs[i]) for every i, started if they were not, as one `ProgramSet`: each of its
+        op methods appends one op to every one of them. `gpus` and `wgs` are ints or 1-D int arrays (broadcast
+        against each other); the pairs must be distinct. Per-op arguments may then be one value per program."""
+        try:
+            pids = program_ids(gpus, wgs, self.gpus, self.workgroups)
+        except Invalid as e:
+            raise ProfileError(f"profile {self.name!r}: {e}") from None
+        self._store.started.update(pids.tolist())
+        return ProgramSet(self._store, pids, self.workgroups)
 
     def next_prefix(self) -> str:
         """A fresh name prefix (``c<n>.``) for the flags and buffers of one collective call."""
@@ -256,12 +389,8 @@ class ProfileBuilder:
 
     def build(self) -> Profile:
         """Return the immutable Profile (ops were checked as they were added; names only ever get added)."""
-        built = [(key, p._rows) for key, p in sorted(self._programs.items()) if p._rows]
-        starts = np.zeros(len(built) + 1, dtype=np.int64)
-        starts[1:] = np.cumsum([len(rows) // ROW for _, rows in built])
-        # One copy: bytes.join takes the arrays' buffers directly.
-        rows = np.frombuffer(b"".join(rows for _, rows in built), dtype=np.int64).reshape(-1, ROW).copy()
-        table = OpTable.make([key for key, _ in built], starts, rows, tuple(self._store.templates))
+        keys, starts, rows = self._store.assemble(self.workgroups)
+        table = OpTable.make(keys, starts, rows, tuple(self._store.templates))
         variability = Variability(self._dists.get("skew"), self._dists.get("jitter"), tuple(self._delays))
         return Profile(self.name, self.gpus, self.workgroups, tuple(self._scope.flags),
                        tuple(self._scope.buffers.items()), table, variability)

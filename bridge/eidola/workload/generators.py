@@ -21,6 +21,8 @@ import argparse
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
+import numpy as np
+
 from ..errors import ProfileError
 from .builder import ProfileBuilder
 from .collectives import all_gather, all_to_all, check_int_arg, direct_allreduce, reduce_scatter, ring_allreduce
@@ -129,14 +131,15 @@ def neighbor_exchange(gpus: int, nbytes: int, neighbors: int = 4, workgroups: in
     b.buffer("halo", S)
     for w in range(W):
         b.flag(f"nx_w{w}")
-    for g in range(P):
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-            for k in range(1, K + 1):
-                p.write(dst=(g + k) % P, buffer="halo", offset=((k - 1) * W + w) * chunk, nbytes=chunk)
-            for k in range(1, K + 1):
-                p.signal(dst=(g + k) % P, flag=f"nx_w{w}", op="add", value=1, scope="peer")
-            p.wait(flag=f"nx_w{w}", cond=">=", value=K, mode=mode, interval_ns=interval_ns)
+    # Every program at once (see bulk.py), in (gpu, wg) order: program i is GPU i // W, workgroup i % W.
+    g, w = np.repeat(np.arange(P), W), np.tile(np.arange(W), P)
+    flag = [f"nx_w{x}" for x in range(W)] * P
+    ps = b.programs_at(g, w)
+    for k in range(1, K + 1):
+        ps.write(dst=(g + k) % P, buffer="halo", offset=((k - 1) * W + w) * chunk, nbytes=chunk)
+    for k in range(1, K + 1):
+        ps.signal(dst=(g + k) % P, flag=flag, op="add", value=1, scope="peer")
+    ps.wait(flag=flag, cond=">=", value=K, mode=mode, interval_ns=interval_ns)
     return b.build()
 
 
