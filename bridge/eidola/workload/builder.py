@@ -109,7 +109,7 @@ class _Store:
         else:
             # Segments of one ProgramSet share its id array: find each distinct array's places once.
             arrays = {id(ids): ids for ids, _, _ in segs}
-            pids = _sorted_distinct(np.concatenate(list(arrays.values())))
+            pids = _sorted_distinct(np.concatenate([np.zeros(0, dtype=np.int64), *arrays.values()]))
             where = {k: np.searchsorted(pids, ids) for k, ids in arrays.items()}
             total = np.zeros(len(pids), dtype=np.int64)
             for ids, counts, _ in segs:  # a segment names each program once, so fancy += adds once per program

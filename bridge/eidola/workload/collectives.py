@@ -85,9 +85,9 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
         raise ProfileError(f"{fn}: nbytes {S} must be at least {what} = {parts} (one byte per piece)")
     if algorithm == "pinned" and W % (P - 1):
         raise ProfileError(f"{fn}: algorithm 'pinned' needs workgroups ({W}) to be a multiple of gpus - 1 ({P - 1})")
-    g = schedules.Group(b, gpus, [[b.program_at(x, w) for w in ws] for x, ws in zip(gpus, sets)], C, max(S, 1),
-                        max(parts, 1), b.next_prefix() if prefix is None else prefix,
+    g = schedules.Group(b, gpus, sets, C, max(S, 1), max(parts, 1), b.next_prefix() if prefix is None else prefix,
                         {"mode": mode, "interval_ns": interval_ns}, rate * S / max(parts, 1))
+    g.at()  # starts every program of the group, so program() refuses them afterwards whatever the schedule adds
     if algorithm == "ring" and kind != "broadcast":
         # At step s rank r sends block (r - s - 1) mod P while reducing, (r - s) mod P in an all-gather.
         rs = [("partials", _block(P, s + 1), True) for s in range(P - 1)] if kind != "all_gather" else []
@@ -126,8 +126,8 @@ def _workgroup_sets(fn: str, b: ProfileBuilder, workgroups: int | Sequence[int] 
     return sets
 
 
-def _block(P: int, back: int) -> Callable[[int], int]:
-    """block_of(rank) for a ring step: the block `back` places behind the rank."""
+def _block(P: int, back: int) -> Callable[[schedules.Ints], schedules.Ints]:
+    """block_of(ranks) for a ring step: the block `back` places behind each rank."""
     return lambda r: (r - back) % P
 
 

@@ -73,24 +73,25 @@ def gemv_allreduce(gpus: int = 4, workgroups: int = 4, vector_bytes: int = 65536
         b.delay(**d)
     b.buffer("partials", vector_bytes)
     b.buffer("gathered", vector_bytes)
-    for g in range(P):
-        # Peer order rotated by g: in lockstep, at step k every GPU targets a different peer
-        # (g + k) % P, so no GPU is a hotspot receiving from all others at once.
-        peers = [(g + k) % P for k in range(1, P)]
-        for w in range(W):
-            p = b.program(gpu=g, wg=w)
-            offset = (g * W + w) * slice_
-            p.compute(ns=tiles[g])
-            for stage, buffer, work_ns in (("rs", "partials", None), ("ag", "gathered", reduce_ns)):
-                if work_ns is not None:
-                    p.compute(ns=work_ns)
-                for peer in peers:
-                    p.write(dst=peer, buffer=buffer, offset=offset, nbytes=slice_)
-                for peer in peers:
-                    p.signal(dst=peer, flag=f"{stage}_{g}", op="add", value=1, scope="peer")
-                for q in peers:
-                    p.wait(flag=f"{stage}_{q}", cond=">=", value=W, mode=mode, interval_ns=interval_ns,
-                           max_interval_ns=max_interval_ns)
+    # Every program at once (see bulk.py), in (gpu, wg) order: program i is GPU i // W, workgroup i % W.
+    gpu, wg = np.repeat(np.arange(P), W), np.tile(np.arange(W), P)
+    ps = b.programs_at(gpu, wg)
+    offset = (gpu * W + wg) * slice_
+    # Peer order rotated by g: in lockstep, at step k every GPU targets a different peer
+    # (g + k) % P, so no GPU is a hotspot receiving from all others at once.
+    peers = [(gpu + k) % P for k in range(1, P)]
+    ps.compute(ns=[tiles[g] for g in gpu.tolist()])
+    for stage, buffer, work_ns in (("rs", "partials", None), ("ag", "gathered", reduce_ns)):
+        names = np.array([f"{stage}_{q}" for q in range(P)], dtype=object)
+        if work_ns is not None:
+            ps.compute(ns=work_ns)
+        for peer in peers:
+            ps.write(dst=peer, buffer=buffer, offset=offset, nbytes=slice_)
+        for peer in peers:
+            ps.signal(dst=peer, flag=names[gpu].tolist(), op="add", value=1, scope="peer")
+        for peer in peers:
+            ps.wait(flag=names[peer].tolist(), cond=">=", value=W, mode=mode, interval_ns=interval_ns,
+                    max_interval_ns=max_interval_ns)
     return b.build()
 
 
@@ -129,16 +130,17 @@ def neighbor_exchange(gpus: int, nbytes: int, neighbors: int = 4, workgroups: in
     chunk = S // (K * W)
     b = ProfileBuilder(gpus=P, workgroups=W, name=name or f"neighbor-exchange-{P}gpu")
     b.buffer("halo", S)
-    for w in range(W):
-        b.flag(f"nx_w{w}")
+    flags = [f"nx_w{w}" for w in range(W)]
+    for f in flags:
+        b.flag(f)
     # Every program at once (see bulk.py), in (gpu, wg) order: program i is GPU i // W, workgroup i % W.
-    g, w = np.repeat(np.arange(P), W), np.tile(np.arange(W), P)
-    flag = [f"nx_w{x}" for x in range(W)] * P
-    ps = b.programs_at(g, w)
+    gpu, wg = np.repeat(np.arange(P), W), np.tile(np.arange(W), P)
+    flag = flags * P
+    ps = b.programs_at(gpu, wg)
     for k in range(1, K + 1):
-        ps.write(dst=(g + k) % P, buffer="halo", offset=((k - 1) * W + w) * chunk, nbytes=chunk)
+        ps.write(dst=(gpu + k) % P, buffer="halo", offset=((k - 1) * W + wg) * chunk, nbytes=chunk)
     for k in range(1, K + 1):
-        ps.signal(dst=(g + k) % P, flag=flag, op="add", value=1, scope="peer")
+        ps.signal(dst=(gpu + k) % P, flag=flag, op="add", value=1, scope="peer")
     ps.wait(flag=flag, cond=">=", value=K, mode=mode, interval_ns=interval_ns)
     return b.build()
 

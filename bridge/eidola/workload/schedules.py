@@ -14,6 +14,12 @@ A workgroup only touches its own slice of every block, so the W workgroups are i
 Writes are posted, and each flag is signalled with ``scope="peer"``: a peer's flag releases the
 data written to that peer, so it waits for those writes' acknowledgements and no others (one
 workgroup writing to every peer then flags them all after one round trip, not one per peer).
+
+Every schedule appends through `ProgramSet`s (see bulk.py): one call per op of the schedule,
+covering every rank and workgroup that does the same thing at that point, with the per-program
+numbers (peer, offset, size, flag name) as numpy columns. Program i of `Group.at()` is rank
+``R[i]``'s workgroup number ``J[i]`` within the set; the per-op form of each schedule is the same
+loop over ranks and workgroups, which the tests build to check these against.
 """
 
 from __future__ import annotations
@@ -22,22 +28,33 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .builder import ProfileBuilder, ProgramBuilder
+import numpy as np
+from numpy.typing import NDArray
 
-#: One ring step: (buffer, block_of(rank) -> the block it sends, whether the receiver reduces it)
-Step = tuple[str, Callable[[int], int], bool]
+if TYPE_CHECKING:
+    from .builder import ProfileBuilder
+    from .bulk import ProgramSet
+
+Ints = NDArray[np.int64]
+#: One ring step: (buffer, block_of(ranks) -> the block each sends, whether the receiver reduces it)
+Step = tuple[str, Callable[[Ints], Ints], bool]
 
 __all__ = ["Group", "Step", "ring", "direct", "pinned", "broadcast", "barrier", "send"]
 
 
+def pieces(total: int, parts: int, i: Ints) -> tuple[Ints, Ints]:
+    """(offsets, bytes) of pieces i of `total` bytes split in `parts`: the first total mod parts take one byte more."""
+    base, extra = divmod(total, parts)
+    return i * base + np.minimum(i, extra), base + (i < extra).astype(np.int64)
+
+
 @dataclass
 class Group:
-    """One collective call: builder, ranks, workgroup set, chunking, naming prefix and wait arguments."""
+    """One collective call: builder, ranks, workgroup sets, chunking, naming prefix and wait arguments."""
 
     b: ProfileBuilder  #: where flags and buffers are declared
     gpus: list[int]  #: rank -> GPU
-    progs: list[list[ProgramBuilder]]  #: [rank][index in the workgroup set] -> program
+    wgs: list[list[int]]  #: [rank][index in the workgroup set] -> workgroup
     C: int  #: chunks per workgroup share
     total: int  #: bytes split into pieces (the buffer of one call)
     parts: int  #: how many pieces: blocks x workgroups x chunks
@@ -54,7 +71,18 @@ class Group:
     @property
     def W(self) -> int:
         """Number of workgroups in the set."""
-        return len(self.progs[0])
+        return len(self.wgs[0])
+
+    def at(self, ranks: Sequence[int] | None = None) -> tuple[ProgramSet, Ints, Ints]:
+        """The programs of `ranks` (default all), every workgroup of the set, rank after rank, as one ProgramSet;
+        with each program's rank R and index J in the workgroup set."""
+        rk = np.arange(self.P, dtype=np.int64) if ranks is None else np.array(ranks, dtype=np.int64)
+        R, J = np.repeat(rk, self.W), np.tile(np.arange(self.W, dtype=np.int64), len(rk))
+        return self.b.programs_at(self.gpu_of(R), np.array(self.wgs, dtype=np.int64).reshape(self.P, self.W)[R, J]), R, J
+
+    def gpu_of(self, ranks: Ints) -> Ints:
+        """The GPU of each rank in `ranks`."""
+        return np.array(self.gpus, dtype=np.int64)[ranks]
 
     def flag(self, name: str) -> str:
         """Declare this call's flag `name` (once) and return its full name."""
@@ -72,21 +100,18 @@ class Group:
             self.declared.add(full)
         return full
 
-    def piece(self, i: int) -> tuple[int, int]:
-        """(offset, bytes) of piece i. Any size splits: the first total mod parts pieces take one byte more."""
-        base, extra = divmod(self.total, self.parts)
-        return i * base + min(i, extra), base + (1 if i < extra else 0)
-
-    def offset(self, block: int, w: int, c: int) -> int:
-        """Byte offset of chunk c of workgroup w's slice of `block`."""
-        return self.piece((block * self.W + w) * self.C + c)[0]
-
-    def size(self, block: int, w: int, c: int) -> int:
-        """Bytes of chunk c of workgroup w's slice of `block`."""
-        return self.piece((block * self.W + w) * self.C + c)[1]
+    def chunk(self, block: Ints, w: Ints, c: int) -> tuple[Ints, Ints]:
+        """(offsets, bytes) of chunk c of workgroup w's slice of `block`, per program."""
+        return pieces(self.total, self.parts, (block * self.W + w) * self.C + c)
 
 
-def ring(g: Group, steps: Sequence[tuple[str, Callable[[int], int], bool]], nbytes: int) -> None:
+def _names(names: Sequence[str] | NDArray[np.object_], index: Ints) -> list[str]:
+    """names[index[i]] per program: a flag name column (indexing a numpy array of objects copies no strings)."""
+    out: list[str] = np.asarray(names, dtype=object)[index].tolist()
+    return out
+
+
+def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
     """Step s sends chunk c of `steps[s]` = (buffer, block_of(r), reduces) from rank r to r+1.
 
     Order, per workgroup: for each step s, for each chunk c: wait for chunk c of step s-1 (and
@@ -95,55 +120,54 @@ def ring(g: Group, steps: Sequence[tuple[str, Callable[[int], int], bool]], nbyt
     after the whole block, so a late chunk holds back only its own successors. Deadlock-free:
     a rank's sends of step s depend only on its predecessor's sends of step s-1.
     """
-    P, W, C = g.P, g.W, g.C
-    flags = [g.flag(f"ring_w{w}") for w in range(W)]
+    P, C = g.P, g.C
+    flags = [g.flag(f"ring_w{w}") for w in range(g.W)]
     names = {buf: g.buffer(buf, nbytes) for buf, _, _ in steps}
-    for r in range(P):
-        nxt = g.gpus[(r + 1) % P]
-        for w in range(W):
-            p = g.progs[r][w]
+    ps, R, J = g.at()
+    flag, nxt = _names(flags, J), g.gpu_of((R + 1) % P)
 
-            def receive(s: int, c: int, p: ProgramBuilder = p, w: int = w) -> None:
-                # Chunk c of step s is the (s*C + c + 1)-th chunk the predecessor sends.
-                p.wait(flag=flags[w], cond=">=", value=s * C + c + 1, **g.wait)
-                if steps[s][2] and g.reduce_ns > 0:
-                    p.compute(ns=g.reduce_ns)
+    def receive(s: int, c: int) -> None:
+        # Chunk c of step s is the (s*C + c + 1)-th chunk the predecessor sends.
+        ps.wait(flag=flag, cond=">=", value=s * C + c + 1, **g.wait)
+        if steps[s][2] and g.reduce_ns > 0:
+            ps.compute(ns=g.reduce_ns)
 
-            for s, (buffer, block_of, _) in enumerate(steps):
-                for c in range(C):
-                    if s:
-                        receive(s - 1, c)
-                    block = block_of(r)
-                    p.write(dst=nxt, buffer=names[buffer], offset=g.offset(block, w, c), nbytes=g.size(block, w, c))
-                    p.signal(dst=nxt, flag=flags[w], op="add", value=1, scope="peer")
-            for c in range(C):
-                receive(len(steps) - 1, c)
-
-
-def _peers(r: int, P: int, w: int = 0) -> list[int]:
-    # Rotated: in lockstep every rank targets a different peer at each step. Workgroup w starts
-    # w peers further on, so a rank's concurrent workgroups drive different links at once
-    # instead of queueing on one.
-    return [(r + 1 + (w + k) % (P - 1)) % P for k in range(P - 1)]
+    for s, (buffer, block_of, _) in enumerate(steps):
+        block = block_of(R)
+        for c in range(C):
+            if s:
+                receive(s - 1, c)
+            offset, size = g.chunk(block, J, c)
+            ps.write(dst=nxt, buffer=names[buffer], offset=offset, nbytes=size)
+            ps.signal(dst=nxt, flag=flag, op="add", value=1, scope="peer")
+    for c in range(C):
+        receive(len(steps) - 1, c)
 
 
-def _direct_send(g: Group, p: ProgramBuilder, r: int, w: int, c: int, stage: str, buffer: str) -> None:
-    """Write chunk c of slice w to every peer at the sender's own block r, then signal each peer."""
-    peers = _peers(r, g.P, w)
-    offset, size = g.offset(r, w, c), g.size(r, w, c)
-    for q in peers:
-        p.write(dst=g.gpus[q], buffer=buffer, offset=offset, nbytes=size)
-    flag = g.prefix + f"{stage}_w{w}_{r}"
-    for q in peers:
-        p.signal(dst=g.gpus[q], flag=flag, op="add", value=1, scope="peer")
+def _peer(R: Ints, P: int, k: int, J: Ints | int = 0) -> Ints:
+    # The k-th peer of rank R, rotated: in lockstep every rank targets a different peer at each step.
+    # Workgroup J starts J peers further on, so a rank's concurrent workgroups drive different links
+    # at once instead of queueing on one.
+    return (R + 1 + (J + k) % (P - 1)) % P
 
 
-def _direct_receive(g: Group, p: ProgramBuilder, r: int, w: int, c: int, stage: str, reduce: bool) -> None:
-    """Wait for chunk c from every peer, then reduce those P-1 chunks if `reduce`."""
-    for q in _peers(r, g.P):
-        p.wait(flag=g.prefix + f"{stage}_w{w}_{q}", cond=">=", value=c + 1, **g.wait)
+def _direct_send(g: Group, ps: ProgramSet, R: Ints, J: Ints, c: int, flag: list[str], buffer: str) -> None:
+    """Write chunk c of slice J to every peer at the sender's own block R, then signal each peer on `flag`."""
+    offset, size = g.chunk(R, J, c)
+    dsts = [g.gpu_of(_peer(R, g.P, k, J)) for k in range(g.P - 1)]
+    for dst in dsts:
+        ps.write(dst=dst, buffer=buffer, offset=offset, nbytes=size)
+    for dst in dsts:
+        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+
+
+def _direct_receive(g: Group, ps: ProgramSet, R: Ints, J: Ints, c: int, table: NDArray[np.object_],
+                    reduce: bool) -> None:
+    """Wait for chunk c from every peer (flag table[J * P + peer]), then reduce those P-1 chunks if `reduce`."""
+    for k in range(g.P - 1):
+        ps.wait(flag=_names(table, J * g.P + _peer(R, g.P, k)), cond=">=", value=c + 1, **g.wait)
     if reduce and g.reduce_ns > 0:
-        p.compute(ns=(g.P - 1) * g.reduce_ns)
+        ps.compute(ns=(g.P - 1) * g.reduce_ns)
 
 
 def direct(g: Group, stages: Sequence[tuple[str, str, bool]], nbytes: int) -> None:
@@ -153,22 +177,21 @@ def direct(g: Group, stages: Sequence[tuple[str, str, bool]], nbytes: int) -> No
     chunk c of the previous stage has arrived from every peer (and has been reduced); the last
     stage's chunks are then awaited. Flag `<stage>_w<w>_<r>` counts rank r's chunks.
     """
+    P, C = g.P, g.C
     bufs = [g.buffer(buf, nbytes) for _, buf, _ in stages]
-    for stage, _, _ in stages:
-        for w in range(g.W):
-            for q in range(g.P):
-                g.flag(f"{stage}_w{w}_{q}")
-    for r in range(g.P):
-        for w in range(g.W):
-            p = g.progs[r][w]
-            for c in range(g.C):
-                _direct_send(g, p, r, w, c, stages[0][0], bufs[0])
-            for i in range(1, len(stages)):
-                for c in range(g.C):
-                    _direct_receive(g, p, r, w, c, stages[i - 1][0], stages[i - 1][2])
-                    _direct_send(g, p, r, w, c, stages[i][0], bufs[i])
-            for c in range(g.C):
-                _direct_receive(g, p, r, w, c, stages[-1][0], stages[-1][2])
+    # tables[stage][w * P + r]: the flag counting rank r's chunks to workgroup w
+    tables = [np.array([g.flag(f"{stage}_w{w}_{q}") for w in range(g.W) for q in range(P)], dtype=object)
+              for stage, _, _ in stages]
+    ps, R, J = g.at()
+    own = [_names(t, J * P + R) for t in tables]  # the flag each program signals on its peers
+    for c in range(C):
+        _direct_send(g, ps, R, J, c, own[0], bufs[0])
+    for i in range(1, len(stages)):
+        for c in range(C):
+            _direct_receive(g, ps, R, J, c, tables[i - 1], stages[i - 1][2])
+            _direct_send(g, ps, R, J, c, own[i], bufs[i])
+    for c in range(C):
+        _direct_receive(g, ps, R, J, c, tables[-1], stages[-1][2])
 
 
 def pinned(g: Group, stages: Sequence[tuple[str, str]], nbytes: int, reduce_ns_per_byte: float) -> None:
@@ -185,26 +208,22 @@ def pinned(g: Group, stages: Sequence[tuple[str, str]], nbytes: int, reduce_ns_p
     """
     P, W, C = g.P, g.W, g.C
     k = W // (P - 1)
-    pieces = Group(g.b, g.gpus, g.progs, C, nbytes, P * k * C, g.prefix, g.wait)  # k slices per block
-    names = []
+    names, flags = [], []
     for stage, buffer in stages:
         names.append(g.buffer(buffer, nbytes))
-        for j in range(k):
-            g.flag(f"{stage}_s{j}")
+        flags.append([g.flag(f"{stage}_s{j}") for j in range(k)])
     reduce_ns = reduce_ns_per_byte * (P - 1) * C * nbytes / (P * k * C)
-    for r in range(P):
-        for w in range(W):
-            q, j = (r + 1 + w % (P - 1)) % P, w // (P - 1)
-            p = g.progs[r][w]
-            for index, (stage, _) in enumerate(stages):
-                if index and reduce_ns > 0:
-                    p.compute(ns=reduce_ns)
-                flag = g.prefix + f"{stage}_s{j}"
-                for c in range(C):
-                    offset, size = pieces.piece((r * k + j) * C + c)
-                    p.write(dst=g.gpus[q], buffer=names[index], offset=offset, nbytes=size)
-                    p.signal(dst=g.gpus[q], flag=flag, op="add", value=1, scope="peer")
-                p.wait(flag=flag, cond=">=", value=(P - 1) * C, **g.wait)
+    ps, R, J = g.at()
+    dst, slice_ = g.gpu_of((R + 1 + J % (P - 1)) % P), J // (P - 1)
+    for index in range(len(stages)):
+        if index and reduce_ns > 0:
+            ps.compute(ns=reduce_ns)
+        flag = _names(flags[index], slice_)
+        for c in range(C):
+            offset, size = pieces(nbytes, P * k * C, (R * k + slice_) * C + c)  # k slices per block
+            ps.write(dst=dst, buffer=names[index], offset=offset, nbytes=size)
+            ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+        ps.wait(flag=flag, cond=">=", value=(P - 1) * C, **g.wait)
 
 
 def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
@@ -215,37 +234,36 @@ def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
     each rank but the last forwards chunk c as soon as it has arrived. Every rank but the last
     sends S bytes.
     """
-    P, W, C = g.P, g.W, g.C
+    P, C = g.P, g.C
     buf = g.buffer("bcast", nbytes)
-    flags = [g.flag(f"bc_w{w}") for w in range(W)]
-    for i in range(P):
-        r = (root + i) % P
-        for w in range(W):
-            p = g.progs[r][w]
-            targets = [(root + j) % P for j in range(1, P)] if algorithm == "direct" else [(r + 1) % P]
-            if algorithm == "direct" and i:
-                targets = []
-            if algorithm == "ring" and i == P - 1:
-                targets = []
-            for c in range(C):
-                if i:
-                    p.wait(flag=flags[w], cond=">=", value=c + 1, **g.wait)
-                offset, size = g.piece(w * C + c)  # each workgroup moves one slice of the whole buffer
-                for q in targets:
-                    p.write(dst=g.gpus[q], buffer=buf, offset=offset, nbytes=size)
-                for q in targets:
-                    p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1, scope="peer")
+    flags = [g.flag(f"bc_w{w}") for w in range(g.W)]
+    order = [(root + i) % P for i in range(P)]  # ranks from the root on
+    # Ranks doing the same: (ranks, whether they wait for each chunk first, their targets as rank offsets).
+    roles = ([(order[:1], False, range(1, P)), (order[1:], True, range(0))] if algorithm == "direct" else
+             [(order[:1], False, range(1, 2)), (order[1:-1], True, range(1, 2)), (order[-1:], True, range(0))])
+    for ranks, waits, steps in roles:
+        ps, R, J = g.at(ranks)
+        flag = _names(flags, J)
+        # direct: the root's targets are root+1 .. root+P-1; ring: each rank's is the next one
+        dsts = [g.gpu_of((R + d) % P) for d in steps]
+        for c in range(C):
+            if waits:
+                ps.wait(flag=flag, cond=">=", value=c + 1, **g.wait)
+            offset, size = pieces(g.total, g.parts, J * C + c)  # each workgroup moves one slice of the whole buffer
+            for dst in dsts:
+                ps.write(dst=dst, buffer=buf, offset=offset, nbytes=size)
+            for dst in dsts:
+                ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
 
 
 def barrier(g: Group) -> None:
     """Every workgroup signals its counterpart on every peer, then waits for all P-1 of theirs."""
     flags = [g.flag(f"bar_w{w}") for w in range(g.W)]
-    for r in range(g.P):
-        for w in range(g.W):
-            p = g.progs[r][w]
-            for q in _peers(r, g.P, w):
-                p.signal(dst=g.gpus[q], flag=flags[w], op="add", value=1, scope="peer")
-            p.wait(flag=flags[w], cond=">=", value=g.P - 1, **g.wait)
+    ps, R, J = g.at()
+    flag = _names(flags, J)
+    for k in range(g.P - 1):
+        ps.signal(dst=g.gpu_of(_peer(R, g.P, k, J)), flag=flag, op="add", value=1, scope="peer")
+    ps.wait(flag=flag, cond=">=", value=g.P - 1, **g.wait)
 
 
 def send(g: Group, nbytes: int) -> None:
@@ -253,9 +271,10 @@ def send(g: Group, nbytes: int) -> None:
     `p2p_w<w>` per chunk; rank 1 waits for them: a matched send/recv pair."""
     buf = g.buffer("p2p", nbytes)
     flags = [g.flag(f"p2p_w{w}") for w in range(g.W)]
-    for w in range(g.W):
-        for c in range(g.C):
-            offset, size = g.piece(w * g.C + c)
-            g.progs[0][w].write(dst=g.gpus[1], buffer=buf, offset=offset, nbytes=size)
-            g.progs[0][w].signal(dst=g.gpus[1], flag=flags[w], op="add", value=1, scope="peer")
-        g.progs[1][w].wait(flag=flags[w], cond=">=", value=g.C, **g.wait)
+    sender, _, J = g.at([0])
+    flag = _names(flags, J)
+    for c in range(g.C):
+        offset, size = pieces(g.total, g.parts, J * g.C + c)
+        sender.write(dst=g.gpus[1], buffer=buf, offset=offset, nbytes=size)
+        sender.signal(dst=g.gpus[1], flag=flag, op="add", value=1, scope="peer")
+    g.at([1])[0].wait(flag=flag, cond=">=", value=g.C, **g.wait)
