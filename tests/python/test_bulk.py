@@ -1,0 +1,231 @@
+"""Tests of bulk appends (ProfileBuilder.programs_at): the same ops, in the same order, as the per-op builder.
+
+Three references: per-op versions of the generators written out here; a per-op stand-in for
+ProgramSet (`_OneByOne`, each call looping over its programs' ProgramBuilders) under which every
+collective schedule runs unchanged; and counts and bytes derived by hand.
+"""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from eidola.errors import ProfileError
+from eidola.generators import (
+    all_gather,
+    all_to_all,
+    direct_allreduce,
+    gemv_allreduce,
+    neighbor_exchange,
+    reduce_scatter,
+    ring_allreduce,
+)
+from eidola.profile import ProfileBuilder, load_profile
+
+COLUMN = (list, tuple, np.ndarray)
+
+
+class _OneByOne:
+    """ProgramSet's contract built from ProgramBuilders: each call appends to each program in turn."""
+
+    def __init__(self, b, gpus, wgs):
+        g, w = np.broadcast_arrays(np.asarray(gpus), np.asarray(wgs))
+        self.progs = [b.program_at(int(x), int(y)) for x, y in zip(g.reshape(-1), w.reshape(-1))]
+
+    def __getattr__(self, kind):
+        def append(*args, **kw):
+            for i, p in enumerate(self.progs):
+                getattr(p, kind)(*(v[i] if isinstance(v, COLUMN) else v for v in args),
+                                 **{k: v[i] if isinstance(v, COLUMN) else v for k, v in kw.items()})
+            return self
+        return append
+
+
+def _neighbor_exchange_per_op(P, S, K, W):
+    """neighbor_exchange as one call per op (its documented schedule)."""
+    chunk = S // (K * W)
+    b = ProfileBuilder(P, W, name=f"neighbor-exchange-{P}gpu")
+    b.buffer("halo", S)
+    for w in range(W):
+        b.flag(f"nx_w{w}")
+    for g in range(P):
+        for w in range(W):
+            p = b.program(g, w)
+            for k in range(1, K + 1):
+                p.write(dst=(g + k) % P, buffer="halo", offset=((k - 1) * W + w) * chunk, nbytes=chunk)
+            for k in range(1, K + 1):
+                p.signal(dst=(g + k) % P, flag=f"nx_w{w}", op="add", value=1, scope="peer")
+            p.wait(flag=f"nx_w{w}", cond=">=", value=K, mode="syncmon", interval_ns=100)
+    return b.build()
+
+
+def _gemv_per_op(P, W, vector_bytes, tiles, reduce_ns):
+    """gemv_allreduce as one call per op (its documented schedule)."""
+    slice_ = vector_bytes // (P * W)
+    b = ProfileBuilder(P, W, name=f"gemv-allreduce-{P}gpu")
+    for stage in ("rs", "ag"):
+        for q in range(P):
+            b.flag(f"{stage}_{q}")
+    b.buffer("partials", vector_bytes)
+    b.buffer("gathered", vector_bytes)
+    for g in range(P):
+        peers = [(g + k) % P for k in range(1, P)]
+        for w in range(W):
+            p = b.program(g, w).compute(ns=tiles[g])
+            for stage, buffer, work_ns in (("rs", "partials", None), ("ag", "gathered", reduce_ns)):
+                if work_ns is not None:
+                    p.compute(ns=work_ns)
+                for q in peers:
+                    p.write(dst=q, buffer=buffer, offset=(g * W + w) * slice_, nbytes=slice_)
+                for q in peers:
+                    p.signal(dst=q, flag=f"{stage}_{g}", scope="peer")
+                for q in peers:
+                    p.wait(flag=f"{stage}_{q}", cond=">=", value=W)
+    return b.build()
+
+
+@pytest.mark.parametrize("P, K, W", [(2, 1, 1), (3, 2, 2), (5, 4, 3), (8, 3, 4)])
+def test_neighbor_exchange_matches_the_per_op_build(P, K, W):
+    S = K * W * 24
+    assert neighbor_exchange(P, S, neighbors=K, workgroups=W) == _neighbor_exchange_per_op(P, S, K, W)
+
+
+@pytest.mark.parametrize("P, K, W", [(3, 2, 2), (6, 4, 3)])
+def test_neighbor_exchange_counts_and_bytes(P, K, W):
+    chunk = 40
+    S = K * W * chunk
+    prof = neighbor_exchange(P, S, neighbors=K, workgroups=W)
+    assert prof.ops_count() == P * W * (2 * K + 1)  # K writes, K signals, 1 wait per program
+    landed = {g: [] for g in range(P)}  # receiver -> (offset, nbytes) of every write into it
+    adds = Counter()
+    for (g, w), ops in prof.programs:
+        assert [op.kind for op in ops] == ["write"] * K + ["signal"] * K + ["wait"]
+        for op in ops:
+            if op.kind == "write":
+                landed[op["dst"]].append((op["offset"], op["nbytes"]))
+            elif op.kind == "signal":
+                adds[op["dst"], op["flag"]] += op["value"]
+        assert ops[-1]["value"] == K
+    # every GPU receives its whole halo exactly once: K senders x W workgroups of S / (K W) bytes, disjoint
+    for g in range(P):
+        assert sorted(landed[g]) == [(i * chunk, chunk) for i in range(K * W)]
+    assert adds == {(g, f"nx_w{w}"): K for g in range(P) for w in range(W)}
+
+
+@pytest.mark.parametrize("P, W", [(2, 1), (3, 2), (4, 3)])
+def test_gemv_allreduce_matches_the_per_op_build(P, W):
+    tiles = [1000 + 10 * g for g in range(P)]
+    assert gemv_allreduce(P, W, vector_bytes=P * W * 32, tile_ns=tiles, reduce_ns=400) == \
+        _gemv_per_op(P, W, P * W * 32, tiles, 400)
+
+
+GENERATED = [
+    (ring_allreduce, {}), (direct_allreduce, {}), (direct_allreduce, {"schedule": "pinned"}),
+    (all_gather, {"algorithm": "ring"}), (all_gather, {"algorithm": "direct"}),
+    (reduce_scatter, {"algorithm": "ring"}), (reduce_scatter, {"algorithm": "direct"}),
+    (all_to_all, {}), (all_to_all, {"schedule": "pinned"}),
+]
+
+
+def _mixed(P, W):
+    """Per-op ops before, between and after collectives of every kind, on overlapping workgroups and groups."""
+    b = ProfileBuilder(P, W + 2)
+    for g in range(P):
+        for w in range(W + 2):
+            b.program(g, w).compute(ns=10 * g + w)
+    b.collective("all_reduce", 4096, workgroups=W, chunks=2, reduce_ns_per_byte=0.5)
+    b.collective("broadcast", 999, algorithm="ring", workgroups=[1, 2], group=[3, 1, 0], root=1)
+    b.collective("broadcast", 999, algorithm="direct", workgroups=2, root=2, chunks=3)
+    b.collective("barrier", 0, workgroups=[[w % 3] for w in range(P)])
+    for g in range(P):
+        b.program_at(g, 0).compute(ns=5)
+    b.collective("send", 777, group=[2, 0], workgroups=2, chunks=2)
+    b.collective("all_gather", 4096, algorithm="ring", group=[0, 2, 3], workgroups=[W, W + 1])
+    b.collective("all_to_all", 4096, workgroups=W, mode="poll", interval_ns=50)
+    for g in range(P):
+        b.program_at(g, W + 1).fence()
+    return b.build()
+
+
+@pytest.mark.parametrize("P, W, C", [(2, 1, 1), (3, 2, 2), (4, 3, 3)])
+@pytest.mark.parametrize("fn, kw", GENERATED)
+def test_collectives_match_their_per_op_build(monkeypatch, fn, kw, P, W, C):
+    S = P * W * C * 8 + 3  # not a multiple of the piece count: the first pieces take one byte more
+    if kw.get("schedule") == "pinned":
+        W, S = P - 1, P * (P - 1) * C * 8
+    bulk = fn(P, S, workgroups=W, chunks=C, **kw)
+    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+    assert bulk == fn(P, S, workgroups=W, chunks=C, **kw)
+
+
+@pytest.mark.parametrize("P, W", [(4, 2), (5, 3)])
+def test_mixed_per_op_and_collective_calls_match_their_per_op_build(monkeypatch, P, W):
+    bulk = _mixed(P, W)
+    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+    assert bulk == _mixed(P, W)
+
+
+def test_ops_land_in_call_order_across_both_paths():
+    b = ProfileBuilder(3, 2)
+    b.flag("f")
+    p = b.program(1, 0).compute(ns=1)
+    s = b.programs_at([0, 1, 2], 0)
+    s.compute(ns=2)
+    p.compute(ns=3)
+    s.signal(dst=[1, 2, 0], flag="f")
+    p.compute(ns=4)
+    assert p.op_count() == 5  # 1, bulk 2, 3, bulk signal, 4
+    prof = b.build()
+    assert [(op.kind, op.get("ns"), op.get("dst")) for op in prof.program(1, 0)] == [
+        ("compute", 1, None), ("compute", 2, None), ("compute", 3, None), ("signal", None, 2), ("compute", 4, None)]
+    assert [op.kind for op in prof.program(0, 0)] == ["compute", "signal"]
+    assert prof.program(0, 1) == ()
+    # a builder started after bulk ops counts them in its op indices
+    assert b.program_at(2, 0).op_count() == 2
+    with pytest.raises(ProfileError, match="gpu 2 wg 0 op 2 \\(wait\\)"):
+        b.program_at(2, 0).wait(flag="nope", cond=">=", value=1)
+
+
+def test_bulk_started_programs_are_started():
+    b = ProfileBuilder(2, 2)
+    b.programs_at([0, 1], [1, 1]).fence()
+    with pytest.raises(ProfileError, match="gpu 1 wg 1: program already defined"):
+        b.program(1, 1)
+    b.program(1, 0).fence()  # never started: fine
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda s: s.write(dst=[0, 1, 4], buffer="x", offset=0, nbytes=8), "gpu 2 wg 0 op 1 (write): dst 4 is out of range"),
+    (lambda s: s.write(dst=0, buffer="x", offset=[0, 60, 0], nbytes=8), "gpu 1 wg 0 op 1 (write): offset 60 + nbytes 8"),
+    (lambda s: s.write(dst=0, buffer="x", offset=0, nbytes=np.array([8, 0, 8])), "gpu 1 wg 0 op 1 (write): nbytes 0"),
+    (lambda s: s.write(dst=[0, True, 1], buffer="x", offset=0, nbytes=8), "gpu 1 wg 0 op 1 (write): dst must be an int"),
+    (lambda s: s.write(dst=np.array([0.0, 1.0, 2.0]), buffer="x", offset=0, nbytes=8), "gpu 0 wg 0 op 1 (write): dst must"),
+    (lambda s: s.read(dst=0, buffer=["x", "y", "x"], offset=0, nbytes=8), "gpu 1 wg 0 op 1 (read): buffer 'y'"),
+    (lambda s: s.signal(dst=[0, 1, -1], flag="f"), "gpu 2 wg 0 op 1 (signal): dst -1 is out of range"),
+    (lambda s: s.wait(flag="f", cond=">=", value=[1, True, 1]), "gpu 1 wg 0 op 1 (wait): value must be an int"),
+    (lambda s: s.compute(ns=[1, 2]), "compute: ns must be one value or one per program"),
+    (lambda s: s.compute(ns=[[1], [2], [3]]), "gpu 0 wg 0 op 1 (compute): ns must be a number"),
+])
+def test_bulk_rejects_what_the_per_op_path_rejects(call, fragment):
+    b = ProfileBuilder(3, 1)
+    b.flag("f").buffer("x", 64)
+    s = b.programs_at([0, 1, 2], 0)
+    s.fence()
+    with pytest.raises(ProfileError) as e:
+        call(s)
+    assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("gpus, wgs, fragment", [
+    ([0, 3], 0, "gpu 3 is out of range"), ([0, 1], [0, True], "wg must be an int"),
+    ([0, 0], [1, 1], "gpu 0 wg 1 is named twice"), (np.zeros((2, 2), dtype=int), 0, "1-D column"),
+])
+def test_programs_at_checks_its_programs(gpus, wgs, fragment):
+    with pytest.raises(ProfileError, match=fragment):
+        ProfileBuilder(3, 2).programs_at(gpus, wgs)
+
+
+def test_a_bulk_built_profile_round_trips_through_yaml(tmp_path):
+    prof = ring_allreduce(4, 4 * 2 * 3 * 8 + 5, workgroups=2, chunks=3, reduce_ns_per_byte=0.25)
+    prof.save(tmp_path / "p.yaml")
+    assert load_profile(tmp_path / "p.yaml") == prof
