@@ -124,6 +124,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
         for (std::uint32_t l : topo.out_links(n)) {
             m_link_output[l] = std::uint32_t(m_outputs.size());
             m_outputs.push_back(Output{n, l, {}, std::vector<std::uint64_t>(topo.links()[l].lanes, 0), false, kNever});
+            m_outputs.back().lane_train.resize(topo.links()[l].lanes);
         }
     }
     m_link_counters.resize(topo.links().size());
@@ -238,11 +239,12 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     // The virtual output queues share one buffer of depth x outputs: one slow port cannot stall the
     // GPU's single request channel (END_REQ) while other ports have room. A fifo port holds depth
     // packets per class.
+    const std::uint32_t packets = train_packets(*trans);  // a train fills the space of its packets
     if (in.class_held[cls] >= m_inject_depth * in.per_class) return false;
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
     Queue& q = in.vcs[queue];
-    ++in.class_held[cls];
+    in.class_held[cls] += packets;
     std::uint32_t id;
     if (m_free_packets.empty()) {
         id = std::uint32_t(m_packets.size());
@@ -255,6 +257,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p = Packet{};
     p.trans = trans;
     p.cls = cls;
+    p.train = packets;
     const std::uint32_t len = trans->get_data_length();
     if (cls == 0) {
         p.src_gpu = gpu;
@@ -269,7 +272,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.injected_ps = now_ps();
     p.ready_ps = p.injected_ps;  // the GPU's own router port: no hop latency yet
     p.tail_ps = p.injected_ps;   // and the whole packet is there
-    p.units = 1;
+    p.units = packets;
     p.out = out;
     ++q.reserved;
     q.push(id);
@@ -305,16 +308,18 @@ void PacketFabric::count_link(std::uint32_t link, const Packet& p, std::uint32_t
     LinkCounters& lc = m_link_counters[link];
     lc.s.bytes += p.payload;
     lc.s.wire_bytes += wire;
-    ++lc.s.packets;
+    lc.s.packets += p.train;
     lc.s.busy_ps += ser;
-    const double wait = double(now - std::min(now, p.ready_ps));
-    lc.queue_sum += wait;
+    const double wait = double(now - std::min(now, p.ready_ps));  // a train's packets count its head's wait
+    lc.queue_sum += wait * p.train;
     lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
-    ++lc.hist[bucket_of(wait)];
+    lc.hist[bucket_of(wait)] += p.train;
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
         const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
-        auto& bins = lc.s.busy_bins;  // a link transmits in time order: only the last bin can grow
-        if (bins.empty() || bins.back().first != bin) bins.emplace_back(bin, 0.0f);
+        // A link transmits in time order, so only the last bin can grow (an acknowledgement sent
+        // inside a train is counted after the train and joins its last bin).
+        auto& bins = lc.s.busy_bins;
+        if (bins.empty() || bins.back().first < bin) bins.emplace_back(bin, 0.0f);
         bins.back().second += float(end - t);
         t = end;
     }
@@ -330,14 +335,20 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
     o.busy = true;
     const std::uint64_t now = now_ps();
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    if (p.train > 1) {  // the receiver spreads the train's packets at its slowest spacing either way
+        TrainExtension* train = p.trans->get_extension<TrainExtension>();
+        if (train) train->spacing_ps = std::max(train->spacing_ps, p.spacing_ps);
+    }
     if (p.cls == 0) {
         PairStats& pair = m_pairs[(std::uint64_t(p.src_gpu) << 32) | p.dst_gpu];
         pair.src = std::int32_t(p.src_gpu);
         pair.dst = std::int32_t(p.dst_gpu);
         pair.bytes += p.payload;
-        ++pair.packets;
-        pair.latency_sum_ps += double(now - p.injected_ps);
-        pair.latency_max_ps = std::max(pair.latency_max_ps, double(now - p.injected_ps));
+        pair.packets += p.train;
+        // A train is delivered with its first packet; the others follow one spacing apart.
+        const double latency = double(now - p.injected_ps), spread = double(p.train - 1) * double(p.spacing_ps);
+        pair.latency_sum_ps += p.train * (latency + 0.5 * spread);
+        pair.latency_max_ps = std::max(pair.latency_max_ps, latency + spread);
         tlm::tlm_phase phase = tlm::BEGIN_REQ;
         const tlm::tlm_sync_enum s = initiators[p.dst_gpu]->nb_transport_fw(*p.trans, phase, delay);
         if (s == tlm::TLM_ACCEPTED) return;  // END_REQ comes on the backward path

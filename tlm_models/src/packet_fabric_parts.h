@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "eidola/packet_fabric.h"
+#include "eidola/train_extension.h"
 
 namespace eidola {
 
@@ -29,6 +30,7 @@ struct PacketFabric::Packet {
     std::uint32_t out = 0;                   // chosen output at its current router
     std::uint32_t next_out = kNoOutput;      // its output at the next router (lookahead routing)
     std::uint32_t units = 0;                 // credits it holds in the buffer it sits in
+    std::uint32_t train = 1;                 // packets it stands for (a train, see train_extension.h)
     std::uint8_t cls = 0;                    // 0 request, 1 response
     std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
     std::uint8_t crossed = 0;                // it crossed the dateline in that dimension
@@ -36,6 +38,8 @@ struct PacketFabric::Packet {
     std::uint64_t ready_ps = 0;              // its head may leave its current router
     std::uint64_t tail_ps = 0;               // its tail may leave its current router (in, plus router latency)
     std::uint64_t injected_ps = 0;
+    std::uint64_t spacing_ps = 0;            // a train: time between its packets (its slowest hop so far)
+    std::uint64_t first_in_ps = 0;           // a train: its first packet is whole in the current router
 };
 
 /// One virtual channel of an input buffer: a ring of packet indices, and the credits the sender
@@ -108,6 +112,13 @@ struct PacketFabric::Input {
     std::uint64_t credit_latency_ps = 0;   // credits back to the sender take the link's latency
 };
 
+/// A request train on a link lane: responses may be sent between its packets (see arbitrate_link).
+struct LaneTrain {
+    std::uint64_t start = 0;        // its first packet left (moved on by every response sent inside it)
+    std::uint64_t end = 0;          // its last packet has left
+    std::uint64_t packet_ser = 0;   // one of its packets on this link
+};
+
 /// A router output: ejection to the GPU (requests or responses), or the sending end of a link.
 struct PacketFabric::Output {
     std::uint32_t node;
@@ -116,6 +127,7 @@ struct PacketFabric::Output {
     std::vector<std::uint64_t> lane_free;                     // when each lane is free (ejection: one lane)
     bool busy = false;                                        // ejection: delivering or awaiting the END phase
     std::uint64_t arb_at = kNever;                            // pending arbitration time
+    std::vector<LaneTrain> lane_train = {};                   // per link lane: the request train it sends
 };
 
 /// Counters of one link.
@@ -131,6 +143,8 @@ struct PacketFabric::Hop {
     std::uint64_t head_arrives = 0;  // its head is in the next router (before the router latency)
     std::uint64_t end = 0;           // its tail has been sent: the output is free again
     std::uint64_t last_flit = 0;     // serialisation of its last flit
+    std::uint64_t spacing = 0;       // a train: time between its packets on this hop
+    std::uint64_t packet_ser = 0;    // a train: serialisation of one of its packets
 };
 
 }  // namespace eidola

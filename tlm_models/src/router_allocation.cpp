@@ -40,8 +40,10 @@ void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t v
     lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
     p.out = p.next_out;
     p.ready_ps = now_ps() + m_switch_latency_ps;
-    // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail.
-    if (!m_eject_link && m_outputs[p.out].link < 0) p.ready_ps = std::max(p.ready_ps, p.tail_ps);
+    // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail
+    // (a train, for its first packet: the rest follow at its spacing).
+    if (!m_eject_link && m_outputs[p.out].link < 0)
+        p.ready_ps = std::max(p.ready_ps, p.train > 1 ? p.first_in_ps : p.tail_ps);
     if (q.size == 1) m_actions.push(p.ready_ps, {ActionKind::HeadReady, input, vc});
 }
 
@@ -112,9 +114,21 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
     const std::uint64_t now = now_ps();
     while (!o.requests.empty()) {
         auto lane = std::min_element(o.lane_free.begin(), o.lane_free.end());
+        std::uint64_t start = now;
+        // A lane sending a request train takes an acknowledgement between two of its packets, as
+        // it would between packets sent one by one: a train must not hold back the responses
+        // that free its own sender's outstanding slots.
+        LaneTrain* inside = nullptr;
         if (*lane > now) {
-            schedule_arbitration(output, *lane);
-            return;
+            LaneTrain& t = o.lane_train[std::size_t(lane - o.lane_free.begin())];
+            if (t.packet_ser && t.end == *lane) {
+                start = now <= t.start ? t.start : t.start + (now - t.start + t.packet_ser - 1) / t.packet_ser * t.packet_ser;
+                if (start < t.end) inside = &t;
+            }
+            if (!inside || !acknowledgement_waiting(o)) {
+                schedule_arbitration(output, *lane);
+                return;
+            }
         }
         std::uint64_t retry_at = kNever;
         auto grant = o.requests.end();
@@ -127,9 +141,10 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
                 continue;
             }
             const Packet& p = m_packets[in.vcs[it->second].front()];
+            if (inside && !p.ack) continue;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            wire = (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
-            units = credits_needed(wire);
+            wire = wire_bytes(p, link.header);
+            units = train_credits(p, wire);
             next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
                                   retry_at);
             if (next_vc >= 0) {
@@ -138,6 +153,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             }
         }
         if (grant == o.requests.end()) {  // every head waits for its input or for credits
+            if (inside) retry_at = std::min(retry_at, *lane);
             if (retry_at != kNever) schedule_arbitration(output, retry_at);
             return;
         }
@@ -146,13 +162,22 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         Input& in = m_inputs[input];
         const std::uint32_t id = in.vcs[vc].front();
         const std::uint32_t next_out = route(link.dst, m_packets[id], true);
-        const Hop h = hop(m_packets[id], now, wire, link.bytes_per_s, link.latency_ps);
+        const Hop h = hop(m_packets[id], start, wire, link.bytes_per_s, link.latency_ps);
         // The packet crosses the crossbar at its input's rate (a faster output than input idles
         // between flits; a slower one is fed from its one-packet staging buffer).
         const Hop x = in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s
-                          ? hop(m_packets[id], now, wire, in.bytes_per_s, 0) : h;
+                          ? hop(m_packets[id], start, wire, in.bytes_per_s, 0, false) : h;
         if (in.speedup_one) in.busy_until = x.end;
-        *lane = h.end;
+        LaneTrain& lane_train = o.lane_train[std::size_t(lane - o.lane_free.begin())];
+        if (inside) {  // the rest of the train moves back by the acknowledgement
+            *lane += h.ser;
+            inside->start += h.ser;
+            inside->end += h.ser;
+        } else {
+            *lane = h.end;
+            lane_train = m_packets[id].train > 1 && m_packets[id].cls == 0 ? LaneTrain{start, h.end, h.packet_ser}
+                                                                          : LaneTrain{};
+        }
         pop_head(input, vc, x.end - x.last_flit);  // may inject a blocked packet: m_packets may move
         Packet& p = m_packets[id];
         p.next_out = next_out;
@@ -160,6 +185,10 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         p.crossed = std::uint8_t(bit);
         p.units = units;
         p.tail_ps = h.end + link.latency_ps + m_switch_latency_ps;
+        if (p.train > 1) {
+            p.spacing_ps = std::max(p.spacing_ps, h.spacing);
+            p.first_in_ps = start + h.packet_ser + link.latency_ps + m_switch_latency_ps;
+        }
         Queue& next = m_inputs[downstream].vcs[std::size_t(next_vc)];
         next.reserved += units;
         next.tail_out = p.next_out;
@@ -167,6 +196,12 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         m_last_progress_ps = now;
         count_link(link_index, p, wire, h.ser);
     }
+}
+
+bool PacketFabric::acknowledgement_waiting(const Output& o) const {
+    for (const auto& [input, vc] : o.requests)
+        if (m_packets[m_inputs[input].vcs[vc].front()].ack) return true;
+    return false;
 }
 
 void PacketFabric::arbitrate_ejection(std::uint32_t output) {
@@ -196,13 +231,18 @@ void PacketFabric::arbitrate_ejection(std::uint32_t output) {
         o.requests.erase(it);
         const std::uint32_t head = in.vcs[vc].front();
         const Packet& p = m_packets[head];
-        const std::uint32_t wire = (p.ack && m_ack_bytes ? m_ack_bytes : m_eject_header) + p.payload;
-        const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0);
+        const std::uint32_t wire = wire_bytes(p, m_eject_header);
+        const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0, false);
         if (in.speedup_one) in.busy_until = h.end;
         o.lane_free[0] = h.end;
         o.busy = true;
         const std::uint32_t id = pop_head(input, vc, h.end - h.last_flit);
-        if (h.end > now) m_actions.push(h.end, {ActionKind::Deliver, output, id});
+        std::uint64_t handed = h.end;  // a train is handed over when its first packet is in
+        if (m_packets[id].train > 1) {
+            m_packets[id].spacing_ps = std::max(m_packets[id].spacing_ps, h.spacing);
+            handed = std::min(h.end, now + h.packet_ser);
+        }
+        if (handed > now) m_actions.push(handed, {ActionKind::Deliver, output, id});
         else deliver(output, id);
         return;
     }
