@@ -89,8 +89,10 @@ PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::u
 }
 
 // Takes a packet off the head of an input queue once its tail leaves at `tail_leaves_ps`: its
-// credits go back to the sender one link latency later.
-std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps) {
+// credits go back to the sender one link latency later. A train's packets leave `spacing_ps`
+// apart before its tail, and each one's credits go back as that packet's would.
+std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps,
+                                     std::uint64_t spacing_ps) {
     Input& in = m_inputs[input];
     Queue& q = in.vcs[vc];
     const std::uint32_t id = q.pop();
@@ -102,8 +104,19 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     if (q.size > 0)
         m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
-        const std::uint64_t back = std::max(now, tail_leaves_ps) + in.credit_latency_ps;
-        q.give_back(back, p.units);
+        const std::uint64_t tail_leaves = std::max(now, tail_leaves_ps);
+        std::uint64_t back = tail_leaves + in.credit_latency_ps;
+        if (p.train > 1 && spacing_ps) {
+            const std::uint64_t n = p.train;
+            for (std::uint64_t k = 0; k < n; ++k) {
+                const std::uint64_t lead = (n - 1 - k) * spacing_ps;
+                const std::uint64_t leaves = tail_leaves - std::min(lead, tail_leaves - now);
+                q.give_back(leaves + in.credit_latency_ps, std::uint32_t(p.units * (k + 1) / n - p.units * k / n));
+            }
+            back = tail_leaves - std::min((n - 1) * spacing_ps, tail_leaves - now) + in.credit_latency_ps;
+        } else {
+            q.give_back(back, p.units);
+        }
         const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
         if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, back);
     } else {

@@ -83,6 +83,16 @@ struct PacketFabric::Queue {
         if (ret_size) at = std::max(at, returning[(ret_head + ret_size - 1) % returning.size()].first);
         returning[(ret_head + ret_size++) % returning.size()] = {at, credits};
     }
+    /// When `credits` more will have come back (kNever: not that many are on their way).
+    std::uint64_t returned_by(std::uint32_t credits) const {
+        std::uint32_t got = 0;
+        for (std::uint32_t i = 0; i < ret_size; ++i) {
+            const auto& r = returning[(ret_head + i) % returning.size()];
+            got += r.second;
+            if (got >= credits) return r.first;
+        }
+        return kNever;
+    }
     /// Takes back the credits due by `now`; returns when the next ones are due (kNever: none).
     std::uint64_t collect(std::uint64_t now) {
         while (ret_size) {

@@ -211,7 +211,8 @@ private:
     bool acknowledgement_waiting(const Output& o) const;
     void arbitrate_ejection(std::uint32_t output);
     std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
-                             std::uint32_t& units, std::uint64_t& retry_at);
+                             std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
+                             std::uint64_t& credits_at);
 
     // flow control (flow_control.cpp)
     Hop hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
@@ -219,7 +220,8 @@ private:
     std::uint32_t credits_needed(std::uint32_t wire) const;
     std::uint32_t train_credits(const Packet& p, std::uint32_t wire) const;
     std::uint32_t wire_bytes(const Packet& p, std::uint32_t header) const;
-    std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps);
+    std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps,
+                           std::uint64_t spacing_ps = 0);
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const;
 
     std::unique_ptr<Topology> m_topology;
