@@ -209,6 +209,7 @@ private:
     void arbitrate(std::uint32_t output);
     void arbitrate_link(std::uint32_t output);
     bool acknowledgement_waiting(const Output& o) const;
+    std::uint32_t new_packet();
     void arbitrate_ejection(std::uint32_t output);
     std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
                              std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
@@ -254,6 +255,7 @@ private:
     PointerMap m_source;  // request -> source GPU
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
+    std::unordered_map<const tlm::tlm_generic_payload*, std::uint32_t> m_pieces;  // split trains: packets delivered
     std::uint64_t m_in_flight = 0;
     std::uint64_t m_last_progress_ps = 0;
     bool m_watching = false;
