@@ -295,6 +295,9 @@ def main() -> int:
     from netsweep_bench import netsweep_section
 
     body += netsweep_section()
+    from large_message import large_message_section
+
+    body += large_message_section(args.quick)
     if not args.quick:
         body += callgrind()
     plot_scaling(points)

@@ -20,6 +20,7 @@ InitiatorConfig initiator_config(const EidolonGpuParams& p) {
     c.workgroups = std::uint32_t(p.workgroups.get());
     c.max_outstanding = std::uint32_t(p.max_outstanding.get());
     c.max_payload = p.max_payload.get();
+    c.train = std::uint32_t(p.train.get());
     return c;
 }
 
@@ -71,6 +72,7 @@ void EidolonGpu::on_event() {
             case GpuActionKind::Issue: break;  // try_issue below
             case GpuActionKind::EndReq: m_initiator.end_request(); break;
             case GpuActionKind::Response: m_initiator.response_arrived(a.packet); break;
+            case GpuActionKind::TrainDone: m_initiator.train_done(a.packet); break;
             case GpuActionKind::Watchdog: m_initiator.watchdog(); break;
             case GpuActionKind::Drained: m_engine.writes_drained(a.arg); break;
             case GpuActionKind::Serve: m_target.serve(a.arg); break;

@@ -10,6 +10,12 @@
 // So a cut-through packet pays its serialisation once and each hop its head flit, wire and router:
 // zero-load latency over H hops = L/b + H (lat + router) + (H - 1) f/b.
 //
+// A train (train_extension.h) of n packets crosses a hop as its packets back to back would: it
+// pays n headers, its first packet leads (under store-and-forward it moves on once that packet is
+// in), and it needs the credits of all n packets; one longer than the buffer takes those of as
+// many as fit and is paced at that many packets per credit round trip. What a train cannot do is
+// let another flow's packet in between its own: contention is resolved per train.
+//
 // Credits: a sender may start a packet only if the next buffer has room for all of it
 // (cut_through, store_and_forward) or for one flit (wormhole, which may use buffers smaller than a
 // packet). A packet's credits come back when its tail leaves that buffer, one link latency later.
@@ -24,18 +30,53 @@ std::uint32_t PacketFabric::credits_needed(std::uint32_t wire) const {
     return std::max<std::uint32_t>(1, (wire + m_flit - 1) / m_flit);
 }
 
+// A packet's wire bytes on a hop whose per-packet overhead is `header`: a train pays it per packet.
+std::uint32_t PacketFabric::wire_bytes(const Packet& p, std::uint32_t header) const {
+    return p.train * (p.ack && m_ack_bytes ? m_ack_bytes : header) + p.payload;
+}
+
+// The credits a packet must find free to start. A train needs those of all its packets, but one
+// longer than the buffer streams through it as its packets would, each waiting for room for
+// itself: it takes the credits of as many packets as fit, and hop() paces it by their round trip.
+std::uint32_t PacketFabric::train_credits(const Packet& p, std::uint32_t wire) const {
+    if (p.train == 1) return credits_needed(wire);
+    const std::uint32_t each = credits_needed((wire + p.train - 1) / p.train);
+    const std::uint64_t all = std::uint64_t(each) * p.train;
+    if (all <= m_capacity || each > m_capacity) return std::uint32_t(std::min<std::uint64_t>(all, 1u << 31));
+    return m_capacity / each * each;
+}
+
 PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
-                                    std::uint64_t latency_ps) const {
+                                    std::uint64_t latency_ps, bool into_buffer) const {
     Hop h;
     const std::uint32_t flits = std::max<std::uint32_t>(1, (wire + m_flit - 1) / m_flit);
     h.ser = ser_ps(wire, bytes_per_s);
     h.last_flit = ser_ps(double(wire) - double(flits - 1) * m_flit, bytes_per_s);
+    std::uint64_t stream = h.ser;
+    if (p.train > 1) {
+        // A train is its packets back to back. Its first packet leads as a packet would (under
+        // store-and-forward it moves on once that packet is in, not the whole train), and a
+        // train longer than the next buffer is paced by the credits its packets get back.
+        const std::uint32_t packet_wire = (wire + p.train - 1) / p.train;
+        h.packet_ser = ser_ps(packet_wire, bytes_per_s);
+        const std::uint32_t each = credits_needed(packet_wire);
+        if (into_buffer && m_flow != FlowControl::Wormhole && std::uint64_t(each) * p.train > m_capacity &&
+            each <= m_capacity) {
+            const double round_trip = double(h.packet_ser + 2 * latency_ps + m_switch_latency_ps);
+            stream = std::max(stream, std::uint64_t(std::llround(double(p.train) / (m_capacity / each) * round_trip)));
+        }
+        h.spacing = std::max<std::uint64_t>(h.packet_ser, stream / p.train);
+        if (m_flow == FlowControl::StoreAndForward) {
+            h.end = std::max(start + stream, p.tail_ps + h.packet_ser);
+            h.head_arrives = start + h.packet_ser + latency_ps;
+            return h;
+        }
+    }
     if (m_flow == FlowControl::StoreAndForward) {
         h.end = start + h.ser;
         h.head_arrives = h.end + latency_ps;
         return h;
     }
-    std::uint64_t stream = h.ser;
     if (m_flow == FlowControl::Wormhole && m_credit_bytes && flits > m_capacity) {
         // A worm longer than the buffer advances only as credits return: C flits per flit round
         // trip (one flit, the wire both ways and the next router), at best.
@@ -48,8 +89,10 @@ PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::u
 }
 
 // Takes a packet off the head of an input queue once its tail leaves at `tail_leaves_ps`: its
-// credits go back to the sender one link latency later.
-std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps) {
+// credits go back to the sender one link latency later. A train's packets leave `spacing_ps`
+// apart before its tail, and each one's credits go back as that packet's would.
+std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps,
+                                     std::uint64_t spacing_ps) {
     Input& in = m_inputs[input];
     Queue& q = in.vcs[vc];
     const std::uint32_t id = q.pop();
@@ -61,13 +104,24 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     if (q.size > 0)
         m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
-        const std::uint64_t back = std::max(now, tail_leaves_ps) + in.credit_latency_ps;
-        q.give_back(back, p.units);
+        const std::uint64_t tail_leaves = std::max(now, tail_leaves_ps);
+        std::uint64_t back = tail_leaves + in.credit_latency_ps;
+        if (p.train > 1 && spacing_ps) {
+            const std::uint64_t n = p.train;
+            for (std::uint64_t k = 0; k < n; ++k) {
+                const std::uint64_t lead = (n - 1 - k) * spacing_ps;
+                const std::uint64_t leaves = tail_leaves - std::min(lead, tail_leaves - now);
+                q.give_back(leaves + in.credit_latency_ps, std::uint32_t(p.units * (k + 1) / n - p.units * k / n));
+            }
+            back = tail_leaves - std::min((n - 1) * spacing_ps, tail_leaves - now) + in.credit_latency_ps;
+        } else {
+            q.give_back(back, p.units);
+        }
         const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
         if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, back);
     } else {
         --q.reserved;
-        --in.class_held[vc / in.per_class];
+        in.class_held[vc / in.per_class] -= p.train;
         retry_blocked_injection(in.node, std::uint8_t(vc / in.per_class));
     }
     return id;

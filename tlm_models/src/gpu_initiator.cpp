@@ -16,7 +16,8 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
       m_socket(socket),
       m_max_outstanding(config.max_outstanding),
       m_max_payload(config.max_payload),
-      m_pool(config.max_payload),
+      m_train(config.train),
+      m_pool(config.max_payload * config.train),
       m_transfers(config.workgroups),
       m_unacked(config.workgroups, 0),
       m_unacked_peers(config.workgroups) {}
@@ -38,22 +39,22 @@ std::uint32_t GpuInitiator::unacked_to(std::uint32_t w, std::int32_t peer) const
     return 0;
 }
 
-void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer) {
-    ++m_unacked[w];
+void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
+    m_unacked[w] += packets;
     for (auto& [p, n] : m_unacked_peers[w])
         if (p == peer) {
-            ++n;
+            n += packets;
             return;
         }
-    m_unacked_peers[w].emplace_back(peer, 1);
+    m_unacked_peers[w].emplace_back(peer, packets);
 }
 
-bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer) {
-    --m_unacked[w];
+bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
+    m_unacked[w] -= packets;
     auto& peers = m_unacked_peers[w];
     for (std::size_t i = 0; i < peers.size(); ++i)
         if (peers[i].first == peer) {
-            if (--peers[i].second > 0) return false;
+            if ((peers[i].second -= packets) > 0) return false;
             peers[i] = peers.back();
             peers.pop_back();
             return true;
@@ -61,9 +62,57 @@ bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer) {
     return false;
 }
 
-// Round robin one packet per queued workgroup, while the socket is free (END_REQ seen) and the
-// outstanding limit allows.
+void GpuInitiator::reclaim(std::uint64_t now) {
+    for (std::size_t i = 0; i < m_releases.size();) {
+        SlotRelease& r = m_releases[i];
+        if (now < r.start) {
+            ++i;
+            continue;
+        }
+        const std::uint64_t due = r.spacing ? std::min<std::uint64_t>(r.packets, (now - r.start) / r.spacing + 1) : r.packets;
+        m_outstanding -= std::uint32_t(due) - r.freed;
+        r.freed = std::uint32_t(due);
+        if (r.freed == r.packets) {
+            r = m_releases.back();
+            m_releases.pop_back();
+        } else {
+            ++i;
+        }
+    }
+}
+
+bool GpuInitiator::slots_for(std::uint32_t wanted, std::uint64_t now) {
+    if (m_max_outstanding - m_outstanding >= wanted) return true;
+    if (m_releases.empty()) return false;  // a response will call again
+    // Wake when the trains' acknowledgements, together, will have freed enough: the first time
+    // by which `missing` more are due, found by bisection (the count due grows with time).
+    const std::uint64_t missing = wanted - (m_max_outstanding - m_outstanding);
+    auto due_by = [&](std::uint64_t t) {
+        std::uint64_t n = 0;
+        for (const SlotRelease& r : m_releases)
+            if (t >= r.start)
+                n += (r.spacing ? std::min<std::uint64_t>(r.packets, (t - r.start) / r.spacing + 1) : r.packets) -
+                     r.freed;
+        return n;
+    };
+    std::uint64_t lo = now, hi = now;
+    for (const SlotRelease& r : m_releases) hi = std::max(hi, r.start + (r.packets - 1) * r.spacing);
+    if (due_by(hi) < missing) return false;  // not even all of them: a later response calls again
+    while (lo < hi) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        if (due_by(mid) >= missing) hi = mid;
+        else lo = mid + 1;
+    }
+    m_core.actions.push(std::max(hi, now + 1), {GpuActionKind::Issue, 0});
+    return false;
+}
+
+// Round robin one packet (or train) per queued workgroup, while the socket is free (END_REQ seen)
+// and the outstanding limit allows. A train waits until slots for all of it are free: its
+// packets would otherwise leave one by one as acknowledgements trickle in, each as a train of one.
 void GpuInitiator::try_issue() {
+    const std::uint64_t now = now_ps();
+    if (!m_releases.empty()) reclaim(now);
     while (!m_request_pending && m_outstanding < m_max_outstanding && !m_issue_queue.empty()) {
         const std::uint32_t w = m_issue_queue.front();
         m_issue_queue.pop_front();
@@ -74,12 +123,34 @@ void GpuInitiator::try_issue() {
         Transfer& t = m_transfers[w];
         const Op& op = *t.op;
         const OpKind kind = static_cast<OpKind>(op.kind);
-        const std::uint64_t n = std::min(t.left, m_max_payload);
+        // A train takes as many whole packets as are left, up to the train length; a signal is
+        // always one packet. Why the caps: a train is resolved as a unit (other flows wait for
+        // all of it, and it waits for slots for all of it), so it is kept to a small share of its
+        // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
+        std::uint32_t packets = 1;
+        if (m_train > 1 && kind != OpKind::Signal) {
+            const std::uint64_t whole = (t.left + m_max_payload - 1) / m_max_payload;
+            const std::uint64_t share = (op.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
+            packets = std::uint32_t(std::max<std::uint64_t>(
+                1, std::min<std::uint64_t>({whole, m_train, share, m_max_outstanding / kTrainShareOfWindow})));
+            if (!slots_for(packets, now)) {
+                m_issue_queue.push_front(w);
+                return;
+            }
+        }
+        const std::uint64_t n = std::min(t.left, packets * m_max_payload);
 
         Packet* p = m_pool.allocate();
         p->wg = w;
+        p->packets = packets;
+        if (packets > 1) {
+            p->train.packets = packets;
+            p->train.packet_bytes = std::uint32_t(m_max_payload);
+            p->set_extension(&p->train);
+        }
         p->peer = op.peer;
         p->resumes = t.blocking;
+        p->train.spacing_ps = 0;
         p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
         p->set_address(m_core.map.global(std::uint32_t(op.peer), t.offset));
         p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
@@ -99,8 +170,8 @@ void GpuInitiator::try_issue() {
         t.offset += n;
         t.left -= n;
         if (t.blocking) ++t.in_flight;
-        if (kind != OpKind::Read) count_issued(w, op.peer);
-        m_engine.count_packet(w);
+        if (kind != OpKind::Read) count_issued(w, op.peer, packets);
+        m_engine.count_packets(w, packets);
         const bool issued_all = t.left == 0;
         if (!issued_all) m_issue_queue.push_back(w);
         send(p);
@@ -117,8 +188,8 @@ void GpuInitiator::send(Packet* p) {
         m_last_response_ps = now_ps();
         actions.push(now_ps() + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
     }
-    ++m_outstanding;
-    ++m_packets_sent;
+    m_outstanding += p->packets;
+    m_packets_sent += p->packets;
     m_request_pending = p;
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
@@ -177,14 +248,39 @@ void GpuInitiator::response_arrived(Packet* p) {
         traffic_answered(p);
         return;
     }
+    if (p->is_read()) m_bytes_read += p->get_data_length();
+    const std::uint64_t now = now_ps();
+    m_last_response_ps = now;
+    if (p->packets == 1) {
+        --m_outstanding;
+        acknowledged(p);
+        return;
+    }
+    // A train's acknowledgements arrive one per spacing from now: each frees its slot then, and
+    // the train completes (releases, blocking transfers) with its last.
+    m_releases.push_back({now, p->train.spacing_ps, p->packets, 0});
+    const std::uint64_t last = now + (p->packets - 1) * p->train.spacing_ps;
+    if (last == now) {
+        reclaim(now);
+        acknowledged(p);
+        return;
+    }
+    m_core.actions.push(last, {GpuActionKind::TrainDone, 0, p});
+    if (!m_issue_queue.empty()) m_core.actions.push(now, {GpuActionKind::Issue, 0});
+}
+
+void GpuInitiator::train_done(Packet* p) {
+    m_last_response_ps = now_ps();
+    reclaim(now_ps());
+    acknowledged(p);
+}
+
+void GpuInitiator::acknowledged(Packet* p) {
     const std::uint32_t w = p->wg;
     Transfer& t = m_transfers[w];
     const bool read = p->is_read();
-    if (read) m_bytes_read += p->get_data_length();
-    m_last_response_ps = now_ps();
-    --m_outstanding;
     const bool resumes = p->resumes;
-    const bool drained = !read && (count_acknowledged(w, p->peer) || m_unacked[w] == 0);
+    const bool drained = !read && (count_acknowledged(w, p->peer, p->packets) || m_unacked[w] == 0);
     p->release();
     if (resumes && --t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
     else if (!m_issue_queue.empty()) m_core.actions.push(now_ps(), {GpuActionKind::Issue, 0});  // a slot freed
@@ -196,6 +292,7 @@ void GpuInitiator::response_arrived(Packet* p) {
 // on: without this, such a run would never end.
 void GpuInitiator::watchdog() {
     const std::uint64_t now = now_ps();
+    reclaim(now);
     if (m_outstanding == 0) {
         m_watching = false;
         return;

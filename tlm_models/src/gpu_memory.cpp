@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "eidola/atomic_extension.h"
+#include "eidola/train_extension.h"
 
 namespace eidola {
 
@@ -20,9 +21,10 @@ void GpuMemory::perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, b
     const std::uint64_t flag_bytes = m_flags.size() * 8;
     unsigned char* flags = reinterpret_cast<unsigned char*>(m_flags.data());
     const bool touches_flags = offset < flag_bytes;
+    const std::uint32_t packets = train_packets(trans);  // a train is that many accesses
     if (trans.is_read()) {
         if (touches_flags) ++c.flag_reads;
-        else ++c.reads;
+        else c.reads += packets;
         c.bytes_read += len;
         std::memset(trans.get_data_ptr(), 0, len);
         if (touches_flags) std::memcpy(trans.get_data_ptr(), flags + offset, std::min(len, flag_bytes - offset));
@@ -35,7 +37,7 @@ void GpuMemory::perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, b
             std::int64_t& word = m_flags[offset / 8];
             word = atomic->apply(word);
         } else {
-            ++c.writes;
+            c.writes += packets;
             if (touches_flags) std::memcpy(flags + offset, trans.get_data_ptr(), std::min(len, flag_bytes - offset));
         }
     }

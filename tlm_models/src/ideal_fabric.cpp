@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "eidola/registry.h"
+#include "eidola/train_extension.h"
 
 namespace eidola {
 
@@ -157,7 +158,7 @@ unsigned int IdealFabric::forward_debug(tlm::tlm_generic_payload& trans) {
 void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans) {
     PairCount& pair = m_pairs[std::size_t(src) * ports() + dst];
     pair.bytes += trans.get_data_length();
-    ++pair.packets;
+    pair.packets += train_packets(trans);
 }
 
 std::vector<LinkStats> IdealFabric::link_stats() const {

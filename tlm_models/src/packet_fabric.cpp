@@ -124,6 +124,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
         for (std::uint32_t l : topo.out_links(n)) {
             m_link_output[l] = std::uint32_t(m_outputs.size());
             m_outputs.push_back(Output{n, l, {}, std::vector<std::uint64_t>(topo.links()[l].lanes, 0), false, kNever});
+            m_outputs.back().lane_train.resize(topo.links()[l].lanes);
         }
     }
     m_link_counters.resize(topo.links().size());
@@ -228,6 +229,16 @@ void PacketFabric::on_event() {
     m_actions.rearm(now);
 }
 
+std::uint32_t PacketFabric::new_packet() {
+    if (m_free_packets.empty()) {
+        m_packets.emplace_back();
+        return std::uint32_t(m_packets.size() - 1);
+    }
+    const std::uint32_t id = m_free_packets.back();
+    m_free_packets.pop_back();
+    return id;
+}
+
 bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls) {
     const std::uint32_t input = m_node_first_input[gpu];
     Packet probe;  // route first: the packet queues for its output
@@ -238,23 +249,20 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     // The virtual output queues share one buffer of depth x outputs: one slow port cannot stall the
     // GPU's single request channel (END_REQ) while other ports have room. A fifo port holds depth
     // packets per class.
+    const std::uint32_t packets = train_packets(*trans);  // a train fills the space of its packets
     if (in.class_held[cls] >= m_inject_depth * in.per_class) return false;
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
     Queue& q = in.vcs[queue];
-    ++in.class_held[cls];
-    std::uint32_t id;
-    if (m_free_packets.empty()) {
-        id = std::uint32_t(m_packets.size());
-        m_packets.emplace_back();
-    } else {
-        id = m_free_packets.back();
-        m_free_packets.pop_back();
-    }
+    const std::uint32_t q_before = q.size;
+    in.class_held[cls] += packets;
+    const std::uint32_t id = new_packet();
     Packet& p = m_packets[id];
     p = Packet{};
     p.trans = trans;
     p.cls = cls;
+    p.train = packets;
+    if (const TrainExtension* train = trans->get_extension<TrainExtension>()) p.packet_bytes = train->packet_bytes;
     const std::uint32_t len = trans->get_data_length();
     if (cls == 0) {
         p.src_gpu = gpu;
@@ -269,8 +277,35 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.injected_ps = now_ps();
     p.ready_ps = p.injected_ps;  // the GPU's own router port: no hop latency yet
     p.tail_ps = p.injected_ps;   // and the whole packet is there
-    p.units = 1;
+    p.first_in_ps = p.injected_ps;
+    p.units = packets;
     p.out = out;
+    // Trains are carried whole only over a GPU's own link to its peer. Through routers, where the
+    // flows of many GPUs meet, contention resolved per train was measured up to 25% off on switch
+    // and torus collectives, so there a train goes on as its packets, and is handed to its GPU
+    // when the last of them is in.
+    // Nor is a train of packets that do not fit a buffer: a worm's stop-and-go is per packet.
+    const std::int64_t first_link = m_outputs[out].link;
+    const bool one_hop = first_link < 0 || m_topology->links()[std::size_t(first_link)].dst == p.dst_gpu;
+    const bool fits = first_link < 0 || credits_needed(m_topology->links()[std::size_t(first_link)].header +
+                                                       std::min(p.payload, p.packet_bytes)) <= m_capacity;
+    if (packets > 1 && !(one_hop && fits)) {
+        p.piece = true;
+        while (m_packets[id].train > 1) {
+            const std::uint32_t piece = new_packet();  // m_packets may move
+            Packet& rest = m_packets[id];
+            m_packets[piece] = rest;
+            m_packets[piece].train = m_packets[piece].units = 1;
+            m_packets[piece].payload = std::min(rest.payload, rest.packet_bytes);
+            rest.payload -= m_packets[piece].payload;
+            --rest.train;
+            --rest.units;
+            ++q.reserved;
+            q.push(piece);
+            ++in.occupancy;
+            ++m_in_flight;
+        }
+    }
     ++q.reserved;
     q.push(id);
     ++in.occupancy;
@@ -280,7 +315,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
         m_last_progress_ps = now_ps();
         m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
     }
-    if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
+    if (q_before == 0) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
     return true;
 }
 
@@ -305,16 +340,18 @@ void PacketFabric::count_link(std::uint32_t link, const Packet& p, std::uint32_t
     LinkCounters& lc = m_link_counters[link];
     lc.s.bytes += p.payload;
     lc.s.wire_bytes += wire;
-    ++lc.s.packets;
+    lc.s.packets += p.train;
     lc.s.busy_ps += ser;
-    const double wait = double(now - std::min(now, p.ready_ps));
-    lc.queue_sum += wait;
+    const double wait = double(now - std::min(now, p.ready_ps));  // a train's packets count its head's wait
+    lc.queue_sum += wait * p.train;
     lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
-    ++lc.hist[bucket_of(wait)];
+    lc.hist[bucket_of(wait)] += p.train;
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
         const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
-        auto& bins = lc.s.busy_bins;  // a link transmits in time order: only the last bin can grow
-        if (bins.empty() || bins.back().first != bin) bins.emplace_back(bin, 0.0f);
+        // A link transmits in time order, so only the last bin can grow (an acknowledgement sent
+        // inside a train is counted after the train and joins its last bin).
+        auto& bins = lc.s.busy_bins;
+        if (bins.empty() || bins.back().first < bin) bins.emplace_back(bin, 0.0f);
         bins.back().second += float(end - t);
         t = end;
     }
@@ -325,19 +362,36 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
     Packet p = m_packets[id];
     m_free_packets.push_back(id);
     --m_in_flight;
-    m_last_progress_ps = now_ps();
-    Output& o = m_outputs[output];
-    o.busy = true;
     const std::uint64_t now = now_ps();
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    m_last_progress_ps = now;
     if (p.cls == 0) {
         PairStats& pair = m_pairs[(std::uint64_t(p.src_gpu) << 32) | p.dst_gpu];
         pair.src = std::int32_t(p.src_gpu);
         pair.dst = std::int32_t(p.dst_gpu);
         pair.bytes += p.payload;
-        ++pair.packets;
-        pair.latency_sum_ps += double(now - p.injected_ps);
-        pair.latency_max_ps = std::max(pair.latency_max_ps, double(now - p.injected_ps));
+        pair.packets += p.train;
+        // A train is delivered with its first packet; the others follow one spacing apart.
+        const double latency = double(now - p.injected_ps), spread = double(p.train - 1) * double(p.spacing_ps);
+        pair.latency_sum_ps += p.train * (latency + 0.5 * spread);
+        pair.latency_max_ps = std::max(pair.latency_max_ps, latency + spread);
+    }
+    if (p.piece) {  // a split train reaches its GPU with its last piece
+        std::uint32_t& arrived = m_pieces[p.trans];
+        arrived += p.train;
+        if (arrived < train_packets(*p.trans)) {
+            m_actions.push(now, {ActionKind::EjectFree, output, 0});
+            return;
+        }
+        m_pieces.erase(p.trans);
+    }
+    Output& o = m_outputs[output];
+    o.busy = true;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    if (p.train > 1) {  // the receiver spreads the train's packets at its slowest spacing either way
+        TrainExtension* train = p.trans->get_extension<TrainExtension>();
+        if (train) train->spacing_ps = std::max(train->spacing_ps, p.spacing_ps);
+    }
+    if (p.cls == 0) {
         tlm::tlm_phase phase = tlm::BEGIN_REQ;
         const tlm::tlm_sync_enum s = initiators[p.dst_gpu]->nb_transport_fw(*p.trans, phase, delay);
         if (s == tlm::TLM_ACCEPTED) return;  // END_REQ comes on the backward path

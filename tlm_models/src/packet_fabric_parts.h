@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "eidola/packet_fabric.h"
+#include "eidola/train_extension.h"
 
 namespace eidola {
 
@@ -29,6 +30,9 @@ struct PacketFabric::Packet {
     std::uint32_t out = 0;                   // chosen output at its current router
     std::uint32_t next_out = kNoOutput;      // its output at the next router (lookahead routing)
     std::uint32_t units = 0;                 // credits it holds in the buffer it sits in
+    std::uint32_t train = 1;                 // packets it stands for (a train, see train_extension.h)
+    std::uint32_t packet_bytes = 0;          // a train: payload of each of its packets
+    bool piece = false;                      // part of a train split at a contended output
     std::uint8_t cls = 0;                    // 0 request, 1 response
     std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
     std::uint8_t crossed = 0;                // it crossed the dateline in that dimension
@@ -36,6 +40,8 @@ struct PacketFabric::Packet {
     std::uint64_t ready_ps = 0;              // its head may leave its current router
     std::uint64_t tail_ps = 0;               // its tail may leave its current router (in, plus router latency)
     std::uint64_t injected_ps = 0;
+    std::uint64_t spacing_ps = 0;            // a train: time between its packets (its slowest hop so far)
+    std::uint64_t first_in_ps = 0;           // a train: its first packet is whole in the current router
 };
 
 /// One virtual channel of an input buffer: a ring of packet indices, and the credits the sender
@@ -79,6 +85,16 @@ struct PacketFabric::Queue {
         if (ret_size) at = std::max(at, returning[(ret_head + ret_size - 1) % returning.size()].first);
         returning[(ret_head + ret_size++) % returning.size()] = {at, credits};
     }
+    /// When `credits` more will have come back (kNever: not that many are on their way).
+    std::uint64_t returned_by(std::uint32_t credits) const {
+        std::uint32_t got = 0;
+        for (std::uint32_t i = 0; i < ret_size; ++i) {
+            const auto& r = returning[(ret_head + i) % returning.size()];
+            got += r.second;
+            if (got >= credits) return r.first;
+        }
+        return kNever;
+    }
     /// Takes back the credits due by `now`; returns when the next ones are due (kNever: none).
     std::uint64_t collect(std::uint64_t now) {
         while (ret_size) {
@@ -108,6 +124,13 @@ struct PacketFabric::Input {
     std::uint64_t credit_latency_ps = 0;   // credits back to the sender take the link's latency
 };
 
+/// A request train on a link lane: responses may be sent between its packets (see arbitrate_link).
+struct LaneTrain {
+    std::uint64_t start = 0;        // its first packet left (moved on by every response sent inside it)
+    std::uint64_t end = 0;          // its last packet has left
+    std::uint64_t packet_ser = 0;   // one of its packets on this link
+};
+
 /// A router output: ejection to the GPU (requests or responses), or the sending end of a link.
 struct PacketFabric::Output {
     std::uint32_t node;
@@ -116,6 +139,7 @@ struct PacketFabric::Output {
     std::vector<std::uint64_t> lane_free;                     // when each lane is free (ejection: one lane)
     bool busy = false;                                        // ejection: delivering or awaiting the END phase
     std::uint64_t arb_at = kNever;                            // pending arbitration time
+    std::vector<LaneTrain> lane_train = {};                   // per link lane: the request train it sends
 };
 
 /// Counters of one link.
@@ -131,6 +155,8 @@ struct PacketFabric::Hop {
     std::uint64_t head_arrives = 0;  // its head is in the next router (before the router latency)
     std::uint64_t end = 0;           // its tail has been sent: the output is free again
     std::uint64_t last_flit = 0;     // serialisation of its last flit
+    std::uint64_t spacing = 0;       // a train: time between its packets on this hop
+    std::uint64_t packet_ser = 0;    // a train: serialisation of one of its packets
 };
 
 }  // namespace eidola

@@ -5,7 +5,10 @@ namespace eidola {
 PacketPool::~PacketPool() {
     // The atomic extension is a member of its packet: detach it so the payload's destructor
     // does not try to free it.
-    for (auto& p : m_all) p->clear_extension<AtomicExtension>();
+    for (auto& p : m_all) {
+        p->clear_extension<AtomicExtension>();
+        p->clear_extension<TrainExtension>();
+    }
 }
 
 Packet* PacketPool::allocate() {
@@ -24,6 +27,8 @@ Packet* PacketPool::allocate() {
 void PacketPool::free(tlm::tlm_generic_payload* trans) {
     Packet* p = static_cast<Packet*>(trans);
     p->clear_extension<AtomicExtension>();
+    p->clear_extension<TrainExtension>();
+    p->packets = 1;
     p->reset();
     m_free.push_back(p);
 }

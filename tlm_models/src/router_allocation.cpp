@@ -40,8 +40,10 @@ void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t v
     lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
     p.out = p.next_out;
     p.ready_ps = now_ps() + m_switch_latency_ps;
-    // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail.
-    if (!m_eject_link && m_outputs[p.out].link < 0) p.ready_ps = std::max(p.ready_ps, p.tail_ps);
+    // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail
+    // (a train, for its first packet: the rest follow at its spacing).
+    if (!m_eject_link && m_outputs[p.out].link < 0)
+        p.ready_ps = std::max(p.ready_ps, p.train > 1 ? p.first_in_ps : p.tail_ps);
     if (q.size == 1) m_actions.push(p.ready_ps, {ActionKind::HeadReady, input, vc});
 }
 
@@ -65,8 +67,12 @@ void PacketFabric::arbitrate(std::uint32_t output) {
     else arbitrate_link(output);
 }
 
+// `each`: the credits of one of its packets, if it is a train. A train may start with room for its
+// first packet only, on a channel whose credits on their way back will have covered the rest by
+// `credits_at` (0: it has room now): its packets would go one by one as credits come.
 std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
-                                       std::uint32_t& units, std::uint64_t& retry_at) {
+                                       std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
+                                       std::uint64_t& credits_at) {
     if (units > m_capacity) {
         if (m_flow == FlowControl::Wormhole) {
             units = m_capacity;  // a worm needs room for part of itself only
@@ -81,14 +87,23 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t f
         }
     }
     const std::uint64_t now = now_ps();
-    std::int64_t idle = -1, roomiest = -1;
+    std::int64_t idle = -1, roomiest = -1, coming = -1;
     std::uint32_t most_room = 0;
+    credits_at = 0;
+    std::uint64_t soonest = kNever;
     for (std::uint32_t k = 0; k < m_vcs; ++k) {
         const std::uint32_t v = first + k;
         Queue& q = m_inputs[downstream].vcs[v];
         const std::uint64_t due = q.collect(now);
-        const std::uint32_t room = m_capacity - q.reserved;
+        const std::uint32_t room = q.reserved >= m_capacity ? 0 : m_capacity - q.reserved;
         if (room < units) {
+            if (each < units && room >= each) {
+                const std::uint64_t at = q.returned_by(units - room);
+                if (at < soonest) {
+                    soonest = at;
+                    coming = v;
+                }
+            }
             retry_at = std::min(retry_at, due);
             continue;
         }
@@ -101,7 +116,10 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t f
             roomiest = v;
         }
     }
-    return idle >= 0 ? idle : roomiest;
+    if (idle >= 0) return idle;
+    if (roomiest >= 0 || coming < 0) return roomiest;
+    credits_at = soonest;
+    return coming;
 }
 
 void PacketFabric::arbitrate_link(std::uint32_t output) {
@@ -112,14 +130,27 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
     const std::uint64_t now = now_ps();
     while (!o.requests.empty()) {
         auto lane = std::min_element(o.lane_free.begin(), o.lane_free.end());
+        std::uint64_t start = now;
+        // A lane sending a request train takes an acknowledgement between two of its packets, as
+        // it would between packets sent one by one: a train must not hold back the responses
+        // that free its own sender's outstanding slots.
+        LaneTrain* inside = nullptr;
         if (*lane > now) {
-            schedule_arbitration(output, *lane);
-            return;
+            LaneTrain& t = o.lane_train[std::size_t(lane - o.lane_free.begin())];
+            if (t.packet_ser && t.end == *lane) {
+                start = now <= t.start ? t.start : t.start + (now - t.start + t.packet_ser - 1) / t.packet_ser * t.packet_ser;
+                if (start < t.end) inside = &t;
+            }
+            if (!inside || !acknowledgement_waiting(o)) {
+                schedule_arbitration(output, *lane);
+                return;
+            }
         }
         std::uint64_t retry_at = kNever;
         auto grant = o.requests.end();
         std::int64_t next_vc = -1;
-        std::uint32_t units = 0, wire = 0, bit = 0;
+        std::uint32_t units = 0, wire = 0, bit = 0, each = 0;
+        std::uint64_t credits_at = 0;  // a train started before all its credits are back: when they are
         for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
             const Input& in = m_inputs[it->first];
             if (in.speedup_one && in.busy_until > now) {
@@ -127,17 +158,20 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
                 continue;
             }
             const Packet& p = m_packets[in.vcs[it->second].front()];
+            if (inside && !p.ack) continue;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            wire = (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
-            units = credits_needed(wire);
+            wire = wire_bytes(p, link.header);
+            units = train_credits(p, wire);
+            each = p.train > 1 ? credits_needed((wire + p.train - 1) / p.train) : units;
             next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
-                                  retry_at);
+                                  retry_at, each, credits_at);
             if (next_vc >= 0) {
                 grant = it;
                 break;
             }
         }
         if (grant == o.requests.end()) {  // every head waits for its input or for credits
+            if (inside) retry_at = std::min(retry_at, *lane);
             if (retry_at != kNever) schedule_arbitration(output, retry_at);
             return;
         }
@@ -146,20 +180,37 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         Input& in = m_inputs[input];
         const std::uint32_t id = in.vcs[vc].front();
         const std::uint32_t next_out = route(link.dst, m_packets[id], true);
-        const Hop h = hop(m_packets[id], now, wire, link.bytes_per_s, link.latency_ps);
+        Hop h = hop(m_packets[id], start, wire, link.bytes_per_s, link.latency_ps);
+        if (credits_at > h.end - h.packet_ser) {  // its last packet waits for its credits
+            h.end = credits_at + h.packet_ser;
+            h.spacing = std::max(h.spacing, (h.end - start) / m_packets[id].train);
+        }
         // The packet crosses the crossbar at its input's rate (a faster output than input idles
         // between flits; a slower one is fed from its one-packet staging buffer).
         const Hop x = in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s
-                          ? hop(m_packets[id], now, wire, in.bytes_per_s, 0) : h;
+                          ? hop(m_packets[id], start, wire, in.bytes_per_s, 0, false) : h;
         if (in.speedup_one) in.busy_until = x.end;
-        *lane = h.end;
-        pop_head(input, vc, x.end - x.last_flit);  // may inject a blocked packet: m_packets may move
+        LaneTrain& lane_train = o.lane_train[std::size_t(lane - o.lane_free.begin())];
+        if (inside) {  // the rest of the train moves back by the acknowledgement
+            *lane += h.ser;
+            inside->start += h.ser;
+            inside->end += h.ser;
+        } else {
+            *lane = h.end;
+            lane_train = m_packets[id].train > 1 && m_packets[id].cls == 0 ? LaneTrain{start, h.end, h.packet_ser}
+                                                                          : LaneTrain{};
+        }
+        pop_head(input, vc, x.end - x.last_flit, h.spacing);  // may inject a blocked packet: m_packets may move
         Packet& p = m_packets[id];
         p.next_out = next_out;
         p.dim = link.dim;
         p.crossed = std::uint8_t(bit);
         p.units = units;
         p.tail_ps = h.end + link.latency_ps + m_switch_latency_ps;
+        if (p.train > 1) {
+            p.spacing_ps = std::max(p.spacing_ps, h.spacing);
+            p.first_in_ps = start + h.packet_ser + link.latency_ps + m_switch_latency_ps;
+        }
         Queue& next = m_inputs[downstream].vcs[std::size_t(next_vc)];
         next.reserved += units;
         next.tail_out = p.next_out;
@@ -169,6 +220,12 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
     }
 }
 
+bool PacketFabric::acknowledgement_waiting(const Output& o) const {
+    for (const auto& [input, vc] : o.requests)
+        if (m_packets[m_inputs[input].vcs[vc].front()].ack) return true;
+    return false;
+}
+
 void PacketFabric::arbitrate_ejection(std::uint32_t output) {
     Output& o = m_outputs[output];
     if (o.busy || o.requests.empty()) return;
@@ -176,7 +233,9 @@ void PacketFabric::arbitrate_ejection(std::uint32_t output) {
     if (!m_eject_link) {
         const auto [input, vc] = o.requests.front();
         o.requests.pop_front();
-        deliver(output, pop_head(input, vc, now));
+        const Packet& p = m_packets[m_inputs[input].vcs[vc].front()];  // a train leaves as its packets come in
+        const std::uint64_t spacing = p.train > 1 ? p.spacing_ps : 0;
+        deliver(output, pop_head(input, vc, now + (p.train - 1) * spacing, spacing));
         return;
     }
     // One flit per cycle into the GPU: packets stream in one after another and are handed over
@@ -196,13 +255,18 @@ void PacketFabric::arbitrate_ejection(std::uint32_t output) {
         o.requests.erase(it);
         const std::uint32_t head = in.vcs[vc].front();
         const Packet& p = m_packets[head];
-        const std::uint32_t wire = (p.ack && m_ack_bytes ? m_ack_bytes : m_eject_header) + p.payload;
-        const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0);
+        const std::uint32_t wire = wire_bytes(p, m_eject_header);
+        const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0, false);
         if (in.speedup_one) in.busy_until = h.end;
         o.lane_free[0] = h.end;
         o.busy = true;
-        const std::uint32_t id = pop_head(input, vc, h.end - h.last_flit);
-        if (h.end > now) m_actions.push(h.end, {ActionKind::Deliver, output, id});
+        const std::uint32_t id = pop_head(input, vc, h.end - h.last_flit, h.spacing);
+        std::uint64_t handed = h.end;  // a train is handed over when its first packet is in
+        if (m_packets[id].train > 1) {
+            m_packets[id].spacing_ps = std::max(m_packets[id].spacing_ps, h.spacing);
+            handed = std::min(h.end, now + h.packet_ser);
+        }
+        if (handed > now) m_actions.push(handed, {ActionKind::Deliver, output, id});
         else deliver(output, id);
         return;
     }

@@ -47,6 +47,11 @@ struct EidolonGpuParams : ParamGroup {
     /// Largest transaction.
     SizeParam max_payload{*this, "max_payload", 256,
                           "largest transaction; writes and reads are split into packets of this size", 8, 1 << 30};
+    /// Packets per train.
+    IntParam train{*this, "train", 1,
+                   "packets of one write or read issued as a single transaction (a train, see TrainExtension): "
+                   "1 simulates every packet; larger trains are faster, with contention resolved per train",
+                   1, 1 << 16};
     /// Memory latency.
     TimeParam memory_latency{*this, "memory.latency", 300e-9, "latency of an access to this GPU's memory", 0, 1.0};
     /// Memory bandwidth.

@@ -23,7 +23,7 @@ enum class GpuActionKind : std::uint8_t {
     // WorkgroupEngine
     Resume, HoldDone, ArmDone, WaitDone, Recheck, PollIssue, PollDone, QuietWatch,
     // GpuInitiator
-    Issue, EndReq, Response, Watchdog, Drained,
+    Issue, EndReq, Response, Watchdog, Drained, TrainDone,
     // GpuTarget
     Serve, NextResponse,
     // TrafficGenerator

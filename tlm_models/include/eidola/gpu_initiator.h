@@ -1,10 +1,11 @@
 // The initiator side of an eidolon GPU: splits its workgroups' writes, reads and signals into
 // packets of at most max_payload and issues them round robin over the 4-phase base protocol
-// within the outstanding limit. A posted write or signal hands its workgroup back as soon as its
-// last packet is issued, as a GPU store does; a read or a blocking write once every packet is
-// answered. It counts each workgroup's unacknowledged writes, in all and per destination, so the
-// workgroup engine can hold a release (signal) or a fence until they drain. A watchdog reports a
-// stall when responses stop arriving.
+// within the outstanding limit, counted in packets (a train of n packets, one transaction, takes
+// n). A posted write or signal hands its workgroup back as soon as its last packet is issued, as
+// a GPU store does; a read or a blocking write once every packet is answered. It counts each
+// workgroup's unacknowledged writes, in all and per destination, so the workgroup engine can
+// hold a release (signal) or a fence until they drain. A watchdog reports a stall when responses
+// stop arriving.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,8 @@ class TrafficGenerator;
 struct InitiatorConfig {
     std::uint32_t workgroups = 1;       ///< resident workgroups (one transfer each at most)
     std::uint32_t max_outstanding = 1;  ///< transactions in flight at once
-    std::uint64_t max_payload = 256;    ///< largest transaction in bytes
+    std::uint64_t max_payload = 256;    ///< largest packet in bytes
+    std::uint32_t train = 1;            ///< packets one transaction may stand for (a train)
 };
 
 /// Drives the GPU's initiator socket; bound as its backward-path interface.
@@ -51,8 +53,11 @@ public:
     void try_issue();
     /// The request channel is free again (END_REQ arrived, after its annotated delay).
     void end_request() { m_request_pending = nullptr; }
-    /// A response arrived (after its annotated delay).
+    /// A response arrived (after its annotated delay). A train's first acknowledgement: the rest
+    /// follow at its spacing, freeing a slot each, and train_done runs when the last is due.
     void response_arrived(Packet* packet);
+    /// The last acknowledgement of a train is in: it completes as a packet's response would.
+    void train_done(Packet* packet);
     /// Checks that responses still arrive while transactions are outstanding.
     void watchdog();
 
@@ -76,13 +81,27 @@ private:
         std::uint32_t in_flight = 0;  // packets of a blocking transfer sent, response pending
         bool blocking = false;        // completes on its last response (reads, blocking writes), else on issue
     };
-    void count_issued(std::uint32_t wg, std::int32_t peer);
+    void count_issued(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
     /// Returns whether the count of writes to `peer` reached zero.
-    bool count_acknowledged(std::uint32_t wg, std::int32_t peer);
+    bool count_acknowledged(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
     void send(Packet* packet);
+    /// Completes a response: acknowledgement counts, blocking transfers, drained releases.
+    void acknowledged(Packet* packet);
+    /// Frees the slots of trains' acknowledgements due by now.
+    void reclaim(std::uint64_t now);
+    /// Whether `wanted` slots are free; if not, an Issue action is booked for when they will be.
+    bool slots_for(std::uint32_t wanted, std::uint64_t now);
+    /// Acknowledgements of a train arriving one every `spacing` ps from `start`; `freed` of them counted.
+    struct SlotRelease {
+        std::uint64_t start, spacing;
+        std::uint32_t packets, freed;
+    };
+    std::vector<SlotRelease> m_releases;
     void issue_traffic();
     void traffic_answered(Packet* packet);
 
+    /// A train is at most this fraction of its transfer's packets, and of the outstanding limit.
+    static constexpr std::uint64_t kTrainShareOfTransfer = 16, kTrainShareOfWindow = 128;
     /// The traffic generator's place in the issue queue, and the `wg` of its packets (no workgroup has it).
     static constexpr std::uint32_t kTrafficTurn = 0xFFFFFFFFu;
     TrafficGenerator* m_traffic = nullptr;
@@ -92,6 +111,7 @@ private:
     tlm::tlm_initiator_socket<>& m_socket;
     std::uint32_t m_max_outstanding;
     std::uint64_t m_max_payload;
+    std::uint32_t m_train;
     PacketPool m_pool;
     std::vector<Transfer> m_transfers;          // per workgroup
     std::vector<std::uint32_t> m_unacked;       // per workgroup: writes and signals not yet acknowledged

@@ -208,15 +208,21 @@ private:
     void schedule_arbitration(std::uint32_t output, std::uint64_t at);
     void arbitrate(std::uint32_t output);
     void arbitrate_link(std::uint32_t output);
+    bool acknowledgement_waiting(const Output& o) const;
+    std::uint32_t new_packet();
     void arbitrate_ejection(std::uint32_t output);
     std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
-                             std::uint32_t& units, std::uint64_t& retry_at);
+                             std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
+                             std::uint64_t& credits_at);
 
     // flow control (flow_control.cpp)
     Hop hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
-            std::uint64_t latency_ps) const;
+            std::uint64_t latency_ps, bool into_buffer = true) const;
     std::uint32_t credits_needed(std::uint32_t wire) const;
-    std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps);
+    std::uint32_t train_credits(const Packet& p, std::uint32_t wire) const;
+    std::uint32_t wire_bytes(const Packet& p, std::uint32_t header) const;
+    std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps,
+                           std::uint64_t spacing_ps = 0);
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const;
 
     std::unique_ptr<Topology> m_topology;
@@ -249,6 +255,7 @@ private:
     PointerMap m_source;  // request -> source GPU
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
+    std::unordered_map<const tlm::tlm_generic_payload*, std::uint32_t> m_pieces;  // split trains: packets delivered
     std::uint64_t m_in_flight = 0;
     std::uint64_t m_last_progress_ps = 0;
     bool m_watching = false;

@@ -9,6 +9,7 @@
 #include <tlm>
 
 #include "eidola/atomic_extension.h"
+#include "eidola/train_extension.h"
 
 namespace eidola {
 
@@ -21,8 +22,10 @@ public:
     std::uint32_t wg = 0;                ///< issuing workgroup
     std::int32_t peer = 0;               ///< destination GPU (for per-peer release accounting)
     bool resumes = false;                ///< its response may complete a blocking transfer (read, blocking write)
+    std::uint32_t packets = 1;           ///< packets it stands for (a train when above 1)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
+    TrainExtension train;                ///< attached to trains
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.

@@ -90,8 +90,8 @@ public:
     std::uint32_t workgroups() const { return std::uint32_t(m_wgs.size()); }
     /// Statistics of workgroup `wg`.
     const WorkgroupStats& stats(std::uint32_t wg) const { return m_wgs[wg].stats; }
-    /// Counts a packet issued for workgroup `wg` (by the initiator side).
-    void count_packet(std::uint32_t wg) { ++m_wgs[wg].stats.packets; }
+    /// Counts `n` packets issued for workgroup `wg` (by the initiator side; a train counts its packets).
+    void count_packets(std::uint32_t wg, std::uint32_t n) { m_wgs[wg].stats.packets += n; }
     /// When the last workgroup finished.
     std::uint64_t finish_ps() const { return m_finish_ps; }
     /// Number of workgroups whose program has not finished.
