@@ -49,8 +49,9 @@ struct EidolonGpuParams : ParamGroup {
                           "largest transaction; writes and reads are split into packets of this size", 8, 1 << 30};
     /// Packets per train.
     IntParam train{*this, "train", 1,
-                   "packets of one write or read issued as a single transaction (a train, see TrainExtension): "
-                   "1 simulates every packet; larger trains are faster, with contention resolved per train",
+                   "most packets of one write or read issued as a single transaction (a train, timed as its packets; "
+                   "docs/fabrics.md): 1 simulates every packet; a train is kept to 1/16 of its transfer and 1/128 "
+                   "of max_outstanding, and the packet fabric splits it where flows meet at a router",
                    1, 1 << 16};
     /// Memory latency.
     TimeParam memory_latency{*this, "memory.latency", 300e-9, "latency of an access to this GPU's memory", 0, 1.0};
