@@ -43,7 +43,10 @@ def _candidates() -> list[tuple[Path, Path]]:
     found = []
     if os.environ.get("EIDOLA_NATIVE_DIR"):
         d = Path(os.environ["EIDOLA_NATIVE_DIR"])
-        found.append((d, d / "include" if (d / "include").is_dir() else source_root / "tlm_models" / "include"))
+        # The headers that match the library: an installed tree's own, else those of the source tree the
+        # build directory (<root>/build/cpp) belongs to, even when this package is an installed copy.
+        headers = [d / "include", d.parent.parent / "tlm_models" / "include", source_root / "tlm_models" / "include"]
+        found.append((d, next((h for h in headers if h.is_dir()), headers[-1])))
     found.append((package / "_native", package / "_native" / "include"))
     found.append((source_root / "build" / "cpp", source_root / "tlm_models" / "include"))
     return found
