@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <queue>
 #include <vector>
 
@@ -25,6 +24,37 @@ inline std::uint64_t now_ps() { return sc_core::sc_get_curr_simcontext()->time_s
 /// sc_time of a picosecond count.
 inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::from_value(ps); }
 
+/// A FIFO ring of entries: push at the back, pop at the front, no allocation once grown.
+/// Why not std::deque: used as a queue it frees and allocates a 512-byte node every few dozen
+/// entries, and its front() and back() go through node pointers on every comparison.
+template <class Entry>
+class EntryRing {
+public:
+    bool empty() const { return m_count == 0; }
+    const Entry& front() const { return m_buf[m_head]; }
+    const Entry& back() const { return m_buf[(m_head + m_count - 1) & m_mask]; }
+    void push_back(const Entry& e) {
+        if (m_count == m_buf.size()) grow();
+        m_buf[(m_head + m_count) & m_mask] = e;
+        ++m_count;
+    }
+    void pop_front() {
+        m_head = (m_head + 1) & m_mask;
+        --m_count;
+    }
+
+private:
+    void grow() {
+        std::vector<Entry> bigger(m_buf.empty() ? 16 : m_buf.size() * 2);
+        for (std::size_t i = 0; i < m_count; ++i) bigger[i] = m_buf[(m_head + i) & m_mask];
+        m_buf.swap(bigger);
+        m_head = 0;
+        m_mask = m_buf.size() - 1;
+    }
+    std::vector<Entry> m_buf;
+    std::size_t m_head = 0, m_count = 0, m_mask = 0;
+};
+
 /// Pending actions of type Item, ordered by time then by insertion.
 ///
 /// Why lanes: most actions are scheduled at one of a few constant offsets from now (a link's or a
@@ -34,6 +64,11 @@ inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::
 /// for the heap. Popping takes the smallest (time, sequence) of the lane fronts and the heap top,
 /// so the order is exactly that of a single heap. With one lane, the packet fabric's hops and
 /// credits interleaved and sent most of its actions through the heap.
+///
+/// Why a lane of its own for actions due now: about half the packet fabric's actions (a head
+/// ready, an arbitration) are due at the current time, when every other lane already holds later
+/// actions, so best fit sent them all to the heap. The now lane only ever holds actions of one
+/// time (it is empty before time moves on), so it stays sorted too.
 template <class Item>
 class EventHeap {
 public:
@@ -45,45 +80,51 @@ public:
     /// depending on unrelated code in the same file.
     [[gnu::always_inline]] inline void push(std::uint64_t at_ps, const Item& item) {
         const Entry e{at_ps, m_next_seq++, item};
-        const bool earliest = empty() || at_ps < next_time();
-        std::deque<Entry>* best = nullptr;
-        for (std::deque<Entry>& lane : m_lanes) {  // best fit: the latest back not after at_ps
-            if (lane.empty()) {
-                if (!best) best = &lane;
-                continue;
+        const bool earliest = at_ps < m_next_ps;
+        if (earliest) m_next_ps = at_ps;
+        if (m_now.empty() ? at_ps == now_ps() : m_now.back().at_ps == at_ps) {
+            m_now.push_back(e);
+        } else {
+            Lane* best = nullptr;
+            for (Lane& lane : m_lanes) {  // best fit: the latest back not after at_ps
+                if (lane.empty()) {
+                    if (!best) best = &lane;
+                    continue;
+                }
+                if (lane.back().at_ps <= at_ps && (!best || best->empty() || lane.back().at_ps > best->back().at_ps))
+                    best = &lane;
             }
-            if (lane.back().at_ps <= at_ps && (!best || best->empty() || lane.back().at_ps > best->back().at_ps))
-                best = &lane;
+            if (best) best->push_back(e);
+            else m_heap.push(e);
         }
-        if (best) best->push_back(e);
-        else m_heap.push(e);
         ++m_size;
         if (earliest) m_client.wake_at(at_ps);  // new earliest: have the module run for it
     }
 
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
-        if (m_size == 0) return false;
-        std::deque<Entry>* first = nullptr;
-        for (std::deque<Entry>& lane : m_lanes)
+        if (m_next_ps > now) return false;
+        // The smallest (time, sequence) of the lane fronts and the heap top; the now lane first,
+        // since it holds the earliest time whenever it is not empty.
+        Lane* first = m_now.empty() ? nullptr : &m_now;
+        for (Lane& lane : m_lanes)
             if (!lane.empty() && (!first || before(lane.front(), first->front()))) first = &lane;
         if (first && (m_heap.empty() || before(first->front(), m_heap.top()))) {
-            if (first->front().at_ps > now) return false;
             out = first->front().item;
             first->pop_front();
         } else {
-            if (m_heap.top().at_ps > now) return false;
             out = m_heap.top().item;
             m_heap.pop();
         }
         --m_size;
         ++m_processed;
+        m_next_ps = next_time();
         return true;
     }
 
     /// Books the module for the earliest remaining item (call after draining).
     void rearm(std::uint64_t /*now*/) {
-        if (!empty()) m_client.wake_at(next_time());
+        if (!empty()) m_client.wake_at(m_next_ps);
     }
 
     /// Books the module's first run at time 0 (a module that starts work by itself).
@@ -95,21 +136,27 @@ public:
 
 private:
     static constexpr int kLanes = 4;
+    static constexpr std::uint64_t kNone = ~std::uint64_t(0);
     struct Entry {
         std::uint64_t at_ps;
         std::uint64_t seq;
         Item item;
         bool operator>(const Entry& o) const { return at_ps != o.at_ps ? at_ps > o.at_ps : seq > o.seq; }
     };
+    using Lane = EntryRing<Entry>;
     static bool before(const Entry& a, const Entry& b) { return a.at_ps != b.at_ps ? a.at_ps < b.at_ps : a.seq < b.seq; }
+    /// The earliest pending time, kNone when empty.
     std::uint64_t next_time() const {
-        std::uint64_t t = m_heap.empty() ? ~std::uint64_t(0) : m_heap.top().at_ps;
-        for (const std::deque<Entry>& lane : m_lanes)
+        if (!m_now.empty()) return m_now.front().at_ps;  // nothing is pending before now
+        std::uint64_t t = m_heap.empty() ? kNone : m_heap.top().at_ps;
+        for (const Lane& lane : m_lanes)
             if (!lane.empty()) t = std::min(t, lane.front().at_ps);
         return t;
     }
     CalendarClient m_client;
-    std::deque<Entry> m_lanes[kLanes];
+    std::uint64_t m_next_ps = kNone;  ///< the earliest pending time (cached: every push compares with it)
+    Lane m_now;                       ///< actions due at one time, the current one when they were pushed
+    Lane m_lanes[kLanes];
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
     std::size_t m_size = 0;
     std::uint64_t m_next_seq = 0;
