@@ -18,8 +18,7 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
       m_max_payload(config.max_payload),
       m_pool(config.max_payload),
       m_transfers(config.workgroups),
-      m_unacked(config.workgroups, 0),
-      m_unacked_peers(config.workgroups) {}
+      m_unacked(config.workgroups, 0) {}
 
 void GpuInitiator::start(std::uint32_t w, const Op& op) {
     Transfer& t = m_transfers[w];
@@ -33,32 +32,17 @@ void GpuInitiator::start(std::uint32_t w, const Op& op) {
 }
 
 std::uint32_t GpuInitiator::unacked_to(std::uint32_t w, std::int32_t peer) const {
-    for (const auto& [p, n] : m_unacked_peers[w])
-        if (p == peer) return n;
-    return 0;
+    return m_unacked_peers.get(w, peer);
 }
 
 void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer) {
     ++m_unacked[w];
-    for (auto& [p, n] : m_unacked_peers[w])
-        if (p == peer) {
-            ++n;
-            return;
-        }
-    m_unacked_peers[w].emplace_back(peer, 1);
+    m_unacked_peers.increment(w, peer);
 }
 
 bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer) {
     --m_unacked[w];
-    auto& peers = m_unacked_peers[w];
-    for (std::size_t i = 0; i < peers.size(); ++i)
-        if (peers[i].first == peer) {
-            if (--peers[i].second > 0) return false;
-            peers[i] = peers.back();
-            peers.pop_back();
-            return true;
-        }
-    return false;
+    return m_unacked_peers.decrement(w, peer);
 }
 
 // Round robin one packet per queued workgroup, while the socket is free (END_REQ seen) and the

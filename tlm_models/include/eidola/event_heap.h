@@ -141,10 +141,15 @@ private:
         std::uint64_t at_ps;
         std::uint64_t seq;
         Item item;
-        bool operator>(const Entry& o) const { return at_ps != o.at_ps ? at_ps > o.at_ps : seq > o.seq; }
+        bool operator>(const Entry& o) const { return before(o, *this); }
     };
     using Lane = EntryRing<Entry>;
-    static bool before(const Entry& a, const Entry& b) { return a.at_ps != b.at_ps ? a.at_ps < b.at_ps : a.seq < b.seq; }
+    /// (time, sequence) order as one 128-bit comparison: branch-free, where the two-step
+    /// comparison mispredicts about every other time on these scans.
+    static bool before(const Entry& a, const Entry& b) {
+        using Key = unsigned __int128;
+        return ((Key(a.at_ps) << 64) | a.seq) < ((Key(b.at_ps) << 64) | b.seq);
+    }
     /// The earliest pending time, kNone when empty.
     std::uint64_t next_time() const {
         if (!m_now.empty()) return m_now.front().at_ps;  // nothing is pending before now
