@@ -18,8 +18,10 @@ namespace eidola {
 
 /// Current simulated time in kernel resolution units (picoseconds).
 /// Why not sc_time_stamp(): that is an out-of-line library call on every action of every model;
-/// the context's current time is the same value, read inline.
-inline std::uint64_t now_ps() { return sc_core::sc_get_curr_simcontext()->time_stamp().value(); }
+/// the context's current time is the same value, read inline. Why not sc_get_curr_simcontext():
+/// the compiler keeps that one out of line (it may create the context), a call through the PLT;
+/// while a simulation runs the context exists.
+inline std::uint64_t now_ps() { return sc_core::sc_curr_simcontext->time_stamp().value(); }
 
 /// sc_time of a picosecond count.
 inline sc_core::sc_time ps_to_time(std::uint64_t ps) { return sc_core::sc_time::from_value(ps); }
