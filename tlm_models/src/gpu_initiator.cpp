@@ -134,7 +134,7 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
         if (now) {
             // Handled in place (it only updates state); packetising resumes from the GPU's own process.
             m_request_pending = nullptr;
-            if (!m_issue_queue.empty()) m_core.actions.push(at, {GpuActionKind::Issue, 0});
+            if (!m_issue_queue.empty()) m_core.issue_soon();
         } else {
             m_core.actions.push(at, {GpuActionKind::EndReq, 0});
         }
@@ -171,7 +171,7 @@ void GpuInitiator::response_arrived(Packet* p) {
     const bool drained = !read && (count_acknowledged(w, p->peer) || m_unacked[w] == 0);
     p->release();
     if (resumes && --t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
-    else if (!m_issue_queue.empty()) m_core.actions.push(now_ps(), {GpuActionKind::Issue, 0});  // a slot freed
+    else if (!m_issue_queue.empty()) m_core.issue_soon();  // a slot freed
     // Acknowledgements can arrive outside the GPU's own process: the engine reacts in an action.
     if (drained && m_engine.awaits_drain(w)) m_core.actions.push(now_ps(), {GpuActionKind::Drained, w});
 }

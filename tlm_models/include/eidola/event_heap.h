@@ -129,6 +129,12 @@ public:
         if (!empty()) m_client.wake_at(m_next_ps);
     }
 
+    /// Has the module run at the current time, as pushing an action that does nothing at now
+    /// would: the booking is the same (made only if none at or before now exists), without the
+    /// action to store, pop and drop. Only from outside the module's own run: there, a pushed
+    /// action would be popped in the same run, but the booking would add one more.
+    void wake_now() { m_client.wake_at(now_ps()); }
+
     /// Books the module's first run at time 0 (a module that starts work by itself).
     void wake_at_start() { m_client.wake_at(0); }
 
