@@ -70,7 +70,10 @@ private:
 /// Why a lane of its own for actions due now: about half the packet fabric's actions (a head
 /// ready, an arbitration) are due at the current time, when every other lane already holds later
 /// actions, so best fit sent them all to the heap. The now lane only ever holds actions of one
-/// time (it is empty before time moves on), so it stays sorted too.
+/// time (it is empty before time moves on), so it stays sorted too. And it comes after every
+/// other action of its time: those were pushed before that time was the current one, so their
+/// sequence numbers are smaller. Popping therefore compares the now lane's time with the cached
+/// earliest time of the rest, and only a pop from the rest scans the lanes.
 template <class Item>
 class EventHeap {
 public:
@@ -98,6 +101,7 @@ public:
             }
             if (best) best->push_back(e);
             else m_heap.push(e);
+            if (at_ps < m_rest_ps) m_rest_ps = at_ps;
         }
         ++m_size;
         if (earliest) m_client.wake_at(at_ps);  // new earliest: have the module run for it
@@ -106,21 +110,26 @@ public:
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
         if (m_next_ps > now) return false;
-        // The smallest (time, sequence) of the lane fronts and the heap top; the now lane first,
-        // since it holds the earliest time whenever it is not empty.
-        Lane* first = m_now.empty() ? nullptr : &m_now;
-        for (Lane& lane : m_lanes)
-            if (!lane.empty() && (!first || before(lane.front(), first->front()))) first = &lane;
-        if (first && (m_heap.empty() || before(first->front(), m_heap.top()))) {
-            out = first->front().item;
-            first->pop_front();
+        if (!m_now.empty() && m_now.front().at_ps < m_rest_ps) {  // ties go to the rest (see above)
+            out = m_now.front().item;
+            m_now.pop_front();
         } else {
-            out = m_heap.top().item;
-            m_heap.pop();
+            // The smallest (time, sequence) of the lane fronts and the heap top.
+            Lane* first = nullptr;
+            for (Lane& lane : m_lanes)
+                if (!lane.empty() && (!first || before(lane.front(), first->front()))) first = &lane;
+            if (first && (m_heap.empty() || before(first->front(), m_heap.top()))) {
+                out = first->front().item;
+                first->pop_front();
+            } else {
+                out = m_heap.top().item;
+                m_heap.pop();
+            }
+            m_rest_ps = rest_time();
         }
         --m_size;
         ++m_processed;
-        m_next_ps = next_time();
+        m_next_ps = m_now.empty() ? m_rest_ps : std::min(m_now.front().at_ps, m_rest_ps);
         return true;
     }
 
@@ -158,9 +167,8 @@ private:
         using Key = unsigned __int128;
         return ((Key(a.at_ps) << 64) | a.seq) < ((Key(b.at_ps) << 64) | b.seq);
     }
-    /// The earliest pending time, kNone when empty.
-    std::uint64_t next_time() const {
-        if (!m_now.empty()) return m_now.front().at_ps;  // nothing is pending before now
+    /// The earliest time in the lanes and the heap (not the now lane), kNone when they are empty.
+    std::uint64_t rest_time() const {
         std::uint64_t t = m_heap.empty() ? kNone : m_heap.top().at_ps;
         for (const Lane& lane : m_lanes)
             if (!lane.empty()) t = std::min(t, lane.front().at_ps);
@@ -168,6 +176,7 @@ private:
     }
     CalendarClient m_client;
     std::uint64_t m_next_ps = kNone;  ///< the earliest pending time (cached: every push compares with it)
+    std::uint64_t m_rest_ps = kNone;  ///< the earliest time in the lanes and the heap
     Lane m_now;                       ///< actions due at one time, the current one when they were pushed
     Lane m_lanes[kLanes];
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
