@@ -5,8 +5,9 @@ Issue 17's model figures: transactions/s of the ideal fabric's 64-GPU all-to-all
 and the cost per transaction of the neighbour exchange from 8 to 1,024 GPUs. Each figure is measured for
 both builds in alternation, `--repeat` times, and reported as a range, because the machine is shared.
 
-Run: .venv/bin/python bench/models_bench.py --baseline OLD_BUILD_DIR [--repeat 3]
-(OLD_BUILD_DIR: a CMake build of the baseline revision holding libeidola_tlm.so.)
+Run: .venv/bin/python bench/models_bench.py --baseline OLD_BUILD_DIR [--baseline-bridge OLD_BRIDGE] [--repeat 3]
+(OLD_BUILD_DIR: a CMake build of the baseline revision holding libeidola_tlm.so; OLD_BRIDGE: that
+revision's bridge/ folder, when the Python side changed too. By default both use this tree's bridge.)
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def ceiling_at(binary: Path) -> float:
     return float(r["count"]) / float(r["seconds"])
 
 
-def models(native_dir: Path) -> dict[str, float]:
-    env = {**os.environ, "EIDOLA_NATIVE_DIR": str(native_dir), "PYTHONPATH": str(ROOT / "bridge")}
+def models(native_dir: Path, bridge: Path) -> dict[str, float]:
+    env = {**os.environ, "EIDOLA_NATIVE_DIR": str(native_dir), "PYTHONPATH": str(bridge)}
     out = subprocess.run([sys.executable, "-c", CHILD, str(ROOT)], check=True, capture_output=True, text=True,
                          env=env).stdout
     result: dict[str, float] = json.loads(out.strip().splitlines()[-1])
@@ -65,14 +66,17 @@ def span(values: list[float], fmt: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--baseline", type=Path, required=True, help="build directory of the baseline revision")
+    parser.add_argument("--baseline-bridge", type=Path, default=ROOT / "bridge",
+                        help="the baseline revision's bridge/ folder (default: this tree's)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    builds = {"baseline": args.baseline.resolve(), "this build": ROOT / "build" / "cpp"}
+    builds = {"baseline": (args.baseline.resolve(), args.baseline_bridge.resolve()),
+              "this build": (ROOT / "build" / "cpp", ROOT / "bridge")}
     rows: dict[str, dict[str, list[float]]] = {name: {} for name in builds}
     for _ in range(args.repeat):
-        for name, native in builds.items():
+        for name, (native, bridge) in builds.items():
             ceiling = ceiling_at(ROOT / "build" / "cpp" / "eidola_ceiling")
-            m = models(native)
+            m = models(native, bridge)
             r = rows[name]
             r.setdefault("ideal64", []).append(m["ideal64"] / ceiling)
             r.setdefault("torus64", []).append(m["torus64"] / ceiling)

@@ -32,8 +32,7 @@ Calendar::Calendar() : m_event("eidola_calendar_event"), m_context(sc_core::sc_g
     sc_core::sc_spawn([this] { run(); }, "eidola_calendar", &options);
 }
 
-std::uint32_t Calendar::bucket_for(std::uint64_t at_ps) {
-    if (at_ps == m_last_ps) return m_last_bucket;
+std::uint32_t Calendar::new_bucket_for(std::uint64_t at_ps) {
     std::uint32_t b;
     auto found = m_bucket_of.find(at_ps);
     if (found != m_bucket_of.end()) {
@@ -57,12 +56,14 @@ std::uint32_t Calendar::bucket_for(std::uint64_t at_ps) {
 }
 
 void Calendar::book(CalendarClient& client, std::uint64_t at_ps) {
-    const std::uint64_t now = now_ps();
+    const std::uint64_t now = m_context->time_stamp().value();
     if (at_ps < now) at_ps = now;
     if (at_ps >= client.m_wake_ps) return;
     client.m_wake_ps = at_ps;
     client.m_wake_seq = m_next_seq;
-    m_buckets[bucket_for(at_ps)].items.push_back(Entry{m_next_seq++, &client});
+    // Bookings come in runs of one time: the last bucket is looked up only when the time changes.
+    const std::uint32_t b = at_ps == m_last_ps ? m_last_bucket : new_bucket_for(at_ps);
+    m_buckets[b].items.push_back(Entry{m_next_seq++, &client});
     if (!m_running && at_ps < m_armed_ps) {  // while running, run() arms on its way out
         m_armed_ps = at_ps;
         m_event.notify(sc_core::sc_time::from_value(at_ps - now));
@@ -72,7 +73,7 @@ void Calendar::book(CalendarClient& client, std::uint64_t at_ps) {
 // One delta cycle: runs the bookings due now that were made before it began; bookings for now
 // made meanwhile go to the next delta cycle.
 void Calendar::run() {
-    const std::uint64_t now = now_ps();
+    const std::uint64_t now = m_context->time_stamp().value();
     const std::uint64_t limit = m_next_seq;
     m_armed_ps = kNever;
     m_running = true;

@@ -59,6 +59,7 @@ void EidolonGpu::on_event() {
         if (m_traffic) m_traffic->start();
     }
     GpuAction a;
+    m_core.running = true;
     while (m_core.actions.pop_due(now, a)) {
         switch (a.kind) {
             case GpuActionKind::Resume: m_engine.resume(a.arg); break;
@@ -83,6 +84,7 @@ void EidolonGpu::on_event() {
         }
     }
     m_initiator.try_issue();
+    m_core.running = false;
     m_core.actions.rearm(now);
 }
 

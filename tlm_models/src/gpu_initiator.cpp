@@ -19,8 +19,7 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
       m_train(config.train),
       m_pool(config.max_payload * config.train),
       m_transfers(config.workgroups),
-      m_unacked(config.workgroups, 0),
-      m_unacked_peers(config.workgroups) {}
+      m_unacked(config.workgroups, 0) {}
 
 void GpuInitiator::start(std::uint32_t w, const Op& op) {
     Transfer& t = m_transfers[w];
@@ -34,32 +33,17 @@ void GpuInitiator::start(std::uint32_t w, const Op& op) {
 }
 
 std::uint32_t GpuInitiator::unacked_to(std::uint32_t w, std::int32_t peer) const {
-    for (const auto& [p, n] : m_unacked_peers[w])
-        if (p == peer) return n;
-    return 0;
+    return m_unacked_peers.get(w, peer);
 }
 
 void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
     m_unacked[w] += packets;
-    for (auto& [p, n] : m_unacked_peers[w])
-        if (p == peer) {
-            n += packets;
-            return;
-        }
-    m_unacked_peers[w].emplace_back(peer, packets);
+    m_unacked_peers.increment(w, peer, packets);
 }
 
 bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
     m_unacked[w] -= packets;
-    auto& peers = m_unacked_peers[w];
-    for (std::size_t i = 0; i < peers.size(); ++i)
-        if (peers[i].first == peer) {
-            if ((peers[i].second -= packets) > 0) return false;
-            peers[i] = peers.back();
-            peers.pop_back();
-            return true;
-        }
-    return false;
+    return m_unacked_peers.decrement(w, peer, packets);
 }
 
 void GpuInitiator::reclaim(std::uint64_t now) {
@@ -221,7 +205,7 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
         if (now) {
             // Handled in place (it only updates state); packetising resumes from the GPU's own process.
             m_request_pending = nullptr;
-            if (!m_issue_queue.empty()) m_core.actions.push(at, {GpuActionKind::Issue, 0});
+            if (!m_issue_queue.empty()) m_core.issue_soon();
         } else {
             m_core.actions.push(at, {GpuActionKind::EndReq, 0});
         }
@@ -266,7 +250,7 @@ void GpuInitiator::response_arrived(Packet* p) {
         return;
     }
     m_core.actions.push(last, {GpuActionKind::TrainDone, 0, p});
-    if (!m_issue_queue.empty()) m_core.actions.push(now, {GpuActionKind::Issue, 0});
+    if (!m_issue_queue.empty()) m_core.issue_soon();
 }
 
 void GpuInitiator::train_done(Packet* p) {
@@ -283,7 +267,7 @@ void GpuInitiator::acknowledged(Packet* p) {
     const bool drained = !read && (count_acknowledged(w, p->peer, p->packets) || m_unacked[w] == 0);
     p->release();
     if (resumes && --t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
-    else if (!m_issue_queue.empty()) m_core.actions.push(now_ps(), {GpuActionKind::Issue, 0});  // a slot freed
+    else if (!m_issue_queue.empty()) m_core.issue_soon();  // a slot freed
     // Acknowledgements can arrive outside the GPU's own process: the engine reacts in an action.
     if (drained && m_engine.awaits_drain(w)) m_core.actions.push(now_ps(), {GpuActionKind::Drained, w});
 }

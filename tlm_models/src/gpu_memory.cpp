@@ -4,13 +4,14 @@
 #include <cstring>
 
 #include "eidola/atomic_extension.h"
+#include "eidola/round_ps.h"
 #include "eidola/train_extension.h"
 
 namespace eidola {
 
 std::uint64_t GpuMemory::schedule(std::uint64_t arrival_ps, std::uint64_t nbytes) {
     std::uint64_t start = arrival_ps > m_free_at_ps ? arrival_ps : m_free_at_ps;
-    m_free_at_ps = start + static_cast<std::uint64_t>(std::llround(double(nbytes) * m_ps_per_byte));
+    m_free_at_ps = start + round_ps(double(nbytes) * m_ps_per_byte);
     return m_free_at_ps + m_latency_ps;
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "eidola/packet_fabric.h"
+#include "eidola/round_ps.h"
 #include "eidola/train_extension.h"
 
 namespace eidola {
@@ -19,7 +20,7 @@ inline constexpr std::size_t kHistBuckets = 8 * 64 + 1;  // eighth-octave bucket
 
 /// Picoseconds to send `bytes` at `bytes_per_s`.
 inline std::uint64_t ser_ps(double bytes, double bytes_per_s) {
-    return std::uint64_t(std::llround(bytes * 1e12 / bytes_per_s));
+    return round_ps(bytes * 1e12 / bytes_per_s);
 }
 
 /// A packet in the fabric: one TLM transaction's request or response.

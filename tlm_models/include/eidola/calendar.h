@@ -79,7 +79,8 @@ private:
             return a.first > b.first;
         }
     };
-    std::uint32_t bucket_for(std::uint64_t at_ps);
+    /// The bucket of `at_ps` when it is not the last one booked (found or made).
+    std::uint32_t new_bucket_for(std::uint64_t at_ps);
     void release_front();
 
     sc_core::sc_event m_event;

@@ -53,6 +53,15 @@ struct GpuCore {
     const sc_core::sc_object& owner;      ///< the EidolonGpu, for names in reports
     const ErrorReporter& reporter;        ///< where the parts report failures
 
+    bool running = false;                 ///< EidolonGpu::on_event is draining the actions
+
+    /// Has the GPU run its issue loop at the current time (see EventHeap::wake_now). Why not
+    /// always an Issue action: responses and END_REQs mostly arrive from the fabric's process,
+    /// and there the action was only stored, popped and dropped.
+    void issue_soon() {
+        if (running) actions.push(now_ps(), {GpuActionKind::Issue, 0});
+        else actions.wake_now();
+    }
     /// Reports a model error (it stops the run).
     void fail(const std::string& what) const { reporter.errors().report(ErrorKind::ModelError, what); }
     /// The owner's hierarchical name.

@@ -16,6 +16,7 @@
 #include <tlm>
 
 #include "eidola/gpu_core.h"
+#include "eidola/peer_counts.h"
 #include "eidola/program.h"
 
 namespace eidola {
@@ -115,8 +116,7 @@ private:
     PacketPool m_pool;
     std::vector<Transfer> m_transfers;          // per workgroup
     std::vector<std::uint32_t> m_unacked;       // per workgroup: writes and signals not yet acknowledged
-    // per workgroup: (peer, unacknowledged writes to it); short, so a scan beats a map
-    std::vector<std::vector<std::pair<std::int32_t, std::uint32_t>>> m_unacked_peers;
+    PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged
     std::deque<std::uint32_t> m_issue_queue;    // workgroups with bytes to packetise, round robin
     Packet* m_request_pending = nullptr;        // BEGIN_REQ sent, END_REQ not yet seen
     std::uint32_t m_outstanding = 0;

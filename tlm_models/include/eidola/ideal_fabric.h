@@ -66,7 +66,7 @@ private:
 
     std::uint64_t m_latency_ps;
     // Per port: is a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
-    std::vector<bool> m_request_busy, m_response_busy;
+    std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_request_queue, m_response_queue;
     PointerMap m_source;  // transaction -> its upstream port
     struct PairCount {
