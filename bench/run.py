@@ -40,15 +40,24 @@ def _ceiling_binary() -> Path:
     return build / "eidola_ceiling"
 
 
+REPEATS = 3  # every timed run here is the best of this many: the machine's noise only ever slows a run
+
+
 def kernel_ceiling() -> dict:
-    """Timed wait() events/s and AT 4-phase transactions/s of bare SystemC modules."""
+    """Timed wait() events/s and AT 4-phase transactions/s of bare SystemC modules (best of REPEATS)."""
     env = {**os.environ, "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE": "1"}
-    out = {}
+    out: dict = {}
     for mode, count in (("waits", 4_000_000), ("at", 2_000_000)):
-        r = json.loads(subprocess.run([_ceiling_binary(), mode, str(count)], check=True, capture_output=True,
-                                      text=True, env=env).stdout)
-        out[mode] = r["count"] / r["seconds"]
+        for _ in range(REPEATS):
+            r = json.loads(subprocess.run([_ceiling_binary(), mode, str(count)], check=True, capture_output=True,
+                                          text=True, env=env).stdout)
+            out[mode] = max(out.get(mode, 0.0), r["count"] / r["seconds"])
     return out
+
+
+def _fastest(plat: eidola.Platform, prof) -> eidola.Result:
+    """The run with the shortest simulation time of REPEATS (the results are identical, the times not)."""
+    return min((eidola.simulate(plat, prof) for _ in range(REPEATS)), key=lambda r: r.meta["simulate_s"])
 
 
 def _ideal(gpus: int, workgroups: int) -> eidola.Platform:
@@ -67,7 +76,7 @@ def throughput(ceiling: dict, sizes) -> list[str]:
             f"Kernel ceiling measured in this run: {ceiling['waits'] / 1e6:.2f} M timed waits/s, "
             f"{ceiling['at'] / 1e6:.2f} M AT 4-phase transactions/s (bench/ceiling.cpp).", "",
             "Fabric transactions (GPU packets) per second of simulation (elaboration excluded); packet-hops "
-            "per second on the packet fabric (a 2D torus).", "",
+            f"per second on the packet fabric (a 2D torus). Ceiling and runs: best of {REPEATS}.", "",
             "| workload | GPUs | fabric | transactions | sim s | transactions/s | of AT ceiling | packet-hops/s | of AT ceiling |",
             "|---|---|---|---|---|---|---|---|---|"]
     for name, make in (("all-to-all 64 KiB/GPU", lambda p: all_to_all(gpus=p, nbytes=64 * 1024 // p * p, mode="syncmon")),
@@ -79,7 +88,7 @@ def throughput(ceiling: dict, sizes) -> list[str]:
             # packet fabric that is ~10^8 packet-hops, minutes of simulation, so it stops at 256 there.
             fabrics = [("ideal", _ideal(p, 1))] + ([("packet", _packet(p, 1))] if p <= 256 else [])
             for fabric, plat in fabrics:
-                res = eidola.simulate(plat, prof)
+                res = _fastest(plat, prof)
                 tx = int(res.gpus["packets_sent"].sum())
                 sim = res.meta["simulate_s"]
                 hops = int(res.links["packets"].sum()) if fabric == "packet" else 0
@@ -92,13 +101,13 @@ def throughput(ceiling: dict, sizes) -> list[str]:
 def scaling(sizes) -> tuple[list[str], list]:
     rows = ["## Scaling at fixed traffic per GPU", "",
             "Neighbour exchange, 4 neighbours, 512 KiB and 4 workgroups per GPU, ideal fabric. Normalised to the "
-            "smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs).", "",
+            "smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs). Each run: best of " + str(REPEATS) + ".", "",
             "| GPUs | transactions | sim s | ns per transaction | cost/transaction vs smallest | wall s (child) | "
             "private memory MiB | memory vs smallest |", "|---|---|---|---|---|---|---|---|"]
     points = []
     for p in sizes:
         prof = neighbor_exchange(gpus=p, nbytes=512 << 10, neighbors=4, workgroups=4)
-        res = eidola.simulate(_ideal(p, 4), prof)
+        res = _fastest(_ideal(p, 4), prof)
         tx = int(res.gpus["packets_sent"].sum())
         points.append((p, tx, res.meta["simulate_s"], res.wall_s, res.meta["child_private_kb"] / 1024))
     base = points[0]

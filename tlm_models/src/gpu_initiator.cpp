@@ -259,7 +259,7 @@ void GpuInitiator::train_done(Packet* p) {
     acknowledged(p);
 }
 
-void GpuInitiator::acknowledged(Packet* p) {
+[[gnu::always_inline]] inline void GpuInitiator::acknowledged(Packet* p) {
     const std::uint32_t w = p->wg;
     Transfer& t = m_transfers[w];
     const bool read = p->is_read();

@@ -229,6 +229,12 @@ void PacketFabric::on_event() {
     m_actions.rearm(now);
 }
 
+bool PacketFabric::whole_train(const Packet& p, std::int64_t first_link) const {
+    if (first_link < 0) return true;  // to the GPU itself
+    const TopoLink& link = m_topology->links()[std::size_t(first_link)];
+    return link.dst == p.dst_gpu && credits_needed(link.header + std::min(p.payload, p.packet_bytes)) <= m_capacity;
+}
+
 std::uint32_t PacketFabric::new_packet() {
     if (m_free_packets.empty()) {
         m_packets.emplace_back();
@@ -249,7 +255,8 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     // The virtual output queues share one buffer of depth x outputs: one slow port cannot stall the
     // GPU's single request channel (END_REQ) while other ports have room. A fifo port holds depth
     // packets per class.
-    const std::uint32_t packets = train_packets(*trans);  // a train fills the space of its packets
+    const TrainExtension* train = trans->get_extension<TrainExtension>();
+    const std::uint32_t packets = train ? train->packets : 1;  // a train fills the space of its packets
     if (in.class_held[cls] >= m_inject_depth * in.per_class) return false;
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
@@ -262,7 +269,10 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.trans = trans;
     p.cls = cls;
     p.train = packets;
-    if (const TrainExtension* train = trans->get_extension<TrainExtension>()) p.packet_bytes = train->packet_bytes;
+    if (train) {
+        p.packet_bytes = train->packet_bytes;
+        m_trains = true;
+    }
     const std::uint32_t len = trans->get_data_length();
     if (cls == 0) {
         p.src_gpu = gpu;
@@ -285,11 +295,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     // and torus collectives, so there a train goes on as its packets, and is handed to its GPU
     // when the last of them is in.
     // Nor is a train of packets that do not fit a buffer: a worm's stop-and-go is per packet.
-    const std::int64_t first_link = m_outputs[out].link;
-    const bool one_hop = first_link < 0 || m_topology->links()[std::size_t(first_link)].dst == p.dst_gpu;
-    const bool fits = first_link < 0 || credits_needed(m_topology->links()[std::size_t(first_link)].header +
-                                                       std::min(p.payload, p.packet_bytes)) <= m_capacity;
-    if (packets > 1 && !(one_hop && fits)) {
+    if (packets > 1 && !whole_train(p, m_outputs[out].link)) {
         p.piece = true;
         while (m_packets[id].train > 1) {
             const std::uint32_t piece = new_packet();  // m_packets may move
@@ -371,8 +377,9 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         pair.bytes += p.payload;
         pair.packets += p.train;
         // A train is delivered with its first packet; the others follow one spacing apart.
-        const double latency = double(now - p.injected_ps), spread = double(p.train - 1) * double(p.spacing_ps);
-        pair.latency_sum_ps += p.train * (latency + 0.5 * spread);
+        const double latency = double(now - p.injected_ps);
+        const double spread = p.train == 1 ? 0.0 : double(p.train - 1) * double(p.spacing_ps);
+        pair.latency_sum_ps += p.train == 1 ? latency : p.train * (latency + 0.5 * spread);
         pair.latency_max_ps = std::max(pair.latency_max_ps, latency + spread);
     }
     if (p.piece) {  // a split train reaches its GPU with its last piece

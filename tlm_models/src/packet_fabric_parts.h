@@ -160,4 +160,26 @@ struct PacketFabric::Hop {
     std::uint64_t packet_ser = 0;    // a train: serialisation of one of its packets
 };
 
+// Inline: they run for every packet at every hop.
+inline std::uint32_t PacketFabric::credits_needed(std::uint32_t wire) const {
+    if (!m_credit_bytes) return 1;
+    return std::max<std::uint32_t>(1, (wire + m_flit - 1) / m_flit);
+}
+
+// A packet's wire bytes on a hop whose per-packet overhead is `header`: a train pays it per packet.
+inline std::uint32_t PacketFabric::wire_bytes(const Packet& p, std::uint32_t header) const {
+    return p.train * (p.ack && m_ack_bytes ? m_ack_bytes : header) + p.payload;
+}
+
+// The credits a packet must find free to start. A train needs those of all its packets, but one
+// longer than the buffer streams through it as its packets would, each waiting for room for
+// itself: it takes the credits of as many packets as fit, and hop() paces it by their round trip.
+inline std::uint32_t PacketFabric::train_credits(const Packet& p, std::uint32_t wire) const {
+    if (p.train == 1) return credits_needed(wire);
+    const std::uint32_t each = credits_needed((wire + p.train - 1) / p.train);
+    const std::uint64_t all = std::uint64_t(each) * p.train;
+    if (all <= m_capacity || each > m_capacity) return std::uint32_t(std::min<std::uint64_t>(all, 1u << 31));
+    return m_capacity / each * each;
+}
+
 }  // namespace eidola

@@ -64,7 +64,8 @@ void PacketFabric::schedule_arbitration(std::uint32_t output, std::uint64_t at) 
 
 void PacketFabric::arbitrate(std::uint32_t output) {
     if (m_outputs[output].link < 0) arbitrate_ejection(output);
-    else arbitrate_link(output);
+    else if (m_trains) arbitrate_link<true>(output);
+    else arbitrate_link<false>(output);
 }
 
 // `each`: the credits of one of its packets, if it is a train. A train may start with room for its
@@ -122,6 +123,9 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t f
     return coming;
 }
 
+// kTrains: a train has been injected. Without, the train-only steps compile away: a per-packet
+// run pays nothing for them.
+template <bool kTrains>
 void PacketFabric::arbitrate_link(std::uint32_t output) {
     Output& o = m_outputs[output];
     const std::uint32_t link_index = std::uint32_t(o.link);
@@ -137,7 +141,11 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         LaneTrain* inside = nullptr;
         if (*lane > now) {
             LaneTrain& t = o.lane_train[std::size_t(lane - o.lane_free.begin())];
-            if (t.packet_ser && t.end == *lane) {
+            if (!kTrains || t.packet_ser == 0) {  // the usual case: a packet, not a train, holds the lane
+                schedule_arbitration(output, *lane);
+                return;
+            }
+            if (t.end == *lane) {
                 start = now <= t.start ? t.start : t.start + (now - t.start + t.packet_ser - 1) / t.packet_ser * t.packet_ser;
                 if (start < t.end) inside = &t;
             }
@@ -158,11 +166,11 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
                 continue;
             }
             const Packet& p = m_packets[in.vcs[it->second].front()];
-            if (inside && !p.ack) continue;
+            if (kTrains && inside && !p.ack) continue;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            wire = wire_bytes(p, link.header);
-            units = train_credits(p, wire);
-            each = p.train > 1 ? credits_needed((wire + p.train - 1) / p.train) : units;
+            wire = kTrains ? wire_bytes(p, link.header) : (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
+            units = kTrains ? train_credits(p, wire) : credits_needed(wire);
+            each = kTrains && p.train > 1 ? credits_needed((wire + p.train - 1) / p.train) : units;
             next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
                                   retry_at, each, credits_at);
             if (next_vc >= 0) {
@@ -183,7 +191,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         const std::uint32_t id = in.vcs[vc].front();
         const std::uint32_t next_out = route(link.dst, m_packets[id], true);
         Hop h = hop(m_packets[id], start, wire, link.bytes_per_s, link.latency_ps);
-        if (credits_at > h.end - h.packet_ser) {  // its last packet waits for its credits
+        if (kTrains && credits_at > h.end - h.packet_ser) {  // its last packet waits for its credits
             h.end = credits_at + h.packet_ser;
             h.spacing = std::max(h.spacing, (h.end - start) / m_packets[id].train);
         }
@@ -192,15 +200,17 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         const Hop x = in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s
                           ? hop(m_packets[id], start, wire, in.bytes_per_s, 0, false) : h;
         if (in.speedup_one) in.busy_until = x.end;
-        LaneTrain& lane_train = o.lane_train[std::size_t(lane - o.lane_free.begin())];
-        if (inside) {  // the rest of the train moves back by the acknowledgement
+        if (!kTrains) {
+            *lane = h.end;
+        } else if (inside) {  // the rest of the train moves back by the acknowledgement
             *lane += h.ser;
             inside->start += h.ser;
             inside->end += h.ser;
         } else {
             *lane = h.end;
-            lane_train = m_packets[id].train > 1 && m_packets[id].cls == 0 ? LaneTrain{start, h.end, h.packet_ser}
-                                                                          : LaneTrain{};
+            LaneTrain& lane_train = o.lane_train[std::size_t(lane - o.lane_free.begin())];
+            if (m_packets[id].train > 1 && m_packets[id].cls == 0) lane_train = LaneTrain{start, h.end, h.packet_ser};
+            else if (lane_train.packet_ser) lane_train = LaneTrain{};
         }
         pop_head(input, vc, x.end - x.last_flit, h.spacing);  // may inject a blocked packet: m_packets may move
         Packet& p = m_packets[id];
@@ -209,7 +219,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         p.crossed = std::uint8_t(bit);
         p.units = units;
         p.tail_ps = h.end + link.latency_ps + m_switch_latency_ps;
-        if (p.train > 1) {
+        if (kTrains && p.train > 1) {
             p.spacing_ps = std::max(p.spacing_ps, h.spacing);
             p.first_in_ps = start + h.packet_ser + link.latency_ps + m_switch_latency_ps;
         }

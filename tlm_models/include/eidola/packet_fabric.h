@@ -207,9 +207,11 @@ private:
     void head_ready(std::uint32_t input, std::uint32_t vc);
     void schedule_arbitration(std::uint32_t output, std::uint64_t at);
     void arbitrate(std::uint32_t output);
+    template <bool kTrains>
     void arbitrate_link(std::uint32_t output);
     bool acknowledgement_waiting(const Output& o) const;
     std::uint32_t new_packet();
+    bool whole_train(const Packet& p, std::int64_t first_link) const;
     void arbitrate_ejection(std::uint32_t output);
     std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
                              std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
@@ -260,6 +262,7 @@ private:
     std::uint64_t m_last_progress_ps = 0;
     bool m_watching = false;
     bool m_reported_buffer = false;  // the too-small-buffer error is reported once
+    bool m_trains = false;           // a train (train_extension.h) has been injected
 
     EventHeap<Action> m_actions;
 };
