@@ -134,3 +134,6 @@ def test_large_message_all_reduce_is_within_one_percent_of_per_packet():
 def test_train_length_is_checked(write_platform):
     with pytest.raises(eidola.ConfigError, match="train"):
         eidola.load_platform(_platform(write_platform), {"gpus.train": 0})
+    # 4,096 packets of 512 KiB would be a 2 GiB transaction: refused before the model allocates it.
+    with pytest.raises(eidola.ConfigError, match=r"gpus.train \(4096\) x gpus.max_payload \(524288 B\)"):
+        eidola.load_platform(_platform(write_platform), {"gpus.train": 4096, "gpus.max_payload": "512KiB"})

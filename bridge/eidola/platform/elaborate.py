@@ -148,6 +148,17 @@ def _check_bindings(platform: Platform, values: dict[str, dict[str, Any]]) -> li
     return specs
 
 
+_TRAIN_BYTES = 1 << 30  # a GPU's data area holds one train: the largest max_payload allows
+
+
+def _check_train(name: str, values: dict[str, Any]) -> None:
+    """A train of `train` packets of `max_payload` must fit the GPU's data area (else the model cannot allocate it)."""
+    train, payload = int(values.get("train", 1)), int(values.get("max_payload", 0))
+    if train * payload > _TRAIN_BYTES:
+        raise ConfigError(f"GPU {name!r}: gpus.train ({train}) x gpus.max_payload ({payload} B) = {train * payload} "
+                          f"bytes; a train may carry at most {_TRAIN_BYTES} bytes (lower gpus.train)")
+
+
 def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict[str, Any]]) -> list[GpuSlot]:
     """Each GPU owns one window of the address map: ids unique and inside the map."""
     owner: dict[int, str] = {}
@@ -161,6 +172,7 @@ def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dic
             raise ConfigError(f"GPU {g.name!r} has id {i}, outside the address map's {len(gpus)} windows "
                               f"(ids 0..{len(gpus) - 1})")
         owner[i] = g.name
+        _check_train(g.name, v)
         slots.append(GpuSlot(i, g.name, g.spec.replays_profile, int(v.get("workgroups", 0)),
                              float(v.get("clock", 0.0))))
     if gpus and platform.base() + len(gpus) * platform.stride() > 2 ** 64:
