@@ -112,7 +112,8 @@ void GpuInitiator::try_issue() {
         // all of it, and it waits for slots for all of it), so it is kept to a small share of its
         // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
         std::uint32_t packets = 1;
-        if (m_train > 1 && kind != OpKind::Signal) {
+        const bool refused = std::size_t(op.peer) < m_no_trains.size() && m_no_trains[std::size_t(op.peer)];
+        if (m_train > 1 && kind != OpKind::Signal && !refused) {
             const std::uint64_t whole = (t.left + m_max_payload - 1) / m_max_payload;
             const std::uint64_t share = (op.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
             packets = std::uint32_t(std::max<std::uint64_t>(
@@ -150,6 +151,13 @@ void GpuInitiator::try_issue() {
             std::memcpy(p->word, &op.value, 8);  // a target ignoring the extension sees a write of the operand
             p->set_extension(&p->atomic);
         }
+        if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
+            if (m_no_trains.size() <= std::size_t(op.peer)) m_no_trains.resize(std::size_t(op.peer) + 1, false);
+            m_no_trains[std::size_t(op.peer)] = true;
+            p->release();
+            m_issue_queue.push_front(w);
+            continue;
+        }
         if (kind != OpKind::Read) m_bytes_sent += n;
         t.offset += n;
         t.left -= n;
@@ -158,14 +166,14 @@ void GpuInitiator::try_issue() {
         m_engine.count_packets(w, packets);
         const bool issued_all = t.left == 0;
         if (!issued_all) m_issue_queue.push_back(w);
-        send(p);
         // Posted: issued is done. The workgroup goes on at once rather than through an action: this
         // runs inside the GPU's own process, and its next op may queue more packets for this loop.
         if (issued_all && !t.blocking) m_engine.resume(w);
     }
 }
 
-void GpuInitiator::send(Packet* p) {
+// Returns false, with nothing sent, if a train was refused at once with TLM_BURST_ERROR_RESPONSE.
+bool GpuInitiator::send(Packet* p) {
     EventHeap<GpuAction>& actions = m_core.actions;
     if (m_outstanding == 0 && !m_watching) {
         m_watching = true;
@@ -179,21 +187,27 @@ void GpuInitiator::send(Packet* p) {
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     const std::uint64_t now = now_ps();
     switch (m_socket->nb_transport_fw(*p, phase, delay)) {
-        case tlm::TLM_ACCEPTED: return;  // END_REQ will come on the backward path
+        case tlm::TLM_ACCEPTED: return true;  // END_REQ will come on the backward path
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
                 if (delay == sc_core::SC_ZERO_TIME) m_request_pending = nullptr;
                 else actions.push(now + delay.value(), {GpuActionKind::EndReq, 0});
-                return;
+                return true;
             }
             if (phase == tlm::BEGIN_RESP) break;
             m_core.fail(m_core.name() + ".initiator: nb_transport_fw returned TLM_UPDATED with an illegal phase");
-            return;
+            return true;
         case tlm::TLM_COMPLETED: break;
     }
-    // The target answered at once: request and response both done.
     m_request_pending = nullptr;
+    if (p->packets > 1 && p->get_response_status() == tlm::TLM_BURST_ERROR_RESPONSE) {
+        m_outstanding -= p->packets;
+        m_packets_sent -= p->packets;
+        return false;
+    }
+    // The target answered at once: request and response both done.
     actions.push(now + delay.value(), {GpuActionKind::Response, 0, p});
+    return true;
 }
 
 tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,

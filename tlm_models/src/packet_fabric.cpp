@@ -150,6 +150,10 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
             t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
+        if (!carries_train(gpu, std::uint32_t(dst), t)) {
+            t.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);  // the sender goes packet by packet instead
+            return tlm::TLM_COMPLETED;
+        }
         m_source.set(&t, gpu);
         if (inject(gpu, &t, 0)) {
             phase = tlm::END_REQ;
@@ -229,10 +233,50 @@ void PacketFabric::on_event() {
     m_actions.rearm(now);
 }
 
-bool PacketFabric::whole_train(const Packet& p, std::int64_t first_link) const {
+// Whether a request train from `gpu` to `dst` can go whole (its path is one link the packets fit);
+// one that cannot is refused with TLM_BURST_ERROR_RESPONSE, so its sender can send packets.
+bool PacketFabric::carries_train(std::uint32_t gpu, std::uint32_t dst, const tlm::tlm_generic_payload& t) {
+    const TrainExtension* train = t.get_extension<TrainExtension>();
+    if (!train || train->packets < 2) return true;
+    Packet probe;
+    probe.dst_gpu = dst;
+    probe.payload = t.is_write() ? t.get_data_length() : 0;
+    probe.packet_bytes = train->packet_bytes;
+    return whole_train(probe, m_outputs[route(gpu, probe, false)].link);
+}
+
+// A train goes whole only over a link that carries nothing but its GPU's own traffic, in a fabric
+// of GPUs alone: one hop to its destination, from a GPU that forwards no one else's packets (as in
+// a fully connected node; on rings, meshes and tori GPUs are routers too, and transit flows would
+// interleave per packet). With switches in the fabric (hierarchical), the GPUs' trains were measured
+// 15% off even on their direct links, so there every train goes as packets.
+bool PacketFabric::whole_train(const Packet& p, std::int64_t first_link) {
     if (first_link < 0) return true;  // to the GPU itself
     const TopoLink& link = m_topology->links()[std::size_t(first_link)];
-    return link.dst == p.dst_gpu && credits_needed(link.header + std::min(p.payload, p.packet_bytes)) <= m_capacity;
+    if (link.dst != p.dst_gpu || credits_needed(link.header + std::min(p.payload, p.packet_bytes)) > m_capacity)
+        return false;
+    if (m_topology->nodes() != m_topology->gpus()) return false;
+    if (m_forwards.empty()) find_forwarding_gpus();
+    return !m_forwards[link.src];
+}
+
+// Marks every node some route passes through (not starting or ending there), following each
+// route's first choice and counting the other equal-cost choices as passed through too. Once, on
+// the first train: it walks every GPU pair's route.
+void PacketFabric::find_forwarding_gpus() {
+    const Topology& topo = *m_topology;
+    m_forwards.assign(topo.nodes(), false);
+    for (std::uint32_t src = 0; src < topo.gpus(); ++src)
+        for (std::uint32_t dst = 0; dst < topo.gpus(); ++dst) {
+            std::uint32_t node = src, n = 0;
+            while (node != dst) {
+                const std::uint32_t* choices = topo.next(node, dst, n);
+                if (n == 0) break;
+                for (std::uint32_t k = 0; k < n; ++k)
+                    if (topo.links()[choices[k]].dst != dst) m_forwards[topo.links()[choices[k]].dst] = true;
+                node = topo.links()[choices[0]].dst;
+            }
+        }
 }
 
 std::uint32_t PacketFabric::new_packet() {
@@ -290,11 +334,9 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.first_in_ps = p.injected_ps;
     p.units = packets;
     p.out = out;
-    // Trains are carried whole only over a GPU's own link to its peer. Through routers, where the
-    // flows of many GPUs meet, contention resolved per train was measured up to 25% off on switch
-    // and torus collectives, so there a train goes on as its packets, and is handed to its GPU
-    // when the last of them is in.
-    // Nor is a train of packets that do not fit a buffer: a worm's stop-and-go is per packet.
+    // A request train that cannot go whole was refused in request(); a response train (its
+    // acknowledgements, or read data) has no one to refuse it, so where its way back is not a
+    // train's (see whole_train) it goes on as its packets, handed to the GPU with the last.
     if (packets > 1 && !whole_train(p, m_outputs[out].link)) {
         p.piece = true;
         while (m_packets[id].train > 1) {

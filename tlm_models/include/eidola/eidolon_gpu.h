@@ -51,7 +51,8 @@ struct EidolonGpuParams : ParamGroup {
     IntParam train{*this, "train", 1,
                    "most packets of one write or read issued as a single transaction (a train, timed as its packets; "
                    "docs/fabrics.md): 1 simulates every packet; a train is kept to 1/16 of its transfer and 1/128 "
-                   "of max_outstanding, and the packet fabric splits it where flows meet at a router",
+                   "of max_outstanding; a fabric that cannot carry it whole refuses it (burst error) and that peer "
+                   "gets packets",
                    1, 1 << 16};
     /// Memory latency.
     TimeParam memory_latency{*this, "memory.latency", 300e-9, "latency of an access to this GPU's memory", 0, 1.0};

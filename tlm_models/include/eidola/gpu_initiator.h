@@ -85,7 +85,7 @@ private:
     void count_issued(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
     /// Returns whether the count of writes to `peer` reached zero.
     bool count_acknowledged(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
-    void send(Packet* packet);
+    bool send(Packet* packet);
     /// Completes a response: acknowledgement counts, blocking transfers, drained releases.
     void acknowledged(Packet* packet);
     /// Frees the slots of trains' acknowledgements due by now.
@@ -117,6 +117,7 @@ private:
     std::vector<Transfer> m_transfers;          // per workgroup
     std::vector<std::uint32_t> m_unacked;       // per workgroup: writes and signals not yet acknowledged
     PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged
+    std::vector<bool> m_no_trains;              // per peer: the fabric refused a train to it (burst error)
     std::deque<std::uint32_t> m_issue_queue;    // workgroups with bytes to packetise, round robin
     Packet* m_request_pending = nullptr;        // BEGIN_REQ sent, END_REQ not yet seen
     std::uint32_t m_outstanding = 0;

@@ -211,7 +211,9 @@ private:
     void arbitrate_link(std::uint32_t output);
     bool acknowledgement_waiting(const Output& o) const;
     std::uint32_t new_packet();
-    bool whole_train(const Packet& p, std::int64_t first_link) const;
+    bool whole_train(const Packet& p, std::int64_t first_link);
+    void find_forwarding_gpus();
+    bool carries_train(std::uint32_t gpu, std::uint32_t dst, const tlm::tlm_generic_payload& t);
     void arbitrate_ejection(std::uint32_t output);
     std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
                              std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
@@ -263,6 +265,7 @@ private:
     bool m_watching = false;
     bool m_reported_buffer = false;  // the too-small-buffer error is reported once
     bool m_trains = false;           // a train (train_extension.h) has been injected
+    std::vector<bool> m_forwards;    // per node: some route passes through it (see whole_train)
 
     EventHeap<Action> m_actions;
 };

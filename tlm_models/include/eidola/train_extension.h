@@ -5,9 +5,10 @@
 // (and times it as one packet); ours charges every packet's header, holds the buffer space of all
 // of them, lets the train's first packet move on before its last, and delivers the train when
 // its first packet is in, with the spacing of the rest (the GPU frees outstanding slots at that
-// pace and completes the train when its last acknowledgement is due).
-// Why an approximation: inside a train, packets of other flows cannot interleave, so contention
-// is resolved at train rather than packet granularity (see docs/fabrics.md, "Packet trains").
+// pace and completes the train when its last acknowledgement is due). Inside a train, packets of
+// other flows cannot interleave, so a fabric carries trains only where no other flow shares the
+// link, and refuses the others at once with TLM_BURST_ERROR_RESPONSE: the GPU then sends that
+// destination packets (see docs/fabrics.md, "Packet trains").
 #pragma once
 
 #include <cstdint>
