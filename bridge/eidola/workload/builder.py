@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 from ..errors import ProfileError
 from .bulk import ProgramSet, program_ids
 from .checks import Invalid, Scope, check_header, check_int
-from .ops import OP_KINDS, REQUIRED, Op, OpKind
+from .ops import OP_KINDS, Op, op_method
 from .profile import Profile
 from .table import ROW, OpTable, Signal, Template, Transfer
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
@@ -174,25 +174,27 @@ class ProgramBuilder:
         # become a ProfileError naming gpu, wg and op index.
         # The hot path of large profiles: a write to a buffer seen before, with plain int arguments,
         # is checked inline (the same bounds as ops._transfer); anything else takes the full check.
-        found = self._transfers.get(("write", buffer, blocking)) if type(buffer) is str and type(blocking) is bool \
-            else None
-        if (found is not None and type(dst) is int and type(offset) is int and type(nbytes) is int
-                and 0 <= dst < self._gpus and offset >= 0 and nbytes >= 1 and offset + nbytes <= found[1]):
-            if not self._rows:
-                self._pending.append(self)
-            self._rows.extend((found[0], dst, offset, nbytes))
+        if type(buffer) is str and type(blocking) is bool and self._fast_transfer(("write", buffer, blocking), dst,
+                                                                                 offset, nbytes):
             return self
         return self._add("write", dst, buffer, offset, nbytes, blocking)
 
     def read(self, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Self:
-        found = self._transfers.get(("read", buffer, None)) if type(buffer) is str else None
-        if (found is not None and type(dst) is int and type(offset) is int and type(nbytes) is int
-                and 0 <= dst < self._gpus and offset >= 0 and nbytes >= 1 and offset + nbytes <= found[1]):
-            if not self._rows:
-                self._pending.append(self)
-            self._rows.extend((found[0], dst, offset, nbytes))
+        if type(buffer) is str and self._fast_transfer(("read", buffer, None), dst, offset, nbytes):
             return self
         return self._add("read", dst, buffer, offset, nbytes)
+
+    def _fast_transfer(self, key: tuple[str, str, bool | None], dst: Any, offset: Any, nbytes: Any) -> bool:
+        """Appends a write or read to a buffer seen before with plain in-bounds ints (the bounds of
+        ops._transfer); False if anything else, for the full check."""
+        found = self._transfers.get(key)
+        if (found is None or type(dst) is not int or type(offset) is not int or type(nbytes) is not int
+                or not 0 <= dst < self._gpus or offset < 0 or nbytes < 1 or offset + nbytes > found[1]):
+            return False
+        if not self._rows:
+            self._pending.append(self)
+        self._rows.extend((found[0], dst, offset, nbytes))
+        return True
 
     def signal(self, dst: Any, flag: Any, op: Any = "add", value: Any = 1, compare: Any = None,
                scope: Any = "workgroup") -> Self:
@@ -249,23 +251,11 @@ class ProgramBuilder:
         def __getattr__(self, kind: str) -> Callable[..., ProgramBuilder]: ...
 
 
-def _op_method(kind: OpKind) -> Callable[..., ProgramBuilder]:
-    """A builder method with the op's real signature (so help() and keyword errors are right), made once."""
-    params = ", ".join(n if d is REQUIRED else f"{n}=_defaults[{n!r}]" for n, d in kind.args)
-    names = "".join(f"{n}, " for n, _ in kind.args)
-    namespace: dict[str, Any] = {"_defaults": dict(kind.args)}
-    exec(f"def {kind.name}(self, {params}):\n    return self._add({kind.name!r}, {names})\n", namespace)
-    method: Callable[..., ProgramBuilder] = namespace[kind.name]
-    method.__doc__ = kind.doc
-    method.__qualname__ = f"ProgramBuilder.{kind.name}"
-    return method
-
-
 for _kind in OP_KINDS.values():
     if _kind.name in ("write", "read", "signal"):  # written out above, with an inline fast path; same signature and doc
         getattr(ProgramBuilder, _kind.name).__doc__ = _kind.doc
         continue
-    setattr(ProgramBuilder, _kind.name, _op_method(_kind))
+    setattr(ProgramBuilder, _kind.name, op_method(_kind, "ProgramBuilder", _kind.doc))
 
 
 class ProfileBuilder:

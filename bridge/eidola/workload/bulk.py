@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from ..errors import ProfileError
 from .checks import I64_MAX, I64_MIN, Invalid, check_int
-from .ops import OP_KINDS, REQUIRED, OpKind
+from .ops import OP_KINDS, op_method
 from .table import ROW
 
 if TYPE_CHECKING:
@@ -220,17 +220,6 @@ class ProgramSet:
         def __getattr__(self, kind: str) -> Callable[..., ProgramSet]: ...
 
 
-def _set_method(kind: OpKind) -> Callable[..., ProgramSet]:
-    """A ProgramSet method with the op's real signature (so help() and keyword errors are right), made once."""
-    params = ", ".join(n if d is REQUIRED else f"{n}=_defaults[{n!r}]" for n, d in kind.args)
-    names = "".join(f"{n}, " for n, _ in kind.args)
-    namespace: dict[str, Any] = {"_defaults": dict(kind.args)}
-    exec(f"def {kind.name}(self, {params}):\n    return self._add({kind.name!r}, {names})\n", namespace)
-    method: Callable[..., ProgramSet] = namespace[kind.name]
-    method.__doc__ = f"{kind.doc} Appended to every program of the set; any argument may be one value per program."
-    method.__qualname__ = f"ProgramSet.{kind.name}"
-    return method
-
-
 for _kind in OP_KINDS.values():
-    setattr(ProgramSet, _kind.name, _set_method(_kind))
+    setattr(ProgramSet, _kind.name, op_method(_kind, "ProgramSet", f"{_kind.doc} Appended to every program of the "
+                                              "set; any argument may be one value per program."))

@@ -186,6 +186,19 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
 )}
 
 
+def op_method(kind: OpKind, owner: str, doc: str) -> Callable[..., Any]:
+    """A method `owner.<kind>` with the op's real signature (so help() and keyword errors are right) that
+    returns `self._add(kind, *args)`; made once per op kind by the builders that generate their op methods."""
+    params = ", ".join(n if d is REQUIRED else f"{n}=_defaults[{n!r}]" for n, d in kind.args)
+    names = "".join(f"{n}, " for n, _ in kind.args)
+    namespace: dict[str, Any] = {"_defaults": dict(kind.args)}
+    exec(f"def {kind.name}(self, {params}):\n    return self._add({kind.name!r}, {names})\n", namespace)
+    method: Callable[..., Any] = namespace[kind.name]
+    method.__doc__ = doc
+    method.__qualname__ = f"{owner}.{kind.name}"
+    return method
+
+
 def explicit_args(op: Op) -> dict[str, Any]:
     """The arguments of `op` that differ from their defaults (what a file needs to write)."""
     out: dict[str, Any] = {}
