@@ -112,8 +112,7 @@ void GpuInitiator::try_issue() {
         // all of it, and it waits for slots for all of it), so it is kept to a small share of its
         // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
         std::uint32_t packets = 1;
-        const bool refused = std::size_t(op.peer) < m_no_trains.size() && m_no_trains[std::size_t(op.peer)];
-        if (m_train > 1 && kind != OpKind::Signal && !refused) {
+        if (m_train > 1 && kind != OpKind::Signal && !trains_refused(op.peer)) {
             const std::uint64_t whole = (t.left + m_max_payload - 1) / m_max_payload;
             const std::uint64_t share = (op.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
             packets = std::uint32_t(std::max<std::uint64_t>(

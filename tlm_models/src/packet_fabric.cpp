@@ -233,31 +233,29 @@ void PacketFabric::on_event() {
     m_actions.rearm(now);
 }
 
-// Whether a request train from `gpu` to `dst` can go whole (its path is one link the packets fit);
-// one that cannot is refused with TLM_BURST_ERROR_RESPONSE, so its sender can send packets.
+// Whether a train from `gpu` to `dst` can go whole, and so can its response train back: each way
+// is one link that carries nothing but its GPU's own traffic, in a fabric of GPUs alone (as in a
+// fully connected node; on rings, meshes and tori GPUs are routers too and transit flows would
+// interleave per packet; with switches (hierarchical) trains were measured 15% off even on the
+// GPUs' direct links), and a packet fits a buffer. One that cannot is refused with
+// TLM_BURST_ERROR_RESPONSE, so its sender sends packets.
 bool PacketFabric::carries_train(std::uint32_t gpu, std::uint32_t dst, const tlm::tlm_generic_payload& t) {
     const TrainExtension* train = t.get_extension<TrainExtension>();
     if (!train || train->packets < 2) return true;
-    Packet probe;
-    probe.dst_gpu = dst;
-    probe.payload = t.is_write() ? t.get_data_length() : 0;
-    probe.packet_bytes = train->packet_bytes;
-    return whole_train(probe, m_outputs[route(gpu, probe, false)].link);
-}
-
-// A train goes whole only over a link that carries nothing but its GPU's own traffic, in a fabric
-// of GPUs alone: one hop to its destination, from a GPU that forwards no one else's packets (as in
-// a fully connected node; on rings, meshes and tori GPUs are routers too, and transit flows would
-// interleave per packet). With switches in the fabric (hierarchical), the GPUs' trains were measured
-// 15% off even on their direct links, so there every train goes as packets.
-bool PacketFabric::whole_train(const Packet& p, std::int64_t first_link) {
-    if (first_link < 0) return true;  // to the GPU itself
-    const TopoLink& link = m_topology->links()[std::size_t(first_link)];
-    if (link.dst != p.dst_gpu || credits_needed(link.header + std::min(p.payload, p.packet_bytes)) > m_capacity)
-        return false;
     if (m_topology->nodes() != m_topology->gpus()) return false;
     if (m_forwards.empty()) find_forwarding_gpus();
-    return !m_forwards[link.src];
+    return own_link(gpu, dst, train->packet_bytes) && own_link(dst, gpu, train->packet_bytes);
+}
+
+// Whether the route from GPU `from` to GPU `to` is one link from a GPU that forwards nothing,
+// and a packet of `packet_bytes` fits a buffer.
+bool PacketFabric::own_link(std::uint32_t from, std::uint32_t to, std::uint32_t packet_bytes) const {
+    if (from == to) return true;  // to the GPU itself
+    std::uint32_t n = 0;
+    const std::uint32_t* choices = m_topology->next(from, to, n);
+    if (n != 1 || m_forwards[from]) return false;
+    const TopoLink& link = m_topology->links()[choices[0]];
+    return link.dst == to && credits_needed(link.header + packet_bytes) <= m_capacity;
 }
 
 // Marks every node some route passes through (not starting or ending there), following each
@@ -305,7 +303,6 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
     Queue& q = in.vcs[queue];
-    const std::uint32_t q_before = q.size;
     in.class_held[cls] += packets;
     const std::uint32_t id = new_packet();
     Packet& p = m_packets[id];
@@ -313,10 +310,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.trans = trans;
     p.cls = cls;
     p.train = packets;
-    if (train) {
-        p.packet_bytes = train->packet_bytes;
-        m_trains = true;
-    }
+    if (train) m_trains = true;
     const std::uint32_t len = trans->get_data_length();
     if (cls == 0) {
         p.src_gpu = gpu;
@@ -334,26 +328,6 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.first_in_ps = p.injected_ps;
     p.units = packets;
     p.out = out;
-    // A request train that cannot go whole was refused in request(); a response train (its
-    // acknowledgements, or read data) has no one to refuse it, so where its way back is not a
-    // train's (see whole_train) it goes on as its packets, handed to the GPU with the last.
-    if (packets > 1 && !whole_train(p, m_outputs[out].link)) {
-        p.piece = true;
-        while (m_packets[id].train > 1) {
-            const std::uint32_t piece = new_packet();  // m_packets may move
-            Packet& rest = m_packets[id];
-            m_packets[piece] = rest;
-            m_packets[piece].train = m_packets[piece].units = 1;
-            m_packets[piece].payload = std::min(rest.payload, rest.packet_bytes);
-            rest.payload -= m_packets[piece].payload;
-            --rest.train;
-            --rest.units;
-            ++q.reserved;
-            q.push(piece);
-            ++in.occupancy;
-            ++m_in_flight;
-        }
-    }
     ++q.reserved;
     q.push(id);
     ++in.occupancy;
@@ -363,7 +337,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
         m_last_progress_ps = now_ps();
         m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
     }
-    if (q_before == 0) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
+    if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
     return true;
 }
 
@@ -423,15 +397,6 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         const double spread = p.train == 1 ? 0.0 : double(p.train - 1) * double(p.spacing_ps);
         pair.latency_sum_ps += p.train == 1 ? latency : p.train * (latency + 0.5 * spread);
         pair.latency_max_ps = std::max(pair.latency_max_ps, latency + spread);
-    }
-    if (p.piece) {  // a split train reaches its GPU with its last piece
-        std::uint32_t& arrived = m_pieces[p.trans];
-        arrived += p.train;
-        if (arrived < train_packets(*p.trans)) {
-            m_actions.push(now, {ActionKind::EjectFree, output, 0});
-            return;
-        }
-        m_pieces.erase(p.trans);
     }
     Output& o = m_outputs[output];
     o.busy = true;

@@ -32,8 +32,6 @@ struct PacketFabric::Packet {
     std::uint32_t next_out = kNoOutput;      // its output at the next router (lookahead routing)
     std::uint32_t units = 0;                 // credits it holds in the buffer it sits in
     std::uint32_t train = 1;                 // packets it stands for (a train, see train_extension.h)
-    std::uint32_t packet_bytes = 0;          // a train: payload of each of its packets
-    bool piece = false;                      // part of a train split at a contended output
     std::uint8_t cls = 0;                    // 0 request, 1 response
     std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
     std::uint8_t crossed = 0;                // it crossed the dateline in that dimension

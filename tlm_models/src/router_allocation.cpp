@@ -168,8 +168,8 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             const Packet& p = m_packets[in.vcs[it->second].front()];
             if (kTrains && inside && !p.ack) continue;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            wire = kTrains ? wire_bytes(p, link.header) : (p.ack && m_ack_bytes ? m_ack_bytes : link.header) + p.payload;
-            units = kTrains ? train_credits(p, wire) : credits_needed(wire);
+            wire = wire_bytes(p, link.header);
+            units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed((wire + p.train - 1) / p.train) : units;
             next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
                                   retry_at, each, credits_at);

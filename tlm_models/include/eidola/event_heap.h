@@ -164,7 +164,7 @@ private:
     /// (time, sequence) order as one 128-bit comparison: branch-free, where the two-step
     /// comparison mispredicts about every other time on these scans.
     static bool before(const Entry& a, const Entry& b) {
-        using Key = unsigned __int128;
+        __extension__ using Key = unsigned __int128;  // a GCC and Clang type: __extension__ keeps -Wpedantic quiet
         return ((Key(a.at_ps) << 64) | a.seq) < ((Key(b.at_ps) << 64) | b.seq);
     }
     /// The earliest time in the lanes and the heap (not the now lane), kNone when they are empty.

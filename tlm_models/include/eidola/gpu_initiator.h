@@ -86,6 +86,10 @@ private:
     /// Returns whether the count of writes to `peer` reached zero.
     bool count_acknowledged(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
     bool send(Packet* packet);
+    /// Whether the fabric has refused a train to `peer` (see m_no_trains).
+    bool trains_refused(std::int32_t peer) const {
+        return std::size_t(peer) < m_no_trains.size() && m_no_trains[std::size_t(peer)];
+    }
     /// Completes a response: acknowledgement counts, blocking transfers, drained releases.
     void acknowledged(Packet* packet);
     /// Frees the slots of trains' acknowledgements due by now.

@@ -211,7 +211,7 @@ private:
     void arbitrate_link(std::uint32_t output);
     bool acknowledgement_waiting(const Output& o) const;
     std::uint32_t new_packet();
-    bool whole_train(const Packet& p, std::int64_t first_link);
+    bool own_link(std::uint32_t from, std::uint32_t to, std::uint32_t packet_bytes) const;
     void find_forwarding_gpus();
     bool carries_train(std::uint32_t gpu, std::uint32_t dst, const tlm::tlm_generic_payload& t);
     void arbitrate_ejection(std::uint32_t output);
@@ -259,13 +259,12 @@ private:
     PointerMap m_source;  // request -> source GPU
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
-    std::unordered_map<const tlm::tlm_generic_payload*, std::uint32_t> m_pieces;  // split trains: packets delivered
     std::uint64_t m_in_flight = 0;
     std::uint64_t m_last_progress_ps = 0;
     bool m_watching = false;
     bool m_reported_buffer = false;  // the too-small-buffer error is reported once
     bool m_trains = false;           // a train (train_extension.h) has been injected
-    std::vector<bool> m_forwards;    // per node: some route passes through it (see whole_train)
+    std::vector<bool> m_forwards;    // per node: some route passes through it (see carries_train)
 
     EventHeap<Action> m_actions;
 };
