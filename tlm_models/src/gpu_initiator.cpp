@@ -49,13 +49,9 @@ bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer, std::u
 void GpuInitiator::reclaim(std::uint64_t now) {
     for (std::size_t i = 0; i < m_releases.size();) {
         SlotRelease& r = m_releases[i];
-        if (now < r.start) {
-            ++i;
-            continue;
-        }
-        const std::uint64_t due = r.spacing ? std::min<std::uint64_t>(r.packets, (now - r.start) / r.spacing + 1) : r.packets;
-        m_outstanding -= std::uint32_t(due) - r.freed;
-        r.freed = std::uint32_t(due);
+        const std::uint32_t due = r.due_by(now);
+        m_outstanding -= due - r.freed;
+        r.freed = due;
         if (r.freed == r.packets) {
             r = m_releases.back();
             m_releases.pop_back();
@@ -73,10 +69,7 @@ bool GpuInitiator::slots_for(std::uint32_t wanted, std::uint64_t now) {
     const std::uint64_t missing = wanted - (m_max_outstanding - m_outstanding);
     auto due_by = [&](std::uint64_t t) {
         std::uint64_t n = 0;
-        for (const SlotRelease& r : m_releases)
-            if (t >= r.start)
-                n += (r.spacing ? std::min<std::uint64_t>(r.packets, (t - r.start) / r.spacing + 1) : r.packets) -
-                     r.freed;
+        for (const SlotRelease& r : m_releases) n += r.due_by(t) - r.freed;  // t >= now: freed counts no later ones
         return n;
     };
     std::uint64_t lo = now, hi = now;

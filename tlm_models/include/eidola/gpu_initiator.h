@@ -8,6 +8,7 @@
 // stop arriving.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -100,6 +101,11 @@ private:
     struct SlotRelease {
         std::uint64_t start, spacing;
         std::uint32_t packets, freed;
+        /// Acknowledgements due by `t`, counted or not.
+        std::uint32_t due_by(std::uint64_t t) const {
+            if (t < start) return 0;
+            return spacing ? std::uint32_t(std::min<std::uint64_t>(packets, (t - start) / spacing + 1)) : packets;
+        }
     };
     std::vector<SlotRelease> m_releases;
     void issue_traffic();
