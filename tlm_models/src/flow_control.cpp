@@ -36,7 +36,7 @@ PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::u
         // A train is its packets back to back. Its first packet leads as a packet would (under
         // store-and-forward it moves on once that packet is in, not the whole train), and a
         // train longer than the next buffer is paced by the credits its packets get back.
-        const std::uint32_t packet_wire = (wire + p.train - 1) / p.train;
+        const std::uint32_t packet_wire = p.packet_wire(wire);
         h.packet_ser = ser_ps(packet_wire, bytes_per_s);
         const std::uint32_t each = credits_needed(packet_wire);
         if (into_buffer && m_flow != FlowControl::Wormhole && std::uint64_t(each) * p.train > m_capacity &&
@@ -84,17 +84,12 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
         m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
         const std::uint64_t tail_leaves = std::max(now, tail_leaves_ps);
-        std::uint64_t back = tail_leaves + in.credit_latency_ps;
-        if (p.train > 1 && spacing_ps) {
-            const std::uint64_t n = p.train;
-            for (std::uint64_t k = 0; k < n; ++k) {
-                const std::uint64_t lead = (n - 1 - k) * spacing_ps;
-                const std::uint64_t leaves = tail_leaves - std::min(lead, tail_leaves - now);
-                q.give_back(leaves + in.credit_latency_ps, std::uint32_t(p.units * (k + 1) / n - p.units * k / n));
-            }
-            back = tail_leaves - std::min((n - 1) * spacing_ps, tail_leaves - now) + in.credit_latency_ps;
-        } else {
-            q.give_back(back, p.units);
+        const std::uint64_t n = p.train > 1 && spacing_ps ? p.train : 1;  // a packet: its tail, all at once
+        std::uint64_t back = 0;  // when the first credits are back
+        for (std::uint64_t k = 0; k < n; ++k) {
+            const std::uint64_t leaves = tail_leaves - std::min((n - 1 - k) * spacing_ps, tail_leaves - now);
+            q.give_back(leaves + in.credit_latency_ps, std::uint32_t(p.units * (k + 1) / n - p.units * k / n));
+            if (k == 0) back = leaves + in.credit_latency_ps;
         }
         const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
         if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, back);

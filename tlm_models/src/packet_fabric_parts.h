@@ -41,6 +41,9 @@ struct PacketFabric::Packet {
     std::uint64_t injected_ps = 0;
     std::uint64_t spacing_ps = 0;            // a train: time between its packets (its slowest hop so far)
     std::uint64_t first_in_ps = 0;           // a train: its first packet is whole in the current router
+
+    /// The wire bytes of one of its packets (the largest), if its `wire` bytes are all of theirs.
+    std::uint32_t packet_wire(std::uint32_t wire) const { return (wire + train - 1) / train; }
 };
 
 /// One virtual channel of an input buffer: a ring of packet indices, and the credits the sender
@@ -174,7 +177,7 @@ inline std::uint32_t PacketFabric::wire_bytes(const Packet& p, std::uint32_t hea
 // itself: it takes the credits of as many packets as fit, and hop() paces it by their round trip.
 inline std::uint32_t PacketFabric::train_credits(const Packet& p, std::uint32_t wire) const {
     if (p.train == 1) return credits_needed(wire);
-    const std::uint32_t each = credits_needed((wire + p.train - 1) / p.train);
+    const std::uint32_t each = credits_needed(p.packet_wire(wire));
     const std::uint64_t all = std::uint64_t(each) * p.train;
     if (all <= m_capacity || each > m_capacity) return std::uint32_t(std::min<std::uint64_t>(all, 1u << 31));
     return m_capacity / each * each;

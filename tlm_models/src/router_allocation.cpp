@@ -170,7 +170,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
             wire = wire_bytes(p, link.header);
             units = train_credits(p, wire);
-            each = kTrains && p.train > 1 ? credits_needed((wire + p.train - 1) / p.train) : units;
+            each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
             next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
                                   retry_at, each, credits_at);
             if (next_vc >= 0) {
