@@ -42,7 +42,7 @@ PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::u
         if (into_buffer && m_flow != FlowControl::Wormhole && std::uint64_t(each) * p.train > m_capacity &&
             each <= m_capacity) {
             const double round_trip = double(h.packet_ser + 2 * latency_ps + m_switch_latency_ps);
-            stream = std::max(stream, std::uint64_t(std::llround(double(p.train) / (m_capacity / each) * round_trip)));
+            stream = std::max(stream, round_ps(double(p.train) / (m_capacity / each) * round_trip));
         }
         h.spacing = std::max<std::uint64_t>(h.packet_ser, stream / p.train);
         if (m_flow == FlowControl::StoreAndForward) {
@@ -60,7 +60,7 @@ PacketFabric::Hop PacketFabric::hop(const Packet& p, std::uint64_t start, std::u
         // A worm longer than the buffer advances only as credits return: C flits per flit round
         // trip (one flit, the wire both ways and the next router), at best.
         const double round_trip = double(ser_ps(m_flit, bytes_per_s) + 2 * latency_ps + m_switch_latency_ps);
-        stream = std::max(stream, std::uint64_t(std::llround(double(flits) / m_capacity * round_trip)));
+        stream = std::max(stream, round_ps(double(flits) / m_capacity * round_trip));
     }
     h.end = std::max(start + stream, p.tail_ps + h.last_flit);
     h.head_arrives = start + ser_ps(std::min(wire, m_flit), bytes_per_s) + latency_ps;
