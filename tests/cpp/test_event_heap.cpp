@@ -1,18 +1,21 @@
-// EventHeap pops in exactly (time, push order), checked against a plain binary heap over a long
-// random schedule. Why a test of its own: EventHeap trades the heap for lanes, a now lane and
-// cached times, and every model's results depend on its order being exactly that of a heap. A
-// separate program because SystemC elaborates once per process.
+// EventHeap and TimingWheel pop in exactly (time, push order), checked against a plain binary
+// heap over a long random schedule. Why a test of its own: EventHeap trades the heap for lanes, a
+// now lane and cached times, TimingWheel for buckets and a heap of far actions, and every model's
+// results depend on their order being exactly that of a heap. A separate program because SystemC
+// elaborates once per process.
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <queue>
 #include <random>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <systemc>
 
 #include "eidola/event_heap.h"
+#include "eidola/timing_wheel.h"
 
 using namespace eidola;
 
@@ -20,28 +23,38 @@ namespace {
 
 using Ref = std::pair<std::uint64_t, std::uint64_t>;  // (time, push number)
 
-/// Pushes random actions into its own heap, and into a peer's heap from outside the peer's run.
+/// Pushes random actions into its own queue, and into a peer's from outside the peer's run.
+template <class Queue>
 struct Scheduler : sc_core::sc_module {
-    EventHeap<std::uint64_t> heap;
+    Queue heap;
     std::priority_queue<Ref, std::vector<Ref>, std::greater<Ref>> reference;
-    Scheduler* peer = nullptr;
+    Scheduler* peer = nullptr;  // of the same queue type
     std::mt19937_64 rng;
     std::uint64_t pushed = 0, popped = 0, mismatches = 0, budget;
 
     Scheduler(sc_core::sc_module_name name, std::uint64_t seed, std::uint64_t budget)
         : sc_module(name), heap(this, [](void* s) { static_cast<Scheduler*>(s)->run(); }), rng(seed), budget(budget) {
+        if constexpr (std::is_same_v<Queue, TimingWheel<std::uint64_t>>) heap.set_horizon(5000);
         for (int i = 0; i < 50; ++i) push(offset());
     }
 
-    // Offsets like the models': now, a few fixed latencies (in-order lanes), and anything.
+    // Offsets like the models': now, a few fixed latencies (in-order lanes), anything, and times on
+    // a coarse grid, near or beyond a timing wheel's horizon (2^8 ps x 4,096 buckets at least), so
+    // that actions pushed far ahead meet actions of the same time pushed later.
     std::uint64_t offset() {
-        switch (rng() % 6) {
+        switch (rng() % 7) {
             case 0: case 1: return 0;
             case 2: return 500;
             case 3: return 48;
             case 4: return 1000 + rng() % 64;
+            case 5: return on_grid(rng() % 4 == 0 ? 1000000 + rng() % 3000000 : rng() % 20000);
             default: return rng() % 5000;
         }
+    }
+    static std::uint64_t on_grid(std::uint64_t delay) {
+        constexpr std::uint64_t grid = 16384;
+        const std::uint64_t now = now_ps();
+        return (now + delay + grid - 1) / grid * grid - now;
     }
 
     void push(std::uint64_t delay) {
@@ -67,17 +80,21 @@ struct Scheduler : sc_core::sc_module {
 
 }  // namespace
 
+template <class Queue>
+int report(const Scheduler<Queue>& s) {
+    const bool ok = s.mismatches == 0 && s.popped == s.pushed && s.reference.empty();
+    std::printf("%s: %s: %llu pushed, %llu popped, %llu out of order\n", ok ? "ok  " : "FAIL", s.name(),
+                (unsigned long long)s.pushed, (unsigned long long)s.popped, (unsigned long long)s.mismatches);
+    return ok ? 0 : 1;
+}
+
 int sc_main(int, char**) {
-    Scheduler a("a", 1, 200000), b("b", 2, 200000);
+    Scheduler<EventHeap<std::uint64_t>> a("a", 1, 200000), b("b", 2, 200000);
     a.peer = &b;
     b.peer = &a;
+    Scheduler<TimingWheel<std::uint64_t>> c("wheel_c", 3, 200000), d("wheel_d", 4, 200000);
+    c.peer = &d;
+    d.peer = &c;
     sc_core::sc_start();
-    int failures = 0;
-    for (const Scheduler* s : {&a, &b}) {
-        const bool ok = s->mismatches == 0 && s->popped == s->pushed && s->reference.empty();
-        std::printf("%s: %s: %llu pushed, %llu popped, %llu out of order\n", ok ? "ok  " : "FAIL", s->name(),
-                    (unsigned long long)s->pushed, (unsigned long long)s->popped, (unsigned long long)s->mismatches);
-        failures += ok ? 0 : 1;
-    }
-    return failures;
+    return report(a) + report(b) + report(c) + report(d);
 }

@@ -136,6 +136,11 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     m_spread_counter.assign(topo.nodes(), 0);
     m_blocked_request.assign(ports(), nullptr);
     m_blocked_response.assign(ports(), nullptr);
+    // Most actions fall within a hop (a link's latency plus a router's) of now: size the wheel's
+    // buckets for that; longer ones (serialising a long train, the watchdog) still come in order.
+    std::uint64_t hop_ps = 0;
+    for (const TopoLink& l : topo.links()) hop_ps = std::max(hop_ps, l.latency_ps + m_switch_latency_ps);
+    m_actions.set_horizon(hop_ps);
 }
 
 PacketFabric::~PacketFabric() = default;

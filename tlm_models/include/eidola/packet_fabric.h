@@ -14,7 +14,7 @@
 #include <systemc>
 #include <tlm>
 
-#include "eidola/event_heap.h"
+#include "eidola/timing_wheel.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
@@ -266,7 +266,7 @@ private:
     bool m_trains = false;           // a train (train_extension.h) has been injected
     std::vector<bool> m_forwards;    // per node: some route passes through it (see carries_train)
 
-    EventHeap<Action> m_actions;
+    TimingWheel<Action> m_actions;  // a wheel, not EventHeap: its actions fall at too many offsets for lanes
 };
 
 }  // namespace eidola
