@@ -19,6 +19,7 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     m_response_busy.assign(n, 0);
     m_request_queue.resize(n);
     m_response_queue.resize(n);
+    m_actions.set_horizon(m_latency_ps);  // every action is due now or one latency from now
 }
 
 IdealFabric::~IdealFabric() = default;

@@ -13,7 +13,7 @@
 #include <systemc>
 #include <tlm>
 
-#include "eidola/event_heap.h"
+#include "eidola/timing_wheel.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
@@ -73,7 +73,7 @@ private:
         std::uint64_t bytes = 0, packets = 0;
     };
     std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
-    EventHeap<Action> m_actions;
+    TimingWheel<Action> m_actions;  // a wheel: one queue for every port, at few offsets but many times
 };
 
 }  // namespace eidola
