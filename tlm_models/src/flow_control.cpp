@@ -84,12 +84,16 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
         m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
         const std::uint64_t tail_leaves = std::max(now, tail_leaves_ps);
-        const std::uint64_t n = p.train > 1 && spacing_ps ? p.train : 1;  // a packet: its tail, all at once
-        std::uint64_t back = 0;  // when the first credits are back
-        for (std::uint64_t k = 0; k < n; ++k) {
-            const std::uint64_t leaves = tail_leaves - std::min((n - 1 - k) * spacing_ps, tail_leaves - now);
-            q.give_back(leaves + in.credit_latency_ps, std::uint32_t(p.units * (k + 1) / n - p.units * k / n));
-            if (k == 0) back = leaves + in.credit_latency_ps;
+        std::uint64_t back = tail_leaves + in.credit_latency_ps;  // when the first credits are back
+        if (p.train > 1 && spacing_ps) {
+            const std::uint64_t n = p.train;
+            for (std::uint64_t k = 0; k < n; ++k) {
+                const std::uint64_t leaves = tail_leaves - std::min((n - 1 - k) * spacing_ps, tail_leaves - now);
+                q.give_back(leaves + in.credit_latency_ps, std::uint32_t(p.units * (k + 1) / n - p.units * k / n));
+                if (k == 0) back = leaves + in.credit_latency_ps;
+            }
+        } else {  // a packet: its tail, all at once (apart: the loop's divisions cost 4% of a torus run)
+            q.give_back(back, p.units);
         }
         const std::uint32_t upstream = m_link_output[std::size_t(in.link)];
         if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, back);

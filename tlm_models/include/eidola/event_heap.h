@@ -35,8 +35,10 @@ public:
     bool empty() const { return m_count == 0; }
     const Entry& front() const { return m_buf[m_head]; }
     const Entry& back() const { return m_buf[(m_head + m_count - 1) & m_mask]; }
-    void push_back(const Entry& e) {
-        if (m_count == m_buf.size()) grow();
+    // Inlined, with grow() kept out of line: the packet fabric pushes half its actions here, and
+    // as an out-of-line call this was 2.5% of a torus run.
+    [[gnu::always_inline]] inline void push_back(const Entry& e) {
+        if (m_count == m_buf.size()) [[unlikely]] grow();
         m_buf[(m_head + m_count) & m_mask] = e;
         ++m_count;
     }
@@ -46,7 +48,7 @@ public:
     }
 
 private:
-    void grow() {
+    [[gnu::noinline]] void grow() {
         std::vector<Entry> bigger(m_buf.empty() ? 16 : m_buf.size() * 2);
         for (std::size_t i = 0; i < m_count; ++i) bigger[i] = m_buf[(m_head + i) & m_mask];
         m_buf.swap(bigger);
