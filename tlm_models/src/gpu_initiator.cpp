@@ -178,7 +178,7 @@ bool GpuInitiator::send(Packet* p) {
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     const std::uint64_t now = now_ps();
-    switch (m_socket->nb_transport_fw(*p, phase, delay)) {
+    switch (bound_interface(m_socket, m_fabric).nb_transport_fw(*p, phase, delay)) {
         case tlm::TLM_ACCEPTED: return true;  // END_REQ will come on the backward path
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
