@@ -142,6 +142,7 @@ void GpuInitiator::try_issue() {
             p->atomic.compare = op.compare;
             std::memcpy(p->word, &op.value, 8);  // a target ignoring the extension sees a write of the operand
             p->set_extension(&p->atomic);
+            p->atomic_attached = true;
         }
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
             if (m_no_trains.size() <= std::size_t(op.peer)) m_no_trains.resize(std::size_t(op.peer) + 1, false);
