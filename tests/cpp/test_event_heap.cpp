@@ -1,7 +1,8 @@
 // EventHeap and TimingWheel pop in exactly (time, push order), checked against a plain binary
 // heap over a long random schedule. Why a test of its own: EventHeap trades the heap for lanes, a
 // now lane and cached times, TimingWheel for buckets and a heap of far actions, and every model's
-// results depend on their order being exactly that of a heap. A separate program because SystemC
+// results depend on their order being exactly that of a heap. Also checks the counts EventHeap
+// derives instead of keeping (processed(), empty()). A separate program because SystemC
 // elaborates once per process.
 #include <cstdint>
 #include <cstdio>
@@ -30,7 +31,7 @@ struct Scheduler : sc_core::sc_module {
     std::priority_queue<Ref, std::vector<Ref>, std::greater<Ref>> reference;
     Scheduler* peer = nullptr;  // of the same queue type
     std::mt19937_64 rng;
-    std::uint64_t pushed = 0, popped = 0, mismatches = 0, budget;
+    std::uint64_t pushed = 0, popped = 0, mismatches = 0, miscounts = 0, budget;
 
     Scheduler(sc_core::sc_module_name name, std::uint64_t seed, std::uint64_t budget)
         : sc_module(name), heap(this, [](void* s) { static_cast<Scheduler*>(s)->run(); }), rng(seed), budget(budget) {
@@ -71,6 +72,7 @@ struct Scheduler : sc_core::sc_module {
             reference.pop();
             if (want.first != now || want.second != id) ++mismatches;
             ++popped;
+            if (heap.processed() != popped || heap.empty() != reference.empty()) ++miscounts;
             for (int n = int(rng() % 3); n > 0 && pushed < budget; --n) push(offset());
             if (peer && rng() % 4 == 0 && peer->pushed < peer->budget) peer->push(peer->offset());
         }
@@ -82,9 +84,11 @@ struct Scheduler : sc_core::sc_module {
 
 template <class Queue>
 int report(const Scheduler<Queue>& s) {
-    const bool ok = s.mismatches == 0 && s.popped == s.pushed && s.reference.empty();
-    std::printf("%s: %s: %llu pushed, %llu popped, %llu out of order\n", ok ? "ok  " : "FAIL", s.name(),
-                (unsigned long long)s.pushed, (unsigned long long)s.popped, (unsigned long long)s.mismatches);
+    const bool ok = s.mismatches == 0 && s.miscounts == 0 && s.popped == s.pushed && s.reference.empty() &&
+                    s.heap.empty() && s.heap.processed() == s.popped;
+    std::printf("%s: %s: %llu pushed, %llu popped, %llu out of order, %llu miscounted\n", ok ? "ok  " : "FAIL",
+                s.name(), (unsigned long long)s.pushed, (unsigned long long)s.popped,
+                (unsigned long long)s.mismatches, (unsigned long long)s.miscounts);
     return ok ? 0 : 1;
 }
 

@@ -142,6 +142,7 @@ void GpuInitiator::try_issue() {
             p->atomic.compare = op.compare;
             std::memcpy(p->word, &op.value, 8);  // a target ignoring the extension sees a write of the operand
             p->set_extension(&p->atomic);
+            p->atomic_attached = true;
         }
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
             if (m_no_trains.size() <= std::size_t(op.peer)) m_no_trains.resize(std::size_t(op.peer) + 1, false);
@@ -178,7 +179,7 @@ bool GpuInitiator::send(Packet* p) {
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     const std::uint64_t now = now_ps();
-    switch (m_socket->nb_transport_fw(*p, phase, delay)) {
+    switch (bound_interface(m_socket, m_fabric).nb_transport_fw(*p, phase, delay)) {
         case tlm::TLM_ACCEPTED: return true;  // END_REQ will come on the backward path
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {

@@ -74,7 +74,7 @@ void GpuTarget::send_response(tlm::tlm_generic_payload* trans) {
     }
     tlm::tlm_phase phase = tlm::BEGIN_RESP;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    tlm::tlm_sync_enum status = m_socket->nb_transport_bw(*trans, phase, delay);
+    tlm::tlm_sync_enum status = bound_interface(m_socket, m_fabric).nb_transport_bw(*trans, phase, delay);
     m_response_pending = true;
     if (status == tlm::TLM_ACCEPTED) return;  // END_RESP will come on the forward path
     if (status == tlm::TLM_UPDATED && phase != tlm::END_RESP) {

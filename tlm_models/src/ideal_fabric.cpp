@@ -103,7 +103,7 @@ void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     m_request_busy[dst] = true;
     const std::uint64_t now = now_ps();
-    switch (initiators[dst]->nb_transport_fw(*trans, phase, delay)) {
+    switch (target_of(dst).nb_transport_fw(*trans, phase, delay)) {
         case tlm::TLM_ACCEPTED: return;
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
@@ -133,7 +133,7 @@ void IdealFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) 
     tlm::tlm_phase phase = tlm::BEGIN_RESP;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     m_response_busy[src] = true;
-    tlm::tlm_sync_enum status = targets[src]->nb_transport_bw(*trans, phase, delay);
+    tlm::tlm_sync_enum status = initiator_of(src).nb_transport_bw(*trans, phase, delay);
     if (status == tlm::TLM_ACCEPTED) return;
     if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
     else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, nullptr});

@@ -13,6 +13,7 @@
 #include <tlm>
 
 #include "eidola/address_map.h"
+#include "eidola/bound_interface.h"
 #include "eidola/errors.h"
 #include "eidola/fabric.h"
 #include "eidola/registry.h"
@@ -72,7 +73,9 @@ protected:
         : sc_module(name),
           targets(kFabricTargetsSocket.member().c_str(), ports),
           initiators(kFabricInitiatorsSocket.member().c_str(), ports),
-          m_ports(ports) {
+          m_ports(ports),
+          m_bound_targets(ports, nullptr),
+          m_bound_initiators(ports, nullptr) {
         Derived& self = static_cast<Derived&>(*this);  // not yet built: only its address is kept
         for (std::uint32_t i = 0; i < ports; ++i) {
             m_target_ports.push_back(std::make_unique<FabricTargetPort<Derived>>(self, i));
@@ -88,12 +91,24 @@ protected:
         return port < std::int64_t(m_ports) ? port : -1;
     }
 
+    /// The target (a GPU's) bound to initiators[port], through a dense array of the bound interfaces
+    /// rather than the port objects (see bound_interface.h).
+    tlm::tlm_fw_transport_if<>& target_of(std::uint32_t port) {
+        return bound_interface(initiators, port, m_bound_targets[port]);
+    }
+    /// The initiator (a GPU's) bound to targets[port], its backward path, likewise.
+    tlm::tlm_bw_transport_if<>& initiator_of(std::uint32_t port) {
+        return bound_interface(targets, port, m_bound_initiators[port]);
+    }
+
     AddressMap m_map;  ///< the platform's address map
 
 private:
     std::uint32_t m_ports;  // kept apart from targets.size(): decode() runs per transaction
     std::vector<std::unique_ptr<FabricTargetPort<Derived>>> m_target_ports;
     std::vector<std::unique_ptr<FabricInitiatorPort<Derived>>> m_initiator_ports;
+    std::vector<tlm::tlm_fw_transport_if<>*> m_bound_targets;     // per port, resolved on first use
+    std::vector<tlm::tlm_bw_transport_if<>*> m_bound_initiators;  // per port, resolved on first use
 };
 
 }  // namespace eidola

@@ -16,6 +16,7 @@
 
 #include <tlm>
 
+#include "eidola/bound_interface.h"
 #include "eidola/gpu_core.h"
 #include "eidola/peer_counts.h"
 #include "eidola/program.h"
@@ -130,6 +131,7 @@ private:
     std::vector<bool> m_no_trains;              // per peer: the fabric refused a train to it (burst error)
     std::deque<std::uint32_t> m_issue_queue;    // workgroups with bytes to packetise, round robin
     Packet* m_request_pending = nullptr;        // BEGIN_REQ sent, END_REQ not yet seen
+    tlm::tlm_fw_transport_if<>* m_fabric = nullptr;  // m_socket's interface (see bound_interface.h)
     std::uint32_t m_outstanding = 0;
     std::uint64_t m_bytes_sent = 0, m_packets_sent = 0, m_bytes_read = 0;
     bool m_watching = false;

@@ -10,6 +10,7 @@
 
 #include <tlm>
 
+#include "eidola/bound_interface.h"
 #include "eidola/gpu_core.h"
 
 namespace eidola {
@@ -44,6 +45,7 @@ private:
     GpuCore& m_core;
     WorkgroupEngine& m_engine;
     tlm::tlm_target_socket<>& m_socket;
+    tlm::tlm_bw_transport_if<>* m_fabric = nullptr;      // m_socket's interface (see bound_interface.h)
     std::vector<tlm::tlm_generic_payload*> m_incoming;   // slot -> transaction being served
     std::vector<std::uint32_t> m_free_slots;
     std::deque<tlm::tlm_generic_payload*> m_responses;   // waiting for the response channel

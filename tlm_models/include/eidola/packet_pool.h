@@ -22,6 +22,7 @@ public:
     std::uint32_t wg = 0;                ///< issuing workgroup
     std::int32_t peer = 0;               ///< destination GPU (for per-peer release accounting)
     bool resumes = false;                ///< its response may complete a blocking transfer (read, blocking write)
+    bool atomic_attached = false;        ///< `atomic` is set as its extension (a signal)
     std::uint32_t packets = 1;           ///< packets it stands for (a train when above 1)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
