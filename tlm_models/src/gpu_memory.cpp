@@ -15,28 +15,38 @@ std::uint64_t GpuMemory::schedule(std::uint64_t arrival_ps, std::uint64_t nbytes
     return m_free_at_ps + m_latency_ps;
 }
 
-void GpuMemory::perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count) {
+MemoryAccess MemoryAccess::of(tlm::tlm_generic_payload& trans, std::uint64_t offset) {
+    MemoryAccess a;
+    a.trans = &trans;
+    a.command = trans.get_command();
+    a.offset = offset;
+    a.length = trans.get_data_length();
+    a.packets = train_packets(trans);
+    if (a.command == tlm::TLM_WRITE_COMMAND) a.atomic = trans.get_extension<AtomicExtension>();
+    return a;
+}
+
+void GpuMemory::perform(const MemoryAccess& a, bool count) {
     MemoryCounters ignored;
     MemoryCounters& c = count ? m_counters : ignored;
-    const std::uint64_t len = trans.get_data_length();
+    tlm::tlm_generic_payload& trans = *a.trans;
+    const std::uint64_t len = a.length, offset = a.offset;
     const std::uint64_t flag_bytes = m_flags.size() * 8;
     unsigned char* flags = reinterpret_cast<unsigned char*>(m_flags.data());
     const bool touches_flags = offset < flag_bytes;
-    const std::uint32_t packets = train_packets(trans);  // a train is that many accesses
-    if (trans.is_read()) {
+    const std::uint32_t packets = a.packets;  // a train is that many accesses
+    if (a.command == tlm::TLM_READ_COMMAND) {
         if (touches_flags) ++c.flag_reads;
         else c.reads += packets;
         c.bytes_read += len;
         std::memset(trans.get_data_ptr(), 0, len);
         if (touches_flags) std::memcpy(trans.get_data_ptr(), flags + offset, std::min(len, flag_bytes - offset));
-    } else if (trans.is_write()) {
+    } else if (a.command == tlm::TLM_WRITE_COMMAND) {
         c.bytes_written += len;
-        AtomicExtension* atomic = nullptr;
-        trans.get_extension(atomic);
-        if (atomic && touches_flags && offset % 8 == 0) {
+        if (a.atomic && touches_flags && offset % 8 == 0) {
             ++c.atomics;
             std::int64_t& word = m_flags[offset / 8];
-            word = atomic->apply(word);
+            word = a.atomic->apply(word);
         } else {
             c.writes += packets;
             if (touches_flags) std::memcpy(flags + offset, trans.get_data_ptr(), std::min(len, flag_bytes - offset));

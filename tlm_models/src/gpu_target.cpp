@@ -21,16 +21,19 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
     const std::uint64_t at = now_ps() + delay.value();
     if (phase == tlm::BEGIN_REQ) {
         stamp(trans, at);
+        // Everything serve() needs is read now, while the payload and its extensions are in the
+        // cache (see MemoryAccess).
+        const MemoryAccess access = MemoryAccess::of(trans, m_core.map.local(trans.get_address()));
         std::uint32_t slot;
         if (m_free_slots.empty()) {
             slot = std::uint32_t(m_incoming.size());
-            m_incoming.push_back(&trans);
+            m_incoming.push_back(access);
         } else {
             slot = m_free_slots.back();
             m_free_slots.pop_back();
-            m_incoming[slot] = &trans;
+            m_incoming[slot] = access;
         }
-        m_core.actions.push(m_core.memory.schedule(at, trans.get_data_length()), {GpuActionKind::Serve, slot});
+        m_core.actions.push(m_core.memory.schedule(at, access.length), {GpuActionKind::Serve, slot});
         phase = tlm::END_REQ;  // the memory queues requests itself: accept at once
         return tlm::TLM_UPDATED;
     }
@@ -50,13 +53,11 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
 }
 
 void GpuTarget::serve(std::uint32_t slot) {
-    tlm::tlm_generic_payload* trans = m_incoming[slot];
-    m_incoming[slot] = nullptr;
+    const MemoryAccess access = m_incoming[slot];
     m_free_slots.push_back(slot);
-    const std::uint64_t offset = m_core.map.local(trans->get_address());
-    m_core.memory.perform(*trans, offset);
-    if (trans->is_write()) wrote(offset, trans->get_data_length());
-    send_response(trans);
+    m_core.memory.perform(access);
+    if (access.command == tlm::TLM_WRITE_COMMAND) wrote(access.offset, access.length);
+    send_response(access.trans);
 }
 
 void GpuTarget::next_response() {

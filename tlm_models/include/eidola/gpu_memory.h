@@ -19,6 +19,24 @@ struct MemoryCounters {
     std::uint64_t bytes_written = 0;   ///< bytes of all writes and atomics
 };
 
+class AtomicExtension;
+
+/// What the memory needs of a transaction, read from its payload and extensions in one go.
+/// Why: between a request's arrival and its completion a large platform runs every other GPU, so
+/// the payload and its extension array (a heap block of its own) are out of the cache again; the
+/// target reads them once, on arrival, and the completion touches the payload only to answer.
+struct MemoryAccess {
+    tlm::tlm_generic_payload* trans = nullptr;  ///< the transaction (answered, and read data filled, here)
+    const AtomicExtension* atomic = nullptr;    ///< its atomic, for a write that carries one
+    std::uint64_t offset = 0;                   ///< its offset in this GPU's window
+    std::uint64_t length = 0;                   ///< its data length
+    std::uint32_t packets = 1;                  ///< accesses it stands for (a train's packets)
+    tlm::tlm_command command = tlm::TLM_IGNORE_COMMAND;
+
+    /// Reads `trans`'s fields and extensions; `offset` is its window offset.
+    static MemoryAccess of(tlm::tlm_generic_payload& trans, std::uint64_t offset);
+};
+
 /// Timing and contents of one GPU's memory.
 ///
 /// Timing: accesses are served one after another at `bandwidth` (an access of n bytes occupies
@@ -42,16 +60,20 @@ public:
     /// Reserves the memory for an access of `nbytes` arriving at `arrival_ps`; returns its completion time.
     std::uint64_t schedule(std::uint64_t arrival_ps, std::uint64_t nbytes);
 
-    /// Performs a transaction on window offset `offset` (reads fill data, writes and atomics update flags).
+    /// Performs an access (reads fill data, writes and atomics update flags) and answers it OK.
     /// `count`: false for debug transport, which must not disturb the statistics.
-    void perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count = true);
+    void perform(const MemoryAccess& access, bool count = true);
+    /// The same for a transaction at window offset `offset`.
+    void perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count = true) {
+        perform(MemoryAccess::of(trans, offset), count);
+    }
 
     /// Reads flag `index` for a local poll (counted as a flag read).
     std::int64_t poll_flag(std::uint64_t index);
     /// Reads flag `index` without counting (reports, deadlock checks).
     std::int64_t peek_flag(std::uint64_t index) const { return m_flags[index]; }
     /// Applies a local atomic to flag `index`.
-    void local_atomic(std::uint64_t index, const class AtomicExtension& atomic);
+    void local_atomic(std::uint64_t index, const AtomicExtension& atomic);
     /// Counts local data traffic (a Local op or a local write/read).
     void count_local(std::uint64_t reads, std::uint64_t writes, std::uint64_t nbytes);
 

@@ -46,7 +46,7 @@ private:
     WorkgroupEngine& m_engine;
     tlm::tlm_target_socket<>& m_socket;
     tlm::tlm_bw_transport_if<>* m_fabric = nullptr;      // m_socket's interface (see bound_interface.h)
-    std::vector<tlm::tlm_generic_payload*> m_incoming;   // slot -> transaction being served
+    std::vector<MemoryAccess> m_incoming;                // slot -> access being served, read on arrival
     std::vector<std::uint32_t> m_free_slots;
     std::deque<tlm::tlm_generic_payload*> m_responses;   // waiting for the response channel
     bool m_response_pending = false;                     // BEGIN_RESP sent, END_RESP not yet seen
