@@ -2,6 +2,7 @@
 so they check what a user gets, native library included."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,20 @@ def _test_models_library() -> Path | None:
 # catalog lists the test models too.
 if "EIDOLA_MODEL_LIBS" not in os.environ and _test_models_library():
     os.environ["EIDOLA_MODEL_LIBS"] = str(_test_models_library())
+
+
+@pytest.fixture
+def interruptible():
+    """subprocess.Popen for a child the test will interrupt with SIGINT, started with SIGINT at its default.
+
+    Why: a shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT, so
+    when the suite itself runs in the background the child would ignore the test's Ctrl-C.
+    """
+
+    def popen(cmd, **kwargs):
+        return subprocess.Popen(cmd, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
+
+    return popen
 
 
 @pytest.fixture

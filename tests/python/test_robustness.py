@@ -292,14 +292,15 @@ def test_a_killed_parent_leaves_no_orphan(tmp_path, write_platform):
 
 
 @pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
-def test_ctrl_c_and_sigterm_kill_the_run_and_exit_cleanly(tmp_path, write_platform, repo, sig, status, word):
+def test_ctrl_c_and_sigterm_kill_the_run_and_exit_cleanly(tmp_path, write_platform, repo, interruptible, sig, status,
+                                                         word):
     b_script = tmp_path / "make_profile.py"
     b_script.write_text(_LONG_RUN.replace("plat = eidola.load_platform(sys.argv[1])", "b.build().save(sys.argv[1])")
                         .split("print(os.getpid()")[0])
     prof = tmp_path / "long.yaml"
     subprocess.run([sys.executable, str(b_script), str(prof)], check=True, timeout=120)
-    proc = subprocess.Popen([sys.executable, "-m", "eidola", "run", str(write_platform(profile=prof))],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = interruptible([sys.executable, "-m", "eidola", "run", str(write_platform(profile=prof))],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = []
     try:
         seen.append(_the_child(proc.pid))

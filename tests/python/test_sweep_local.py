@@ -94,10 +94,10 @@ def _rows(out: Path) -> dict[str, int]:
     return {str(p): p.stat().st_mtime_ns for p in (out / "points").glob("*/row.json")}
 
 
-def test_interrupted_sweep_resumes_without_rerunning_finished_points(tmp_path, repo):  # type: ignore[no-untyped-def]
+def test_interrupted_sweep_resumes_without_rerunning_finished_points(tmp_path, repo, interruptible):  # type: ignore[no-untyped-def]
     spec, out = write_ring_sweep(tmp_path, repo), tmp_path / "out"
     cmd = [sys.executable, "-m", "eidola", "sweep", str(spec), "--out", str(out), "--workers", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = interruptible(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while len(_rows(out)) < 3 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
