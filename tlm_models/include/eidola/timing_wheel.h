@@ -48,22 +48,22 @@ public:
         const bool earliest = at_ps < m_next_ps;
         if (earliest) m_next_ps = at_ps;
         if (at_ps == now) {
-            m_now.push_back(NowEntry{at_ps, item});
+            m_now_ps = at_ps;
+            m_now.push_back(item);
         } else {
             const std::uint64_t slot = at_ps >> m_shift;
             if (slot - (now >> m_shift) < kBuckets) insert(slot, at_ps, item);
             else m_far.push(FarEntry{at_ps, m_far_seq++, item});
             if (at_ps < m_rest_ps) m_rest_ps = at_ps;
         }
-        ++m_size;
         if (earliest) m_client.wake_at(at_ps);
     }
 
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
         if (m_next_ps > now) return false;
-        if (!m_now.empty() && m_now.front().at_ps < m_rest_ps) {  // ties go to the rest (see above)
-            out = m_now.front().item;
+        if (!m_now.empty() && m_now_ps < m_rest_ps) {  // ties go to the rest (see above)
+            out = m_now.front();
             m_now.pop_front();
         } else {
             if (m_wheel_count && (m_far.empty() || m_nodes[m_buckets[m_front & kMask].head].at_ps < m_far.top().at_ps)) {
@@ -74,9 +74,8 @@ public:
             }
             m_rest_ps = rest_time();
         }
-        --m_size;
         ++m_processed;
-        m_next_ps = m_now.empty() ? m_rest_ps : std::min(m_now.front().at_ps, m_rest_ps);
+        m_next_ps = m_now.empty() ? m_rest_ps : std::min(m_now_ps, m_rest_ps);
         return true;
     }
 
@@ -89,7 +88,7 @@ public:
     /// Books the module's first run at time 0.
     void wake_at_start() { m_client.wake_at(0); }
 
-    bool empty() const { return m_size == 0; }
+    bool empty() const { return m_next_ps == kNone; }
     /// Actions processed so far (the model's event count).
     std::uint64_t processed() const { return m_processed; }
 
@@ -104,10 +103,6 @@ private:
         std::uint64_t at_ps;
         Item item;
         std::uint32_t next;
-    };
-    struct NowEntry {
-        std::uint64_t at_ps;
-        Item item;
     };
     struct FarEntry {
         std::uint64_t at_ps;
@@ -187,7 +182,8 @@ private:
     CalendarClient m_client;
     std::uint64_t m_next_ps = kNone;  ///< the earliest pending time
     std::uint64_t m_rest_ps = kNone;  ///< the earliest time in the wheel and the heap
-    EntryRing<NowEntry> m_now;        ///< actions due at one time, the current one when pushed
+    EntryRing<Item> m_now;            ///< actions due at m_now_ps, the current time when they were pushed
+    std::uint64_t m_now_ps = 0;
     unsigned m_shift = kMinShift;     ///< bucket width: 2^m_shift ps
     std::uint64_t m_front = 0;        ///< slot of the wheel's earliest node (when it has any)
     std::uint64_t m_wheel_count = 0;  ///< nodes in the wheel
@@ -200,7 +196,6 @@ private:
     std::uint32_t m_free = kNil;                  ///< free nodes, linked through next
     std::priority_queue<FarEntry, std::vector<FarEntry>, std::greater<FarEntry>> m_far;  ///< beyond the horizon
     std::uint64_t m_far_seq = 0;
-    std::size_t m_size = 0;
     std::uint64_t m_processed = 0;
 };
 
