@@ -354,10 +354,10 @@ void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) 
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     if (cls == 0) {
         tlm::tlm_phase phase = tlm::END_REQ;
-        targets[gpu]->nb_transport_bw(*t, phase, delay);
+        initiator_of(gpu).nb_transport_bw(*t, phase, delay);
     } else {
         tlm::tlm_phase phase = tlm::END_RESP;
-        initiators[gpu]->nb_transport_fw(*t, phase, delay);
+        target_of(gpu).nb_transport_fw(*t, phase, delay);
     }
 }
 
@@ -412,7 +412,7 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
     }
     if (p.cls == 0) {
         tlm::tlm_phase phase = tlm::BEGIN_REQ;
-        const tlm::tlm_sync_enum s = initiators[p.dst_gpu]->nb_transport_fw(*p.trans, phase, delay);
+        const tlm::tlm_sync_enum s = target_of(p.dst_gpu).nb_transport_fw(*p.trans, phase, delay);
         if (s == tlm::TLM_ACCEPTED) return;  // END_REQ comes on the backward path
         m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
         if (s == tlm::TLM_COMPLETED || phase == tlm::BEGIN_RESP) {
@@ -423,7 +423,7 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         return;
     }
     tlm::tlm_phase phase = tlm::BEGIN_RESP;
-    if (targets[p.dst_gpu]->nb_transport_bw(*p.trans, phase, delay) == tlm::TLM_ACCEPTED) return;
+    if (initiator_of(p.dst_gpu).nb_transport_bw(*p.trans, phase, delay) == tlm::TLM_ACCEPTED) return;
     m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
 }
 
