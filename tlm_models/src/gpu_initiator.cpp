@@ -123,11 +123,11 @@ void GpuInitiator::try_issue() {
         if (packets > 1) {
             p->train.packets = packets;
             p->train.packet_bytes = std::uint32_t(m_max_payload);
+            p->train.spacing_ps = 0;  // the fabric sets it on delivery; only a train's is read back
             p->set_extension(&p->train);
         }
         p->peer = op.peer;
         p->resumes = t.blocking;
-        p->train.spacing_ps = 0;
         p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
         p->set_address(m_core.map.global(std::uint32_t(op.peer), t.offset));
         p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
