@@ -12,7 +12,9 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
     : IdealFabric(name, Configured<Params>(given, static_cast<const char*>(name))) {}
 
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
-    : FabricShell(name, std::uint32_t(p.ports.get())), m_latency_ps(p.latency.get().value()), m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
+    : FabricShell(name, std::uint32_t(p.ports.get())),
+      m_latency_ps(p.latency.get().value()),
+      m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
     m_request_busy.assign(n, 0);

@@ -1,10 +1,9 @@
 #include "eidola/simulation.h"
 
-#include <atomic>
-#include <csignal>
-
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <sstream>

@@ -13,11 +13,11 @@
 #include <systemc>
 #include <tlm>
 
-#include "eidola/timing_wheel.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
 #include "eidola/pointer_map.h"
+#include "eidola/timing_wheel.h"
 
 namespace eidola {
 
