@@ -140,5 +140,8 @@ def test_train_length_is_checked(write_platform):
     with pytest.raises(eidola.ConfigError, match="train"):
         eidola.load_platform(_platform(write_platform), {"gpus.train": 0})
     # 4,096 packets of 512 KiB would be a 2 GiB transaction: refused before the model allocates it.
-    with pytest.raises(eidola.ConfigError, match=r"gpus.train \(4096\) x gpus.max_payload \(524288 B\)"):
+    with pytest.raises(eidola.ConfigError, match=r"gpus.train \(4096\) x gpus.max_payload \(524288 B\)") as info:
         eidola.load_platform(_platform(write_platform), {"gpus.train": 4096, "gpus.max_payload": "512KiB"})
+    assert f"= {2 << 30} bytes; a train may carry at most {1 << 30} bytes" in str(info.value)
+    # Exactly 1 GiB (4,096 packets of 256 KiB) fits.
+    eidola.load_platform(_platform(write_platform), {"gpus.train": 4096, "gpus.max_payload": "256KiB"})
