@@ -6,7 +6,8 @@ folder and timed in a subprocess beside the current one, alternating, so machine
 alike. The compiled models are shared (build/cpp): only the Python side differs. Each figure is
 the best of `repeats` alternating rounds; the range is printed too.
 
-Run: .venv/bin/python bench/python_bench.py [--rev REV] [--repeats N]; bench/run.py includes the section.
+Run: .venv/bin/python bench/python_bench.py [--rev REV] [--repeats N]. bench/run.py does not run it (it
+needs a baseline revision); paste its section into RESULTS.md by hand.
 """
 
 from __future__ import annotations

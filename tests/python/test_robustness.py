@@ -271,8 +271,16 @@ def _start_long_run(tmp_path, write_platform, argv=None):
 
 
 def _kill_tree(proc, pids):
-    """Kills `proc` and `pids` whatever the test's outcome: a failed assertion must not leave a simulation running."""
-    for pid in (proc.pid, *pids):
+    """Kills `proc`, its simulation children and `pids` whatever the test's outcome: a failed assertion must
+    not leave a simulation running.
+
+    `proc` goes through Popen, which knows whether it has been reaped: its pid, once reaped, may already
+    be another process's, so it is never signalled or searched for children by number.
+    """
+    if proc.poll() is None:
+        pids = [*pids, *_children(proc.pid)]
+        proc.kill()
+    for pid in pids:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
     proc.wait(timeout=60)
@@ -288,7 +296,7 @@ def test_a_killed_parent_leaves_no_orphan(tmp_path, write_platform):
         proc.wait(timeout=60)
         assert _wait_for(lambda: not _alive(seen[0])), f"child {seen[0]} outlived its killed parent"
     finally:
-        _kill_tree(proc, [*seen, *_children(proc.pid)])
+        _kill_tree(proc, seen)
 
 
 @pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
@@ -310,7 +318,7 @@ def test_ctrl_c_and_sigterm_kill_the_run_and_exit_cleanly(tmp_path, write_platfo
         assert err.strip() == f"eidola run: {word}"
         assert not _alive(seen[0])
     finally:
-        _kill_tree(proc, [*seen, *_children(proc.pid)])
+        _kill_tree(proc, seen)
 
 
 def test_a_bounded_fuzz_run_finds_nothing(repo, tmp_path):

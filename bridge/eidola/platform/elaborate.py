@@ -148,15 +148,14 @@ def _check_bindings(platform: Platform, values: dict[str, dict[str, Any]]) -> li
     return specs
 
 
-_TRAIN_BYTES = 1 << 30  # a GPU's data area holds one train: the largest max_payload allows
-
-
 def _check_train(name: str, values: dict[str, Any]) -> None:
-    """A train of `train` packets of `max_payload` must fit the GPU's data area (else the model cannot allocate it)."""
+    """A train of `train` packets of `max_payload` must fit the GPU's data area (else the model cannot allocate
+    it), which holds one train: at most the largest max_payload EidolonGpu declares."""
     train, payload = int(values.get("train", 1)), int(values.get("max_payload", 0))
-    if train * payload > _TRAIN_BYTES:
+    most = int(catalog.model("EidolonGpu").declared("max_payload").max)
+    if train * payload > most:
         raise ConfigError(f"GPU {name!r}: gpus.train ({train}) x gpus.max_payload ({payload} B) = {train * payload} "
-                          f"bytes; a train may carry at most {_TRAIN_BYTES} bytes (lower gpus.train)")
+                          f"bytes; a train may carry at most {most} bytes (lower gpus.train)")
 
 
 def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict[str, Any]]) -> list[GpuSlot]:

@@ -93,10 +93,9 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
              for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit", "write_mode", "release_scope")}
     # One record per template, gathered by each row's ref; a transfer's row then supplies its peer,
     # its offset within the buffer and its size (the columnar profile: see workload/table.py).
-    records = np.array([_encode_template(t, flag_index, buffers, codes) for t in table.templates] or
-                       [(0,) * len(OP_DTYPE.names or ())], dtype=OP_DTYPE)
+    records = np.array([_encode_template(t, flag_index, buffers, codes) for t in table.templates], dtype=OP_DTYPE)
     rows = table.rows
-    ops_arr = records[rows[:, 0]] if len(rows) else np.zeros(0, dtype=OP_DTYPE)
+    ops_arr = records[rows[:, 0]]
     transfer = table.kind_mask("write", "read")
     peer = table.kind_mask("write", "read", "signal")
     ops_arr["peer"][peer] = rows[peer, 1]
@@ -114,9 +113,10 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
 
 def _encode_template(t: Op | Transfer | Signal, flag_index: dict[str, int], buffers: dict[str, int],
                      codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
-    """A template as an OP_DTYPE record; a transfer's peer, nbytes and in-buffer offset come from its row."""
+    """A template as an OP_DTYPE record, encoded as its op with peer, in-buffer offset and nbytes 0: a row
+    supplies those."""
     if isinstance(t, Transfer):
-        return _encode_op(t.op(0, 0, 1), flag_index, buffers, codes)[:4] + (0, buffers[t.buffer], 0, 0, 0, 0, 0)
+        return _encode_op(t.op(0, 0, 0), flag_index, buffers, codes)
     return _encode_op(t.make(0) if isinstance(t, Signal) else t, flag_index, buffers, codes)
 
 

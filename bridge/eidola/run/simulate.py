@@ -154,7 +154,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
-              reached: Callable[[], float | None] = lambda: None) -> bytes:
+              reached: Callable[[], float | None]) -> bytes:
     """Everything the child writes to `fd` until it closes it; WallLimitExceeded past `deadline` (monotonic).
 
     `reached` asks the child for the simulated time it has reached (ns), or None if it cannot say.

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..platform.model import SocketRef
 from ..platform.plugin import PluginSpec
+from .encode import PROGRAM_DTYPE
 from .native import native_library
 from .plugin_build import PluginBuild, load_plugin
 
@@ -81,7 +82,7 @@ def _warm(ns: Any) -> None:
     # run() too: its first call cost every child ~6 ms of JIT (40% of the 64-GPU ideal all-to-all).
     # A program for GPU 0, which this simulation lacks, makes it stop as bad input before the
     # kernel starts; load_programs() copies the entry.
-    entry = np.zeros(1, dtype=[("gpu", "<i4"), ("wg", "<i4"), ("first", "<i8"), ("count", "<i8")])
+    entry = np.zeros(1, dtype=PROGRAM_DTYPE)
     sim.load_programs(0, 0, entry.ctypes.data, 1)
     sim.run()
     sim.set_traffic(ns.TrafficSpec(), 0, 0, 0)
