@@ -106,7 +106,7 @@ public:
         if (earliest) m_next_ps = at_ps;
         if (m_now.empty() ? at_ps == now_ps() : m_now_ps == at_ps) {
             m_now_ps = at_ps;
-            m_now.push_back(e);
+            m_now.push_back(item);
         } else {
             // Best fit: the latest back not after at_ps. An empty lane's back is 0, so it takes
             // an action that fits no other lane, and the heap one that fits no lane at all.
@@ -133,7 +133,7 @@ public:
     bool pop_due(std::uint64_t now, Item& out) {
         if (m_next_ps > now) return false;
         if (!m_now.empty() && m_now_ps < m_rest_ps) {  // ties go to the rest (see above)
-            out = m_now.front().item;
+            out = m_now.front();
             m_now.pop_front();
         } else {
             // The smallest (time, sequence) of the lane fronts (an empty lane's is the largest
@@ -220,7 +220,7 @@ private:
     // Line 2: the lanes' last times, for push's best fit (0 for an empty lane), and the now lane.
     alignas(64) std::uint64_t m_back_ps[kLanes] = {};
     std::uint64_t m_now_ps = 0;  ///< the time of the now lane's actions (when it has any)
-    Lane m_now;                  ///< actions due at one time, the current one when they were pushed
+    EntryRing<Item> m_now;       ///< actions due at m_now_ps, the current time when they were pushed
     // Lines 3 and 4: the storage, touched only for the lane or heap an action goes to or comes from.
     alignas(64) Lane m_lanes[kLanes];
     std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> m_heap;
