@@ -315,11 +315,7 @@ class ProfileBuilder:
 
     def program(self, gpu: int, wg: int) -> ProgramBuilder:
         """Start the program of workgroup `wg` on GPU `gpu`; each (gpu, wg) may be started once."""
-        try:
-            gpu = check_int("gpu", gpu, hi=self.gpus - 1)
-            wg = check_int("wg", wg, hi=self.workgroups - 1)
-        except Invalid as e:
-            raise ProfileError(f"profile {self.name!r}: {e}") from None
+        gpu, wg = self._key(gpu, wg)
         if gpu * self.workgroups + wg in self._store.started:
             raise ProfileError(f"profile {self.name!r}: gpu {gpu} wg {wg}: program already defined")
         return self._builder(gpu, wg)
@@ -327,14 +323,14 @@ class ProfileBuilder:
     def program_at(self, gpu: int, wg: int) -> ProgramBuilder:
         """The program of workgroup `wg` on GPU `gpu`, started if it was not: for appending to it later."""
         p = self._programs.get((gpu, wg))
-        if p is not None:
-            return p
+        return p if p is not None else self._builder(*self._key(gpu, wg))
+
+    def _key(self, gpu: Any, wg: Any) -> tuple[int, int]:
+        """(gpu, wg) checked as a program of this profile; a ProfileError naming the bad one otherwise."""
         try:
-            gpu = check_int("gpu", gpu, hi=self.gpus - 1)
-            wg = check_int("wg", wg, hi=self.workgroups - 1)
+            return check_int("gpu", gpu, hi=self.gpus - 1), check_int("wg", wg, hi=self.workgroups - 1)
         except Invalid as e:
             raise ProfileError(f"profile {self.name!r}: {e}") from None
-        return self._builder(gpu, wg)
 
     def _builder(self, gpu: int, wg: int) -> ProgramBuilder:
         # A program that bulk ops started already has ops: the builder counts them for its op indices.
