@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from eidola.errors import ProfileError
 from eidola.profile import ProfileBuilder, load_profile
 from eidola.workload.importers.kineto import import_kineto
 
@@ -260,6 +261,24 @@ def test_cli_import_then_run_then_compare(cli, tmp_path, write_platform):
     r = cli("compare", tmp_path / "run", *_gloo(2))
     assert r.returncode == 0, r.stderr
     assert "all_reduce" in r.stdout and (tmp_path / "run" / "compare.png").exists()
+
+
+def test_crossing_groups_name_where_the_ranks_diverge():
+    """Three ranks whose pairwise collectives wait on each other in a cycle: rank 0 does X (ranks 0, 1)
+    then Y (0, 2), rank 1 does Z (1, 2) then X, rank 2 does Y then Z. No order fits; the first pair
+    of ranks whose time-ordered kinds differ is ranks 0 and 1 at collective #0 (all_reduce vs broadcast)."""
+    from eidola.workload.importers.timeline import Coll, Item, Lane, Report, build_profile
+
+    def lane(*colls):
+        return [Lane("t", [Item(10 * i, 10 * i + 5, Coll(kind, 64, group, name)) for i, (kind, group, name)
+                           in enumerate(colls)])]
+
+    X, Y, Z = ("all_reduce", (0, 1), "X"), ("all_gather", (0, 2), "Y"), ("broadcast", (1, 2), "Z")
+    lanes = {0: lane(X, Y), 1: lane(Z, X), 2: lane(Y, Z)}
+    with pytest.raises(ProfileError) as e:
+        build_profile("x", lanes, 1, "ring", "syncmon", Report(), {0: "a.json", 1: "b.json", 2: "c.json"})
+    assert ("a.json, b.json, c.json: cannot be replayed together: collective #0 in time order is all_reduce "
+            "(X, 64 B) on rank 0 (a.json) but broadcast (Z, 64 B) on rank 1 (b.json), so no order") in str(e.value)
 
 
 def test_bad_traces_exit_2(cli, tmp_path):
