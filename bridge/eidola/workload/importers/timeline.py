@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from ...errors import ProfileError
 from ..builder import ProfileBuilder
@@ -96,12 +97,11 @@ def _diverge(ranks: list[int], lanes: dict[int, list[Lane]], sources: dict[int, 
     """Where the time-ordered collective kinds of two ranks first differ, for an error message."""
     seqs = {r: [it.coll for it in sorted((it for lane in lanes[r] for it in lane.items if it.coll),
                                          key=lambda it: it.start) if it.coll] for r in ranks}
-    for a in ranks:
-        for b in ranks:
-            for k, (x, y) in enumerate(zip(seqs[a], seqs[b])):
-                if a < b and x.kind != y.kind:
-                    return (f"collective #{k} in time order is {x.kind} ({x.name}, {x.nbytes} B) on {_who(a, sources)} "
-                            f"but {y.kind} ({y.name}, {y.nbytes} B) on {_who(b, sources)}")
+    for a, b in combinations(ranks, 2):  # ranks are sorted: each pair once, a < b
+        for k, (x, y) in enumerate(zip(seqs[a], seqs[b])):
+            if x.kind != y.kind:
+                return (f"collective #{k} in time order is {x.kind} ({x.name}, {x.nbytes} B) on {_who(a, sources)} "
+                        f"but {y.kind} ({y.name}, {y.nbytes} B) on {_who(b, sources)}")
     return "the groups' collectives interleave differently on different ranks"
 
 
