@@ -123,25 +123,16 @@ def test_kineto_nccl_trace_from_a_gpu_job():
     assert prof.gpus == 1
 
 
-def _ideal_replay(P):
+def _ideal_replay(P, write_platform):
     """Import the P-rank gloo fixture and replay it on a fabric where communication costs ~nothing."""
     import eidola
 
     prof, report = import_kineto(_gloo(P), compute="host")
     # 0 ns fabric and memory latency and 1000 PB/s: a 4 KiB collective's transfers take < 1 ns.
-    plat = eidola.load_platform(_write(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: "
+    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: "
                                        f"{prof.workgroups}\n  memory: {{latency: 0ns, bandwidth: 1000PB/s}}\n"
                                        "fabric: {model: ideal, latency: 0ns}\n"))
     return prof, report, eidola.simulate(plat, prof, trace=True).ops_table()
-
-
-def _write(text):
-    import tempfile
-
-    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    f.write(text)
-    f.close()
-    return f.name
 
 
 def _free_communication_timeline(P):
@@ -192,8 +183,8 @@ def _free_communication_timeline(P):
 
 
 @pytest.mark.parametrize("P", [2, 4])
-def test_ideal_fabric_replays_the_traced_timeline(P):
-    prof, report, ops = _ideal_replay(P)
+def test_ideal_fabric_replays_the_traced_timeline(P, write_platform):
+    prof, report, ops = _ideal_replay(P, write_platform)
     traced, free, span = _free_communication_timeline(P)
     sim = {}
     for g, w, k, _, _, kind in report.phases:
@@ -211,7 +202,7 @@ def test_ideal_fabric_replays_the_traced_timeline(P):
         assert worst <= 0.01 * span, f"rank {r}: a phase starts {worst / 1e6:.1f} ms off the trace"
 
 
-def test_sampled_128_rank_traces_each_alone():
+def test_sampled_128_rank_traces_each_alone(write_platform):
     """One traced rank of a 128-rank job: no collective has a traced peer, so each is replayed as a
     compute phase of its traced time. Their traced times are those of the NCCL kernels they launched."""
     import eidola
@@ -229,7 +220,7 @@ def test_sampled_128_rank_traces_each_alone():
         "all_gather with no traced peer (replayed as its traced time)": 2,
         "all_reduce with no traced peer (replayed as its traced time)": 4,
         "all_to_all with no traced peer (replayed as its traced time)": 4}
-    plat = eidola.load_platform(_write(f"eidola: 1\nname: one\ngpus:\n  count: 1\n  workgroups: {prof.workgroups}\n"
+    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: one\ngpus:\n  count: 1\n  workgroups: {prof.workgroups}\n"
                                        "fabric: {model: ideal, latency: 0ns}\n"))
     ops = eidola.simulate(plat, prof, trace=True).ops_table()
     sim = sorted((float(ops[(ops["gpu"] == g) & (ops["wg"] == w) & (ops["op"] == k)]["begin_ns"][0]),
@@ -326,7 +317,7 @@ def _write_et(path, nodes):
             protolib.encodeMessage(f, n)
 
 
-def test_chakra_ets_timed_and_dependent(tmp_path):
+def test_chakra_ets_timed_and_dependent(tmp_path, write_platform):
     """COMP and COMM_COLL nodes with data deps, ids deliberately out of dependency order, on P ranks.
 
     Rank r: node 3 (COMP, 20 + 10r us, no parents) runs first although node 1 has the smaller id,
@@ -350,7 +341,7 @@ def test_chakra_ets_timed_and_dependent(tmp_path):
     prof, report = import_chakra([str(tmp_path / f"r{r}.et") for r in range(P)])
     assert dict(_bytes_per_call(prof)["c1"]) == {g: FORMULA["all_reduce"](P, S) for g in range(P)}
     assert report.imported["compute phases"] == 3 * P
-    plat = eidola.load_platform(_write(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: 1\n"
+    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: 1\n"
                                        "  memory: {latency: 0ns, bandwidth: 1000PB/s}\n"
                                        "fabric: {model: ideal, latency: 0ns}\n"))
     ops = eidola.simulate(plat, prof, trace=True).ops_table()
