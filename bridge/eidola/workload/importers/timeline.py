@@ -214,7 +214,8 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
             items = lanes[r][li].items
             while i < len(items):
                 it = items[i]
-                if it.coll is None or len(calls[call_of[id(it)]]) == 1:
+                row = calls[call_of[id(it)]] if it.coll else None  # the call's members, for a collective
+                if row is None or len(row) == 1:
                     # The gap before an item (idle, host overhead, waits on other lanes) and the item
                     # itself are separate compute ops, so each traced phase is one op of the replay.
                     advance(r, li, it.start + shift[r])
@@ -227,8 +228,7 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                         report.imported["compute phases"] += 1
                     else:  # no peer in the traces: keep its traced time
                         report.ignored[f"{it.coll.kind} with no traced peer (replayed as its traced time)"] += 1
-                elif all(at_front(o, orank) for o, orank in calls[call_of[id(it)]]):
-                    row = calls[call_of[id(it)]]
+                elif all(at_front(o, orank) for o, orank in row):
                     for o, orank in row:  # every member reaches its traced start, then the collective begins
                         advance(orank, where[id(o)][1], o.start + shift[orank])
                     _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
