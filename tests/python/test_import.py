@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from eidola.errors import ProfileError
 from eidola.profile import ProfileBuilder, load_profile
 from eidola.workload.importers.kineto import import_kineto
 
@@ -122,25 +123,16 @@ def test_kineto_nccl_trace_from_a_gpu_job():
     assert prof.gpus == 1
 
 
-def _ideal_replay(P):
+def _ideal_replay(P, write_platform):
     """Import the P-rank gloo fixture and replay it on a fabric where communication costs ~nothing."""
     import eidola
 
     prof, report = import_kineto(_gloo(P), compute="host")
     # 0 ns fabric and memory latency and 1000 PB/s: a 4 KiB collective's transfers take < 1 ns.
-    plat = eidola.load_platform(_write(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: "
+    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: "
                                        f"{prof.workgroups}\n  memory: {{latency: 0ns, bandwidth: 1000PB/s}}\n"
                                        "fabric: {model: ideal, latency: 0ns}\n"))
     return prof, report, eidola.simulate(plat, prof, trace=True).ops_table()
-
-
-def _write(text):
-    import tempfile
-
-    f = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    f.write(text)
-    f.close()
-    return f.name
 
 
 def _free_communication_timeline(P):
@@ -191,8 +183,8 @@ def _free_communication_timeline(P):
 
 
 @pytest.mark.parametrize("P", [2, 4])
-def test_ideal_fabric_replays_the_traced_timeline(P):
-    prof, report, ops = _ideal_replay(P)
+def test_ideal_fabric_replays_the_traced_timeline(P, write_platform):
+    prof, report, ops = _ideal_replay(P, write_platform)
     traced, free, span = _free_communication_timeline(P)
     sim = {}
     for g, w, k, _, _, kind in report.phases:
@@ -210,7 +202,7 @@ def test_ideal_fabric_replays_the_traced_timeline(P):
         assert worst <= 0.01 * span, f"rank {r}: a phase starts {worst / 1e6:.1f} ms off the trace"
 
 
-def test_sampled_128_rank_traces_each_alone():
+def test_sampled_128_rank_traces_each_alone(write_platform):
     """One traced rank of a 128-rank job: no collective has a traced peer, so each is replayed as a
     compute phase of its traced time. Their traced times are those of the NCCL kernels they launched."""
     import eidola
@@ -228,7 +220,7 @@ def test_sampled_128_rank_traces_each_alone():
         "all_gather with no traced peer (replayed as its traced time)": 2,
         "all_reduce with no traced peer (replayed as its traced time)": 4,
         "all_to_all with no traced peer (replayed as its traced time)": 4}
-    plat = eidola.load_platform(_write(f"eidola: 1\nname: one\ngpus:\n  count: 1\n  workgroups: {prof.workgroups}\n"
+    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: one\ngpus:\n  count: 1\n  workgroups: {prof.workgroups}\n"
                                        "fabric: {model: ideal, latency: 0ns}\n"))
     ops = eidola.simulate(plat, prof, trace=True).ops_table()
     sim = sorted((float(ops[(ops["gpu"] == g) & (ops["wg"] == w) & (ops["op"] == k)]["begin_ns"][0]),
@@ -260,6 +252,24 @@ def test_cli_import_then_run_then_compare(cli, tmp_path, write_platform):
     r = cli("compare", tmp_path / "run", *_gloo(2))
     assert r.returncode == 0, r.stderr
     assert "all_reduce" in r.stdout and (tmp_path / "run" / "compare.png").exists()
+
+
+def test_crossing_groups_name_where_the_ranks_diverge():
+    """Three ranks whose pairwise collectives wait on each other in a cycle: rank 0 does X (ranks 0, 1)
+    then Y (0, 2), rank 1 does Z (1, 2) then X, rank 2 does Y then Z. No order fits; the first pair
+    of ranks whose time-ordered kinds differ is ranks 0 and 1 at collective #0 (all_reduce vs broadcast)."""
+    from eidola.workload.importers.timeline import Coll, Item, Lane, Report, build_profile
+
+    def lane(*colls):
+        return [Lane("t", [Item(10 * i, 10 * i + 5, Coll(kind, 64, group, name)) for i, (kind, group, name)
+                           in enumerate(colls)])]
+
+    X, Y, Z = ("all_reduce", (0, 1), "X"), ("all_gather", (0, 2), "Y"), ("broadcast", (1, 2), "Z")
+    lanes = {0: lane(X, Y), 1: lane(Z, X), 2: lane(Y, Z)}
+    with pytest.raises(ProfileError) as e:
+        build_profile("x", lanes, 1, "ring", "syncmon", Report(), {0: "a.json", 1: "b.json", 2: "c.json"})
+    assert ("a.json, b.json, c.json: cannot be replayed together: collective #0 in time order is all_reduce "
+            "(X, 64 B) on rank 0 (a.json) but broadcast (Z, 64 B) on rank 1 (b.json), so no order") in str(e.value)
 
 
 def test_bad_traces_exit_2(cli, tmp_path):
@@ -307,7 +317,7 @@ def _write_et(path, nodes):
             protolib.encodeMessage(f, n)
 
 
-def test_chakra_ets_timed_and_dependent(tmp_path):
+def test_chakra_ets_timed_and_dependent(tmp_path, write_platform):
     """COMP and COMM_COLL nodes with data deps, ids deliberately out of dependency order, on P ranks.
 
     Rank r: node 3 (COMP, 20 + 10r us, no parents) runs first although node 1 has the smaller id,
@@ -331,7 +341,7 @@ def test_chakra_ets_timed_and_dependent(tmp_path):
     prof, report = import_chakra([str(tmp_path / f"r{r}.et") for r in range(P)])
     assert dict(_bytes_per_call(prof)["c1"]) == {g: FORMULA["all_reduce"](P, S) for g in range(P)}
     assert report.imported["compute phases"] == 3 * P
-    plat = eidola.load_platform(_write(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: 1\n"
+    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: 1\n"
                                        "  memory: {latency: 0ns, bandwidth: 1000PB/s}\n"
                                        "fabric: {model: ideal, latency: 0ns}\n"))
     ops = eidola.simulate(plat, prof, trace=True).ops_table()

@@ -25,7 +25,7 @@ from .bulk import ProgramSet, program_ids
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, op_method
 from .profile import Profile
-from .table import ROW, OpTable, Signal, Template, Transfer
+from .table import ROW, OpTable, Signal, Template, Transfer, split
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
 
 __all__ = ["ProfileBuilder", "ProgramBuilder", "ProgramSet"]
@@ -62,20 +62,16 @@ class _Store:
             self.templates.append(t)
         return r
 
-    def op_ref(self, kind: str, op: Op) -> int:
-        """The template number of the checked op `op`; a write, read or signal keeps its per-op values in its row."""
-        if kind in ("write", "read"):
-            (_, buffer), blocking = op.args[1], op.args[4][1] if kind == "write" else None
-            ref = self.ref(Transfer(kind, buffer, blocking))
-            self.transfers[kind, buffer, blocking] = (ref, self.scope.buffers[buffer])
-            return ref
-        if kind == "signal":
-            _, flag, sop, value, compare, scope = (v for _, v in op.args)
-            ref = self.ref(Signal(flag, sop, value, compare, scope))
-            if type(value) is int and (compare is None or type(compare) is int):
-                self.signals[flag, sop, value, compare, scope, str, str, str] = ref
-            return ref
-        return self.ref(op)
+    def op_row(self, op: Op) -> tuple[int, int, int, int]:
+        """The row of the checked op `op` (see table.split), its template numbered; a write, read or signal
+        template is remembered for the builder's fast paths."""
+        t, dst, offset, nbytes = split(op)
+        ref = self.ref(t)
+        if isinstance(t, Transfer):
+            self.transfers[t.kind, t.buffer, t.blocking] = (ref, self.scope.buffers[t.buffer])
+        elif isinstance(t, Signal) and type(t.value) is int and (t.compare is None or type(t.compare) is int):
+            self.signals[t.flag, t.op, t.value, t.compare, t.scope, str, str, str] = ref
+        return ref, dst, offset, nbytes
 
     def flush(self) -> None:
         """Move the pending rows of every ProgramBuilder into one segment, so later bulk ops land after them."""
@@ -232,16 +228,9 @@ class ProgramBuilder:
                 op = OP_KINDS[kind].check(self._scope, *args)
             except Invalid as e:
                 raise ProfileError(f"gpu {self.gpu} wg {self.wg} op {self.op_count()} ({kind}): {e}") from None
-            ref = store.op_ref(kind, op)
-            if kind in ("write", "read"):
-                (_, dst), _, (_, offset), (_, nbytes) = op.args[:4]
-                row = (ref, dst, offset, nbytes)
-            elif kind == "signal":
-                row = (ref, op.args[0][1], 0, 0)
-            else:
-                if key is not None:
-                    store.memo[key] = ref
-                row = (ref, 0, 0, 0)
+            row = store.op_row(op)
+            if key is not None:  # only non-transfer, non-signal ops are keyed: their row is (ref, 0, 0, 0)
+                store.memo[key] = row[0]
         if not self._rows:
             self._pending.append(self)
         self._rows.extend(row)
@@ -315,11 +304,7 @@ class ProfileBuilder:
 
     def program(self, gpu: int, wg: int) -> ProgramBuilder:
         """Start the program of workgroup `wg` on GPU `gpu`; each (gpu, wg) may be started once."""
-        try:
-            gpu = check_int("gpu", gpu, hi=self.gpus - 1)
-            wg = check_int("wg", wg, hi=self.workgroups - 1)
-        except Invalid as e:
-            raise ProfileError(f"profile {self.name!r}: {e}") from None
+        gpu, wg = self._key(gpu, wg)
         if gpu * self.workgroups + wg in self._store.started:
             raise ProfileError(f"profile {self.name!r}: gpu {gpu} wg {wg}: program already defined")
         return self._builder(gpu, wg)
@@ -327,14 +312,14 @@ class ProfileBuilder:
     def program_at(self, gpu: int, wg: int) -> ProgramBuilder:
         """The program of workgroup `wg` on GPU `gpu`, started if it was not: for appending to it later."""
         p = self._programs.get((gpu, wg))
-        if p is not None:
-            return p
+        return p if p is not None else self._builder(*self._key(gpu, wg))
+
+    def _key(self, gpu: Any, wg: Any) -> tuple[int, int]:
+        """(gpu, wg) checked as a program of this profile; a ProfileError naming the bad one otherwise."""
         try:
-            gpu = check_int("gpu", gpu, hi=self.gpus - 1)
-            wg = check_int("wg", wg, hi=self.workgroups - 1)
+            return check_int("gpu", gpu, hi=self.gpus - 1), check_int("wg", wg, hi=self.workgroups - 1)
         except Invalid as e:
             raise ProfileError(f"profile {self.name!r}: {e}") from None
-        return self._builder(gpu, wg)
 
     def _builder(self, gpu: int, wg: int) -> ProgramBuilder:
         # A program that bulk ops started already has ops: the builder counts them for its op indices.

@@ -166,7 +166,7 @@ class ProgramSet:
         refs, sizes = [], []
         for i in firsts:
             op = self._check_at(kind, i, args, columns)
-            refs.append(store.op_ref(kind, op))
+            refs.append(store.op_row(op)[0])
             if kind in ("write", "read"):
                 sizes.append(store.scope.buffers[op.args[1][1]])
         inverse: NDArray[np.int64] | None = None  # per program: its op body's place in refs (None: all the first)

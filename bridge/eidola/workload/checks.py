@@ -80,7 +80,7 @@ class Scope:
         self.buffers: dict[str, int] = {}
         self.interned: dict[Op, Op] = {}
         self.pairs: dict[tuple[str, Any], tuple[str, Any]] = {}  # (name, value) -> the one shared tuple
-        self.memo: dict[Hashable, Op] = {}  # builder: (kind, args, arg types) -> Op; loader: id(raw op) -> Op
+        self.memo: dict[Hashable, Op] = {}  # the loader's: id(raw op) -> Op (the builder keeps its own in _Store)
 
     def declare_flag(self, name: Any) -> None:
         check_name("flag", name)

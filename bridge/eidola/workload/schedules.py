@@ -111,6 +111,14 @@ def _names(names: Sequence[str] | NDArray[np.object_], index: Ints) -> list[str]
     return out
 
 
+def _send(ps: ProgramSet, dsts: Sequence[Ints | int], buffer: str, offset: Ints, size: Ints, flag: list[str]) -> None:
+    """Write (offset, size) of `buffer` to every dst in turn, then add 1 to `flag` on each: the send of every schedule."""
+    for dst in dsts:
+        ps.write(dst=dst, buffer=buffer, offset=offset, nbytes=size)
+    for dst in dsts:
+        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+
+
 def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
     """Step s sends chunk c of `steps[s]` = (buffer, block_of(r), reduces) from rank r to r+1.
 
@@ -137,9 +145,7 @@ def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
         for c in range(C):
             if s:
                 receive(s - 1, c)
-            offset, size = g.chunk(block, J, c)
-            ps.write(dst=nxt, buffer=names[buffer], offset=offset, nbytes=size)
-            ps.signal(dst=nxt, flag=flag, op="add", value=1, scope="peer")
+            _send(ps, [nxt], names[buffer], *g.chunk(block, J, c), flag)
     for c in range(C):
         receive(len(steps) - 1, c)
 
@@ -153,12 +159,7 @@ def _peer(R: Ints, P: int, k: int, J: Ints | int = 0) -> Ints:
 
 def _direct_send(g: Group, ps: ProgramSet, R: Ints, J: Ints, c: int, flag: list[str], buffer: str) -> None:
     """Write chunk c of slice J to every peer at the sender's own block R, then signal each peer on `flag`."""
-    offset, size = g.chunk(R, J, c)
-    dsts = [g.gpu_of(_peer(R, g.P, k, J)) for k in range(g.P - 1)]
-    for dst in dsts:
-        ps.write(dst=dst, buffer=buffer, offset=offset, nbytes=size)
-    for dst in dsts:
-        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+    _send(ps, [g.gpu_of(_peer(R, g.P, k, J)) for k in range(g.P - 1)], buffer, *g.chunk(R, J, c), flag)
 
 
 def _direct_receive(g: Group, ps: ProgramSet, R: Ints, J: Ints, c: int, table: NDArray[np.object_],
@@ -220,9 +221,7 @@ def pinned(g: Group, stages: Sequence[tuple[str, str]], nbytes: int, reduce_ns_p
             ps.compute(ns=reduce_ns)
         flag = _names(flags[index], slice_)
         for c in range(C):
-            offset, size = pieces(nbytes, P * k * C, (R * k + slice_) * C + c)  # k slices per block
-            ps.write(dst=dst, buffer=names[index], offset=offset, nbytes=size)
-            ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+            _send(ps, [dst], names[index], *pieces(nbytes, P * k * C, (R * k + slice_) * C + c), flag)  # k slices per block
         ps.wait(flag=flag, cond=">=", value=(P - 1) * C, **g.wait)
 
 
@@ -249,11 +248,8 @@ def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
         for c in range(C):
             if waits:
                 ps.wait(flag=flag, cond=">=", value=c + 1, **g.wait)
-            offset, size = pieces(g.total, g.parts, J * C + c)  # each workgroup moves one slice of the whole buffer
-            for dst in dsts:
-                ps.write(dst=dst, buffer=buf, offset=offset, nbytes=size)
-            for dst in dsts:
-                ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+            # each workgroup moves one slice of the whole buffer
+            _send(ps, dsts, buf, *pieces(g.total, g.parts, J * C + c), flag)
 
 
 def barrier(g: Group) -> None:
@@ -274,7 +270,5 @@ def send(g: Group, nbytes: int) -> None:
     sender, _, J = g.at([0])
     flag = _names(flags, J)
     for c in range(g.C):
-        offset, size = pieces(g.total, g.parts, J * g.C + c)
-        sender.write(dst=g.gpus[1], buffer=buf, offset=offset, nbytes=size)
-        sender.signal(dst=g.gpus[1], flag=flag, op="add", value=1, scope="peer")
+        _send(sender, [g.gpus[1]], buf, *pieces(g.total, g.parts, J * g.C + c), flag)
     g.at([1])[0].wait(flag=flag, cond=">=", value=g.C, **g.wait)

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 
 from .ops import Op
 
-__all__ = ["OpTable", "Transfer", "Signal", "ROW"]
+__all__ = ["OpTable", "Transfer", "Signal", "ROW", "split"]
 
 ROW = 4  #: int64 columns per op: ref, dst, offset, nbytes
 
@@ -59,6 +59,16 @@ class Signal(NamedTuple):
 Template = Op | Transfer | Signal
 
 
+def split(op: Op) -> tuple[Template, int, int, int]:
+    """`op` as a row holds it: its template and the row's (dst, offset, nbytes), 0 where the template has all."""
+    if op.kind in ("write", "read"):
+        (_, dst), (_, buffer), (_, offset), (_, nbytes) = op.args[:4]
+        return Transfer(op.kind, buffer, op.args[4][1] if op.kind == "write" else None), dst, offset, nbytes
+    if op.kind == "signal":
+        return Signal(*(v for _, v in op.args[1:])), op.args[0][1], 0, 0
+    return op, 0, 0, 0
+
+
 class OpTable:
     """Immutable programs: keys (gpu, wg), row ranges, the int64 rows and their templates."""
 
@@ -83,15 +93,8 @@ class OpTable:
             if not ops:
                 continue
             for op in ops:
-                if op.kind in ("write", "read"):
-                    (_, dst), (_, buffer), (_, offset), (_, nbytes) = op.args[:4]
-                    t = Transfer(op.kind, buffer, op.args[4][1] if op.kind == "write" else None)
-                    flat += (refs.setdefault(t, len(refs)), dst, offset, nbytes)
-                elif op.kind == "signal":
-                    g = Signal(*(v for _, v in op.args[1:]))
-                    flat += (refs.setdefault(g, len(refs)), op.args[0][1], 0, 0)
-                else:
-                    flat += (refs.setdefault(op, len(refs)), 0, 0, 0)
+                t, dst, offset, nbytes = split(op)
+                flat += (refs.setdefault(t, len(refs)), dst, offset, nbytes)
             keys.append(key)
             starts.append(len(flat) // ROW)
         rows = np.array(flat, dtype=np.int64).reshape(-1, ROW)

@@ -101,13 +101,14 @@ def _size(path: Path, kind: str, ops: list[dict[str, Any]], world: int, report: 
              for t in e.get("args", {}).get("Input type") or [] if t in DTYPE_BYTES]
     if not any(any(c) for c in counts):
         return 0
-    # No known dtype, but one is spelled (not a container or scalar marker): refuse rather than guess.
-    odd = [(e, t) for e in ops for t in e.get("args", {}).get("Input type") or [] if t and t not in _NOT_DTYPE]
-    if not types and odd:
-        raise _unknown_dtype(path, *odd[0])
     if not types:
+        # No known dtype, but one is spelled (not a container or scalar marker): refuse rather than guess.
+        odd = next(((e, t) for e in ops for t in e.get("args", {}).get("Input type") or [] if t and t not in _NOT_DTYPE),
+                   None)
+        if odd is not None:
+            raise _unknown_dtype(path, *odd)
         report.assume(f"unknown dtype in {ops[0]['name']}: 4 bytes per element")
-    elt = DTYPE_BYTES.get(types[0], 4) if types else 4
+    elt = DTYPE_BYTES[types[0]] if types else 4  # types holds only known dtypes
     n = max(max(c, default=0) for c in counts)
     if kind == "all_gather" and not any(sum(1 for x in c if x) > 1 for c in counts):
         n *= world  # only the input was recorded: the gathered total is group size x input

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from ...errors import ProfileError
 from ..builder import ProfileBuilder
@@ -96,12 +97,11 @@ def _diverge(ranks: list[int], lanes: dict[int, list[Lane]], sources: dict[int, 
     """Where the time-ordered collective kinds of two ranks first differ, for an error message."""
     seqs = {r: [it.coll for it in sorted((it for lane in lanes[r] for it in lane.items if it.coll),
                                          key=lambda it: it.start) if it.coll] for r in ranks}
-    for a in ranks:
-        for b in ranks:
-            for k, (x, y) in enumerate(zip(seqs[a], seqs[b])):
-                if a < b and x.kind != y.kind:
-                    return (f"collective #{k} in time order is {x.kind} ({x.name}, {x.nbytes} B) on {_who(a, sources)} "
-                            f"but {y.kind} ({y.name}, {y.nbytes} B) on {_who(b, sources)}")
+    for a, b in combinations(ranks, 2):  # ranks are sorted: each pair once, a < b
+        for k, (x, y) in enumerate(zip(seqs[a], seqs[b])):
+            if x.kind != y.kind:
+                return (f"collective #{k} in time order is {x.kind} ({x.name}, {x.nbytes} B) on {_who(a, sources)} "
+                        f"but {y.kind} ({y.name}, {y.nbytes} B) on {_who(b, sources)}")
     return "the groups' collectives interleave differently on different ranks"
 
 
@@ -214,7 +214,8 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
             items = lanes[r][li].items
             while i < len(items):
                 it = items[i]
-                if it.coll is None or len(calls[call_of[id(it)]]) == 1:
+                row = calls[call_of[id(it)]] if it.coll else None  # the call's members, for a collective
+                if row is None or len(row) == 1:
                     # The gap before an item (idle, host overhead, waits on other lanes) and the item
                     # itself are separate compute ops, so each traced phase is one op of the replay.
                     advance(r, li, it.start + shift[r])
@@ -227,8 +228,7 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                         report.imported["compute phases"] += 1
                     else:  # no peer in the traces: keep its traced time
                         report.ignored[f"{it.coll.kind} with no traced peer (replayed as its traced time)"] += 1
-                elif all(at_front(o, orank) for o, orank in calls[call_of[id(it)]]):
-                    row = calls[call_of[id(it)]]
+                elif all(at_front(o, orank) for o, orank in row):
                     for o, orank in row:  # every member reaches its traced start, then the collective begins
                         advance(orank, where[id(o)][1], o.start + shift[orank])
                     _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
