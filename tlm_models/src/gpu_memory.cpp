@@ -52,7 +52,6 @@ void GpuMemory::perform(const MemoryAccess& a, bool count) {
             if (touches_flags) std::memcpy(flags + offset, trans.get_data_ptr(), std::min(len, flag_bytes - offset));
         }
     }
-    trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
 std::int64_t GpuMemory::poll_flag(std::uint64_t index) {

@@ -14,6 +14,7 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_latency_ps(p.latency.get().value()),
+      m_delivered(std::uint32_t(p.ports.get())),
       m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
@@ -35,14 +36,12 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
             trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
-        m_source.set(&trans, src);
-        count(src, std::uint32_t(dst), trans);
-        m_actions.push(at + m_latency_ps, {ActionKind::Deliver, std::uint32_t(dst), &trans});
+        m_actions.push(at + m_latency_ps, {ActionKind::Deliver, src, std::uint32_t(dst), &trans});
         phase = tlm::END_REQ;  // no contention: accepted at once
         return tlm::TLM_UPDATED;
     }
     if (phase == tlm::END_RESP) {
-        m_actions.push(at, {ActionKind::ResponseFree, src, nullptr});
+        m_actions.push(at, {ActionKind::ResponseFree, 0, src, nullptr});
         return tlm::TLM_COMPLETED;
     }
     errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");
@@ -53,14 +52,18 @@ tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_pay
                                          sc_core::sc_time& delay) {
     const std::uint64_t at = now_ps() + delay.value();
     if (phase == tlm::END_REQ) {
-        m_actions.push(at, {ActionKind::RequestFree, dst, nullptr});
+        m_actions.push(at, {ActionKind::RequestFree, 0, dst, nullptr});
         return tlm::TLM_ACCEPTED;
     }
     if (phase == tlm::BEGIN_RESP) {
-        if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, dst, nullptr});  // implies END_REQ
+        if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, 0, dst, nullptr});  // implies END_REQ
         std::uint32_t src = 0;
-        m_source.take(&trans, src);
-        m_actions.push(at + m_latency_ps, {ActionKind::Return, src, &trans});
+        if (!m_delivered.answered(dst, &trans, src)) {
+            errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(dst) +
+                                                       "]: BEGIN_RESP for a transaction it was not sent");
+            return tlm::TLM_COMPLETED;
+        }
+        m_actions.push(at + m_latency_ps, {ActionKind::Return, 0, src, &trans});
         return tlm::TLM_COMPLETED;
     }
     errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators: illegal phase on the backward path");
@@ -72,14 +75,14 @@ void IdealFabric::on_event() {
     Action a;
     while (m_actions.pop_due(now, a)) {
         switch (a.kind) {
-            case ActionKind::Deliver: deliver(a.port, a.trans); break;
+            case ActionKind::Deliver: deliver(a.port, a.trans, a.src); break;
             case ActionKind::Return: give_back(a.port, a.trans); break;
             case ActionKind::RequestFree:
                 m_request_busy[a.port] = false;
                 if (!m_request_queue[a.port].empty()) {
-                    tlm::tlm_generic_payload* t = m_request_queue[a.port].front();
+                    const Waiting w = m_request_queue[a.port].front();
                     m_request_queue[a.port].pop_front();
-                    deliver(a.port, t);
+                    deliver(a.port, w.trans, w.src);
                 }
                 break;
             case ActionKind::ResponseFree:
@@ -96,11 +99,15 @@ void IdealFabric::on_event() {
 }
 
 // Sends a request on initiators[dst], one BEGIN_REQ at a time as the base protocol requires.
-void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
+// A pair's traffic is counted here, not on arrival: the target reads the same lines of the
+// payload and its extensions right after, while they are in the cache.
+void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
     if (m_request_busy[dst]) {
-        m_request_queue[dst].push_back(trans);
+        m_request_queue[dst].push_back(Waiting{trans, src});
         return;
     }
+    count(src, dst, *trans);
+    m_delivered.delivered(dst, trans, src);
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     m_request_busy[dst] = true;
@@ -110,7 +117,7 @@ void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
                 if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
-                else m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
+                else m_actions.push(now + delay.value(), {ActionKind::RequestFree, 0, dst, nullptr});
                 return;
             }
             if (phase == tlm::BEGIN_RESP) break;
@@ -120,10 +127,9 @@ void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans) {
         case tlm::TLM_COMPLETED: break;
     }
     // Answered at once: the request channel is free and the response heads back.
-    m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, nullptr});
-    std::uint32_t src = 0;
-    m_source.take(trans, src);
-    m_actions.push(now + delay.value() + m_latency_ps, {ActionKind::Return, src, trans});
+    m_actions.push(now + delay.value(), {ActionKind::RequestFree, 0, dst, nullptr});
+    m_delivered.answered(dst, trans, src);
+    m_actions.push(now + delay.value() + m_latency_ps, {ActionKind::Return, 0, src, trans});
 }
 
 // Sends a response on targets[src], one BEGIN_RESP at a time.
@@ -138,7 +144,7 @@ void IdealFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) 
     tlm::tlm_sync_enum status = initiator_of(src).nb_transport_bw(*trans, phase, delay);
     if (status == tlm::TLM_ACCEPTED) return;
     if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
-    else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, nullptr});
+    else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, 0, src, nullptr});
 }
 
 void IdealFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {

@@ -60,12 +60,14 @@ public:
     /// Reserves the memory for an access of `nbytes` arriving at `arrival_ps`; returns its completion time.
     std::uint64_t schedule(std::uint64_t arrival_ps, std::uint64_t nbytes);
 
-    /// Performs an access (reads fill data, writes and atomics update flags) and answers it OK.
-    /// `count`: false for debug transport, which must not disturb the statistics.
+    /// Performs an access: reads fill data, writes and atomics update flags. The caller answers it
+    /// (see GpuTarget::nb_transport_fw for why not here). `count`: false for debug transport,
+    /// which must not disturb the statistics.
     void perform(const MemoryAccess& access, bool count = true);
-    /// The same for a transaction at window offset `offset`.
+    /// The same for a transaction at window offset `offset`, answered OK.
     void perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count = true) {
         perform(MemoryAccess::of(trans, offset), count);
+        trans.set_response_status(tlm::TLM_OK_RESPONSE);
     }
 
     /// Reads flag `index` for a local poll (counted as a flag read).

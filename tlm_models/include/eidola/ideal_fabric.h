@@ -16,7 +16,7 @@
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
-#include "eidola/pointer_map.h"
+#include "eidola/delivered_requests.h"
 #include "eidola/timing_wheel.h"
 
 namespace eidola {
@@ -48,8 +48,15 @@ private:
     enum class ActionKind : std::uint8_t { Deliver, Return, RequestFree, ResponseFree };
     struct Action {
         ActionKind kind;
+        std::uint32_t src : 24;  ///< a Deliver's upstream port (bits: the wheel's nodes stay 32 bytes)
         std::uint32_t port;
         tlm::tlm_generic_payload* trans;
+    };
+    static_assert(1u << 24 > 1u << 20, "Action::src holds every port index (IdealFabricParams::ports)");
+    /// A request waiting for its target port's request channel.
+    struct Waiting {
+        tlm::tlm_generic_payload* trans;
+        std::uint32_t src;
     };
 
     IdealFabric(sc_core::sc_module_name name, const Params& params);
@@ -60,15 +67,16 @@ private:
     void forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     unsigned int forward_debug(tlm::tlm_generic_payload& trans);
     void on_event();
-    void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans);
+    void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
     void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
     void count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans);
 
     std::uint64_t m_latency_ps;
     // Per port: is a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
     std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
-    std::vector<std::deque<tlm::tlm_generic_payload*>> m_request_queue, m_response_queue;
-    PointerMap m_source;  // transaction -> its upstream port
+    std::vector<std::deque<Waiting>> m_request_queue;
+    std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
+    DeliveredRequests m_delivered;  // per target port: requests it has not answered, with their sources
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
     };

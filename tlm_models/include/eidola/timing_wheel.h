@@ -118,6 +118,7 @@ private:
         if (m_free != kNil) {
             n = m_free;
             m_free = m_nodes[n].next;
+            if (m_free == kNil) m_free_last = kNil;
             m_nodes[n] = Node{at_ps, item, kNil};
         } else {
             n = std::uint32_t(m_nodes.size());
@@ -151,8 +152,10 @@ private:
         const std::uint32_t n = bucket.head;
         out = m_nodes[n].item;
         bucket.head = m_nodes[n].next;
-        m_nodes[n].next = m_free;
-        m_free = n;
+        m_nodes[n].next = kNil;
+        if (m_free_last == kNil) m_free = n;
+        else m_nodes[m_free_last].next = n;
+        m_free_last = n;
         if (bucket.head != kNil) {
             --m_wheel_count;
             return;
@@ -193,7 +196,12 @@ private:
     std::vector<Bucket> m_buckets;
     std::vector<std::uint64_t> m_occupied;        ///< one bit per non-empty bucket
     std::vector<Node> m_nodes;                    ///< node pool, indexed by the lists
-    std::uint32_t m_free = kNil;                  ///< free nodes, linked through next
+    // Free nodes, linked through next, reused in the order they were freed. Why not last freed,
+    // first reused: most actions are due one fixed latency after they are pushed, so they are
+    // popped in the order they were pushed; reusing nodes in that order makes the pops walk the
+    // pool in address order, which the hardware prefetches, instead of jumping about a pool of
+    // megabytes (two actions per transaction in flight).
+    std::uint32_t m_free = kNil, m_free_last = kNil;
     std::priority_queue<FarEntry, std::vector<FarEntry>, std::greater<FarEntry>> m_far;  ///< beyond the horizon
     std::uint64_t m_far_seq = 0;
     std::uint64_t m_processed = 0;
