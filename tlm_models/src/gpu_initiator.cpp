@@ -11,21 +11,23 @@ namespace eidola {
 
 GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_initiator_socket<>& socket,
                            const InitiatorConfig& config)
-    : m_core(core),
-      m_engine(engine),
-      m_socket(socket),
-      m_max_outstanding(config.max_outstanding),
-      m_max_payload(config.max_payload),
+    : m_max_outstanding(config.max_outstanding),
       m_train(config.train),
-      m_pool(config.max_payload * config.train),
+      m_max_payload(config.max_payload),
       m_transfers(config.workgroups),
-      m_unacked(config.workgroups, 0) {}
+      m_core(core),
+      m_engine(engine),
+      m_pool(config.max_payload * config.train),
+      m_socket(socket) {}
 
 void GpuInitiator::start(std::uint32_t w, const Op& op) {
     Transfer& t = m_transfers[w];
     const OpKind kind = static_cast<OpKind>(op.kind);
     t.op = &op;
-    t.offset = op.offset;
+    t.kind = kind;
+    t.peer = op.peer;
+    t.nbytes = op.nbytes;
+    t.address = m_core.map.global(std::uint32_t(op.peer), op.offset);
     t.left = kind == OpKind::Signal ? 8 : op.nbytes;
     t.in_flight = 0;
     t.blocking = kind == OpKind::Read || (kind == OpKind::Write && static_cast<WriteMode>(op.mode) == WriteMode::Blocking);
@@ -37,12 +39,12 @@ std::uint32_t GpuInitiator::unacked_to(std::uint32_t w, std::int32_t peer) const
 }
 
 void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
-    m_unacked[w] += packets;
+    m_transfers[w].unacked += packets;
     m_unacked_peers.increment(w, peer, packets);
 }
 
 bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
-    m_unacked[w] -= packets;
+    m_transfers[w].unacked -= packets;
     return m_unacked_peers.decrement(w, peer, packets);
 }
 
@@ -91,29 +93,27 @@ void GpuInitiator::try_issue() {
     const std::uint64_t now = now_ps();
     if (!m_releases.empty()) reclaim(now);
     while (!m_request_pending && m_outstanding < m_max_outstanding && !m_issue_queue.empty()) {
+        // The workgroup leaves the queue only once its packet is sent: a train that must wait for
+        // slots, or is refused, keeps its turn.
         const std::uint32_t w = m_issue_queue.front();
-        m_issue_queue.pop_front();
         if (w == kTrafficTurn) {
+            m_issue_queue.pop_front();
             issue_traffic();
             continue;
         }
         Transfer& t = m_transfers[w];
-        const Op& op = *t.op;
-        const OpKind kind = static_cast<OpKind>(op.kind);
+        const OpKind kind = t.kind;
         // A train takes as many whole packets as are left, up to the train length; a signal is
         // always one packet. Why the caps: a train is resolved as a unit (other flows wait for
         // all of it, and it waits for slots for all of it), so it is kept to a small share of its
         // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
         std::uint32_t packets = 1;
-        if (m_train > 1 && kind != OpKind::Signal && !trains_refused(op.peer)) {
+        if (m_train > 1 && kind != OpKind::Signal && !trains_refused(t.peer)) {
             const std::uint64_t whole = (t.left + m_max_payload - 1) / m_max_payload;
-            const std::uint64_t share = (op.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
+            const std::uint64_t share = (t.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
             packets = std::uint32_t(std::max<std::uint64_t>(
                 1, std::min<std::uint64_t>({whole, m_train, share, m_max_outstanding / kTrainShareOfWindow})));
-            if (!slots_for(packets, now)) {
-                m_issue_queue.push_front(w);
-                return;
-            }
+            if (!slots_for(packets, now)) return;
         }
         const std::uint64_t n = std::min(t.left, packets * m_max_payload);
 
@@ -126,10 +126,10 @@ void GpuInitiator::try_issue() {
             p->train.spacing_ps = 0;  // the fabric sets it on delivery; only a train's is read back
             p->set_extension(&p->train);
         }
-        p->peer = op.peer;
+        p->peer = t.peer;
         p->resumes = t.blocking;
         p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-        p->set_address(m_core.map.global(std::uint32_t(op.peer), t.offset));
+        p->set_address(t.address);
         p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
         p->set_data_length(unsigned(n));
         p->set_streaming_width(unsigned(n));
@@ -137,6 +137,7 @@ void GpuInitiator::try_issue() {
         p->set_dmi_allowed(false);
         p->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
         if (kind == OpKind::Signal) {
+            const Op& op = *t.op;
             p->atomic.op = static_cast<AtomicOp>(op.sub);
             p->atomic.operand = op.value;
             p->atomic.compare = op.compare;
@@ -145,17 +146,17 @@ void GpuInitiator::try_issue() {
             p->atomic_attached = true;
         }
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
-            if (m_no_trains.size() <= std::size_t(op.peer)) m_no_trains.resize(std::size_t(op.peer) + 1, false);
-            m_no_trains[std::size_t(op.peer)] = true;
+            if (m_no_trains.size() <= std::size_t(t.peer)) m_no_trains.resize(std::size_t(t.peer) + 1, false);
+            m_no_trains[std::size_t(t.peer)] = true;
             p->release();
-            m_issue_queue.push_front(w);
             continue;
         }
+        m_issue_queue.pop_front();
         if (kind != OpKind::Read) m_bytes_sent += n;
-        t.offset += n;
+        t.address += n;
         t.left -= n;
         if (t.blocking) ++t.in_flight;
-        if (kind != OpKind::Read) count_issued(w, op.peer, packets);
+        if (kind != OpKind::Read) count_issued(w, t.peer, packets);
         m_engine.count_packets(w, packets);
         const bool issued_all = t.left == 0;
         if (!issued_all) m_issue_queue.push_back(w);
@@ -271,7 +272,7 @@ void GpuInitiator::train_done(Packet* p) {
     Transfer& t = m_transfers[w];
     const bool read = p->is_read();
     const bool resumes = p->resumes;
-    const bool drained = !read && (count_acknowledged(w, p->peer, p->packets) || m_unacked[w] == 0);
+    const bool drained = !read && (count_acknowledged(w, p->peer, p->packets) || t.unacked == 0);
     p->release();
     if (resumes && --t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
     else if (!m_issue_queue.empty()) m_core.issue_soon();  // a slot freed

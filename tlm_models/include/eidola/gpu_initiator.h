@@ -10,13 +10,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <string>
 #include <vector>
 
 #include <tlm>
 
 #include "eidola/bound_interface.h"
+#include "eidola/event_heap.h"
 #include "eidola/gpu_core.h"
 #include "eidola/peer_counts.h"
 #include "eidola/program.h"
@@ -45,7 +45,7 @@ public:
     /// Transactions in flight from this GPU.
     std::uint32_t outstanding() const { return m_outstanding; }
     /// Writes and signals of workgroup `wg` issued and not yet acknowledged.
-    std::uint32_t unacked(std::uint32_t wg) const { return m_unacked[wg]; }
+    std::uint32_t unacked(std::uint32_t wg) const { return m_transfers[wg].unacked; }
     /// Those of them addressed to GPU `peer`.
     std::uint32_t unacked_to(std::uint32_t wg, std::int32_t peer) const;
     /// Issues `traffic`'s packets too, taking turns with the workgroups (see traffic_generator.h).
@@ -76,14 +76,22 @@ public:
     void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
 private:
-    /// The transfer a workgroup is packetising (one at a time: the workgroup waits for its issue).
+    /// A workgroup's issue state: the transfer it is packetising (one at a time: the workgroup
+    /// waits for its issue) and its unacknowledged writes. Why the op's fields are copied here:
+    /// with 1,024 GPUs the op's line of the program is out of the cache at every packet, and this
+    /// struct is the one line a packet of the workgroup must touch anyway.
     struct Transfer {
-        const Op* op = nullptr;
-        std::uint64_t offset = 0;     // next byte to packetise
+        const Op* op = nullptr;       // for a signal's operands
+        std::uint64_t address = 0;    // global address of the next byte to packetise
         std::uint64_t left = 0;       // bytes not yet packetised
+        std::uint64_t nbytes = 0;     // the op's bytes (a train's share is taken of them)
+        std::int32_t peer = 0;        // the op's destination GPU
         std::uint32_t in_flight = 0;  // packets of a blocking transfer sent, response pending
+        std::uint32_t unacked = 0;    // writes and signals issued and not yet acknowledged
+        OpKind kind = OpKind::Write;
         bool blocking = false;        // completes on its last response (reads, blocking writes), else on issue
     };
+    static_assert(sizeof(Transfer) <= 64, "a workgroup's issue state fits one cache line");
     void count_issued(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
     /// Returns whether the count of writes to `peer` reached zero.
     bool count_acknowledged(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
@@ -108,7 +116,6 @@ private:
             return spacing ? std::uint32_t(std::min<std::uint64_t>(packets, (t - start) / spacing + 1)) : packets;
         }
     };
-    std::vector<SlotRelease> m_releases;
     void issue_traffic();
     void traffic_answered(Packet* packet);
 
@@ -116,26 +123,29 @@ private:
     static constexpr std::uint64_t kTrainShareOfTransfer = 16, kTrainShareOfWindow = 128;
     /// The traffic generator's place in the issue queue, and the `wg` of its packets (no workgroup has it).
     static constexpr std::uint32_t kTrafficTurn = 0xFFFFFFFFu;
-    TrafficGenerator* m_traffic = nullptr;
-
-    GpuCore& m_core;
-    WorkgroupEngine& m_engine;
-    tlm::tlm_initiator_socket<>& m_socket;
-    std::uint32_t m_max_outstanding;
-    std::uint64_t m_max_payload;
-    std::uint32_t m_train;
-    PacketPool m_pool;
-    std::vector<Transfer> m_transfers;          // per workgroup
-    std::vector<std::uint32_t> m_unacked;       // per workgroup: writes and signals not yet acknowledged
-    PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged
-    std::vector<bool> m_no_trains;              // per peer: the fabric refused a train to it (burst error)
-    std::deque<std::uint32_t> m_issue_queue;    // workgroups with bytes to packetise, round robin
-    Packet* m_request_pending = nullptr;        // BEGIN_REQ sent, END_REQ not yet seen
+    // The fields every packet issued and every response read or write, together in the first two
+    // lines (see Transfer for why), then the rest.
+    alignas(64) Packet* m_request_pending = nullptr;  // BEGIN_REQ sent, END_REQ not yet seen
     tlm::tlm_fw_transport_if<>* m_fabric = nullptr;  // m_socket's interface (see bound_interface.h)
     std::uint32_t m_outstanding = 0;
-    std::uint64_t m_bytes_sent = 0, m_packets_sent = 0, m_bytes_read = 0;
+    std::uint32_t m_max_outstanding;
+    std::uint32_t m_train;
     bool m_watching = false;
+    std::uint64_t m_max_payload;
+    EntryRing<std::uint32_t> m_issue_queue;     // workgroups with bytes to packetise, round robin
+    std::vector<Transfer> m_transfers;          // per workgroup
+    std::vector<SlotRelease> m_releases;        // trains' acknowledgements still to free slots
     std::uint64_t m_last_response_ps = 0;
+    std::uint64_t m_bytes_sent = 0, m_packets_sent = 0;
+    PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged
+    GpuCore& m_core;
+    WorkgroupEngine& m_engine;
+    PacketPool m_pool;
+
+    tlm::tlm_initiator_socket<>& m_socket;
+    TrafficGenerator* m_traffic = nullptr;
+    std::vector<bool> m_no_trains;              // per peer: the fabric refused a train to it (burst error)
+    std::uint64_t m_bytes_read = 0;
 };
 
 }  // namespace eidola
