@@ -4,6 +4,7 @@ The derivation (posted writes, per-peer releases, polling) is in gemv_timing.py;
 below are worked through once by hand in the comments.
 """
 
+import pytest
 from gemv_timing import symmetric_kernel_ns, two_gpu_ns
 
 import eidola
@@ -100,6 +101,26 @@ def test_a_peer_scoped_signal_waits_only_for_that_peer():
         ends[scope] = float(res.ops[res.ops["gpu"] == 1]["end_ns"][0])
     assert ends["peer"] == L + 0.008 + M
     assert ends["workgroup"] == (L + 256 * 0.256 + M + L) + L + 0.008 + M
+
+
+def test_a_peer_scoped_signal_waits_for_that_peer_after_writes_to_another():
+    # GPU 0 posts 64 KiB to GPU 2, then 256 B to GPU 1, then signals one of them, peer-scoped;
+    # the signalled GPU waits in SyncMon. Everything is issued at 0 (4,096 may be outstanding).
+    # Signalling GPU 2 waits for its 256 packets, acknowledged at L + 256 x 256 ps + M + L, though
+    # the workgroup wrote GPU 1 since; signalling GPU 1 waits only for its one packet, written at
+    # L + 256 ps + M (GPU 1's memory is idle) and acknowledged L later.
+    ends = {}
+    for peer in (2, 1):
+        b = ProfileBuilder(gpus=3, workgroups=1, name="two-peers")
+        b.flag("ready")
+        b.buffer("data", nbytes=65536)
+        (b.program(gpu=0, wg=0).write(dst=2, buffer="data", offset=0, nbytes=65536)
+         .write(dst=1, buffer="data", offset=0, nbytes=256).signal(dst=peer, flag="ready", scope="peer"))
+        b.program(gpu=peer, wg=0).wait(flag="ready", cond=">=", value=1, mode="syncmon")
+        res = eidola.simulate(_release_platform(), b.build(), trace=True)
+        ends[peer] = float(res.ops[res.ops["gpu"] == peer]["end_ns"][0])
+    assert ends[2] == pytest.approx((L + 256 * 0.256 + M + L) + L + 0.008 + M, abs=1e-9)
+    assert ends[1] == pytest.approx((L + 0.256 + M + L) + L + 0.008 + M, abs=1e-9)
 
 
 def test_incast_of_posted_writes_is_serialised_by_the_memory():

@@ -35,17 +35,27 @@ void GpuInitiator::start(std::uint32_t w, const Op& op) {
 }
 
 std::uint32_t GpuInitiator::unacked_to(std::uint32_t w, std::int32_t peer) const {
-    return m_unacked_peers.get(w, peer);
+    const Transfer& t = m_transfers[w];
+    return peer == t.counted_peer ? t.unacked_to_counted : m_unacked_peers.get(w, peer);
 }
 
 void GpuInitiator::count_issued(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
-    m_transfers[w].unacked += packets;
-    m_unacked_peers.increment(w, peer, packets);
+    Transfer& t = m_transfers[w];
+    t.unacked += packets;
+    if (peer != t.counted_peer) {  // the workgroup moved on to another peer: swap the counts
+        if (t.unacked_to_counted) m_unacked_peers.increment(w, t.counted_peer, t.unacked_to_counted);
+        t.counted_peer = peer;
+        t.unacked_to_counted = m_unacked_peers.take(w, peer);
+    }
+    t.unacked_to_counted += packets;
 }
 
 bool GpuInitiator::count_acknowledged(std::uint32_t w, std::int32_t peer, std::uint32_t packets) {
-    m_transfers[w].unacked -= packets;
-    return m_unacked_peers.decrement(w, peer, packets);
+    Transfer& t = m_transfers[w];
+    t.unacked -= packets;
+    if (peer != t.counted_peer) return m_unacked_peers.decrement(w, peer, packets);
+    t.unacked_to_counted -= packets;
+    return t.unacked_to_counted == 0;
 }
 
 void GpuInitiator::reclaim(std::uint64_t now) {

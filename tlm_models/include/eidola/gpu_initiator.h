@@ -88,6 +88,11 @@ private:
         std::int32_t peer = 0;        // the op's destination GPU
         std::uint32_t in_flight = 0;  // packets of a blocking transfer sent, response pending
         std::uint32_t unacked = 0;    // writes and signals issued and not yet acknowledged
+        // The unacknowledged writes to one peer, the last one written, kept here rather than in
+        // m_unacked_peers (which then has no entry for it): a workgroup mostly writes one peer at
+        // a time, and its acknowledgements mostly come back while it still does.
+        std::int32_t counted_peer = -1;
+        std::uint32_t unacked_to_counted = 0;
         OpKind kind = OpKind::Write;
         bool blocking = false;        // completes on its last response (reads, blocking writes), else on issue
     };
@@ -137,7 +142,7 @@ private:
     std::vector<SlotRelease> m_releases;        // trains' acknowledgements still to free slots
     std::uint64_t m_last_response_ps = 0;
     std::uint64_t m_bytes_sent = 0, m_packets_sent = 0;
-    PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged
+    PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged (but see Transfer)
     GpuCore& m_core;
     WorkgroupEngine& m_engine;
     PacketPool m_pool;

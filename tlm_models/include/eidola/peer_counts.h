@@ -38,6 +38,19 @@ public:
         m_slots[i].count += n;
     }
 
+    /// Removes (wg, peer) and returns its count (0 when absent).
+    std::uint32_t take(std::uint32_t wg, std::int32_t peer) {
+        const std::uint64_t key = make_key(wg, peer);
+        std::size_t i = index(key);
+        while (m_slots[i].key != key) {
+            if (m_slots[i].key == kEmpty) return 0;
+            i = (i + 1) & mask();
+        }
+        const std::uint32_t count = m_slots[i].count;
+        erase(i);
+        return count;
+    }
+
     /// Takes `n` from (wg, peer); returns whether it reached zero (false when it was absent).
     bool decrement(std::uint32_t wg, std::int32_t peer, std::uint32_t n = 1) {
         const std::uint64_t key = make_key(wg, peer);
