@@ -41,6 +41,7 @@ def _ceiling_binary() -> Path:
 
 
 REPEATS = 3  # every timed run here is the best of this many: the machine's noise only ever slows a run
+SCALING_REPEATS = 5  # the scaling table's ratio is a target of its own (issue 17): more rounds
 
 
 def kernel_ceiling() -> dict:
@@ -101,13 +102,23 @@ def throughput(ceiling: dict, sizes) -> list[str]:
 def scaling(sizes) -> tuple[list[str], list]:
     rows = ["## Scaling at fixed traffic per GPU", "",
             "Neighbour exchange, 4 neighbours, 512 KiB and 4 workgroups per GPU, ideal fabric. Normalised to the "
-            "smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs). Each run: best of " + str(REPEATS) + ".", "",
+            "smallest case (the paper's form: gem5 grew 7-36x from 3 to 255 GPUs). Each size: best of "
+            f"{SCALING_REPEATS}, the sizes run in turn.", "",
             "| GPUs | transactions | sim s | ns per transaction | cost/transaction vs smallest | wall s (child) | "
             "private memory MiB | memory vs smallest |", "|---|---|---|---|---|---|---|---|"]
+    cases = [(p, _ideal(p, 4), neighbor_exchange(gpus=p, nbytes=512 << 10, neighbors=4, workgroups=4)) for p in sizes]
+    # Round after round of every size, not each size's runs back to back: this machine has slow
+    # spells lasting tens of seconds (other tenants on its memory), which would otherwise fall on
+    # one size and skew the ratio between sizes.
+    best: dict[int, eidola.Result] = {}
+    for _ in range(SCALING_REPEATS):
+        for p, plat, prof in cases:
+            res = eidola.simulate(plat, prof)
+            if p not in best or res.meta["simulate_s"] < best[p].meta["simulate_s"]:
+                best[p] = res
     points = []
-    for p in sizes:
-        prof = neighbor_exchange(gpus=p, nbytes=512 << 10, neighbors=4, workgroups=4)
-        res = _fastest(_ideal(p, 4), prof)
+    for p, _, _ in cases:
+        res = best[p]
         tx = int(res.gpus["packets_sent"].sum())
         points.append((p, tx, res.meta["simulate_s"], res.wall_s, res.meta["child_private_kb"] / 1024))
     base = points[0]
