@@ -63,7 +63,7 @@ void Calendar::book(CalendarClient& client, std::uint64_t at_ps) {
     client.m_wake_seq = m_next_seq;
     // Bookings come in runs of one time: the last bucket is looked up only when the time changes.
     const std::uint32_t b = at_ps == m_last_ps ? m_last_bucket : new_bucket_for(at_ps);
-    m_buckets[b].items.push_back(Entry{m_next_seq++, &client});
+    m_buckets[b].items.emplace_back(m_next_seq++, &client);
     if (!m_running && at_ps < m_armed_ps) {  // while running, run() arms on its way out
         m_armed_ps = at_ps;
         m_event.notify(sc_core::sc_time::from_value(at_ps - now));

@@ -53,8 +53,8 @@ void EidolonGpu::set_traffic(const TrafficSpec& spec, std::vector<std::int32_t> 
 // The one process of the GPU: runs every due action of every part, then packetises.
 void EidolonGpu::on_event() {
     const std::uint64_t now = now_ps();
-    if (!m_started) {  // the first run, at time 0, starts every workgroup
-        m_started = true;
+    if (!m_core.started) {  // the first run, at time 0, starts every workgroup
+        m_core.started = true;
         m_engine.start_all();
         if (m_traffic) m_traffic->start();
     }

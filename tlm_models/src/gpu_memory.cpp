@@ -15,15 +15,13 @@ std::uint64_t GpuMemory::schedule(std::uint64_t arrival_ps, std::uint64_t nbytes
     return m_free_at_ps + m_latency_ps;
 }
 
-MemoryAccess MemoryAccess::of(tlm::tlm_generic_payload& trans, std::uint64_t offset) {
-    MemoryAccess a;
-    a.trans = &trans;
-    a.command = trans.get_command();
-    a.offset = offset;
-    a.length = trans.get_data_length();
-    a.packets = train_packets(trans);
-    if (a.command == tlm::TLM_WRITE_COMMAND) a.atomic = trans.get_extension<AtomicExtension>();
-    return a;
+void MemoryAccess::read(tlm::tlm_generic_payload& t, std::uint64_t window_offset) {
+    trans = &t;
+    command = t.get_command();
+    offset = window_offset;
+    length = t.get_data_length();
+    packets = train_packets(t);
+    atomic = command == tlm::TLM_WRITE_COMMAND ? t.get_extension<AtomicExtension>() : nullptr;
 }
 
 void GpuMemory::perform(const MemoryAccess& a, bool count) {

@@ -25,17 +25,19 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
         // cache (see MemoryAccess). The answer is written now too: the memory cannot fail, and the
         // initiator reads the status only with the response (IEEE 1666-2011, 14.17); at 1,024 GPUs
         // writing it on completion was a cache miss of its own on every transaction.
-        const MemoryAccess access = MemoryAccess::of(trans, m_core.map.local(trans.get_address()));
-        trans.set_response_status(tlm::TLM_OK_RESPONSE);
+        // Read straight into the slot: a MemoryAccess built aside and copied in is a 16-byte copy
+        // the processor cannot forward from the stores that built it (see EventHeap::push).
         std::uint32_t slot;
         if (m_free_slots.empty()) {
             slot = std::uint32_t(m_incoming.size());
-            m_incoming.push_back(access);
+            m_incoming.emplace_back();
         } else {
             slot = m_free_slots.back();
             m_free_slots.pop_back();
-            m_incoming[slot] = access;
         }
+        MemoryAccess& access = m_incoming[slot];
+        access.read(trans, m_core.map.local(trans.get_address()));
+        trans.set_response_status(tlm::TLM_OK_RESPONSE);
         m_core.actions.push(m_core.memory.schedule(at, access.length), {GpuActionKind::Serve, slot});
         phase = tlm::END_REQ;  // the memory queues requests itself: accept at once
         return tlm::TLM_UPDATED;
@@ -56,7 +58,7 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
 }
 
 void GpuTarget::serve(std::uint32_t slot) {
-    const MemoryAccess access = m_incoming[slot];
+    const MemoryAccess access = m_incoming[slot];  // a copy: the slot is free again from here
     m_free_slots.push_back(slot);
     m_core.memory.perform(access);
     if (access.command == tlm::TLM_WRITE_COMMAND) wrote(access.offset, access.length);

@@ -62,6 +62,9 @@ private:
 
     /// One booking; within a time its bookings are kept in the order they were made.
     struct Entry {
+        /// Built in place by emplace_back: a temporary's copy is a 16-byte load the processor
+        /// cannot forward from the two stores that built it (see EventHeap::push).
+        Entry(std::uint64_t s, CalendarClient* c) : seq(s), client(c) {}
         std::uint64_t seq;
         CalendarClient* client;
     };

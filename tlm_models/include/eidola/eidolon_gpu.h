@@ -150,7 +150,6 @@ private:
     GpuInitiator m_initiator;
     GpuTarget m_target;
     std::unique_ptr<TrafficGenerator> m_traffic;  // after m_initiator: it goes first, detaching its stamps
-    bool m_started = false;
 };
 
 }  // namespace eidola

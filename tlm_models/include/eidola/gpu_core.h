@@ -54,6 +54,8 @@ struct GpuCore {
     const ErrorReporter& reporter;        ///< where the parts report failures
 
     bool running = false;                 ///< EidolonGpu::on_event is draining the actions
+    bool started = false;                 ///< EidolonGpu::on_event has started the workgroups (beside
+                                          ///< `running`: both are read on every run of the GPU)
 
     /// Has the GPU run its issue loop at the current time (see EventHeap::wake_now). Why not
     /// always an Issue action: responses and END_REQs mostly arrive from the fabric's process,

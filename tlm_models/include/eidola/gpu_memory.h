@@ -34,7 +34,13 @@ struct MemoryAccess {
     tlm::tlm_command command = tlm::TLM_IGNORE_COMMAND;
 
     /// Reads `trans`'s fields and extensions; `offset` is its window offset.
-    static MemoryAccess of(tlm::tlm_generic_payload& trans, std::uint64_t offset);
+    void read(tlm::tlm_generic_payload& trans, std::uint64_t offset);
+    /// The same, into a new MemoryAccess.
+    static MemoryAccess of(tlm::tlm_generic_payload& trans, std::uint64_t offset) {
+        MemoryAccess a;
+        a.read(trans, offset);
+        return a;
+    }
 };
 
 /// Timing and contents of one GPU's memory.

@@ -42,8 +42,8 @@ public:
         m_occupied.assign(kBuckets / 64, 0);
     }
 
-    /// Schedules `item` at absolute time `at_ps` (not earlier than now).
-    [[gnu::always_inline]] inline void push(std::uint64_t at_ps, const Item& item) {
+    /// Schedules `item` at absolute time `at_ps` (not earlier than now); by value, as in EventHeap.
+    [[gnu::always_inline]] inline void push(std::uint64_t at_ps, Item item) {
         const std::uint64_t now = now_ps();
         const bool earliest = at_ps < m_next_ps;
         if (earliest) m_next_ps = at_ps;
@@ -113,13 +113,16 @@ private:
 
     // Links a node for (at_ps, item) into the bucket of `slot`, after the bucket's last node
     // not later than it.
-    [[gnu::always_inline]] inline void insert(std::uint64_t slot, std::uint64_t at_ps, const Item& item) {
+    [[gnu::always_inline]] inline void insert(std::uint64_t slot, std::uint64_t at_ps, Item item) {
         std::uint32_t n;
         if (m_free != kNil) {
             n = m_free;
-            m_free = m_nodes[n].next;
+            Node& node = m_nodes[n];
+            m_free = node.next;
             if (m_free == kNil) m_free_last = kNil;
-            m_nodes[n] = Node{at_ps, item, kNil};
+            node.at_ps = at_ps;  // field by field, not through a temporary Node (see EventHeap::push)
+            node.item = item;
+            node.next = kNil;
         } else {
             n = std::uint32_t(m_nodes.size());
             m_nodes.push_back(Node{at_ps, item, kNil});
