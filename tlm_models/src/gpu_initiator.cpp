@@ -167,7 +167,7 @@ void GpuInitiator::try_issue() {
         t.left -= n;
         if (t.blocking) ++t.in_flight;
         if (kind != OpKind::Read) count_issued(w, t.peer, packets);
-        m_engine.count_packets(w, packets);
+        t.packets_issued += packets;
         const bool issued_all = t.left == 0;
         if (!issued_all) m_issue_queue.push_back(w);
         // Posted: issued is done. The workgroup goes on at once rather than through an action: this

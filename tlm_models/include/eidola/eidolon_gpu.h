@@ -123,7 +123,11 @@ public:
     std::uint32_t workgroups() const { return m_engine.workgroups(); }
     /// When the last workgroup finished.
     std::uint64_t finish_ps() const { return m_engine.finish_ps(); }
-    const WorkgroupStats& workgroup_stats(std::uint32_t wg) const { return m_engine.stats(wg); }
+    WorkgroupStats workgroup_stats(std::uint32_t wg) const {
+        WorkgroupStats s = m_engine.stats(wg);
+        s.packets = m_initiator.packets_issued(wg);
+        return s;
+    }
     const GpuMemory& memory() const { return m_core.memory; }
     const SyncMon& syncmon() const { return m_core.syncmon; }
     const std::vector<OpRecord>& trace() const { return m_engine.trace(); }

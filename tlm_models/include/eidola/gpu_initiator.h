@@ -67,6 +67,8 @@ public:
     /// "N packets in flight, M bytes not yet sent" of workgroup `wg`'s transfer (for stall reports).
     std::string describe_transfer(std::uint32_t wg) const;
     std::uint64_t bytes_sent() const { return m_bytes_sent; }
+    /// Packets workgroup `wg` has issued (a train counts its packets).
+    std::uint64_t packets_issued(std::uint32_t wg) const { return m_transfers[wg].packets_issued; }
     std::uint64_t packets_sent() const { return m_packets_sent; }
     /// Bytes read from peers.
     std::uint64_t bytes_read() const { return m_bytes_read; }
@@ -80,7 +82,7 @@ private:
     /// waits for its issue) and its unacknowledged writes. Why the op's fields are copied here:
     /// with 1,024 GPUs the op's line of the program is out of the cache at every packet, and this
     /// struct is the one line a packet of the workgroup must touch anyway.
-    struct Transfer {
+    struct alignas(64) Transfer {
         const Op* op = nullptr;       // for a signal's operands
         std::uint64_t address = 0;    // global address of the next byte to packetise
         std::uint64_t left = 0;       // bytes not yet packetised
@@ -95,8 +97,9 @@ private:
         std::uint32_t unacked_to_counted = 0;
         OpKind kind = OpKind::Write;
         bool blocking = false;        // completes on its last response (reads, blocking writes), else on issue
+        std::uint64_t packets_issued = 0;  // the workgroup's, for its statistics
     };
-    static_assert(sizeof(Transfer) <= 64, "a workgroup's issue state fits one cache line");
+    static_assert(sizeof(Transfer) == 64, "a workgroup's issue state fits one cache line");
     void count_issued(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);
     /// Returns whether the count of writes to `peer` reached zero.
     bool count_acknowledged(std::uint32_t wg, std::int32_t peer, std::uint32_t packets);

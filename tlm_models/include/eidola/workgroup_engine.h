@@ -22,7 +22,7 @@ struct WorkgroupStats {
     std::uint64_t finish_ps = 0;   ///< when its program ended (0 if it had none)
     std::uint64_t wait_ps = 0;     ///< time spent in flag waits
     std::uint64_t polls = 0;       ///< flag reads it issued while waiting
-    std::uint64_t packets = 0;     ///< fabric transactions it issued
+    std::uint64_t packets = 0;     ///< fabric transactions it issued (counted by the GpuInitiator)
 };
 /// Columns of the "workgroups" result table, filled from WorkgroupStats.
 inline const std::vector<std::string> kWorkgroupColumns = {"gpu", "wg", "finish_ps", "wait_ps", "polls", "packets"};
@@ -90,8 +90,6 @@ public:
     std::uint32_t workgroups() const { return std::uint32_t(m_wgs.size()); }
     /// Statistics of workgroup `wg`.
     const WorkgroupStats& stats(std::uint32_t wg) const { return m_wgs[wg].stats; }
-    /// Counts `n` packets issued for workgroup `wg` (by the initiator side; a train counts its packets).
-    void count_packets(std::uint32_t wg, std::uint32_t n) { m_wgs[wg].stats.packets += n; }
     /// When the last workgroup finished.
     std::uint64_t finish_ps() const { return m_finish_ps; }
     /// Number of workgroups whose program has not finished.
