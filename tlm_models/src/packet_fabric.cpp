@@ -80,6 +80,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_dateline(m_topology->needs_dateline() ? 2 : 1),
       m_vcs(std::uint32_t(p.router.vcs.get())),
       m_vcs_per_class(m_dateline * m_vcs),
+      m_delivered(std::uint32_t(p.ports.get())),
       m_actions(this, [](void* f) { static_cast<PacketFabric*>(f)->on_event(); }) {
     std::uint64_t amount;
     try {
@@ -159,7 +160,6 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
             t.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);  // the sender goes packet by packet instead
             return tlm::TLM_COMPLETED;
         }
-        m_source.set(&t, gpu);
         if (inject(gpu, &t, 0)) {
             phase = tlm::END_REQ;
             return tlm::TLM_UPDATED;
@@ -296,8 +296,13 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     const std::uint32_t input = m_node_first_input[gpu];
     Packet probe;  // route first: the packet queues for its output
     probe.cls = cls;
-    if (cls == 0) probe.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
-    else m_source.find(trans, probe.dst_gpu);
+    if (cls == 0) {
+        probe.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
+    } else if (!m_delivered.find(gpu, trans, probe.dst_gpu)) {
+        errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
+                                                   "]: BEGIN_RESP for a transaction it was not sent");
+        return true;  // nothing to queue; the run stops on the error
+    }
     Input& in = m_inputs[input];
     // The virtual output queues share one buffer of depth x outputs: one slow port cannot stall the
     // GPU's single request channel (END_REQ) while other ports have room. A fifo port holds depth
@@ -323,7 +328,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
         p.payload = trans->is_write() ? len : 0;
     } else {
         p.src_gpu = gpu;
-        m_source.take(trans, p.dst_gpu);
+        m_delivered.answered(gpu, trans, p.dst_gpu);
         p.payload = trans->is_read() ? len : 0;
         p.ack = !trans->is_read();
     }
@@ -412,6 +417,7 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
     }
     if (p.cls == 0) {
         tlm::tlm_phase phase = tlm::BEGIN_REQ;
+        m_delivered.delivered(p.dst_gpu, p.trans, p.src_gpu);  // before the call: it may answer at once
         const tlm::tlm_sync_enum s = target_of(p.dst_gpu).nb_transport_fw(*p.trans, phase, delay);
         if (s == tlm::TLM_ACCEPTED) return;  // END_REQ comes on the backward path
         m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});

@@ -1,7 +1,7 @@
 // Which upstream port each delivered request came from, kept per target port in delivery order,
 // so that a fabric can send the target's response back the way the request came.
 //
-// Why not a hash map from transaction to source (PointerMap): with 1,024 GPUs and 64 requests in
+// Why not a hash map from transaction to source (as before): with 1,024 GPUs and 64 requests in
 // flight each, that map is 2 MiB probed at random twice per transaction, a last-level cache miss
 // each time. Targets mostly answer in the order they were sent requests (a GPU's memory serves
 // in arrival order), so the answer is found at the head of its port's queue, and the lines a
@@ -39,6 +39,19 @@ public:
             return true;
         }
         return answered_out_of_order(p, trans, src);
+    }
+
+    /// The source of `trans`, delivered to `dst` and not yet answered, without forgetting it
+    /// (a fabric that must find room before it takes the response in); false when absent.
+    bool find(std::uint32_t dst, const void* trans, std::uint32_t& src) const {
+        const Port& p = m_ports[dst];
+        for (std::uint32_t i = 0; i < p.count; ++i) {
+            const Entry& e = p.ring[(p.head + i) & (p.capacity - 1)];
+            if (e.trans != trans) continue;
+            src = e.src;
+            return true;
+        }
+        return false;
     }
 
     /// Entries port `dst` holds: its oldest and newest unanswered requests and everything

@@ -18,7 +18,7 @@
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
 #include "eidola/timing_wheel.h"
-#include "eidola/pointer_map.h"
+#include "eidola/delivered_requests.h"
 #include "eidola/topology.h"
 
 namespace eidola {
@@ -256,7 +256,7 @@ private:
     std::vector<std::uint32_t> m_link_input, m_link_output;  // link -> its receiving input / sending output
     std::vector<LinkCounters> m_link_counters;
     std::vector<std::uint32_t> m_spread_counter;             // per node, for equal-cost spreading
-    PointerMap m_source;  // request -> source GPU
+    DeliveredRequests m_delivered;  // per GPU: requests delivered to it and not yet answered, with their sources
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
     std::uint64_t m_in_flight = 0;
