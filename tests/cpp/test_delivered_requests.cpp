@@ -1,8 +1,8 @@
 // DeliveredRequests gives back each answered request's source, whatever order the targets answer
-// in, checked against a plain map over a long random run. Why a test of its own: the fabric's
-// routing of every response depends on it, and its fast path (the oldest request of the port)
-// and its holes (requests answered out of order) are easy to get subtly wrong; a response sent
-// to the wrong GPU would only show as a stall somewhere else.
+// in (and find() gives it without forgetting it), checked against a plain map over a long random
+// run. Why a test of its own: the fabrics' routing of every response depends on it, and its fast
+// path (the oldest request of the port) and its holes (requests answered out of order) are easy
+// to get subtly wrong; a response sent to the wrong GPU would only show as a stall somewhere else.
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -51,6 +51,12 @@ int main() {
         q.erase(q.begin() + std::ptrdiff_t(i));
         std::uint32_t src = ~0u;
         ++checks;
+        // find() gives the same source and forgets nothing.
+        const std::uint32_t held = delivered.held(port);
+        if (!delivered.find(port, reinterpret_cast<const void*>(t), src) || src != source[t])
+            fail("find() missed a delivered request", port);
+        if (delivered.held(port) != held) fail("find() changed the ring", port);
+        src = ~0u;
         if (!delivered.answered(port, reinterpret_cast<const void*>(t), src)) fail("a delivered request not found", port);
         else if (src != source[t]) fail("wrong source", port);
         source.erase(t);
@@ -60,6 +66,11 @@ int main() {
         while (!ends.empty() && !ends.front().second) ends.pop_front();
         while (!ends.empty() && !ends.back().second) ends.pop_back();
         if (delivered.held(port) != ends.size()) fail("the ring holds more than its oldest to its newest request", port);
+        // Answered, it is found no more, on its port or another.
+        if (delivered.answered(port, reinterpret_cast<const void*>(t), src)) fail("an answered request found again", port);
+        if (delivered.find(port, reinterpret_cast<const void*>(t), src)) fail("find() found an answered request", port);
+        if (delivered.answered((port + 1) % kPorts, reinterpret_cast<const void*>(t), src))
+            fail("a request found on a port it was not sent to", port);
     }
     // Drain: every request still pending is found, in any order.
     for (std::uint32_t port = 0; port < kPorts; ++port)
