@@ -132,6 +132,27 @@ def test_writes_never_overlap_in_a_receiver(case):
         assert s[-1][1] <= sizes[buffer]
 
 
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("P, W, C", SHAPES)
+def test_every_write_is_one_chunk_of_the_writers_own_slice(case, P, W, C):
+    # The layout (schedules.py): a buffer is P blocks, each W slices (one per workgroup), each C
+    # chunks; chunk (block, w, c) lives at ((block * W + w) * C + c) * chunk. With 8-byte chunks,
+    # chunk number k = offset / 8 gives block = k // (W*C), slice = (k // C) % W, c = k % C. Each
+    # write must be one whole chunk in its writer's own slice, and a writer must send the chunks of
+    # a block to a receiver's buffer once each, in chunk order.
+    prof = _make(case, P, W, C)
+    sent = defaultdict(list)  # (writer gpu, wg, receiver, buffer, block) -> chunk numbers c, in order
+    for (g, w), ops in prof.programs:
+        for op in ops:
+            if op.kind != "write":
+                continue
+            assert op["nbytes"] == 8 and op["offset"] % 8 == 0
+            k = op["offset"] // 8
+            assert (k // C) % W == w, f"GPU {g} wg {w} wrote into slice {(k // C) % W}"
+            sent[g, w, op["dst"], op["buffer"], k // (W * C)].append(k % C)
+    assert sent and all(cs == list(range(C)) for cs in sent.values())
+
+
 @pytest.mark.parametrize("case", ["ring_allreduce", "all_gather_ring", "reduce_scatter_ring"])
 def test_ring_only_writes_and_signals_the_successor(case):
     P, W, C = 5, 2, 2
