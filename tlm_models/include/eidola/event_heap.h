@@ -64,6 +64,51 @@ private:
     std::uint32_t m_head = 0, m_count = 0, m_capacity = 0;  // capacity: a power of two (or 0)
 };
 
+/// What EventHeap and TimingWheel share: the calendar booking and the lane of actions due now.
+/// Functions only, reading the queue's own fields (m_client, m_next_ps, m_rest_ps, m_now,
+/// m_now_ps): each queue places those in the cache lines its layout wants.
+template <class Queue, class Item>
+class QueueFront {
+public:
+    /// Books the module for the earliest remaining item (call after draining).
+    void rearm(std::uint64_t /*now*/) {
+        if (!empty()) q().m_client.wake_at(q().m_next_ps);
+    }
+
+    /// Has the module run at the current time, as pushing an action that does nothing at now
+    /// would: the booking is the same (made only if none at or before now exists), without the
+    /// action to store, pop and drop. Only from outside the module's own run: there, a pushed
+    /// action would be popped in the same run, but the booking would add one more.
+    void wake_now() { q().m_client.wake_at(now_ps()); }
+
+    /// Books the module's first run at time 0 (a module that starts work by itself).
+    void wake_at_start() { q().m_client.wake_at(0); }
+
+    bool empty() const { return q().m_next_ps == kNone; }
+
+protected:
+    static constexpr std::uint64_t kNone = ~std::uint64_t(0);  // no action is due then
+
+    /// Takes the now lane's first action if it is the next due. Ties with the rest go to the
+    /// rest: their actions were pushed before that time was the current one, so earlier.
+    bool take_now(Item& out) {
+        Queue& self = q();
+        if (self.m_now.empty() || self.m_now_ps >= self.m_rest_ps) return false;
+        out = self.m_now.front();
+        self.m_now.pop_front();
+        return true;
+    }
+    /// The earliest pending time again, after a pop (m_rest_ps up to date).
+    void update_next() {
+        Queue& self = q();
+        self.m_next_ps = self.m_now.empty() ? self.m_rest_ps : std::min(self.m_now_ps, self.m_rest_ps);
+    }
+
+private:
+    Queue& q() { return static_cast<Queue&>(*this); }
+    const Queue& q() const { return static_cast<const Queue&>(*this); }
+};
+
 /// Pending actions of type Item, ordered by time then by insertion.
 ///
 /// Why lanes: most actions are scheduled at one of a few constant offsets from now (a link's or a
@@ -91,7 +136,11 @@ private:
 /// pop), then the lanes' rings and the heap. No size or processed counter is kept: the earliest
 /// time says whether any action is pending, and the sequence counter gives the processed count.
 template <class Item>
-class alignas(64) EventHeap {
+class alignas(64) EventHeap : public QueueFront<EventHeap<Item>, Item> {
+    using Front = QueueFront<EventHeap<Item>, Item>;
+    friend Front;
+    using Front::kNone;
+
 public:
     /// `run(owner)` drains the due actions; the calendar calls it when the earliest is due.
     EventHeap(void* owner, void (*run)(void*)) : m_client(owner, run) {
@@ -136,10 +185,7 @@ public:
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
         if (m_next_ps > now) return false;
-        if (!m_now.empty() && m_now_ps < m_rest_ps) {  // ties go to the rest (see above)
-            out = m_now.front();
-            m_now.pop_front();
-        } else {
+        if (!this->take_now(out)) {
             // The smallest (time, sequence) of the lane fronts (an empty lane's is the largest
             // key) and the heap top.
             int first = 0;
@@ -164,25 +210,10 @@ public:
             }
             m_rest_ps = rest_time();
         }
-        m_next_ps = m_now.empty() ? m_rest_ps : std::min(m_now_ps, m_rest_ps);
+        this->update_next();
         return true;
     }
 
-    /// Books the module for the earliest remaining item (call after draining).
-    void rearm(std::uint64_t /*now*/) {
-        if (!empty()) m_client.wake_at(m_next_ps);
-    }
-
-    /// Has the module run at the current time, as pushing an action that does nothing at now
-    /// would: the booking is the same (made only if none at or before now exists), without the
-    /// action to store, pop and drop. Only from outside the module's own run: there, a pushed
-    /// action would be popped in the same run, but the booking would add one more.
-    void wake_now() { m_client.wake_at(now_ps()); }
-
-    /// Books the module's first run at time 0 (a module that starts work by itself).
-    void wake_at_start() { m_client.wake_at(0); }
-
-    bool empty() const { return m_next_ps == kNone; }
     /// Actions processed so far (the model's event count): every action pushed and no longer pending.
     std::uint64_t processed() const {
         std::size_t pending = m_now.size() + m_heap.size();
@@ -192,7 +223,6 @@ public:
 
 private:
     static constexpr int kLanes = 4;
-    static constexpr std::uint64_t kNone = ~std::uint64_t(0);  // no action is due then
     struct Entry {
         std::uint64_t at_ps;
         std::uint64_t seq;

@@ -28,7 +28,11 @@ namespace eidola {
 
 /// Pending actions of type Item, ordered by time then by insertion (a drop-in for EventHeap).
 template <class Item>
-class TimingWheel {
+class TimingWheel : public QueueFront<TimingWheel<Item>, Item> {
+    using Front = QueueFront<TimingWheel<Item>, Item>;
+    friend Front;
+    using Front::kNone;
+
 public:
     /// `run(owner)` drains the due actions; the calendar calls it when the earliest is due.
     TimingWheel(void* owner, void (*run)(void*)) : m_client(owner, run) { set_horizon(0); }
@@ -62,10 +66,7 @@ public:
     /// Takes the next item due at or before `now`; false when none is due.
     bool pop_due(std::uint64_t now, Item& out) {
         if (m_next_ps > now) return false;
-        if (!m_now.empty() && m_now_ps < m_rest_ps) {  // ties go to the rest (see above)
-            out = m_now.front();
-            m_now.pop_front();
-        } else {
+        if (!this->take_now(out)) {
             if (m_wheel_count && (m_far.empty() || m_nodes[m_buckets[m_front & kMask].head].at_ps < m_far.top().at_ps)) {
                 take_front(out);
             } else {
@@ -75,20 +76,10 @@ public:
             m_rest_ps = rest_time();
         }
         ++m_processed;
-        m_next_ps = m_now.empty() ? m_rest_ps : std::min(m_now_ps, m_rest_ps);
+        this->update_next();
         return true;
     }
 
-    /// Books the module for the earliest remaining item (call after draining).
-    void rearm(std::uint64_t /*now*/) {
-        if (!empty()) m_client.wake_at(m_next_ps);
-    }
-    /// Has the module run at the current time (see EventHeap::wake_now).
-    void wake_now() { m_client.wake_at(now_ps()); }
-    /// Books the module's first run at time 0.
-    void wake_at_start() { m_client.wake_at(0); }
-
-    bool empty() const { return m_next_ps == kNone; }
     /// Actions processed so far (the model's event count).
     std::uint64_t processed() const { return m_processed; }
 
@@ -97,7 +88,6 @@ private:
     static constexpr std::uint64_t kMask = kBuckets - 1;
     static constexpr unsigned kMinShift = 8;         // buckets of at least 256 ps
     static constexpr std::uint32_t kNil = ~std::uint32_t(0);
-    static constexpr std::uint64_t kNone = ~std::uint64_t(0);
 
     struct Node {
         std::uint64_t at_ps;
