@@ -14,7 +14,6 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_latency_ps(p.latency.get().value()),
-      m_delivered(std::uint32_t(p.ports.get())),
       m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
@@ -59,8 +58,7 @@ tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_pay
         if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, 0, dst, nullptr});  // implies END_REQ
         std::uint32_t src = 0;
         if (!m_delivered.answered(dst, &trans, src)) {
-            errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(dst) +
-                                                       "]: BEGIN_RESP for a transaction it was not sent");
+            report_unknown_response(dst);
             return tlm::TLM_COMPLETED;
         }
         m_actions.push(at + m_latency_ps, {ActionKind::Return, 0, src, &trans});

@@ -80,7 +80,6 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_dateline(m_topology->needs_dateline() ? 2 : 1),
       m_vcs(std::uint32_t(p.router.vcs.get())),
       m_vcs_per_class(m_dateline * m_vcs),
-      m_delivered(std::uint32_t(p.ports.get())),
       m_actions(this, [](void* f) { static_cast<PacketFabric*>(f)->on_event(); }) {
     std::uint64_t amount;
     try {
@@ -299,8 +298,7 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     if (cls == 0) {
         probe.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
     } else if (!m_delivered.find(gpu, trans, probe.dst_gpu)) {
-        errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
-                                                   "]: BEGIN_RESP for a transaction it was not sent");
+        report_unknown_response(gpu);
         return true;  // nothing to queue; the run stops on the error
     }
     Input& in = m_inputs[input];
@@ -403,9 +401,8 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         pair.bytes += p.payload;
         pair.packets += p.train;
         // A train is delivered with its first packet; the others follow one spacing apart.
-        const double latency = double(now - p.injected_ps);
-        const double spread = p.train == 1 ? 0.0 : double(p.train - 1) * double(p.spacing_ps);
-        pair.latency_sum_ps += p.train == 1 ? latency : p.train * (latency + 0.5 * spread);
+        const double latency = double(now - p.injected_ps), spread = double(p.train - 1) * double(p.spacing_ps);
+        pair.latency_sum_ps += p.train * (latency + 0.5 * spread);
         pair.latency_max_ps = std::max(pair.latency_max_ps, latency + spread);
     }
     Output& o = m_outputs[output];

@@ -109,19 +109,19 @@ private:
     const Queue& q() const { return static_cast<const Queue&>(*this); }
 };
 
-/// Pending actions of type Item, ordered by time then by insertion.
+/// Pending actions of type Item, ordered by time then by insertion: a GPU's (fabrics, whose
+/// actions fall at many offsets, use TimingWheel).
 ///
-/// Why lanes: most actions are scheduled at one of a few constant offsets from now (a link's or a
-/// switch's latency, the memory's in-order completions), so each offset's actions arrive already
-/// in time order. An action joins the lane whose last action is the latest not after it (each
-/// lane stays sorted by time, and by insertion within a time); only one that fits no lane pays
-/// for the heap. Popping takes the smallest (time, sequence) of the lane fronts and the heap top,
-/// so the order is exactly that of a single heap. With one lane, the packet fabric's hops and
-/// credits interleaved and sent most of its actions through the heap.
+/// Why lanes: most actions are scheduled at one of a few constant offsets from now (the memory's
+/// in-order completions, a latency), so each offset's actions arrive already in time order. An
+/// action joins the lane whose last action is the latest not after it (each lane stays sorted by
+/// time, and by insertion within a time); only one that fits no lane pays for the heap. Popping
+/// takes the smallest (time, sequence) of the lane fronts and the heap top, so the order is
+/// exactly that of a single heap.
 ///
-/// Why a lane of its own for actions due now: about half the packet fabric's actions (a head
-/// ready, an arbitration) are due at the current time, when every other lane already holds later
-/// actions, so best fit sent them all to the heap. The now lane only ever holds actions of one
+/// Why a lane of its own for actions due now: many actions (a resume, a response to send, an
+/// issue turn) are due at the current time, when every other lane already holds later actions,
+/// so best fit would send them all to the heap. The now lane only ever holds actions of one
 /// time (it is empty before time moves on), so it stays sorted too. And it comes after every
 /// other action of its time: those were pushed before that time was the current one, so their
 /// sequence numbers are smaller. Popping therefore compares the now lane's time with the cached

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -14,6 +15,7 @@
 
 #include "eidola/address_map.h"
 #include "eidola/bound_interface.h"
+#include "eidola/delivered_requests.h"
 #include "eidola/errors.h"
 #include "eidola/fabric.h"
 #include "eidola/registry.h"
@@ -46,6 +48,9 @@ struct FabricInitiatorPort : tlm::tlm_bw_transport_if<> {
     void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 };
 
+/// The most GPU ports a fabric may have (the maximum of its `ports` parameter).
+inline constexpr std::int64_t kMaxFabricPorts = 1 << 20;
+
 /// targets[i] as the catalog documents it (the same for every Eidola fabric).
 inline const SocketSpec kFabricTargetsSocket{"targets[i]", "target", "at+lt", "ports", "bound to GPU i's initiator"};
 /// initiators[i] as the catalog documents it.
@@ -73,6 +78,7 @@ protected:
         : sc_module(name),
           targets(kFabricTargetsSocket.member().c_str(), ports),
           initiators(kFabricInitiatorsSocket.member().c_str(), ports),
+          m_delivered(ports),
           m_ports(ports),
           m_bound_targets(ports, nullptr),
           m_bound_initiators(ports, nullptr) {
@@ -101,7 +107,15 @@ protected:
         return bound_interface(targets, port, m_bound_initiators[port]);
     }
 
-    AddressMap m_map;  ///< the platform's address map
+    /// A target answered a transaction it was not sent (found in no DeliveredRequests entry):
+    /// a model error, which stops the run.
+    void report_unknown_response(std::uint32_t port) {
+        errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(port) +
+                                                   "]: BEGIN_RESP for a transaction it was not sent");
+    }
+
+    AddressMap m_map;                 ///< the platform's address map
+    DeliveredRequests m_delivered;    ///< per target port: requests delivered and not yet answered, with their sources
 
 private:
     std::uint32_t m_ports;  // kept apart from targets.size(): decode() runs per transaction

@@ -35,12 +35,6 @@ struct MemoryAccess {
 
     /// Reads `trans`'s fields and extensions; `offset` is its window offset.
     void read(tlm::tlm_generic_payload& trans, std::uint64_t offset);
-    /// The same, into a new MemoryAccess.
-    static MemoryAccess of(tlm::tlm_generic_payload& trans, std::uint64_t offset) {
-        MemoryAccess a;
-        a.read(trans, offset);
-        return a;
-    }
 };
 
 /// Timing and contents of one GPU's memory.
@@ -72,7 +66,9 @@ public:
     void perform(const MemoryAccess& access, bool count = true);
     /// The same for a transaction at window offset `offset`, answered OK.
     void perform(tlm::tlm_generic_payload& trans, std::uint64_t offset, bool count = true) {
-        perform(MemoryAccess::of(trans, offset), count);
+        MemoryAccess access;
+        access.read(trans, offset);
+        perform(access, count);
         trans.set_response_status(tlm::TLM_OK_RESPONSE);
     }
 

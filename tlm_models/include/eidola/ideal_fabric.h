@@ -16,7 +16,6 @@
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
-#include "eidola/delivered_requests.h"
 #include "eidola/timing_wheel.h"
 
 namespace eidola {
@@ -26,7 +25,8 @@ struct IdealFabricParams : ParamGroup {
     /// One-way latency of every request and every response.
     TimeParam latency{*this, "latency", 500e-9, "one-way latency of every request and every response", 0, 1.0};
     /// Number of GPU ports.
-    IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20};
+    IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1,
+                   kMaxFabricPorts};
 };
 
 /// Routes by the address map with a fixed one-way latency on requests and on responses.
@@ -52,7 +52,7 @@ private:
         std::uint32_t port;
         tlm::tlm_generic_payload* trans;
     };
-    static_assert(1u << 24 > 1u << 20, "Action::src holds every port index (IdealFabricParams::ports)");
+    static_assert(kMaxFabricPorts <= 1 << 24, "Action::src holds every port index");
     /// A request waiting for its target port's request channel.
     struct Waiting {
         tlm::tlm_generic_payload* trans;
@@ -76,7 +76,6 @@ private:
     std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
     std::vector<std::deque<Waiting>> m_request_queue;
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
-    DeliveredRequests m_delivered;  // per target port: requests it has not answered, with their sources
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
     };

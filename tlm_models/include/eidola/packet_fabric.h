@@ -18,7 +18,6 @@
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
 #include "eidola/timing_wheel.h"
-#include "eidola/delivered_requests.h"
 #include "eidola/topology.h"
 
 namespace eidola {
@@ -31,7 +30,8 @@ struct PacketFabricParams : ParamGroup {
                          {"fully_connected", "ring", "mesh2d", "torus2d", "switch", "hierarchical", "custom"},
                          "graph of GPUs, switches and links"};
     /// Number of GPU ports.
-    IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1, 1 << 20};
+    IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1,
+                   kMaxFabricPorts};
 
     /// mesh2d and torus2d.
     struct Grid {
@@ -256,7 +256,6 @@ private:
     std::vector<std::uint32_t> m_link_input, m_link_output;  // link -> its receiving input / sending output
     std::vector<LinkCounters> m_link_counters;
     std::vector<std::uint32_t> m_spread_counter;             // per node, for equal-cost spreading
-    DeliveredRequests m_delivered;  // per GPU: requests delivered to it and not yet answered, with their sources
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
     std::uint64_t m_in_flight = 0;
