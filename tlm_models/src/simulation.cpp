@@ -271,7 +271,7 @@ Table Simulation::table(const std::string& which) const {
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)
             for (std::uint32_t w = 0; w < g->workgroups(); ++w) {
-                const WorkgroupStats& st = g->workgroup_stats(w);
+                const WorkgroupStats st = g->workgroup_stats(w);
                 row({double(g->index()), double(w), double(st.finish_ps), double(st.wait_ps), double(st.polls),
                      double(st.packets)});
             }
