@@ -47,13 +47,15 @@ SCALING_REPEATS = 5  # the scaling table's ratio is a target of its own (issue 1
 def kernel_ceiling() -> dict:
     """Timed wait() events/s and AT 4-phase transactions/s of bare SystemC modules (best of REPEATS)."""
     env = {**os.environ, "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE": "1"}
-    out: dict = {}
-    for mode, count in (("waits", 4_000_000), ("at", 2_000_000)):
-        for _ in range(REPEATS):
-            r = json.loads(subprocess.run([_ceiling_binary(), mode, str(count)], check=True, capture_output=True,
-                                          text=True, env=env).stdout)
-            out[mode] = max(out.get(mode, 0.0), r["count"] / r["seconds"])
-    return out
+    binary = _ceiling_binary()
+
+    def rate(mode: str, count: int) -> float:
+        r = json.loads(subprocess.run([binary, mode, str(count)], check=True, capture_output=True, text=True,
+                                      env=env).stdout)
+        return r["count"] / r["seconds"]
+
+    return {mode: max(rate(mode, count) for _ in range(REPEATS)) for mode, count in (("waits", 4_000_000),
+                                                                                     ("at", 2_000_000))}
 
 
 def _fastest(plat: eidola.Platform, prof) -> eidola.Result:
@@ -117,8 +119,7 @@ def scaling(sizes) -> tuple[list[str], list]:
             if p not in best or res.meta["simulate_s"] < best[p].meta["simulate_s"]:
                 best[p] = res
     points = []
-    for p, _, _ in cases:
-        res = best[p]
+    for p, res in best.items():  # in the order of `sizes`: the first round added them in turn
         tx = int(res.gpus["packets_sent"].sum())
         points.append((p, tx, res.meta["simulate_s"], res.wall_s, res.meta["child_private_kb"] / 1024))
     base = points[0]
@@ -241,12 +242,13 @@ def many_small_runs() -> list[str]:
     """100 simulations of the 4-GPU default in one process, against a fresh process per run."""
     # The batch runs in a process of its own: forking this one, which has built the 1,024-GPU
     # platforms above, would time its page tables rather than the simulator.
-    batch_code = (f"import time, eidola; plat = eidola.load_platform({str(DEFAULT)!r}); "
-                  "prof = eidola.load_profile(plat.profile); eidola.simulate(plat, prof); "
-                  "t = time.perf_counter(); [eidola.simulate(plat, prof) for _ in range(100)]; "
-                  "print(time.perf_counter() - t)")
-    batch = float(subprocess.run([sys.executable, "-c", batch_code], check=True, capture_output=True,
-                                 text=True).stdout.split()[-1])
+    # The same 100-run loop as python_bench.py's (there against a bridge of its choice; here the
+    # installed package, as a user runs it).
+    from python_bench import _SMALL  # bench/ is on sys.path when this file runs as a script
+
+    out = subprocess.run([sys.executable, "-c", _SMALL.format(platform=str(DEFAULT), n=100)], check=True,
+                         capture_output=True, text=True).stdout
+    batch = float(json.loads(out.strip().splitlines()[-1])["s"])
     fresh = []
     for _ in range(3):
         t = time.perf_counter()

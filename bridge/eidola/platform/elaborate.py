@@ -148,18 +148,22 @@ def _check_bindings(platform: Platform, values: dict[str, dict[str, Any]]) -> li
     return specs
 
 
-def _check_train(name: str, values: dict[str, Any]) -> None:
+def _check_train(gpu: Component, values: dict[str, Any]) -> None:
     """A train of `train` packets of `max_payload` must fit the GPU's data area (else the model cannot allocate
-    it), which holds one train: at most the largest max_payload EidolonGpu declares."""
-    train, payload = int(values.get("train", 1)), int(values.get("max_payload", 0))
-    most = int(catalog.model("EidolonGpu").declared("max_payload").max)
+    it), which holds one train: at most the largest max_payload the GPU's model declares. A GPU model without
+    trains has nothing to check."""
+    if "train" not in values:
+        return
+    train, payload = int(values["train"]), int(values.get("max_payload", 0))
+    most = int(gpu.spec.declared("max_payload").max)
     if train * payload > most:
-        raise ConfigError(f"GPU {name!r}: gpus.train ({train}) x gpus.max_payload ({payload} B) = {train * payload} "
-                          f"bytes; a train may carry at most {most} bytes (lower gpus.train)")
+        raise ConfigError(f"GPU {gpu.name!r}: gpus.train ({train}) x gpus.max_payload ({payload} B) = "
+                          f"{train * payload} bytes; a train may carry at most {most} bytes (lower gpus.train)")
 
 
 def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dict[str, Any]]) -> list[GpuSlot]:
-    """Each GPU owns one window of the address map: ids unique and inside the map."""
+    """Each GPU owns one window of the address map: ids unique and inside the map. Also checks each GPU's
+    train size (_check_train), while its values are at hand."""
     owner: dict[int, str] = {}
     slots = []
     for g in gpus:
@@ -171,7 +175,7 @@ def _place_gpus(platform: Platform, gpus: list[Component], values: dict[str, dic
             raise ConfigError(f"GPU {g.name!r} has id {i}, outside the address map's {len(gpus)} windows "
                               f"(ids 0..{len(gpus) - 1})")
         owner[i] = g.name
-        _check_train(g.name, v)
+        _check_train(g, v)
         slots.append(GpuSlot(i, g.name, g.spec.replays_profile, int(v.get("workgroups", 0)),
                              float(v.get("clock", 0.0))))
     if gpus and platform.base() + len(gpus) * platform.stride() > 2 ** 64:

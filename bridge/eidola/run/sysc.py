@@ -78,7 +78,6 @@ def _warm(ns: Any) -> None:
     sim.set_time_limit(0)
     sim.report_time_on_signal(0, 0)
     sim.partial()
-    sim.load_programs(0, 0, 0, 0)
     # run() too: its first call cost every child ~6 ms of JIT (40% of the 64-GPU ideal all-to-all).
     # A program for GPU 0, which this simulation lacks, makes it stop as bad input before the
     # kernel starts; load_programs() copies the entry.

@@ -37,14 +37,14 @@ class _Store:
     Each op becomes one row (ref, dst, offset, nbytes) of int64s in its program's array (see
     `table`); `ref` numbers the op's template. A write or read is checked in full the first time
     its (kind, buffer, blocking) is seen; after that, `transfers` holds its ref and the buffer's size,
-    so the builder's fast path checks the per-op values inline with the same bounds.
+    so the builder's fast path checks only the per-op values, with the same bounds.
     """
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
         self.templates: list[Template] = []
         self.refs: dict[Template, int] = {}
-        self.memo: dict[Hashable, int] = {}  # (kind, args, arg types) -> ref of a non-transfer op
+        self.memo: dict[Hashable, int] = {}  # (kind, args, arg types) -> ref of a non-transfer, non-signal op
         self.signals: dict[tuple[Any, ...], int] = {}  # (flag, op, value, compare, scope, their types) -> ref
         self.transfers: dict[tuple[str, str, bool | None], tuple[int, int]] = {}  # -> (ref, buffer size)
         # Ops in call order: (program ids, ops per program or None for one each, their rows). A ProgramSet
@@ -169,7 +169,8 @@ class ProgramBuilder:
         # Arguments are Any, as in the generated methods: every value is checked here, bad ones
         # become a ProfileError naming gpu, wg and op index.
         # The hot path of large profiles: a write to a buffer seen before, with plain int arguments,
-        # is checked inline (the same bounds as ops._transfer); anything else takes the full check.
+        # is checked by _fast_transfer (the same bounds as ops._transfer, without the op checker);
+        # anything else takes the full check.
         if type(buffer) is str and type(blocking) is bool and self._fast_transfer(("write", buffer, blocking), dst,
                                                                                  offset, nbytes):
             return self
@@ -241,7 +242,7 @@ class ProgramBuilder:
 
 
 for _kind in OP_KINDS.values():
-    if _kind.name in ("write", "read", "signal"):  # written out above, with an inline fast path; same signature and doc
+    if _kind.name in ("write", "read", "signal"):  # written out above, with a fast path; same signature and doc
         getattr(ProgramBuilder, _kind.name).__doc__ = _kind.doc
         continue
     setattr(ProgramBuilder, _kind.name, op_method(_kind, "ProgramBuilder", _kind.doc))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Collection, Hashable
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class Scope:
         self.buffers: dict[str, int] = {}
         self.interned: dict[Op, Op] = {}
         self.pairs: dict[tuple[str, Any], tuple[str, Any]] = {}  # (name, value) -> the one shared tuple
-        self.memo: dict[Hashable, Op] = {}  # the loader's: id(raw op) -> Op (the builder keeps its own in _Store)
+        self.memo: dict[int, Op] = {}  # the loader's: id(raw op) -> Op (the builder keeps its own in _Store)
 
     def declare_flag(self, name: Any) -> None:
         check_name("flag", name)

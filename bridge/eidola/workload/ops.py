@@ -16,7 +16,7 @@ from ..platform import catalog
 from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_num
 
 __all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "RELEASE_SCOPES",
-           "explicit_args"]
+           "explicit_args", "op_method"]
 
 # The value sets shared with C++ are declared there (program.h) and read through the catalog.
 CONDS = catalog.enum("cond")            #: wait conditions, in the order of the C++ enum Cond

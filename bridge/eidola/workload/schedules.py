@@ -100,8 +100,9 @@ class Group:
             self.declared.add(full)
         return full
 
-    def chunk(self, block: Ints, w: Ints, c: int) -> tuple[Ints, Ints]:
-        """(offsets, bytes) of chunk c of workgroup w's slice of `block`, per program."""
+    def chunk(self, block: Ints | int, w: Ints, c: int) -> tuple[Ints, Ints]:
+        """(offsets, bytes) of chunk c of workgroup w's slice of `block`, per program (block 0 of a
+        one-block buffer: a broadcast's or a send's)."""
         return pieces(self.total, self.parts, (block * self.W + w) * self.C + c)
 
 
@@ -248,8 +249,8 @@ def broadcast(g: Group, nbytes: int, root: int, algorithm: str) -> None:
         for c in range(C):
             if waits:
                 ps.wait(flag=flag, cond=">=", value=c + 1, **g.wait)
-            # each workgroup moves one slice of the whole buffer
-            _send(ps, dsts, buf, *pieces(g.total, g.parts, J * C + c), flag)
+            # each workgroup moves one slice of the whole buffer (its one block)
+            _send(ps, dsts, buf, *g.chunk(0, J, c), flag)
 
 
 def barrier(g: Group) -> None:
@@ -270,5 +271,5 @@ def send(g: Group, nbytes: int) -> None:
     sender, _, J = g.at([0])
     flag = _names(flags, J)
     for c in range(g.C):
-        _send(sender, [g.gpus[1]], buf, *pieces(g.total, g.parts, J * g.C + c), flag)
+        _send(sender, [g.gpus[1]], buf, *g.chunk(0, J, c), flag)
     g.at([1])[0].wait(flag=flag, cond=">=", value=g.C, **g.wait)

@@ -97,18 +97,19 @@ def _size(path: Path, kind: str, ops: list[dict[str, Any]], world: int, report: 
             return int(n) * elt
     # Element counts: the largest tensor an op lists; an all_gather's output is the largest of all.
     counts = [[_numel(d) for d in e.get("args", {}).get("Input Dims") or []] for e in ops]
-    types = [t for e in sorted(ops, key=lambda e: not e["name"].startswith(_BACKEND))
-             for t in e.get("args", {}).get("Input type") or [] if t in DTYPE_BYTES]
     if not any(any(c) for c in counts):
         return 0
-    if not types:
+    # The first known dtype, the backend's ops first.
+    first = next((t for e in sorted(ops, key=lambda e: not e["name"].startswith(_BACKEND))
+                  for t in e.get("args", {}).get("Input type") or [] if t in DTYPE_BYTES), None)
+    if first is None:
         # No known dtype, but one is spelled (not a container or scalar marker): refuse rather than guess.
         odd = next(((e, t) for e in ops for t in e.get("args", {}).get("Input type") or [] if t and t not in _NOT_DTYPE),
                    None)
         if odd is not None:
             raise _unknown_dtype(path, *odd)
         report.assume(f"unknown dtype in {ops[0]['name']}: 4 bytes per element")
-    elt = DTYPE_BYTES[types[0]] if types else 4  # types holds only known dtypes
+    elt = DTYPE_BYTES[first] if first is not None else 4
     n = max(max(c, default=0) for c in counts)
     if kind == "all_gather" and not any(sum(1 for x in c if x) > 1 for c in counts):
         n *= world  # only the input was recorded: the gathered total is group size x input

@@ -93,10 +93,15 @@ def _unpairable(what: str, sources: dict[int, str]) -> ProfileError:
                         "the same steps on every rank, or import each trace alone")
 
 
+def _collectives_in_time(lanes: list[Lane]) -> list[Item]:
+    """A rank's items that are collectives, in start-time order."""
+    return sorted((it for lane in lanes for it in lane.items if it.coll), key=lambda it: it.start)
+
+
 def _diverge(ranks: list[int], lanes: dict[int, list[Lane]], sources: dict[int, str]) -> str:
     """Where the time-ordered collective kinds of two ranks first differ, for an error message."""
-    seqs = {r: [it.coll for it in sorted((it for lane in lanes[r] for it in lane.items if it.coll),
-                                         key=lambda it: it.start) if it.coll] for r in ranks}
+    # `if it.coll` again only narrows the type: every item here has one.
+    seqs = {r: [it.coll for it in _collectives_in_time(lanes[r]) if it.coll] for r in ranks}
     for a, b in combinations(ranks, 2):  # ranks are sorted: each pair once, a < b
         for k, (x, y) in enumerate(zip(seqs[a], seqs[b])):
             if x.kind != y.kind:
@@ -113,8 +118,7 @@ def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report,
     present = set(ranks)
     for r in ranks:
         per_group: Counter[tuple[int, ...]] = Counter()
-        items = sorted((it for lane in lanes[r] for it in lane.items if it.coll), key=lambda it: it.start)
-        for it in items:
+        for it in _collectives_in_time(lanes[r]):
             assert it.coll is not None
             group = tuple(sorted(present.intersection(it.coll.group) | {r}))
             # The k-th collective of a kind in a group is one call: traces that do not record process
