@@ -2,8 +2,10 @@
 // heap over a long random schedule. Why a test of its own: EventHeap trades the heap for lanes, a
 // now lane and cached times, TimingWheel for buckets and a heap of far actions, and every model's
 // results depend on their order being exactly that of a heap. Also checks the counts EventHeap
-// derives instead of keeping (processed(), empty()). A separate program because SystemC
-// elaborates once per process.
+// derives instead of keeping (processed(), empty()). EventHeap runs twice: with every kind of
+// offset (nearly all of them end in its fallback heap), and with a GPU's mix and a small backlog,
+// which must send a good share through the lanes. A separate program because SystemC elaborates
+// once per process.
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -33,8 +35,13 @@ struct Scheduler : sc_core::sc_module {
     std::mt19937_64 rng;
     std::uint64_t pushed = 0, popped = 0, mismatches = 0, miscounts = 0, budget;
 
-    Scheduler(sc_core::sc_module_name name, std::uint64_t seed, std::uint64_t budget)
-        : sc_module(name), heap(this, [](void* s) { static_cast<Scheduler*>(s)->run(); }), rng(seed), budget(budget) {
+    // Lanes: a GPU's mix for EventHeap's lanes (see offset()), else every kind of offset.
+    bool lanes;
+    std::uint64_t lane_pushes = 0, heap_pushes = 0;  // of EventHeap's pushes not due now
+
+    Scheduler(sc_core::sc_module_name name, std::uint64_t seed, std::uint64_t budget, bool lanes = false)
+        : sc_module(name), heap(this, [](void* s) { static_cast<Scheduler*>(s)->run(); }), rng(seed), budget(budget),
+          lanes(lanes) {
         if constexpr (std::is_same_v<Queue, TimingWheel<std::uint64_t>>) heap.set_horizon(5000);
         for (int i = 0; i < 50; ++i) push(offset());
     }
@@ -42,7 +49,19 @@ struct Scheduler : sc_core::sc_module {
     // Offsets like the models': now, a few fixed latencies (in-order lanes), anything, and times on
     // a coarse grid, near or beyond a timing wheel's horizon (2^8 ps x 4,096 buckets at least), so
     // that actions pushed far ahead meet actions of the same time pushed later.
+    // With `lanes`, a GPU's mix instead: fixed latencies, a memory's in-order completions and a
+    // few others, nothing far ahead, and (in run()) a backlog kept small, so that lanes drain and
+    // refill and most actions go through them rather than the fallback heap.
     std::uint64_t offset() {
+        if (lanes) {
+            switch (rng() % 16) {
+                case 0: case 1: case 2: case 3: return 0;
+                case 4: case 5: case 6: case 7: return 500;
+                case 8: case 9: case 10: return 48;
+                case 11: case 12: case 13: return 2000;
+                default: return rng() % 5000;
+            }
+        }
         switch (rng() % 7) {
             case 0: case 1: return 0;
             case 2: return 500;
@@ -61,8 +80,15 @@ struct Scheduler : sc_core::sc_module {
     void push(std::uint64_t delay) {
         const std::uint64_t at = now_ps() + delay;
         reference.emplace(at, pushed);
-        heap.push(at, pushed++);
+        if constexpr (std::is_same_v<Queue, EventHeap<std::uint64_t>>) {
+            const std::size_t before = heap.fallback_size();
+            heap.push(at, pushed++);
+            if (delay) ++(heap.fallback_size() > before ? heap_pushes : lane_pushes);
+        } else {
+            heap.push(at, pushed++);
+        }
     }
+    bool room() const { return pushed < budget && (!lanes || pushed - popped < 32); }
 
     void run() {
         const std::uint64_t now = now_ps();
@@ -73,8 +99,8 @@ struct Scheduler : sc_core::sc_module {
             if (want.first != now || want.second != id) ++mismatches;
             ++popped;
             if (heap.processed() != popped || heap.empty() != reference.empty()) ++miscounts;
-            for (int n = int(rng() % 3); n > 0 && pushed < budget; --n) push(offset());
-            if (peer && rng() % 4 == 0 && peer->pushed < peer->budget) peer->push(peer->offset());
+            for (int n = int(rng() % 3); n > 0 && room(); --n) push(offset());
+            if (peer && rng() % 4 == 0 && peer->room()) peer->push(peer->offset());
         }
         heap.rearm(now);
     }
@@ -84,11 +110,18 @@ struct Scheduler : sc_core::sc_module {
 
 template <class Queue>
 int report(const Scheduler<Queue>& s) {
+    // The GPU mix must exercise the lanes, not only the fallback heap (the other mix sends 99.8% of
+    // its later actions there): at least a third of them go to lanes.
+    const bool lanes_used = !s.lanes || 2 * s.lane_pushes >= s.heap_pushes;
     const bool ok = s.mismatches == 0 && s.miscounts == 0 && s.popped == s.pushed && s.reference.empty() &&
-                    s.heap.empty() && s.heap.processed() == s.popped;
-    std::printf("%s: %s: %llu pushed, %llu popped, %llu out of order, %llu miscounted\n", ok ? "ok  " : "FAIL",
-                s.name(), (unsigned long long)s.pushed, (unsigned long long)s.popped,
-                (unsigned long long)s.mismatches, (unsigned long long)s.miscounts);
+                    s.heap.empty() && s.heap.processed() == s.popped && lanes_used && s.pushed >= s.budget;
+    std::printf("%s: %s: %llu pushed, %llu popped, %llu out of order, %llu miscounted", ok ? "ok  " : "FAIL", s.name(),
+                (unsigned long long)s.pushed, (unsigned long long)s.popped, (unsigned long long)s.mismatches,
+                (unsigned long long)s.miscounts);
+    if (s.lanes)
+        std::printf(", %llu to lanes, %llu to the fallback heap", (unsigned long long)s.lane_pushes,
+                    (unsigned long long)s.heap_pushes);
+    std::printf("\n");
     return ok ? 0 : 1;
 }
 
@@ -96,9 +129,12 @@ int sc_main(int, char**) {
     Scheduler<EventHeap<std::uint64_t>> a("a", 1, 200000), b("b", 2, 200000);
     a.peer = &b;
     b.peer = &a;
+    Scheduler<EventHeap<std::uint64_t>> e("gpu_e", 5, 200000, true), f("gpu_f", 6, 200000, true);
+    e.peer = &f;
+    f.peer = &e;
     Scheduler<TimingWheel<std::uint64_t>> c("wheel_c", 3, 200000), d("wheel_d", 4, 200000);
     c.peer = &d;
     d.peer = &c;
     sc_core::sc_start();
-    return report(a) + report(b) + report(c) + report(d);
+    return report(a) + report(b) + report(e) + report(f) + report(c) + report(d);
 }

@@ -214,6 +214,8 @@ public:
         return true;
     }
 
+    /// Actions waiting in the fallback heap (they fitted no lane), for tests.
+    std::size_t fallback_size() const { return m_heap.size(); }
     /// Actions processed so far (the model's event count): every action pushed and no longer pending.
     std::uint64_t processed() const {
         std::size_t pending = m_now.size() + m_heap.size();
