@@ -3,6 +3,7 @@
 // run. Why a test of its own: the fabrics' routing of every response depends on it, and its fast
 // path (the oldest request of the port) and its holes (requests answered out of order) are easy
 // to get subtly wrong; a response sent to the wrong GPU would only show as a stall somewhere else.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -32,7 +33,7 @@ int main() {
     for (int step = 0; step < 400000; ++step) {
         const std::uint32_t port = std::uint32_t(rng() % kPorts);
         std::vector<std::uintptr_t>& q = pending[port];
-        // Keep between a few and a few hundred requests in flight per port, so rings grow and wrap.
+        // Up to 300 requests in flight per port (near it most of the time), so rings grow and wrap.
         const bool deliver = q.empty() || (q.size() < 300 && rng() % 100 < 52);
         if (deliver) {
             const std::uintptr_t t = next;
@@ -72,8 +73,9 @@ int main() {
         if (delivered.answered((port + 1) % kPorts, reinterpret_cast<const void*>(t), src))
             fail("a request found on a port it was not sent to", port);
     }
-    // Drain: every request still pending is found, in any order.
-    for (std::uint32_t port = 0; port < kPorts; ++port)
+    // Drain: every request still pending is found, answered in a random order.
+    for (std::uint32_t port = 0; port < kPorts; ++port) {
+        std::shuffle(pending[port].begin(), pending[port].end(), rng);
         for (std::size_t k = pending[port].size(); k-- > 0;) {
             std::uint32_t src = ~0u;
             ++checks;
@@ -81,6 +83,7 @@ int main() {
                 src != source[pending[port][k]])
                 fail("draining", port);
         }
+    }
     for (std::uint32_t port = 0; port < kPorts; ++port)
         if (delivered.held(port)) fail("entries left after every request was answered", port);
     std::printf("%llu answers checked, %llu failures\n", (unsigned long long)checks, (unsigned long long)failures);

@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from processes import alive, children_of, identity, still_running
 
 import eidola
 from eidola.cli import safe_dir_name
@@ -212,29 +213,18 @@ def _children(pid):
 
     Other short-lived children (a compiler probe, say) run other programs and are left out.
     """
-    out = []
     try:
         cmdline = open(f"/proc/{pid}/cmdline", "rb").read()
     except OSError:
-        return out
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-                same = open(f"/proc/{entry}/cmdline", "rb").read() == cmdline
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid and same:
-                out.append(int(entry))
-    return out
+        return []
 
+    def same_program(child):
+        try:
+            return open(f"/proc/{child}/cmdline", "rb").read() == cmdline
+        except OSError:
+            return False
 
-def _alive(pid):
-    try:
-        stat = open(f"/proc/{pid}/stat").read()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return [child for child in children_of(pid) if same_program(child)]
 
 
 def _the_child(parent, seconds=60.0):
@@ -247,7 +237,7 @@ def _the_child(parent, seconds=60.0):
     while time.monotonic() < end:
         first = _children(parent)
         time.sleep(0.2)
-        if len(first) == 1 and _children(parent) == first and _alive(first[0]):
+        if len(first) == 1 and _children(parent) == first and alive(first[0]):
             return first[0]
     raise AssertionError("the simulation's child process never started")
 
@@ -270,18 +260,19 @@ def _start_long_run(tmp_path, write_platform, argv=None):
     return proc
 
 
-def _kill_tree(proc, pids):
-    """Kills `proc`, its simulation children and `pids` whatever the test's outcome: a failed assertion must
-    not leave a simulation running.
+def _kill_tree(proc, seen):
+    """Kills `proc`, its simulation children and the `seen` ones ((pid, start) pairs from identity()) whatever
+    the test's outcome: a failed assertion must not leave a simulation running.
 
-    `proc` goes through Popen, which knows whether it has been reaped: its pid, once reaped, may already
-    be another process's, so it is never signalled or searched for children by number.
+    Nothing is signalled by pid alone: `proc`, once reaped, and a simulation child, reaped by init once its
+    parent is gone, may have handed their pids to other processes. Popen knows whether `proc` has been
+    reaped; a child is killed only while its pid still has the start time it was seen with.
     """
     if proc.poll() is None:
-        pids = [*pids, *_children(proc.pid)]
+        seen = [*seen, *map(identity, _children(proc.pid))]
         proc.kill()
-    for pid in pids:
-        if _alive(pid):
+    for pid, started in seen:
+        if still_running((pid, started)):
             os.kill(pid, signal.SIGKILL)
     proc.wait(timeout=60)
 
@@ -291,10 +282,10 @@ def test_a_killed_parent_leaves_no_orphan(tmp_path, write_platform):
     seen = []
     try:
         parent = int(proc.stdout.readline())
-        seen.append(_the_child(parent))
+        seen.append(identity(_the_child(parent)))
         os.kill(parent, signal.SIGKILL)
         proc.wait(timeout=60)
-        assert _wait_for(lambda: not _alive(seen[0])), f"child {seen[0]} outlived its killed parent"
+        assert _wait_for(lambda: not alive(seen[0][0])), f"child {seen[0][0]} outlived its killed parent"
     finally:
         _kill_tree(proc, seen)
 
@@ -311,12 +302,12 @@ def test_ctrl_c_and_sigterm_kill_the_run_and_exit_cleanly(tmp_path, write_platfo
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     seen = []
     try:
-        seen.append(_the_child(proc.pid))
+        seen.append(identity(_the_child(proc.pid)))
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == status, err
         assert err.strip() == f"eidola run: {word}"
-        assert not _alive(seen[0])
+        assert not alive(seen[0][0])
     finally:
         _kill_tree(proc, seen)
 

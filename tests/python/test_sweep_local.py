@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pandas
 import pytest
 from gemv_timing import symmetric_flag_reads
+from processes import all_gone, children_of, identity
 from sweep_helpers import (
     LATENCIES_NS,
     MEMORY_NS,
@@ -101,9 +101,13 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_points(tmp_path, r
     deadline = time.monotonic() + 120
     while len(_rows(out)) < 3 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    # The point children running now, seen while `proc` is alive: once it has been reaped, a child it
+    # left behind would be init's, and no /proc scan by parent pid could find it.
+    children = [identity(pid) for pid in children_of(proc.pid)]
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
+    assert all_gone(children), "a point child outlived the interrupted sweep"
     done = _rows(out)
     assert 3 <= len(done) < 12
     assert len(pandas.read_parquet(out / "sweep.parquet")) == len(done)  # the partial table was written
@@ -116,16 +120,6 @@ def test_interrupted_sweep_resumes_without_rerunning_finished_points(tmp_path, r
     assert len(table) == 12 and (table["status"] == "ok").all()
     # The profile has no variability, so the seed changes nothing: one kernel time per size.
     assert table.groupby("generator.nbytes")["kernel_time_ns"].nunique().tolist() == [1, 1]
-    # No stray processes: every forked point child was reaped or killed.
-    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_child_of(int(p), proc.pid)]
-
-
-def _is_child_of(pid: int, parent: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return int(stat.rsplit(")", 1)[1].split()[1]) == parent
 
 
 def test_sweep_plot_draws_and_names_bad_columns(tmp_path, write_platform, cli):  # type: ignore[no-untyped-def]

@@ -57,8 +57,8 @@ def _both(path, profile, train=64, **overrides):
 
 
 def _same_tables(a, b):
-    """The per-GPU, per-workgroup and per-link tables of two results are equal bit for bit."""
-    for table in ("gpus", "workgroups", "links"):
+    """Every result table of two results is equal bit for bit."""
+    for table in ("gpus", "workgroups", "links", "pairs", "link_bins"):
         assert np.array_equal(getattr(a, table), getattr(b, table)), table
 
 
@@ -92,10 +92,12 @@ def test_a_train_on_one_link_times_and_counts_as_its_packets(write_platform, kin
 def test_where_flows_meet_trains_are_refused_and_packets_go(write_platform, topology, gpus):
     # Through a switch, or on GPUs that forward each other's packets (ring, torus), the fabric
     # refuses a train (TLM_BURST_ERROR_RESPONSE) and the GPU sends that peer packets instead:
-    # every table equals per-packet simulation bit for bit. GPUs 0 and 2 write to GPU 1 (on the
-    # ring and the 2x2 torus, 2 -> 1 is one hop but GPU 1 and 2 forward others' packets).
+    # every table, and the event count, equals per-packet simulation bit for bit. GPUs 0 and 2
+    # write to GPU 1 (on the 2x2 torus x-first: 2 -> 3 -> 1; on the ring 2 -> 1 is one hop, but
+    # GPUs 1 and 2 forward others' packets).
     per_packet, train = _both(_platform(write_platform, topology, gpus=gpus), _transfers(gpus, [(0, 1), (2, 1)], MIB))
     assert train.kernel_time_ns == per_packet.kernel_time_ns
+    assert train.events == per_packet.events
     _same_tables(train, per_packet)
     # GPU 1's incoming links carry both writes and signals (4,097 packets each), and nothing else:
     # its acknowledgements leave it.
