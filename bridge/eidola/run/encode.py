@@ -18,7 +18,7 @@ from ..platform.elaborate import Plan
 from ..workload import variability
 from ..workload.ops import Op
 from ..workload.profile import Profile
-from ..workload.table import Signal, Transfer
+from ..workload.table import OpTable
 from .encode_traffic import EncodedTraffic, encode_traffic
 
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
@@ -93,7 +93,9 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
              for name in ("op_kind", "atomic", "cond", "wait_mode", "compute_unit", "write_mode", "release_scope")}
     # One record per template, gathered by each row's ref; a transfer's row then supplies its peer,
     # its offset within the buffer and its size (the columnar profile: see workload/table.py).
-    records = np.array([_encode_template(t, flag_index, buffers, codes) for t in table.templates], dtype=OP_DTYPE)
+    # A template is encoded as its op with peer, in-buffer offset and nbytes 0: a row supplies those.
+    records = np.array([_encode_op(OpTable.op_of(t, 0, 0, 0), flag_index, buffers, codes) for t in table.templates],
+                       dtype=OP_DTYPE)
     rows = table.rows
     ops_arr = records[rows[:, 0]]
     transfer = table.kind_mask("write", "read")
@@ -109,15 +111,6 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     _apply_variability(profile, ops_arr, progs, seed, min(clocks))
     traffic = encode_traffic(profile.traffic, plan, offset) if profile.traffic is not None else None
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset, traffic)
-
-
-def _encode_template(t: Op | Transfer | Signal, flag_index: dict[str, int], buffers: dict[str, int],
-                     codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
-    """A template as an OP_DTYPE record, encoded as its op with peer, in-buffer offset and nbytes 0: a row
-    supplies those."""
-    if isinstance(t, Transfer):
-        return _encode_op(t.op(0, 0, 0), flag_index, buffers, codes)
-    return _encode_op(t.make(0) if isinstance(t, Signal) else t, flag_index, buffers, codes)
 
 
 def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]], progs: np.ndarray[Any, np.dtype[Any]],

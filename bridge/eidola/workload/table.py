@@ -114,10 +114,11 @@ class OpTable:
     def op(self, row: int) -> Op:
         """The Op of row `row`."""
         ref, dst, off, n = self.rows[row].tolist()
-        return self._make(self.templates[ref], dst, off, n)
+        return self.op_of(self.templates[ref], dst, off, n)
 
     @staticmethod
-    def _make(t: Template, dst: int, off: int, n: int) -> Op:
+    def op_of(t: Template, dst: int, off: int, n: int) -> Op:
+        """The Op of template `t` with a row's values (peer, in-buffer offset, nbytes); an Op template is itself."""
         if isinstance(t, Op):
             return t
         return t.make(dst) if isinstance(t, Signal) else t.op(dst, off, n)
@@ -135,7 +136,7 @@ class OpTable:
                     out.append(t)
                 else:
                     key = (ref, dst, off, n)
-                    out.append(made.get(key) or made.setdefault(key, self._make(t, dst, off, n)))
+                    out.append(made.get(key) or made.setdefault(key, self.op_of(t, dst, off, n)))
             ops = self._programs[index] = tuple(out)
         return ops
 
