@@ -183,11 +183,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
             from .workload.importers.kineto import import_kineto
 
             profile, report = import_kineto(args.files, args.name, args.algorithm, args.workgroups, args.compute,
-                                            args.wait)
+                                            args.wait, ranks=args.ranks)
         else:
             from .workload.importers.chakra import import_chakra
 
-            profile, report = import_chakra(args.files, args.name, args.algorithm, args.workgroups, args.wait)
+            profile, report = import_chakra(args.files, args.name, args.algorithm, args.workgroups, args.wait,
+                                            ranks=args.ranks)
         report_text = report.text()
     try:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)  # as `run --out` does: out/ may not exist yet
@@ -207,7 +208,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .report.compare import compare
 
-    print(compare(args.run_dir, args.traces), end="")
+    print(compare(args.run_dir, args.traces, ranks=args.ranks, csv_path=args.csv, force=args.force), end="")
     return 0
 
 
@@ -375,12 +376,17 @@ def _parser() -> argparse.ArgumentParser:
         k.add_argument("--algorithm", default="ring", choices=("ring", "direct"), help="collective algorithm")
         k.add_argument("--workgroups", type=int, default=1, help="workgroups per stream or thread")
         k.add_argument("--wait", default="syncmon", choices=("syncmon", "poll", "spin_yield"), help="wait mode")
+        k.add_argument("--ranks", type=int, metavar="N",
+                       help="replicate the one trace given as N symmetric ranks (SPMD: every rank runs this program)")
         if source == "kineto":
             k.add_argument("--compute", default="device", choices=("device", "host"),
                            help="compute phases from GPU kernels (device) or CPU ops (host, CPU-only traces)")
     cmp = sub.add_parser("compare", help="per collective: traced duration against the simulated one")
     cmp.add_argument("run_dir", help="a run directory written by eidola run --trace")
     cmp.add_argument("traces", nargs="+", help="the Kineto traces the profile was imported from")
+    cmp.add_argument("--ranks", type=int, metavar="N", help="as the traces were imported (import kineto --ranks N)")
+    cmp.add_argument("--csv", metavar="FILE", help="write one row per collective: call,kind,bytes,traced_us,simulated_us")
+    cmp.add_argument("--force", action="store_true", help="overwrite compare.png/.svg and the --csv file if they exist")
     return parser
 
 

@@ -7,6 +7,9 @@ the process or exhaust its memory:
 - the path must name a regular file (not ``/dev/zero``, a FIFO or a directory), checked before
   it is opened, so a device is never read;
 - at most `max_input_bytes()` are read (64 MiB unless ``EIDOLA_MAX_INPUT_BYTES`` says otherwise);
+- a gzip file (`read_input_gz`) is decompressed in pieces and refused as soon as its content
+  passes the same limit, so a small "gzip bomb" never grows in memory; a corrupt or truncated
+  stream is an error naming the file, not a ``zlib.error``;
 - the text must be UTF-8; the error gives the line and column of the first bad byte;
 - YAML is parsed twice: first as a stream of events (libyaml keeps no recursion there), which
   bounds the nesting depth and the size of the document *with its aliases expanded* (so a
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
+import zlib
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +29,7 @@ import yaml
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "max_input_bytes", "read_input",
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "max_input_bytes", "read_input", "read_input_gz",
            "decode_text", "load_yaml", "StrictLoader"]
 
 DEFAULT_MAX_INPUT_BYTES = 64 * 2**20  #: the largest input file read, unless EIDOLA_MAX_INPUT_BYTES overrides it
@@ -102,6 +106,49 @@ def read_input(path: str | os.PathLike[str], what: str, error: type[ConfigError]
         raise error(f"{name}: the {what} is more than the limit of {limit} bytes (set EIDOLA_MAX_INPUT_BYTES "
                     "to raise it)")
     return data
+
+
+GZIP_MAGIC = b"\x1f\x8b"  #: the first two bytes of a gzip member
+
+
+def read_input_gz(path: str | os.PathLike[str], what: str, error: type[ConfigError] = ConfigError) -> bytes:
+    """Like `read_input`, but a gzip file (by its magic bytes) comes back decompressed, at most max_input_bytes().
+
+    Why in pieces: ``gzip.decompress`` of a few MiB can grow to gigabytes before anything checks
+    its size. Concatenated members are read as one stream, as gzip does. Raises `error` naming the
+    file when the stream is corrupt, truncated, or decompresses to more than the limit.
+    """
+    name = os.fspath(path)
+    data = read_input(name, what, error)
+    if data[:2] != GZIP_MAGIC:
+        return data
+    limit = max_input_bytes()
+    out: list[bytes] = []
+    size = 0
+    rest = data
+    try:
+        while rest:
+            d = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer around deflate
+            chunk = d.decompress(rest, limit + 1 - size)
+            while True:
+                size += len(chunk)
+                out.append(chunk)
+                if size > limit:
+                    raise error(f"{name}: the {what} decompresses to more than the limit of {limit} bytes "
+                                "(set EIDOLA_MAX_INPUT_BYTES to raise it)")
+                if d.eof or (not chunk and not d.unconsumed_tail):
+                    break  # the member's end, or no input left to make progress with
+                chunk = d.decompress(d.unconsumed_tail, limit + 1 - size)
+            if not d.eof:
+                raise error(f"{name}: the {what} is a truncated gzip file (its stream ends early)")
+            rest = d.unused_data
+            if rest[:2] != GZIP_MAGIC:  # trailing zero padding after the last member, as gzip allows
+                if rest.strip(b"\0"):
+                    raise error(f"{name}: the {what} has {len(rest)} stray bytes after its gzip data")
+                break
+    except zlib.error as e:
+        raise error(f"{name}: the {what} is a corrupt gzip file ({e})") from None
+    return b"".join(out)
 
 
 def decode_text(data: bytes, source: str, error: type[ConfigError] = ConfigError) -> str:

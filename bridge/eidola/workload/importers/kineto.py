@@ -14,19 +14,26 @@ Per trace (one per rank; plain or gzipped JSON with ``traceEvents``):
   thread, launched inside it, linked by correlation id), else on a lane of its own thread; in host
   mode on the thread that called it, or on an extra lane when it overlaps the previous item
   there (asynchronous collectives on two threads run on separate workgroup sets).
+- symmetric ranks (``--ranks N``, one trace): the traced rank is replicated as N ranks that run
+  the same program (SPMD), so every collective becomes a simulated collective among the N.
+
+Every file goes through the safe reader (`inputs.read_input_gz`: a regular file, size-capped,
+gzip decompressed with a cap), and every event field the importer uses is type-checked first
+(`_events`), so a malformed trace is one error naming the file, the event and the field.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ...errors import ProfileError
+from ...inputs import read_input_gz
 from ..profile import Profile
-from .timeline import Coll, Item, Lane, Report, build_profile
+from .timeline import Coll, Item, Lane, Report, build_profile, check_ranks, check_workgroups, replicate
 
 __all__ = ["import_kineto", "DTYPE_BYTES"]
 
@@ -51,31 +58,123 @@ def _kind(name: str) -> str | None:
     return next((k for p, k in _KIND if p.search(base)), None)
 
 
+#: |ts| and dur bounds in microseconds: their ns must fit the profile's int64 times (9.2e18 ns)
+_MAX_TS_US = 4e15
+_MAX_DUR_US = 1e12
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _load(path: Path) -> dict[str, Any]:
+    raw = read_input_gz(path, "Kineto trace", ProfileError)
+    if not raw.strip():
+        raise ProfileError(f"{path}: the file is empty; expected a Kineto trace (the JSON file "
+                           "torch.profiler's export_chrome_trace writes)")
     try:
-        raw = path.read_bytes()
-        text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-        if not text.strip():
-            raise ProfileError(f"{path}: the file is empty; expected a Kineto trace (the JSON file "
-                               "torch.profiler's export_chrome_trace writes)")
-        data = json.loads(text)
-    except OSError as e:
-        raise ProfileError(f"{path}: cannot read the trace ({e})") from None
-    except (ValueError, EOFError) as e:
+        data = json.loads(raw, parse_constant=_no_constant)  # NaN and Infinity are not JSON
+    except RecursionError:
+        raise ProfileError(f"{path}: not a Kineto trace: the JSON is nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, bad UTF-8
         raise ProfileError(f"{path}: not a Kineto trace: the JSON is invalid or truncated ({e}); expected the "
                            f"file torch.profiler's export_chrome_trace writes") from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise ProfileError(f"{path}: not a Kineto trace: expected a JSON object with a 'traceEvents' list")
+    info = data.get("distributedInfo")
+    if info is None:
+        data["distributedInfo"] = {}
+    elif not isinstance(info, dict):
+        raise ProfileError(f"{path}: distributedInfo is {_short(info)}; expected an object")
+    else:
+        for key, lo in (("rank", 0), ("world_size", 1)):
+            v = info.get(key)
+            if v is not None and (type(v) is not int or v < lo):
+                raise ProfileError(f"{path}: distributedInfo.{key} is {_short(v)}; expected an integer >= {lo}")
+        if "rank" in info and "world_size" in info and info["rank"] >= info["world_size"]:
+            raise ProfileError(f"{path}: distributedInfo.rank {info['rank']} is not below world_size "
+                               f"{info['world_size']}")
+        pgs = info.get("pg_config")
+        if pgs is not None and (not isinstance(pgs, list) or not all(isinstance(p, dict) for p in pgs)):
+            raise ProfileError(f"{path}: distributedInfo.pg_config is {_short(pgs)}; expected a list of objects")
+    data["traceEvents"] = _events(path, data["traceEvents"])
     return data
 
 
-def _numel(dims: Any) -> int:
+def _short(v: Any) -> str:
+    """A value for a message, cut short (a field may hold a whole list)."""
+    text = json.dumps(v) if not isinstance(v, float) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: args the importer reads -> (check, what is expected)
+_ARGS: dict[str, tuple[Any, str]] = {
+    "correlation": (lambda v: type(v) in (int, str), "an integer or string"),
+    "In msg nelems": (lambda v: type(v) is int and v >= 0, "an integer >= 0"),
+    "Out msg nelems": (lambda v: type(v) is int and v >= 0, "an integer >= 0"),
+    "dtype": (lambda v: isinstance(v, str), "a string"),
+    "Input Dims": (lambda v: isinstance(v, list), "a list"),
+    "Input type": (lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v), "a list of strings"),
+    "Process Group Ranks": (lambda v: isinstance(v, str), "a string such as '[0, 1]'"),
+    "Collective name": (lambda v: isinstance(v, str), "a string"),
+    "Concrete Inputs": (lambda v: isinstance(v, list), "a list"),
+}
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _events(path: Path, events: list[Any]) -> list[dict[str, Any]]:
+    """The complete ("X") events, each checked: name, cat, ts, dur, tid and the args the importer reads.
+
+    Other phases (instant, flow, metadata) are not used and not checked. A bad field is a ProfileError
+    naming the file, the event's index and name, the field and what was expected."""
+    out = []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        name = e.get("name")
+        where = f"{path}: traceEvents[{i}]" + (f" ({name[:60]})" if isinstance(name, str) else "")
+
+        def bad(field: str, v: Any, expected: str, where: str = where) -> ProfileError:
+            return ProfileError(f"{where}: {field} is {_short(v) if v is not None else 'missing'}; expected {expected}")
+
+        if not isinstance(name, str):
+            raise bad("name", name, "a string")
+        if "cat" in e and not isinstance(e["cat"], str):
+            raise bad("cat", e["cat"], "a string")
+        if not _number(e.get("ts")) or abs(e["ts"]) > _MAX_TS_US:
+            raise bad("ts", e.get("ts"), f"a finite number of microseconds (|ts| <= {_MAX_TS_US:g})")
+        if not _number(e.get("dur")) or not 0 <= e["dur"] <= _MAX_DUR_US:
+            raise bad("dur", e.get("dur"), f"a number of microseconds in [0, {_MAX_DUR_US:g}]")
+        if type(e.get("tid")) not in (int, str):
+            raise bad("tid", e.get("tid"), "an integer or string (the thread or stream)")
+        e["tid"] = str(e["tid"])  # one type, so threads sort and compare whether a trace spells them 7 or "7"
+        args = e.setdefault("args", {})
+        if not isinstance(args, dict):
+            raise bad("args", args, "an object")
+        for key, (ok, expected) in _ARGS.items():
+            if key in args and not ok(args[key]):
+                raise bad(f"args[{key!r}]", args[key], expected)
+        out.append(e)
+    return out
+
+
+def _numel(path: Path, op: dict[str, Any], dims: Any) -> int:
     """Elements of the first tensor in an Input Dims entry, whatever its nesting ([1024] or [[1024]])."""
-    while isinstance(dims, list) and dims and isinstance(dims[0], list):
-        dims = dims[0]
+    depth = 0
+    while isinstance(dims, list) and dims and isinstance(dims[0], list) and depth < 8:
+        dims, depth = dims[0], depth + 1
     n = 1
     for d in dims if isinstance(dims, list) else []:
-        n *= int(d)
+        if type(d) is not int or not 0 <= d < 2**40:
+            raise ProfileError(f"{path}: {op['name']} at ts {op['ts']} us: Input Dims holds {_short(d)}; expected "
+                               "lists of tensor dimensions (integers >= 0)")
+        n *= d
+    if n >= 2**48:
+        raise ProfileError(f"{path}: {op['name']} at ts {op['ts']} us: a tensor of {n} elements; expected at most "
+                           f"{2**48} (are its Input Dims right?)")
     return n if isinstance(dims, list) and dims else 0
 
 
@@ -93,10 +192,13 @@ def _size(path: Path, kind: str, ops: list[dict[str, Any]], world: int, report: 
             elt = DTYPE_BYTES.get(str(a.get("dtype")))
             if elt is None:
                 raise _unknown_dtype(path, e, a.get("dtype"))
+            if kind == "all_gather" and "Out msg nelems" not in a:
+                report.assume("all_gather sizes without Out msg nelems: group size x In msg nelems")
+                return int(a["In msg nelems"]) * world * elt
             n = a["Out msg nelems"] if kind == "all_gather" else a["In msg nelems"]
             return int(n) * elt
     # Element counts: the largest tensor an op lists; an all_gather's output is the largest of all.
-    counts = [[_numel(d) for d in e.get("args", {}).get("Input Dims") or []] for e in ops]
+    counts = [[_numel(path, e, d) for d in e.get("args", {}).get("Input Dims") or []] for e in ops]
     if not any(any(c) for c in counts):
         return 0
     # The first known dtype, the backend's ops first.
@@ -117,15 +219,20 @@ def _size(path: Path, kind: str, ops: list[dict[str, Any]], world: int, report: 
     return n * elt
 
 
-def _group(ops: list[dict[str, Any]], info: dict[str, Any], world: int) -> tuple[int, ...]:
+def _group(path: Path, ops: list[dict[str, Any]], info: dict[str, Any], world: int) -> tuple[int, ...]:
     for e in ops:
         g = e.get("args", {}).get("Process Group Ranks")
         if isinstance(g, str) and g.strip("[] "):
-            return tuple(int(x) for x in g.strip("[]").split(","))
+            items = [x.strip() for x in g.strip("[] ").split(",")]
+            if not all(x.isdigit() and int(x) < 2**31 for x in items) or len(set(items)) != len(items):
+                raise ProfileError(f"{path}: {e['name']} at ts {e['ts']} us: Process Group Ranks {_short(g)}; "
+                                   "expected a list of distinct ranks such as '[0, 1]'")
+            return tuple(int(x) for x in items)
     pgs = info.get("pg_config") or []
     default = next((p for p in pgs if p.get("pg_desc") == "default_pg" or p.get("pg_name") == "0"), None)
-    if default and isinstance(default.get("ranks"), list):
-        return tuple(int(x) for x in default["ranks"])
+    ranks = default.get("ranks") if default else None
+    if isinstance(ranks, list) and ranks and all(type(x) is int and 0 <= x < 2**31 for x in ranks):
+        return tuple(dict.fromkeys(ranks))
     return tuple(range(world))
 
 
@@ -133,7 +240,7 @@ def _peer(ops: list[dict[str, Any]]) -> int | None:
     """The peer of a send/recv: c10d::send(tensors, group, dst, tag) / recv_(..., src, tag) record it."""
     for e in ops:
         args = e.get("args", {}).get("Concrete Inputs") or []
-        if e["name"].startswith("c10d::") and len(args) > 2 and str(args[2]).isdigit():
+        if e["name"].startswith("c10d::") and len(args) > 2 and str(args[2]).isdigit() and len(str(args[2])) < 10:
             return int(args[2])
     return None
 
@@ -222,7 +329,7 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
         if kind is None:
             report.ignored[f"communication ops of no known collective ({g[0]['name']})"] += 1
             continue
-        group = _group(g, info, world)
+        group = _group(path, g, info, world)
         recv = kind == "recv"
         c = Coll("send" if recv else kind, _size(path, kind, g, world, report), group, g[0]["name"], recv=recv)
         if kind == "send" or recv:
@@ -276,42 +383,52 @@ def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
 
 
 def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int = 1,
-                  compute: str = "device", mode: str = "syncmon") -> tuple[Profile, Report]:
+                  compute: str = "device", mode: str = "syncmon", ranks: int | None = None) -> tuple[Profile, Report]:
     """Import one Kineto trace per rank; return the profile and the report of what was done.
 
     algorithm: of the collectives (where a kind has it); workgroups: per lane (stream or thread);
-    compute: "device" (GPU kernels) or "host" (CPU ops, for CPU-only traces); mode: of every wait.
+    compute: "device" (GPU kernels) or "host" (CPU ops, for CPU-only traces); mode: of every wait;
+    ranks: replicate the one trace given as this many symmetric ranks (`replicate`).
     """
     if not paths:
         raise ProfileError("import kineto: no trace files given; expected one Kineto JSON per rank")
     if compute not in ("device", "host"):
         raise ProfileError(f"import kineto: --compute {compute!r} is not one of device, host")
+    check_workgroups("import kineto", workgroups)
+    if ranks is not None:
+        check_ranks("import kineto", ranks, paths)
     report = Report()
     datas = [(Path(p), _load(Path(p))) for p in paths]
-    infos = [d.get("distributedInfo") or {} for _, d in datas]
-    ranks = [int(i["rank"]) if isinstance(i.get("rank"), int) else k for k, i in enumerate(infos)]
+    infos = [d["distributedInfo"] for _, d in datas]
+    rank_of = [i["rank"] if isinstance(i.get("rank"), int) else k for k, i in enumerate(infos)]
     if not all(isinstance(i.get("rank"), int) for i in infos):
-        ranks = list(range(len(datas)))
+        rank_of = list(range(len(datas)))
         report.assume("ranks from file order (a trace has no distributedInfo.rank)")
-    worlds = {int(i["world_size"]) for i in infos if isinstance(i.get("world_size"), int)}
+    worlds = {i["world_size"] for i in infos if isinstance(i.get("world_size"), int)}
     if len(worlds) > 1:
-        raise ProfileError(f"mismatched ranks: the traces come from jobs of different sizes ({sorted(worlds)}); "
+        sizes = ", ".join(f"{p} world_size {i.get('world_size')}" for (p, _), i in zip(datas, infos))
+        raise ProfileError(f"mismatched ranks: the traces come from jobs of different sizes ({sizes}); "
                            "expected the traces of one job")
-    world = max(worlds | {max(ranks) + 1})
-    if len(set(ranks)) != len(ranks):
-        dup = next(r for r in ranks if ranks.count(r) > 1)
-        files = [str(p) for (p, _), r in zip(datas, ranks) if r == dup]
+    world = max(worlds | {max(rank_of) + 1})
+    if len(set(rank_of)) != len(rank_of):
+        dup = next(r for r in rank_of if rank_of.count(r) > 1)
+        files = [str(p) for (p, _), r in zip(datas, rank_of) if r == dup]
         raise ProfileError(f"mismatched ranks: rank {dup} appears in more than one trace ({', '.join(files)}); "
                            "expected one trace per rank")
-    if len(ranks) < world:
-        report.assume(f"{len(ranks)} of {world} ranks traced: collective groups are cut to the traced ranks")
-    lanes = {r: _rank_lanes(p, d, world, compute, report) for r, (p, d) in zip(ranks, datas)}
+    if len(rank_of) < world and ranks is None:
+        report.assume(f"{len(rank_of)} of {world} ranks traced: collective groups are cut to the traced ranks")
+    lanes = {r: _rank_lanes(p, d, world, compute, report) for r, (p, d) in zip(rank_of, datas)}
     if not any(it.coll for ls in lanes.values() for lane in ls for it in lane.items):
         raise ProfileError(f"{', '.join(map(str, paths))}: no collectives found; expected c10d::, nccl:, gloo: or "
                            "rccl: ops (record the trace around the communication)")
-    _pair_p2p(lanes, report)
-    report.imported["ranks"] = len(ranks)
+    sources = {r: str(p) for r, p in zip(rank_of, paths)}
+    if ranks is not None:
+        lanes = replicate(lanes[rank_of[0]], ranks, f"rank {rank_of[0]} of {world} ({paths[0]})", report,
+                          scale_all_gather=True)
+        sources = {r: f"{paths[0]} (replica {r})" for r in range(ranks)}
+    else:
+        _pair_p2p(lanes, report)
+    report.imported["ranks"] = len(lanes)
     report.assume("lanes (streams, threads) are replayed independently: waits between them are kept as traced gaps")
-    sources = {r: str(p) for r, p in zip(ranks, paths)}
     return (build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report,
                           sources), report)

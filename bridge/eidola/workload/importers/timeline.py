@@ -6,11 +6,18 @@ the ranks' clocks, gives every lane of a rank its own set of W workgroups and re
 the time from one item's end to the next one's start (idle, launch overhead, waits on other lanes)
 and a compute phase's duration become compute(ns=...); a collective becomes
 ``ProfileBuilder.collective`` on the matched ranks' lanes, so its time is simulated, not replayed.
+With W > 1 workgroups a lane ends every simulated collective with a kernel boundary: each of its
+workgroups adds 1 to the lane's local flag and waits until all W have, as a GPU starts the next
+kernel of a stream only once the previous one has finished on all its workgroups. (Compute phases
+are the same delay on every workgroup, so they keep them in step; only a collective, whose shares
+finish at different times, can spread them.) The flag is the GPU's own memory: a local atomic and
+polls of it, no fabric traffic.
 A `Report` collects what was imported, merged, ignored and assumed.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -20,7 +27,29 @@ from ..builder import ProfileBuilder
 from ..collectives import KINDS
 from ..profile import Profile
 
-__all__ = ["Coll", "Item", "Lane", "Report", "build_profile"]
+__all__ = ["Coll", "Item", "Lane", "Report", "build_profile", "check_ranks", "check_workgroups", "replicate", "BOUNDARY_FLAG"]
+
+#: the flag of lane i's kernel boundaries (format with lane=i); no ``c<n>.`` prefix, so no call claims it
+BOUNDARY_FLAG = "kernel_end.lane{lane}"
+#: the most symmetric ranks --ranks may ask for (the platforms' GPU counts are far below)
+MAX_RANKS = 4096
+
+
+def check_workgroups(what: str, workgroups: object) -> None:
+    """A ProfileError naming --workgroups unless it is an int >= 1."""
+    if type(workgroups) is not int or workgroups < 1:
+        raise ProfileError(f"{what}: --workgroups {workgroups!r}: expected a number of workgroups per stream or "
+                           "thread >= 1")
+
+
+def check_ranks(what: str, ranks: object, paths: list[str]) -> None:
+    """A ProfileError naming --ranks unless it is an int in 2..MAX_RANKS and one trace is given."""
+    if type(ranks) is not int or not 2 <= ranks <= MAX_RANKS:
+        raise ProfileError(f"{what}: --ranks {ranks!r}: expected a number of symmetric ranks in 2..{MAX_RANKS}")
+    if len(paths) != 1:
+        raise ProfileError(f"{what}: --ranks replicates one traced rank, but {len(paths)} traces were given "
+                           f"({', '.join(map(str, paths))}); give one trace, or leave --ranks out to import each "
+                           "rank's own trace")
 
 
 @dataclass
@@ -79,6 +108,40 @@ class Report:
             lines += [f"{section:9s} {n:7d}  {what}" for what, n in sorted(counts.items())]
         lines += [f"{'assumed':9s} {'':7s}  {a}" for a in self.assumed]
         return "\n".join(lines) + "\n"
+
+
+def replicate(lanes: list[Lane], n: int, who: str, report: Report,
+              scale_all_gather: bool = False) -> dict[int, list[Lane]]:
+    """The lanes of one traced rank as `n` symmetric ranks (SPMD): rank r gets a copy of every lane.
+
+    who: the traced rank, for the report. Every collective then spans the n ranks. Sizes as
+    `collective` takes them stay per-rank, except an all_gather's, the gathered total: with
+    `scale_all_gather` (the trace recorded the total over the traced group) it scales to n ranks.
+    A send/recv keeps its traced time: one rank's trace does not say which replica its peer is.
+    """
+    groups = sorted({len(it.coll.group) for lane in lanes for it in lane.items
+                     if it.coll and it.coll.kind != "send"})
+    out: dict[int, list[Lane]] = {}
+    for r in range(n):
+        copies = copy.deepcopy(lanes)  # distinct items per rank: the timeline keys items by identity
+        for lane in copies:
+            for it in lane.items:
+                c = it.coll
+                if c is None:
+                    continue
+                if c.kind == "send":
+                    c.group = (r,)
+                    report.assume("send/recv with --ranks keep their traced time (the peer replica is not known)")
+                    continue
+                if c.kind == "all_gather" and scale_all_gather:
+                    c.nbytes = c.nbytes // max(len(c.group), 1) * n
+                c.group = tuple(range(n))
+                c.root = c.root if c.root < n else 0
+        out[r] = copies
+    report.assume(f"SPMD (--ranks {n}): {who} is replicated as {n} symmetric ranks running the same program; "
+                  f"every collective spans the {n} ranks (traced groups of {', '.join(map(str, groups)) or '-'} "
+                  f"ranks)" + (f"; all_gather totals scale to {n} ranks" if scale_all_gather else ""))
+    return out
 
 
 def _who(r: int, sources: dict[int, str]) -> str:
@@ -197,6 +260,28 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
             for it in lane.items:
                 where[id(it)] = (r, li)
     call_of = {id(it): c for c, row in calls.items() for it, _ in row}
+    boundaries: Counter[tuple[int, int]] = Counter()  # (rank, lane) -> kernel boundaries so far
+
+    def boundary(r: int, li: int) -> None:
+        """The lane's next kernel starts when the collective it just ran has ended on all its workgroups."""
+        if workgroups == 1:
+            return  # one workgroup is its own stream order
+        flag = BOUNDARY_FLAG.format(lane=li)
+        if not boundaries:
+            report.assume("kernel boundaries: with several workgroups per lane, each simulated collective ends "
+                          "when all of the lane's workgroups have finished it (a local flag they signal and wait "
+                          "for), before the lane's next kernel")
+        if not any(k[1] == li for k in boundaries):
+            b.flag(flag)
+        boundaries[r, li] += 1
+        for w in range(li * workgroups, (li + 1) * workgroups):
+            # scope "peer" with the GPU itself as the peer: the signal waits for no fabric acknowledgement,
+            # so the boundary costs local memory accesses only (the atomic, then polls of the local flag).
+            # Polling every 50 ns releases all W within about one poll of each other, as a kernel's
+            # workgroups are dispatched together; a monitor's wake-ups would spread them over a memory
+            # latency and count that spread into the next collective.
+            b.program_at(gpu[r], w).signal(dst=gpu[r], flag=flag, op="add", value=1, scope="peer").wait(
+                flag=flag, cond=">=", value=boundaries[r, li] * workgroups, mode="poll", interval_ns=50)
 
     def advance(r: int, li: int, until: int) -> None:
         if until > cursor[r, li]:
@@ -238,6 +323,7 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                     _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
                     for o, orank in row:
                         oli = where[id(o)][1]
+                        boundary(orank, oli)
                         cursor[orank, oli] = max(cursor[orank, oli], o.end + shift[orank])
                         if (orank, oli) != (r, li):
                             pos[orank, oli] += 1

@@ -1,0 +1,177 @@
+"""One traced rank of a real NCCL job replayed as N symmetric ranks (``--ranks``), and ``eidola compare``.
+
+Sizes are derived here from the trace's own fields (record_param_comms: In msg nelems x the dtype's
+size, Float 4 B, Long 8 B; Input Dims x Input type for the sampled traces), not from the importer.
+Bytes per rank of a ring collective over P ranks: all_reduce 2(P-1)/P S, broadcast S from every
+rank but the last. A signal is an 8-byte atomic on the fabric.
+"""
+
+import csv
+import gzip
+import json
+from collections import Counter
+
+import pytest
+from conftest import REPO
+from test_import import SHARED, _bytes_per_call
+
+from eidola.workload.importers.kineto import import_kineto
+
+NCCL = SHARED / "nccl_data.json.gz"
+TRACES = [NCCL, SHARED / "sampled_rank-0.json.gz", SHARED / "sampled_rank-1.json.gz"]
+MI300X = REPO / "platforms" / "mi300x-8gpu.yaml"
+
+
+def _nccl_sizes_by_hand():
+    """[(kind, bytes)] of nccl_data's collectives from its record_param_comms events, in time order."""
+    elt = {"Float": 4, "Long": 8}
+    kind = {"allreduce": "all_reduce", "broadcast": "broadcast"}
+    raw = json.loads(gzip.decompress(NCCL.read_bytes()))
+    rows = sorted((e["ts"], kind[e["args"]["Collective name"]], e["args"]["In msg nelems"] * elt[e["args"]["dtype"]])
+                  for e in raw["traceEvents"] if e.get("name") == "record_param_comms"
+                  and e["args"]["Collective name"] != "wait")
+    return [(k, n) for _, k, n in rows]
+
+
+def test_ranks_sizes_come_from_record_param_comms():
+    by_hand = _nccl_sizes_by_hand()
+    assert len(by_hand) == 21 and ("broadcast", 53 * 8) in by_hand and ("all_reduce", 2049000 * 4) in by_hand
+    P = 4
+    prof, report = import_kineto([str(NCCL)], ranks=P)
+    assert prof.gpus == P and report.imported["ranks"] == P
+    assert any(a.startswith(f"SPMD (--ranks {P}): rank 0 of 2") for a in report.assumed)
+    assert Counter((kind, nbytes) for _, kind, nbytes, _ in report.calls) == Counter(by_hand)
+    per_call = _bytes_per_call(prof)
+    for prefix, kind, nbytes, traced in report.calls:
+        assert sorted(traced) == list(range(P))  # every collective spans the P replicas
+        got = dict(per_call[prefix.rstrip(".")])
+        if kind == "all_reduce":
+            assert got == {g: 2 * (P - 1) * nbytes // P for g in range(P)}
+        else:  # ring broadcast from rank 0: 0 -> 1 -> 2 -> 3
+            assert got == {g: nbytes for g in range(P - 1)}
+
+
+def test_without_ranks_nothing_is_simulated():
+    _, report = import_kineto([str(NCCL)])
+    assert report.calls == []
+    assert report.ignored["all_reduce with no traced peer (replayed as its traced time)"] == 15
+
+
+def _platform(write_platform, bandwidth):
+    return write_platform(
+        "eidola: 1\nname: two\ngpus:\n  count: 2\n  workgroups: 4\n  max_outstanding: 2048\n  max_payload: 256B\n"
+        "  train: 64\n  memory: {latency: 300ns, bandwidth: 5.3TB/s}\nfabric:\n  model: packet\n"
+        f"  topology: fully_connected\n  link: {{bandwidth: {bandwidth}, latency: 250ns, header: 85B, ack: 16B}}\n"
+        "  switch: {latency: 100ns, buffer: 128}\n", name=f"p{bandwidth.replace('/', '')}.yaml")
+
+
+def test_ranks_move_bytes_and_time_follows_the_link_rate(write_platform):
+    """nccl_data as 2 ranks: every byte of its collectives crosses the one link between them.
+
+    Bytes sent by GPU g: its collectives' writes (sum of S for the all_reduces, plus the broadcasts
+    from rank 0) and 8 B per signal (the peer's atomics received). The collectives' stream (lane 0,
+    workgroup 0) is slower on slower links by the bytes it sends over each link direction, at
+    (256 + 85 + 16) / 256 wire bytes per payload byte (header, and the reverse direction's
+    acknowledgements sharing the link): dT = S x 357/256 x (1/B2 - 1/B1)."""
+    import eidola
+
+    by_hand = _nccl_sizes_by_hand()
+    S_ar = sum(n for k, n in by_hand if k == "all_reduce")
+    S_bc = sum(n for k, n in by_hand if k == "broadcast")
+    prof, _ = import_kineto([str(NCCL)], ranks=2)
+    runs = {}
+    for bw in (64e9, 4e9):
+        res = eidola.simulate(eidola.load_platform(_platform(write_platform, f"{bw / 1e9:g}GB/s")), prof)
+        g = res.gpus
+        assert int(g["bytes_sent"][0]) == S_ar + S_bc + 8 * int(g["atomics"][1])
+        assert int(g["bytes_sent"][1]) == S_ar + 8 * int(g["atomics"][0])
+        wg = res.workgroups
+        comm = float(wg[(wg["gpu"] == 0) & (wg["wg"] == 0)]["finish_ns"][0])
+        compute = float(wg[(wg["gpu"] == 0) & (wg["wg"] == 1)]["finish_ns"][0])
+        runs[bw] = (comm, compute, res.kernel_time_ns)
+    (c64, k64, t64), (c4, k4, t4) = runs[64e9], runs[4e9]
+    expected = (S_ar + S_bc) * 357 / 256 * (1 / 4e9 - 1 / 64e9) * 1e9
+    assert c4 - c64 == pytest.approx(expected, rel=0.02)
+    assert k4 == k64  # the compute stream replays its traced kernels on any fabric
+    assert t64 == max(c64, k64) and t4 == max(c4, k4)
+    assert t4 > t64  # at 4 GB/s the collectives' stream ends last: the kernel time follows the fabric
+
+
+def _cli_compare(cli, tmp_path, trace, W, tag):
+    out = tmp_path / f"{tag}.yaml"
+    r = cli("import", "kineto", trace, "--ranks", "2", "--workgroups", str(W), "-o", out)
+    assert r.returncode == 0, r.stderr
+    r = cli("run", MI300X, "--profile", out, "--set", "gpus.train=64", "--trace", "--out", tmp_path / tag)
+    assert r.returncode == 0, r.stderr
+    r = cli("compare", tmp_path / tag, trace, "--ranks", "2", "--csv", tmp_path / f"{tag}.csv")
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / f"{tag}.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and list(rows[0]) == ["call", "kind", "bytes", "traced_us", "simulated_us"]
+    return rows
+
+
+@pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name.split(".")[0])
+def test_eight_workgroups_per_stream_time_collectives_as_one(cli, tmp_path, trace):
+    """Each collective ends with a kernel boundary on its stream, so the workgroups of a GPU start the
+    next collective together: per collective, 8 workgroups take within 10% of what 1 takes."""
+    one = _cli_compare(cli, tmp_path, trace, 1, "w1")
+    eight = _cli_compare(cli, tmp_path, trace, 8, "w8")
+    assert [(r["call"], r["kind"]) for r in one] == [(r["call"], r["kind"]) for r in eight]
+    for a, b in zip(one, eight):
+        assert float(b["simulated_us"]) == pytest.approx(float(a["simulated_us"]), rel=0.10), (a, b)
+        assert float(a["simulated_us"]) > 0
+
+
+def test_compare_refuses_what_it_cannot_compare(cli, tmp_path, write_platform):
+    """Exit 2 with the reason: a trace with nothing simulated, traces of another run, an existing output."""
+    from test_import import _gloo
+
+    out = tmp_path / "p.yaml"
+    assert cli("import", "kineto", *_gloo(2), "--compute", "host", "-o", out).returncode == 0
+    plat = write_platform(gpus=2, workgroups=1, latency="0ns", mem_latency="0ns")
+    assert cli("run", plat, "--profile", out, "--trace", "--out", tmp_path / "run").returncode == 0
+    r = cli("compare", tmp_path / "run", NCCL)  # one rank, no --ranks: every collective replays as traced
+    assert r.returncode == 2 and "nothing to compare" in r.stderr and "--ranks" in r.stderr
+    r = cli("compare", tmp_path / "run", NCCL, "--ranks", "2")  # simulated calls, but not this run's
+    assert r.returncode == 2 and "do not match the run" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "run" / "compare.png").exists()
+    r = cli("compare", tmp_path / "run", *_gloo(2), "--csv", tmp_path / "c.csv")
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "c.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 14 and {r["kind"] for r in rows} >= {"all_reduce", "broadcast", "send"}
+    before = (tmp_path / "run" / "compare.png").read_bytes()
+    r = cli("compare", tmp_path / "run", *_gloo(2))  # compare.png exists: not silently overwritten
+    assert r.returncode == 2 and "compare.png: exists" in r.stderr and "--force" in r.stderr
+    assert (tmp_path / "run" / "compare.png").read_bytes() == before
+    r = cli("compare", tmp_path / "run", *_gloo(2), "--force")
+    assert r.returncode == 0, r.stderr
+
+
+def test_compare_plot_has_log_axes(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from eidola.report.compare import Call, _plot
+
+    captured = {}
+    real = plt.subplots
+
+    def spy(*a, **k):
+        fig, ax = real(*a, **k)
+        captured["ax"] = ax
+        return fig, ax
+
+    plt.subplots = spy
+    try:
+        _plot([Call("c1", "broadcast", 424, 7.9, 1.0), Call("c2", "all_reduce", 8196000, 3307.0, 180.0)], tmp_path)
+    finally:
+        plt.subplots = real
+    ax = captured["ax"]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    lo, hi = ax.get_xlim()
+    assert lo <= 1.0 and hi >= 3307.0  # four decades, every point inside
+    assert (tmp_path / "compare.png").stat().st_size > 0
