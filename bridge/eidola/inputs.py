@@ -140,6 +140,10 @@ def _check_events(text: str, source: str, error: type[ConfigError], max_nodes: i
     open_nodes: list[tuple[str | None, int]] = []   # (anchor, total when it began) of each open collection
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in open_nodes):
+                # A node that contains itself: every consumer would recurse without end.
+                raise error(f"{source}:{_at(event)}: recursive YAML alias *{event.anchor} (it refers to a "
+                            "mapping or list that contains it)")
             total += sizes.get(event.anchor or "", 1)
         elif isinstance(event, yaml.ScalarEvent):
             total += 1
