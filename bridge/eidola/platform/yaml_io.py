@@ -296,7 +296,12 @@ def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
         where = f"{loc}connections[{n}]"
         if not isinstance(pair, list) or len(pair) != 2:
             raise ConfigError(f"{where}: expected [initiator socket, target socket]")
-        plat.connect(parse_socket(pair[0], where), parse_socket(pair[1], where))
+        refs = (parse_socket(pair[0], where), parse_socket(pair[1], where))
+        for k, ref in enumerate(refs):
+            if ref.component not in plat.components:
+                raise ConfigError(f"{where}[{k}]: {shown(str(ref))} names no component {shown(ref.component)}; "
+                                  f"the components are: {shown(', '.join(plat.components), 200)}")
+        plat.connect(*refs)
     plat.validate()
     return plat
 
