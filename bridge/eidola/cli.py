@@ -219,7 +219,11 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     d = Path(args.directory)
     if not (d / "summary.json").exists():
         raise ConfigError(f"{d}: not a run directory (no summary.json); write one with eidola run --out {d}")
-    written = plot_run(d, d)
+    try:
+        written = plot_run(d, d)
+    except (ValueError, KeyError, TypeError, IndexError) as e:  # tables edited by hand into nonsense
+        raise ConfigError(f"{d}: the run's tables cannot be drawn ({type(e).__name__}: {shown(str(e), 120)}); "
+                          "write the folder again with eidola run") from None
     print(f"wrote {len(written)} figure files into {d}/" + ("" if (d / "ops.csv").exists() else
           " (no timeline: the run was not traced; use eidola run --trace or --plots)"))
     return 0
