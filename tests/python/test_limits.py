@@ -142,7 +142,7 @@ def test_a_run_past_limits_memory_is_a_clear_failure():
 
 @pytest.mark.parametrize("value", ["0B", "-1GB", "2PB", "fast"])
 def test_limits_memory_is_checked(value):
-    with pytest.raises(eidola.ConfigError, match="limits.memory"):
+    with pytest.raises(eidola.ConfigError, match=r"limits\.memory"):
         platform_from_dict({"eidola": 1, "gpus": {"count": 2}, "fabric": {"model": "ideal"},
                             "limits": {"memory": value}})
 

@@ -127,7 +127,7 @@ def _workgroup_sets(fn: str, b: ProfileBuilder, workgroups: int | Sequence[int] 
     elif not isinstance(workgroups, (list, tuple, range)) or len(workgroups) > max(P, b.workgroups):
         raise bad
     elif all(isinstance(x, int) for x in workgroups):
-        sets = [list(workgroups)] * P  # type: ignore[arg-type]
+        sets = [list(workgroups)] * P
     elif all(isinstance(x, (int, list, tuple, range)) for x in workgroups):
         sets = [list(x) if not isinstance(x, int) else [x] for x in workgroups]
     else:
