@@ -127,12 +127,13 @@ def test_the_estimate_is_within_a_factor_of_2_of_a_real_run():
 
 def test_a_run_past_limits_memory_is_a_clear_failure():
     # The estimate (4 MiB + 2 GPUs x (14 KiB + 1000 x 208 B) = 4.6 MB) passes a 5 MB limit, but
-    # 200,000 ops of profile (32 bytes each in C++ alone: 6.4 MB) do not fit: the child's RLIMIT_AS stops it.
+    # 2,000,000 ops of profile (32 bytes each in C++ alone: 64 MB) do not fit: the child's RLIMIT_AS
+    # stops it. (Far past the limit on purpose: the child may first reuse heap its parent freed.)
     plat = platform_from_dict({"eidola": 1, "name": "tight", "gpus": {"count": 2, "workgroups": 1000},
                                "fabric": {"model": "ideal"}, "limits": {"memory": "5MB"}})
     b = ProfileBuilder(gpus=2, workgroups=1000)
     ps = b.programs_at([0] * 1000 + [1] * 1000, list(range(1000)) * 2)
-    for _ in range(100):
+    for _ in range(1000):
         ps.compute(ns=1)
     with pytest.raises(eidola.errors.MemoryLimitExceeded) as info:
         eidola.simulate(plat, b.build())

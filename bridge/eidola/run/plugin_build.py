@@ -36,6 +36,9 @@ from ..platform.plugin import PluginSpec
 __all__ = ["PluginBuild", "build_plugin", "cache_dir", "Window"]
 
 _WRAPPER = "eidola_plugin.cpp"
+#: The least time a compile is given under a wall limit: a vendor header takes seconds to compile, and a
+#: tight limit meant for the simulation (--timeout 2s) must not fail the build it needs first.
+MIN_COMPILE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,8 @@ def build_plugin(spec: PluginSpec, windows: tuple[Window, ...], where: str, wall
                  memory_b: int = 0) -> PluginBuild:
     """The compiled library for `spec` (built now, or found in the cache); ConfigError shows the compiler's message.
 
-    The compiler runs under the run's limits: it is killed after `wall_s` seconds (WallLimitExceeded)
+    The compiler runs under the run's limits: it is killed after `wall_s` seconds, but never fewer
+    than MIN_COMPILE_S (WallLimitExceeded)
     and may use at most `memory_b` bytes of address space (MemoryLimitExceeded); None and 0: no limit.
     """
     source = generate_source(spec, windows)
@@ -217,9 +221,11 @@ def build_plugin(spec: PluginSpec, windows: tuple[Window, ...], where: str, wall
             run = subprocess.run([*command[:1], *command[1:2], "-MD", "-MF", str(Path(tmp) / "deps.d"),
                                   str(src), "-o", str(out), *command[2:]], capture_output=True, text=True,
                                  env={**os.environ, "LC_ALL": "C"},  # plain quotes in the messages
-                                 timeout=wall_s, preexec_fn=lambda: _compile_limits(memory_b))
+                                 timeout=None if wall_s is None else max(wall_s, MIN_COMPILE_S),
+                                 preexec_fn=lambda: _compile_limits(memory_b))
         except subprocess.TimeoutExpired:  # subprocess.run has killed the compiler
-            raise WallLimitExceeded(f"{where}: compiling the plugin exceeded the wall limit of {wall_s:g} s "
+            raise WallLimitExceeded(f"{where}: compiling the plugin exceeded the wall limit of "
+                                    f"{max(wall_s or 0, MIN_COMPILE_S):g} s "
                                     "and was killed", report={"limit": "wall", "wall_s": wall_s}) from None
         if run.returncode != 0 and memory_b and re.search(r"memory exhausted|out of memory|Cannot allocate|bad_alloc",
                                                           run.stderr):
