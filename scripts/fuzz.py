@@ -36,7 +36,7 @@ from eidola.profile import ProfileBuilder
 
 REPO = Path(__file__).resolve().parents[1]
 
-CAMPAIGNS = ("platform", "profile", "csv", "cli")
+CAMPAIGNS = ("platform", "profile", "csv", "cli", "netsweep", "rundir", "memory")
 GOOD = {0, 2, 3}
 
 # ---------------------------------------------------------------- random values
@@ -209,6 +209,15 @@ class Workspace:
             "0,0,0,start,,,,,,,\n0,0,100,write,1,,,4096,,,350\n0,0,400,signal,1,ready,1,,,,\n0,0,500,end,,,,,,,\n"
             "1,0,0,start,,,,,,,\n1,0,10,wait_begin,,ready,,,>=,poll,\n1,0,900,wait_end,,ready,,,,,\n"
             "1,0,1000,end,,,,,,,\n")
+        # A finished run's folder (traced, so it has every table), for the rundir campaign to mutate.
+        self.run_dir = root / "run"
+        with open(os.devnull, "w") as quiet:
+            saved, sys.stdout = sys.stdout, quiet
+            try:
+                cli.main(["run", str(self.small_platform), "--out", str(self.run_dir), "--trace"])
+            finally:
+                sys.stdout = saved
+        self.run_files = {p.name: p.read_bytes() for p in self.run_dir.iterdir() if p.is_file()}
 
 
 def _ping() -> Any:
@@ -315,8 +324,92 @@ def case_cli(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     return argv
 
 
+def case_netsweep(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """`eidola netsweep` with random rates, cycles, durations, packets, patterns and timeouts (short runs)."""
+    argv = ["netsweep", str(ws.small_platform), "--out", str(d / "ns"), "--duration", "200ns", "--warmup", "50ns",
+            "--timeout", "5s"]
+    for _ in range(r.randrange(1, 4)):
+        opt = r.choice(["--rates", "--rates", "--cycle", "--packet", "--pattern", "--timeout", "--seed", "--hotspots",
+                        "--duration", "--set"])
+        value = r.choice({
+            "--rates": ["0.1:inf:1", "1e-9:1:1e-9", "0.05", "0.1,0.2", "nan", "-1", "0:1:0", "1:0.1:0.1", "0.1:0.2",
+                        ",".join(["0.1"] * 1001), "1e308:1e309:1", "0.01:0.02:0.01"],
+            "--cycle": ["1fs", "1ps", "0.5ps", "1ns", "0ns", "1e20s", "x", "-1ns"],
+            "--packet": ["0B", "1B", "256B", "4KiB", "2GiB", "1.5B", "x"],
+            "--pattern": ["uniform", "transpose", "hotspot", "bit_reverse", "nope", ""],
+            "--timeout": ["0s", "2s", "1e400s", "x", "-1s"],
+            "--seed": ["0", "-1", str(2**70), "x"],
+            "--hotspots": ["0", "0,0", "9", "a", ""],
+            "--duration": ["0ns", "1e30s", "100ns", "x"],
+            "--set": ["gpus.count=1", "fabric.latency=1ps", "limits.memory=1MB", "limits.memory=x"],
+        }[opt])
+        argv += [opt, str(value)]
+    if "--rates" not in argv:
+        argv += ["--rates", "0.05"]
+    return argv
+
+
+def case_rundir(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A finished run's folder with a file removed, truncated, replaced or bit-flipped, through `eidola plot`
+    (or `eidola compare` against a non-trace)."""
+    run = d / "run"
+    run.mkdir(exist_ok=True)
+    for name, data in ws.run_files.items():
+        (run / name).write_bytes(data)
+    name = r.choice(sorted(ws.run_files))
+    kind = r.randrange(5)
+    if kind == 0:
+        (run / name).unlink()
+    elif kind == 1:
+        data = ws.run_files[name]
+        (run / name).write_bytes(data[:r.randrange(len(data) + 1)])
+    elif kind == 2:
+        (run / name).write_bytes(_mutate_text(r, ws.run_files[name].decode(errors="replace")))
+    elif kind == 3 and name.endswith(".json"):
+        doc = json.loads(ws.run_files[name])
+        (run / name).write_text(json.dumps(_mutate_doc(r, doc, ["gpus", "kernel_time_ns", "name", "links", "events"]),
+                                           default=str))
+    else:
+        (run / name).unlink()
+        os.symlink(r.choice(["/dev/zero", "/dev/urandom"]), run / name)
+    if r.random() < 0.2:
+        return ["compare", str(run), str(run / name)]
+    return ["plot", str(run)]
+
+
+def case_memory(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """Platforms that would need much memory: big buffers, many GPUs, dense topologies, tight limits.memory."""
+    doc = copy.deepcopy(r.choice(ws.platforms))
+    if not isinstance(doc.get("fabric"), dict) or "components" in doc:
+        doc = copy.deepcopy(ws.platforms[0])
+    fabric = doc["fabric"]
+    if r.random() < 0.7:
+        fabric.update({"model": "packet", "topology": r.choice(["fully_connected", "switch", "ring", "mesh2d",
+                                                                "torus2d", "hierarchical"])})
+        fabric.pop("plugin", None)
+        fabric.pop("latency", None)
+        fabric["switch"] = {"buffer": r.choice([1, 64, 2**20, 2**31, "16B", "64KiB", "1GiB", "1TiB", "1PiB"]),
+                            "vcs": r.choice([1, 2, 8, 64])}
+    doc["gpus"]["count"] = r.choice([2, 4, 16, 64, 1000, 4096, 16384])
+    doc["gpus"]["workgroups"] = r.choice([1, 304, 2**16, 2**20])
+    run = r.random() < 0.2
+    if run:  # a run may really allocate what its limit allows: keep it small on a shared machine
+        doc["limits"] = {"memory": r.choice(["1MiB", "100MB", "1GB"])}
+    elif r.random() < 0.5:
+        doc["limits"] = {"memory": r.choice(["1MiB", "100MB", "2GB", "1PB", "0B", "x", 5])}
+    path = d / "memory.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    command = ["run", "--timeout", "10s", "--out", str(d / "out")] if run else ["validate"]
+    return [*command, str(path)]
+
+
+#: Campaigns whose cases cost seconds (figures are drawn) run this fraction of --cases, so the test
+#: command's bounded run stays within its time budget.
+SHARE = {"rundir": 0.1, "netsweep": 0.5}
+
 CASES: dict[str, Callable[[random.Random, Workspace, Path], list[str]]] = {
-    "platform": case_platform, "profile": case_profile, "csv": case_csv, "cli": case_cli}
+    "platform": case_platform, "profile": case_profile, "csv": case_csv, "cli": case_cli,
+    "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory}
 
 
 # ---------------------------------------------------------------- running
@@ -379,7 +472,7 @@ def main() -> int:
         ws = Workspace(Path(tmp))
         for campaign in campaigns:
             counts[campaign] = Counter()
-            for i in range(args.cases):
+            for i in range(max(1, round(args.cases * SHARE.get(campaign, 1.0)))):
                 r = random.Random(f"{campaign}-{args.seed}-{i}")
                 d = Path(tmp) / "case"
                 shutil.rmtree(d, ignore_errors=True)

@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from .errors import ConfigError, EidolaError
+from .errors import ConfigError, EidolaError, ProfileError, shown
+from .inputs import load_yaml
 from .platform import catalog, load_platform
+from .platform.yaml_io import MAX_PLATFORM_NODES
 from .workload.profile_yaml import load_profile
 
 if TYPE_CHECKING:
@@ -38,9 +38,11 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set {pair!r}: expected key=value, e.g. --set fabric.latency=700ns")
-        try:
-            out[key] = yaml.safe_load(value)  # so 8 is an int and true a bool, as in the file
-        except yaml.YAMLError:
+        try:  # so 8 is an int and true a bool, as in the file; through the safe reader (no alias bombs)
+            out[key] = load_yaml(value, f"--set {key}", max_nodes=MAX_PLATFORM_NODES)
+        except ConfigError as e:
+            if "recursive" in str(e) or "expands" in str(e) or "nested" in str(e):
+                raise
             out[key] = value
     return out
 
@@ -218,7 +220,11 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     d = Path(args.directory)
     if not (d / "summary.json").exists():
         raise ConfigError(f"{d}: not a run directory (no summary.json); write one with eidola run --out {d}")
-    written = plot_run(d, d)
+    try:
+        written = plot_run(d, d)
+    except (ValueError, KeyError, TypeError, IndexError) as e:  # tables edited by hand into nonsense
+        raise ConfigError(f"{d}: the run's tables cannot be drawn ({type(e).__name__}: {shown(str(e), 120)}); "
+                          "write the folder again with eidola run") from None
     print(f"wrote {len(written)} figure files into {d}/" + ("" if (d / "ops.csv").exists() else
           " (no timeline: the run was not traced; use eidola run --trace or --plots)"))
     return 0
@@ -273,11 +279,16 @@ def _cmd_netsweep(args: argparse.Namespace) -> int:
     if args.pattern not in PATTERNS:
         raise ConfigError(f"--pattern {args.pattern!r}: expected one of {', '.join(PATTERNS)}")
     rates = parse_rates(args.rates)
+    timeout = _duration(args.timeout, "--timeout") if args.timeout is not None else None
     platform = load_platform(args.platform, _overrides(args.set))
     hotspots = _int_list(args.hotspots, "--hotspots")
     out = Path(args.out) if args.out else Path("out") / f"netsweep-{safe_dir_name(platform.name)}-{args.pattern}"
-    rows = netsweep(platform, rates, pattern=args.pattern, packet=args.packet, duration=args.duration,
-                    warmup=args.warmup, cycle=args.cycle, seed=args.seed, hotspots=hotspots, reply=True)
+    try:
+        rows = netsweep(platform, rates, timeout=timeout, pattern=args.pattern, packet=args.packet,
+                        duration=args.duration, warmup=args.warmup, cycle=args.cycle, seed=args.seed,
+                        hotspots=hotspots, reply=True)
+    except ProfileError as e:  # the traffic's settings are the command's options: name them
+        raise ConfigError(f"{_netsweep_option(str(e))}{e}") from None
     print(f"{platform.name}: {args.pattern} traffic, {args.packet} packets, {args.duration} measured after "
           f"{args.warmup}; loads in packets per GPU per ns, one-way latencies from creation")
     print(format_table(rows))
@@ -288,6 +299,14 @@ def _cmd_netsweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _netsweep_option(message: str) -> str:
+    """"--cycle: " for a traffic error about the cycle, and so on: the option the user typed."""
+    for key in ("packet", "duration", "warmup", "cycle", "rate", "seed", "hotspots", "pattern"):
+        if f" {key}" in message or f"{key}:" in message:
+            return f"--{'rates' if key == 'rate' else key}: "
+    return ""
+
+
 def _int_list(text: str | None, option: str) -> list[int]:
     """A comma list of GPU indices (empty when not given); ConfigError naming `option`."""
     if not text:
@@ -295,7 +314,7 @@ def _int_list(text: str | None, option: str) -> list[int]:
     try:
         return [int(x) for x in text.split(",")]
     except ValueError:
-        raise ConfigError(f"{option} {text!r}: expected a comma list of GPU indices, e.g. 0,5") from None
+        raise ConfigError(f"{option} {shown(text)}: expected a comma list of GPU indices, e.g. 0,5") from None
 
 
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
@@ -360,6 +379,8 @@ def _parser() -> argparse.ArgumentParser:
     ns.add_argument("--hotspots", help="hotspot GPUs, e.g. 0,5 (pattern hotspot)")
     ns.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a platform key")
     ns.add_argument("--out", help="output folder (default: out/netsweep-PLATFORM-PATTERN)")
+    ns.add_argument("--timeout", metavar="DURATION",
+                    help="kill each point's simulation past this wall time, e.g. 60s (default: limits.wall)")
     imp = sub.add_parser("import", help="turn measurements of a real run into a timing profile")
     kinds = imp.add_subparsers(dest="source", required=True)
     ts = kinds.add_parser("timestamps", help="per-event timestamps CSV (see eidola.timestamps)")

@@ -2,8 +2,24 @@
 
 from typing import Any
 
-__all__ = ["EidolaError", "ConfigError", "ProfileError", "SimulationError", "DeadlockError", "SimulationCrashed",
+__all__ = ["shown", "SHOWN_CHARS", "MemoryLimitExceeded",
+           "EidolaError", "ConfigError", "ProfileError", "SimulationError", "DeadlockError", "SimulationCrashed",
            "WallLimitExceeded"]
+
+
+SHOWN_CHARS = 80  #: the longest echo of an input value in an error message
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`value` as an error message echoes it: its repr, cut to `limit` characters with an ellipsis.
+
+    Why: a message quotes what the user wrote so they can find it; a 5,000-character value quoted
+    whole buries the message (and the file, key and expectation it names) under itself.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 1]}\u2026 ({len(text)} characters)"
 
 
 class EidolaError(Exception):
@@ -42,3 +58,7 @@ class SimulationCrashed(SimulationError):
 
 class WallLimitExceeded(SimulationError):
     """The simulation ran past its wall-time limit (``timeout``, ``--timeout`` or ``limits.wall``) and was killed."""
+
+
+class MemoryLimitExceeded(SimulationError):
+    """The simulation needed more memory than ``limits.memory`` allows and was stopped."""

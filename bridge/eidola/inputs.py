@@ -30,6 +30,7 @@ import yaml
 from .errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "max_input_bytes", "read_input", "read_input_gz",
+           "check_input",
            "decode_text", "load_yaml", "StrictLoader"]
 
 DEFAULT_MAX_INPUT_BYTES = 64 * 2**20  #: the largest input file read, unless EIDOLA_MAX_INPUT_BYTES overrides it
@@ -74,6 +75,29 @@ def max_input_bytes() -> int:
     if not text.isdigit() or int(text) < 1:
         raise ConfigError(f"EIDOLA_MAX_INPUT_BYTES: expected a positive number of bytes, got {text!r}")
     return int(text)
+
+
+def check_input(path: str | os.PathLike[str], what: str, error: type[ConfigError] = ConfigError,
+                sized: bool = True) -> None:
+    """Checks, without opening it, that `path` is a regular file of at most max_input_bytes() (when `sized`).
+
+    For files another program reads (a plugin's headers go to the compiler): `/dev/zero` or a
+    gigabyte header is refused here instead of exhausting the compiler's memory.
+    """
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except FileNotFoundError:
+        raise error(f"{name}: no such {what}") from None
+    except (OSError, ValueError) as e:
+        raise error(f"{name}: cannot read the {what} ({getattr(e, 'strerror', None) or e})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a device, FIFO or socket"
+        raise error(f"{name}: the {what} must be a regular file, but this is {kind}")
+    limit = max_input_bytes()
+    if sized and info.st_size > limit:
+        raise error(f"{name}: the {what} is {info.st_size} bytes, more than the limit of {limit} bytes "
+                    "(set EIDOLA_MAX_INPUT_BYTES to raise it)")
 
 
 def read_input(path: str | os.PathLike[str], what: str, error: type[ConfigError] = ConfigError) -> bytes:
@@ -187,6 +211,10 @@ def _check_events(text: str, source: str, error: type[ConfigError], max_nodes: i
     open_nodes: list[tuple[str | None, int]] = []   # (anchor, total when it began) of each open collection
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in open_nodes):
+                # A node that contains itself: every consumer would recurse without end.
+                raise error(f"{source}:{_at(event)}: recursive YAML alias *{event.anchor} (it refers to a "
+                            "mapping or list that contains it)")
             total += sizes.get(event.anchor or "", 1)
         elif isinstance(event, yaml.ScalarEvent):
             total += 1

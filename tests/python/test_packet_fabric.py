@@ -345,6 +345,7 @@ def test_bad_router_settings_name_the_key(repo, key, value, says):
 def test_cut_through_refuses_a_buffer_smaller_than_a_packet(write_platform):
     # 32 bytes is 2 flits; a 256-byte write with its 16-byte header is 17: it could never move.
     plat = _platform(write_platform, 2, "fully_connected", workgroups=1)
-    plat = eidola.load_platform(plat.source, overrides={"fabric.switch.buffer": "32B"})
-    with pytest.raises(eidola.SimulationError, match=r"fabric\.switch\.buffer holds 2 flits but a packet needs 17"):
-        eidola.simulate(plat, _one_write(0, 1, 2))
+    # Refused when the platform is loaded (elaboration: bad input), before anything is built.
+    with pytest.raises(eidola.ConfigError, match=r"fabric\.switch\.buffer: a buffer of 32 bytes holds 2 flit\(s\) "
+                                                 r"of 16 B, but one packet .* needs 17"):
+        eidola.load_platform(plat.source, overrides={"fabric.switch.buffer": "32B"})

@@ -318,4 +318,5 @@ def test_a_bounded_fuzz_run_finds_nothing(repo, tmp_path):
                         "--keep", str(tmp_path / "findings")], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     summary = json.loads(r.stdout)
-    assert summary["cases"] == 240 and summary["findings"] == 0
+    # 60 of each, but netsweep runs half and rundir a tenth (their cases draw figures: seconds each).
+    assert summary["cases"] == 60 * 5 + 30 + 6 and summary["findings"] == 0

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import shown
 from ..run.native import native_library
 from . import units
 
@@ -41,35 +42,35 @@ def _node(value: object, where: str) -> str:
     if isinstance(value, str) and value[:1] == "s" and value[1:].isdigit() and len(value) <= 8 \
             and int(value[1:]) < MAX_LIST_ELEMENT:
         return value
-    raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {value!r}")
+    raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {shown(value)}")
 
 
 def _buffer_to_text(value: object) -> str:
     """A buffer depth as the C++ side reads it: "64" (packets) or "128B" (bytes)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
-            raise ValueError(f"expected a positive number of packets, got {value!r}")
+            raise ValueError(f"expected a positive number of packets, got {shown(value)}")
         return str(value)
     if isinstance(value, str) and value.strip().isdigit():
-        raise ValueError(f"expected a bare integer (packets) or a size with a unit ('128B'), got {value!r}")
+        raise ValueError(f"expected a bare integer (packets) or a size with a unit ('128B'), got {shown(value)}")
     nbytes = units.parse(value, "size")
     if nbytes < 1 or nbytes != int(nbytes):
-        raise ValueError(f"expected a positive whole number of bytes, got {value!r}")
+        raise ValueError(f"expected a positive whole number of bytes, got {shown(value)}")
     return f"{int(nbytes)}B"
 
 
 def _edges_to_text(edges: object) -> str:
     """Custom-topology edges as the canonical text the C++ topology parses (numbers in SI units, '-' for default)."""
     if not isinstance(edges, list):
-        raise ValueError(f"expected a list of edges {{src, dst, bandwidth, latency, ...}}, got {edges!r}")
+        raise ValueError(f"expected a list of edges {{src, dst, bandwidth, latency, ...}}, got {shown(edges)}")
     out = []
     for i, e in enumerate(edges):
         where = f"edge {i}"
         if not isinstance(e, dict) or "src" not in e or "dst" not in e:
-            raise ValueError(f"{where}: expected a mapping with at least src and dst, got {e!r}")
+            raise ValueError(f"{where}: expected a mapping with at least src and dst, got {shown(e)}")
         unknown = set(e) - set(_EDGE_KEYS)
         if unknown:
-            raise ValueError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected {', '.join(_EDGE_KEYS)}")
+            raise ValueError(f"{where}: unknown key {shown(sorted(unknown)[0])}; expected {', '.join(_EDGE_KEYS)}")
         fields = [_node(e["src"], where), _node(e["dst"], where)]
         for key, kind in (("bandwidth", "bandwidth"), ("latency", "time"), ("header", "size")):
             if key in e:
@@ -81,11 +82,11 @@ def _edges_to_text(edges: object) -> str:
                 fields.append("-")
         count = e.get("count", "-")
         if count != "-" and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_EDGE_LANES):
-            raise ValueError(f"{where} count: expected an integer from 1 to {MAX_EDGE_LANES}, got {count!r}")
+            raise ValueError(f"{where} count: expected an integer from 1 to {MAX_EDGE_LANES}, got {shown(count)}")
         fields.append(str(count))
         both = e.get("bidirectional", False)
         if not isinstance(both, bool):
-            raise ValueError(f"{where} bidirectional: expected true or false, got {both!r}")
+            raise ValueError(f"{where} bidirectional: expected true or false, got {shown(both)}")
         out.append(" ".join(fields))
         if both:
             out.append(" ".join([fields[1], fields[0]] + fields[2:]))
@@ -164,7 +165,7 @@ class ParamSpec:
         if t == "ints":
             if not isinstance(value, list) or len(value) > 16 or not all(
                     isinstance(x, int) and not isinstance(x, bool) and 0 < x <= MAX_LIST_ELEMENT for x in value):
-                raise ValueError(f"expected a list of at most 16 integers from 1 to {MAX_LIST_ELEMENT}, got {value!r}")
+                raise ValueError(f"expected a list of at most 16 integers from 1 to {MAX_LIST_ELEMENT}, got {shown(value)}")
             return " ".join(str(x) for x in value)
         if t == "edges":
             return _edges_to_text(value)
@@ -174,25 +175,25 @@ class ParamSpec:
             result = units.parse(value, t)
         elif t == "int":
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"expected an integer, got {value!r}")
+                raise ValueError(f"expected an integer, got {shown(value)}")
             result = value
         elif t == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"expected a number, got {value!r}")
+                raise ValueError(f"expected a number, got {shown(value)}")
             result = float(value)
         elif t == "bool":
             if not isinstance(value, bool):
-                raise ValueError(f"expected true or false, got {value!r}")
+                raise ValueError(f"expected true or false, got {shown(value)}")
             return value
         else:
             if value not in self.choices:
-                raise ValueError(f"expected one of {', '.join(self.choices)}, got {value!r}")
+                raise ValueError(f"expected one of {', '.join(self.choices)}, got {shown(value)}")
             return value
         if t == "size" and result != int(result):
-            raise ValueError(f"expected a whole number of bytes, got {value!r}")
+            raise ValueError(f"expected a whole number of bytes, got {shown(value)}")
         if not (self.min <= result <= self.max):
             lo, hi = self.format(self.min), ("unbounded" if math.isinf(self.max) else self.format(self.max))
-            raise ValueError(f"{value!r} is out of range [{lo}, {hi}]")
+            raise ValueError(f"{shown(value)} is out of range [{lo}, {hi}]")
         return int(result) if t in ("int", "size") else result
 
 

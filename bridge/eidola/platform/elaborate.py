@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from . import catalog
+from . import catalog, memory
 from .catalog import ModelSpec, SocketSpec
 from .model import SocketRef
 
@@ -98,6 +98,11 @@ def elaborate(platform: Platform) -> Plan:
                               f"platform has {len(gpus)} GPUs: one port per GPU")
     socket_specs = _check_bindings(platform, values)
     slots = _place_gpus(platform, gpus, values)
+    payload = max((int(values[g.name].get("max_payload", 0)) for g in gpus), default=0)
+    for c in platform.components.values():
+        if c.spec.name == "PacketFabric":
+            _check_packet_fabric(platform, c, values[c.name], len(gpus), payload)
+    _check_memory(platform, values, len(gpus))
     if not any(s.replays_profile for s in slots):
         raise ConfigError(f"platform {platform.name!r} has no eidolon GPU to run the profile")
     components = [PlannedComponent(c.name, c.spec, tuple(values[c.name].items()))
@@ -105,6 +110,63 @@ def elaborate(platform: Platform) -> Plan:
     bindings = _insert_adapters_and_checkers(platform, socket_specs, components,
                                              {s.component: s.window for s in slots})
     return Plan(platform.name, platform.base(), platform.stride(), tuple(components), tuple(bindings), tuple(slots))
+
+
+def _key(platform: Platform, c: Component, param: str) -> str:
+    """Where `param` of `c` was written, without the file name (the message names the file once)."""
+    where = c.where(param)
+    loc = f"{platform.source}: "
+    return where[len(loc):] if platform.source and where.startswith(loc) else where
+
+
+def _loc(platform: Platform) -> str:
+    return f"{platform.source}: " if platform.source and platform.source != "<dict>" else ""
+
+
+def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gpus: int, payload: int) -> None:
+    """What the C++ topology and routers would refuse only once built (an exit 3 or a C++ message):
+    the grid's dims, the hierarchical node size, and a buffer that cannot hold one packet."""
+    loc, kind = _loc(platform), v.get("topology")
+    if kind in ("mesh2d", "torus2d") and v.get("dims"):
+        dims = [int(x) for x in str(v["dims"]).split()]
+        if len(dims) != 2:
+            raise ConfigError(f"{loc}{_key(platform, c, 'dims')}: {kind} takes two sizes [x, y], got {dims}")
+        if dims[0] * dims[1] != gpus:
+            raise ConfigError(f"{loc}{_key(platform, c, 'dims')}: {dims[0]} x {dims[1]} = {dims[0] * dims[1]} "
+                              f"routers, but the fabric has {gpus} GPUs (the product must equal gpus.count)")
+    if kind == "hierarchical":
+        per = int(v.get("hierarchical.gpus_per_node", 1))
+        if gpus % per:
+            raise ConfigError(f"{loc}{_key(platform, c, 'hierarchical.gpus_per_node')}: {gpus} GPUs do not fill "
+                              f"nodes of {per} (gpus.count must be a multiple of gpus_per_node)")
+    buffer = str(v.get("switch.buffer", ""))
+    if buffer.endswith("B") and v.get("switch.flow_control") != "wormhole":
+        headers = [int(v.get("link.header", 0))]
+        for edge in filter(None, str(v.get("custom.edges", "")).split(";")):
+            field = edge.split()[4]
+            headers.append(int(field) if field != "-" else 0)
+        flit = max(1, int(v.get("link.flit", 16)))
+        packet = payload + max(headers)
+        needed, room = -(-packet // flit), max(1, int(buffer[:-1]) // flit)
+        if needed > room:
+            raise ConfigError(
+                f"{loc}{_key(platform, c, 'switch.buffer')}: a buffer of {buffer[:-1]} bytes holds {room} flit(s) of "
+                f"{flit} B, but one packet (gpus.max_payload {payload} B + link.header {max(headers)} B) needs "
+                f"{needed}; {v.get('switch.flow_control')} flow control moves whole packets (use a buffer of at "
+                f"least {needed * flit}B, or switch.flow_control: wormhole)")
+
+
+def _check_memory(platform: Platform, values: dict[str, dict[str, Any]], gpus: int) -> None:
+    """Refuses a platform whose estimated simulation memory (`memory.estimate`) exceeds limits.memory."""
+    limit = platform.limits.get("memory") or memory.default_limit()
+    need, what, key = memory.estimate(list(platform.components.values()), values, gpus)
+    if need > limit:
+        loc = f"{platform.source}: "
+        key = key[len(loc):] if key.startswith(loc) else key
+        given = "" if "memory" in platform.limits else " (the default: 80% of this machine's RAM)"
+        raise ConfigError(f"{_loc(platform)}this platform needs about {memory.format_bytes(need)} of memory to "
+                          f"simulate, limits.memory is {memory.format_bytes(limit)}{given}; most of it is "
+                          f"{what}" + (f" ({key})" if key else "") + ": make that smaller, or raise limits.memory")
 
 
 def _socket_spec(platform: Platform, ref: SocketRef, ports: dict[str, int]) -> SocketSpec:

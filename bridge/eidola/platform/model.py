@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
 from . import catalog
 from .catalog import ModelSpec
 
@@ -110,7 +110,7 @@ class Component:
             p = self.spec.param(key)
             if p is None:
                 allowed = ", ".join(q.name for q in self.spec.params)
-                raise ConfigError(f"{self.where(key)}: {self.spec.name} has no parameter {key!r} (it has: {allowed})")
+                raise ConfigError(f"{self.where(key)}: {self.spec.name} has no parameter {shown(key)} (it has: {allowed})")
             try:
                 values[key] = p.convert(raw)
             except ValueError as e:

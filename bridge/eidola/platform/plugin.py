@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
+from ..inputs import check_input
 from .catalog import ModelSpec, ParamSpec, SocketSpec
 
 __all__ = ["PluginSpec", "parse_plugin", "parse_class_name", "SocketPattern", "plugin_model"]
@@ -107,7 +108,12 @@ def parse_plugin(raw: object, where: str, base: Path, role: str) -> PluginSpec:
         out = [str((base / v).resolve()) if not Path(v).is_absolute() else v for v in value]
         for v, p in zip(value, out):
             if must_exist and not Path(p).exists():
-                raise ConfigError(f"{where}.{key}: {v!r} does not exist (looked for {p})")
+                raise ConfigError(f"{where}.{key}: {shown(v)} does not exist (looked for {p})")
+            if key != "include_dirs":  # the compiler or the loader reads these: regular files of sane size
+                try:
+                    check_input(p, key[:-1] if key.endswith("s") else key, sized=key == "headers")
+                except ConfigError as e:
+                    raise ConfigError(f"{where}.{key}: {e}") from None
         return tuple(out)
 
     headers = paths("headers", True)
@@ -166,8 +172,13 @@ def _prelude(value: object, where: str, base: Path) -> tuple[str, ...]:
             out.append(item)
             continue
         path = Path(item) if Path(item).is_absolute() else (base / item).resolve()
-        if not path.is_file():
-            raise ConfigError(f"{where}[{k}]: {item!r} is neither a code line nor an existing header (looked for {path})")
+        if not path.exists():
+            raise ConfigError(f"{where}[{k}]: {shown(item)} is neither a code line nor an existing header "
+                              f"(looked for {path})")
+        try:
+            check_input(path, "header")
+        except ConfigError as e:
+            raise ConfigError(f"{where}[{k}]: {e}") from None
         out.append(str(path))
     return tuple(out)
 

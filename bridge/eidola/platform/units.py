@@ -12,6 +12,8 @@ import math
 import re
 from decimal import Decimal
 
+from ..errors import shown
+
 __all__ = ["UnitError", "parse", "format_value", "KINDS"]
 
 
@@ -44,22 +46,22 @@ def parse(text: object, kind: str) -> float:
     """Converts ``text`` (e.g. ``"300ns"``) of the given kind to its canonical unit; raises UnitError."""
     units = _UNITS[kind]
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        raise UnitError(f"{text!r} has no unit; write a {kind} such as {_example(kind)}")
+        raise UnitError(f"{shown(text)} has no unit; write a {kind} such as {_example(kind)}")
     if not isinstance(text, str):
-        raise UnitError(f"expected a {kind} with a unit such as {_example(kind)}, got {text!r}")
+        raise UnitError(f"expected a {kind} with a unit such as {_example(kind)}, got {shown(text)}")
     match = _NUMBER.match(text)
     if not match:
-        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {text!r}")
+        raise UnitError(f"expected a {kind} such as {_example(kind)}, got {shown(text)}")
     number, unit = match.groups()
     if unit not in units:
         if not unit:
-            raise UnitError(f"{text!r} has no unit; write a {kind} such as {_example(kind)}")
-        raise UnitError(f"unknown {kind} unit {unit!r} in {text!r}; use one of {', '.join(sorted(units))}")
+            raise UnitError(f"{shown(text)} has no unit; write a {kind} such as {_example(kind)}")
+        raise UnitError(f"unknown {kind} unit {shown(unit)} in {shown(text)}; use one of {', '.join(sorted(units))}")
     # Decimal arithmetic, so "500ns" is exactly the float nearest 5e-7 and values written back by
     # format_value parse to the same float (effective configurations round-trip).
     value = float(Decimal(number) * Decimal(repr(units[unit])))
     if not math.isfinite(value):
-        raise UnitError(f"{text!r} is not a finite {kind}")
+        raise UnitError(f"{shown(text)} is not a finite {kind}")
     return value
 
 

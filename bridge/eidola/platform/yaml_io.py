@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError
+from ..errors import ConfigError, shown
 from ..inputs import decode_text, load_yaml, read_input
 from . import catalog, units
 from .model import Component, Platform, SocketRef
@@ -34,6 +34,8 @@ MAX_GPUS = 16384
 MAX_WALL_S = 86400.0
 #: The longest simulated time a platform may stop at (an hour of simulated time is far beyond any kernel).
 MAX_SIM_TIME_S = 3600.0
+#: The largest memory limit a platform may set (1 PB: far beyond any machine, so never a real cap).
+MAX_MEMORY_B = 1e15
 #: Platform files are small; a document larger than this with its aliases expanded is an attack or a mistake.
 MAX_PLATFORM_NODES = 200_000
 
@@ -104,7 +106,7 @@ def _dump_cached(doc: Any) -> str:
 
 
 def _limits_yaml(limits: dict[str, float]) -> dict[str, str]:
-    return {k: units.format_value(v, "time") for k, v in limits.items()}
+    return {k: units.format_value(v, "size" if k == "memory" else "time") for k, v in limits.items()}
 
 
 def _plugin_yaml(spec: PluginSpec) -> dict[str, Any]:
@@ -141,7 +143,7 @@ def apply_overrides(doc: dict[str, Any], overrides: dict[str, Any] | None, sourc
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise ConfigError(f"{_loc(source)}override {key!r}: {'.'.join(parts[:i + 1])} is not a mapping")
+                raise ConfigError(f"{_loc(source)}override {shown(key)}: {'.'.join(parts[:i + 1])} is not a mapping")
             node = child
         node[parts[-1]] = value
     return doc
@@ -187,7 +189,7 @@ def parse_socket(text: object, where: str) -> SocketRef:
     """A socket reference as written in YAML: ``gpu0.initiator`` or ``fabric.targets[3]``."""
     m = _SOCKET.match(text) if isinstance(text, str) else None
     if not m:
-        raise ConfigError(f"{where}: {text!r} is not a socket (expected component.socket or component.socket[i])")
+        raise ConfigError(f"{where}: {shown(text)} is not a socket (expected component.socket or component.socket[i])")
     return SocketRef(m.group(1), m.group(2), None if m.group(3) is None else int(m.group(3)))
 
 
@@ -196,24 +198,24 @@ def _settings(doc: dict[str, Any], source: str) -> Platform:
     limits), each checked for its type, so no value of the wrong shape reaches a dict lookup or C++."""
     loc = _loc(source)
     if doc.get("eidola") != SCHEMA_VERSION:
-        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {doc.get('eidola')!r}")
+        raise ConfigError(f"{loc}eidola: expected schema version {SCHEMA_VERSION}, got {shown(doc.get('eidola'))}")
     name = doc.get("name", Path(source).stem)
     if not isinstance(name, str) or not name:
-        raise ConfigError(f"{loc}name: expected a non-empty string, got {name!r}")
+        raise ConfigError(f"{loc}name: expected a non-empty string, got {shown(name)}")
     amap = doc.get("address_map", {"base": 0, "stride": "1TiB"})
     if not isinstance(amap, dict) or set(amap) - {"base", "stride"}:
-        raise ConfigError(f"{loc}address_map: expected a mapping with keys base and stride, got {amap!r}")
+        raise ConfigError(f"{loc}address_map: expected a mapping with keys base and stride, got {shown(amap)}")
     seed = doc.get("seed", 1)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
         # numpy's generators take any non-negative integer; 64 bits keeps seeds portable.
-        raise ConfigError(f"{loc}seed: expected an integer in [0, 2^64), got {seed!r}")
+        raise ConfigError(f"{loc}seed: expected an integer in [0, 2^64), got {shown(seed)}")
     check = doc.get("check_protocol", False)
     if not isinstance(check, bool):
-        raise ConfigError(f"{loc}check_protocol: expected true or false, got {check!r}")
+        raise ConfigError(f"{loc}check_protocol: expected true or false, got {shown(check)}")
     profile = doc.get("profile")
     if profile is not None:
         if not isinstance(profile, str) or not profile or "\0" in profile:
-            raise ConfigError(f"{loc}profile: expected a path, got {profile!r}")
+            raise ConfigError(f"{loc}profile: expected a path, got {shown(profile)}")
         if source != "<dict>" and not Path(profile).is_absolute():
             profile = str(Path(source).parent / profile)
     return Platform(name, address_map=dict(amap), profile=profile, seed=seed, check_protocol=check, source=source,
@@ -221,23 +223,29 @@ def _settings(doc: dict[str, Any], source: str) -> Platform:
 
 
 def parse_limits(raw: object, where: str) -> dict[str, float]:
-    """The `limits` section: {wall: 60s} -> {"wall": 60.0}; ConfigError names the key."""
+    """The `limits` section: {wall: 60s, memory: 8GB} -> {"wall": 60.0, "memory": 8e9} (seconds, bytes);
+    ConfigError names the key."""
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a mapping such as {{wall: 60s}}, got {raw!r}")
+        raise ConfigError(f"{where}: expected a mapping such as {{wall: 60s}}, got {shown(raw)}")
     out = {}
     for key, value in raw.items():
-        if key not in ("wall", "sim_time"):
-            raise ConfigError(f"{where}: unknown key {key!r}; expected wall or sim_time")
+        if key not in ("wall", "sim_time", "memory"):
+            raise ConfigError(f"{where}: unknown key {shown(key)}; expected wall, sim_time or memory")
+        kind = "size" if key == "memory" else "time"
         try:
-            seconds = units.parse(value, "time")
+            amount = units.parse(value, kind)
         except units.UnitError as e:
             raise ConfigError(f"{where}.{key}: {e}") from None
-        most = MAX_WALL_S if key == "wall" else MAX_SIM_TIME_S
-        if not 0 < seconds <= most:
-            raise ConfigError(f"{where}.{key}: expected a duration in (0s, {most:g}s], got {value!r}")
-        out[key] = seconds
+        if key == "memory":
+            if not 2**20 <= amount <= MAX_MEMORY_B:
+                raise ConfigError(f"{where}.memory: expected a size from 1MiB to 1PB, got {shown(value)}")
+        else:
+            most = MAX_WALL_S if key == "wall" else MAX_SIM_TIME_S
+            if not 0 < amount <= most:
+                raise ConfigError(f"{where}.{key}: expected a duration in (0s, {most:g}s], got {shown(value)}")
+        out[key] = amount
     return out
 
 
@@ -245,7 +253,7 @@ def reject_unknown_keys(doc: dict[str, Any], allowed: tuple[str, ...], loc: str)
     """ConfigError naming the first key of `doc` not in `allowed` (`loc` prefixes the message: "file: ")."""
     for key in doc:
         if key not in allowed:
-            raise ConfigError(f"{loc}unknown key {key!r}; expected one of: {', '.join(allowed)}")
+            raise ConfigError(f"{loc}unknown key {shown(key)}; expected one of: {', '.join(allowed)}")
 
 
 def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
@@ -258,37 +266,42 @@ def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     plat = _settings(doc, source)
     for key in ("components", "connections"):
         if not isinstance(doc.get(key) or [], list):
-            raise ConfigError(f"{loc}{key}: expected a list, got {doc[key]!r}")
+            raise ConfigError(f"{loc}{key}: expected a list, got {shown(doc[key])}")
     for n, entry in enumerate(doc.get("components") or []):
         where = f"{loc}components[{n}]"
         if not isinstance(entry, dict) or "name" not in entry or "model" not in entry:
             raise ConfigError(f"{where}: expected a mapping with name and model")
         if not isinstance(entry["name"], str) or not _NAME.fullmatch(entry["name"]):
-            raise ConfigError(f"{where}.name: expected a component name ([A-Za-z_][A-Za-z0-9_]*), got {entry['name']!r}")
+            raise ConfigError(f"{where}.name: expected a component name ([A-Za-z_][A-Za-z0-9_]*), got {shown(entry['name'])}")
         if not isinstance(entry["model"], str):
-            raise ConfigError(f"{where}.model: expected a model name, got {entry['model']!r}")
+            raise ConfigError(f"{where}.model: expected a model name, got {shown(entry['model'])}")
         if entry["model"] == "Plugin":
             role = entry.get("role", "fabric")
             if role not in ("fabric", "gpu"):
-                raise ConfigError(f"{where}.role: expected fabric or gpu, got {role!r}")
+                raise ConfigError(f"{where}.role: expected fabric or gpu, got {shown(role)}")
             key = "ports" if role == "fabric" else "id"
             params = {key: entry[key]} if key in entry else {}
             plat.add(plugin_component(entry["name"], entry.get("plugin"), role, params, f"{where}.plugin", base,
                                       {k: f"{where}.{k}" for k in params}))
             continue
         if entry["model"] not in catalog.models():
-            raise ConfigError(f"{where}.model: no model named {entry['model']!r}; registered: "
+            raise ConfigError(f"{where}.model: no model named {shown(entry['model'])}; registered: "
                               f"{', '.join(catalog.models())}")
         params = entry.get("params") or {}
         if not isinstance(params, dict):
-            raise ConfigError(f"{where}.params: expected a mapping of parameter values, got {params!r}")
+            raise ConfigError(f"{where}.params: expected a mapping of parameter values, got {shown(params)}")
         plat.add(Component(entry["model"], entry["name"], dict(params),
                            {k: f"{where}.params.{k}" for k in params}))
     for n, pair in enumerate(doc.get("connections") or []):
         where = f"{loc}connections[{n}]"
         if not isinstance(pair, list) or len(pair) != 2:
             raise ConfigError(f"{where}: expected [initiator socket, target socket]")
-        plat.connect(parse_socket(pair[0], where), parse_socket(pair[1], where))
+        refs = (parse_socket(pair[0], where), parse_socket(pair[1], where))
+        for k, ref in enumerate(refs):
+            if ref.component not in plat.components:
+                raise ConfigError(f"{where}[{k}]: {shown(str(ref))} names no component {shown(ref.component)}; "
+                                  f"the components are: {shown(', '.join(plat.components), 200)}")
+        plat.connect(*refs)
     plat.validate()
     return plat
 
@@ -301,13 +314,13 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     reject_unknown_keys(doc, _TOP_KEYS, loc)
     for key in ("gpus", "fabric"):
         if not isinstance(doc.get(key), dict):
-            raise ConfigError(f"{loc}{key}: expected a mapping, got {doc.get(key)!r}")
+            raise ConfigError(f"{loc}{key}: expected a mapping, got {shown(doc.get(key))}")
     plat = _settings(doc, source)
     name, profile, seed, check = plat.name, plat.profile, plat.seed, plat.check_protocol
     gpus = dict(doc["gpus"])
     count = gpus.pop("count", None)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_GPUS:
-        raise ConfigError(f"{loc}gpus.count: expected an integer from 1 to {MAX_GPUS}, got {count!r}")
+        raise ConfigError(f"{loc}gpus.count: expected an integer from 1 to {MAX_GPUS}, got {shown(count)}")
     base = Path(source).parent if source != "<dict>" else Path.cwd()
     gpu_plugins = gpus.pop("plugins", {}) or {}
     if not isinstance(gpu_plugins, dict) or not all(isinstance(k, int) and 0 <= k < count for k in gpu_plugins):
@@ -318,7 +331,7 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     fabric = dict(doc["fabric"])
     kind = fabric.pop("model", "ideal")
     if not isinstance(kind, str) or kind not in _FABRIC_MODELS:
-        raise ConfigError(f"{loc}fabric.model: expected one of {', '.join(_FABRIC_MODELS)}, got {kind!r}")
+        raise ConfigError(f"{loc}fabric.model: expected one of {', '.join(_FABRIC_MODELS)}, got {shown(kind)}")
     fabric_params = _flatten(fabric)
     if "ports" in fabric_params:
         raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")

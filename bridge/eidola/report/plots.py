@@ -14,12 +14,16 @@ themselves, for notebooks and for tests that check what is drawn.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+
+from ..errors import ConfigError, shown
+from ..inputs import decode_text, read_input
 
 __all__ = ["plot_run", "load_run", "heatmap_matrix", "heatmap_field", "timeline_figure", "timeline_rows",
            "heatmap_figure", "link_time_figure", "TIMELINE_STYLE", "LINK_TIME_LINES"]
@@ -46,10 +50,22 @@ def load_run(directory: str | Path) -> SimpleNamespace:
         path = d / f"{name}.csv"
         if not path.exists() or path.stat().st_size == 0:
             return None
-        data = np.genfromtxt(path, delimiter=",", names=True, dtype=None, encoding="utf-8")
+        text = decode_text(read_input(path, "results table"), str(path))  # a regular file of sane size
+        try:
+            data = np.genfromtxt(io.StringIO(text), delimiter=",", names=True, dtype=None, encoding="utf-8")
+        except ValueError as e:
+            raise ConfigError(f"{path}: not a results table written by eidola run "
+                              f"({shown(' '.join(str(e).split()), 120)})") from None
         return np.atleast_1d(data)
 
-    summary = json.loads((d / "summary.json").read_text())
+    path = d / "summary.json"
+    try:
+        summary = json.loads(decode_text(read_input(path, "run summary"), str(path)))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: not JSON ({e.msg})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("name"), str) or \
+            not isinstance(summary.get("kernel_time_ns"), (int, float)) or isinstance(summary["kernel_time_ns"], bool):
+        raise ConfigError(f"{path}: expected a run summary with a name and kernel_time_ns (written by eidola run)")
     return SimpleNamespace(name=summary["name"], kernel_time_ns=summary["kernel_time_ns"], gpus=table("gpus"),
                            links=table("links"), link_bins=table("link_bins"), ops=table("ops"))
 

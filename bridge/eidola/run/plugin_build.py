@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -29,12 +30,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MemoryLimitExceeded, WallLimitExceeded
 from ..platform.plugin import PluginSpec
 
 __all__ = ["PluginBuild", "build_plugin", "cache_dir", "Window"]
 
 _WRAPPER = "eidola_plugin.cpp"
+#: The least time a compile is given under a wall limit: a vendor header takes seconds to compile, and a
+#: tight limit meant for the simulation (--timeout 2s) must not fail the build it needs first.
+MIN_COMPILE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -182,8 +186,20 @@ def _deps_unchanged(entry: Path) -> bool:
         return False
 
 
-def build_plugin(spec: PluginSpec, windows: tuple[Window, ...], where: str) -> PluginBuild:
-    """The compiled library for `spec` (built now, or found in the cache); ConfigError shows the compiler's message."""
+def _compile_limits(memory_b: int) -> None:
+    """In the compiler's process, before it runs: its address space is capped at `memory_b` bytes."""
+    if memory_b > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_b, memory_b))
+
+
+def build_plugin(spec: PluginSpec, windows: tuple[Window, ...], where: str, wall_s: float | None = None,
+                 memory_b: int = 0) -> PluginBuild:
+    """The compiled library for `spec` (built now, or found in the cache); ConfigError shows the compiler's message.
+
+    The compiler runs under the run's limits: it is killed after `wall_s` seconds, but never fewer
+    than MIN_COMPILE_S (WallLimitExceeded)
+    and may use at most `memory_b` bytes of address space (MemoryLimitExceeded); None and 0: no limit.
+    """
     source = generate_source(spec, windows)
     cxx, flags, fingerprint = _toolchain()
     std = _std_flag()
@@ -201,9 +217,20 @@ def build_plugin(spec: PluginSpec, windows: tuple[Window, ...], where: str) -> P
         src = Path(tmp) / _WRAPPER
         src.write_text(source)
         out = Path(tmp) / "libplugin.so"
-        run = subprocess.run([*command[:1], *command[1:2], "-MD", "-MF", str(Path(tmp) / "deps.d"),
-                              str(src), "-o", str(out), *command[2:]], capture_output=True, text=True,
-                             env={**os.environ, "LC_ALL": "C"})  # plain quotes in the messages
+        try:
+            run = subprocess.run([*command[:1], *command[1:2], "-MD", "-MF", str(Path(tmp) / "deps.d"),
+                                  str(src), "-o", str(out), *command[2:]], capture_output=True, text=True,
+                                 env={**os.environ, "LC_ALL": "C"},  # plain quotes in the messages
+                                 timeout=None if wall_s is None else max(wall_s, MIN_COMPILE_S),
+                                 preexec_fn=lambda: _compile_limits(memory_b))
+        except subprocess.TimeoutExpired:  # subprocess.run has killed the compiler
+            raise WallLimitExceeded(f"{where}: compiling the plugin exceeded the wall limit of "
+                                    f"{max(wall_s or 0, MIN_COMPILE_S):g} s "
+                                    "and was killed", report={"limit": "wall", "wall_s": wall_s}) from None
+        if run.returncode != 0 and memory_b and re.search(r"memory exhausted|out of memory|Cannot allocate|bad_alloc",
+                                                          run.stderr):
+            raise MemoryLimitExceeded(f"{where}: compiling the plugin ran out of memory under limits.memory "
+                                      f"({memory_b / 1e9:.3g} GB)", report={"limit": "memory", "memory_b": memory_b})
         if run.returncode != 0:
             raise ConfigError(f"{where}: {_compiler_message(run.stderr, spec)}")
         deps = _user_dependencies((Path(tmp) / "deps.d").read_text(), src)

@@ -14,6 +14,7 @@ import gc
 import mmap
 import os
 import pickle
+import resource
 import select
 import signal
 import sys
@@ -24,8 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, DeadlockError, EidolaError, SimulationCrashed, SimulationError, WallLimitExceeded
-from ..platform import catalog
+from ..errors import (
+    ConfigError,
+    DeadlockError,
+    EidolaError,
+    MemoryLimitExceeded,
+    SimulationCrashed,
+    SimulationError,
+    WallLimitExceeded,
+)
+from ..platform import catalog, memory
 from ..platform.elaborate import Plan
 from ..platform.model import Platform
 from ..workload.profile import Profile
@@ -51,6 +60,7 @@ class NativeRun:
     trace: bool               #: record every op's begin and end
     plugins: dict[str, PluginBuild] = field(default_factory=dict)  #: component -> its compiled plugin
     sim_time_s: float = 0.0   #: stop at this simulated time, with partial results (0: run to the end)
+    memory_b: int = 0         #: the child may allocate at most this many bytes more than it was forked with (0: no limit)
 
     @property
     def compile_s(self) -> float:
@@ -58,14 +68,21 @@ class NativeRun:
         return sum(b.compile_s for b in self.plugins.values())
 
 
-def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False) -> NativeRun:
-    """Elaborates `platform` and encodes `profile` for it: every check simulate() makes before building."""
+def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False,
+            wall_s: float | None = None) -> NativeRun:
+    """Elaborates `platform` and encodes `profile` for it: every check simulate() makes before building.
+
+    Plugins are compiled here, each compile under the wall limit `wall_s` (default: the
+    platform's limits.wall) and under limits.memory.
+    """
     plan = platform.elaborate()
     encoded = encode_profile(profile, plan, seed=seed)
+    memory_b = int(platform.limits.get("memory") or memory.default_limit())
+    wall = platform.limits.get("wall") if wall_s is None else wall_s
     windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
-    plugins = {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}")
+    plugins = {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}", wall_s=wall, memory_b=memory_b)
                for c in plan.components if c.spec.plugin is not None}
-    return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)))
+    return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)), memory_b)
 
 
 def check(platform: Platform, profile: Profile) -> None:
@@ -93,7 +110,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
         profile = platform.profile
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
-    run = prepare(platform, profile, platform.seed if seed is None else seed, trace)
+    run = prepare(platform, profile, platform.seed if seed is None else seed, trace, wall_limit)
     sysc.load()
     start = time.perf_counter()
     raw = _run_in_process(run) if in_process else _run_in_child(run, wall_limit)
@@ -208,6 +225,7 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             os.dup2(errors.fileno(), 2)
             os.dup2(errors.fileno(), 1)
+            _limit_memory(run.memory_b)
             code = 0
             payload: dict[str, Any]
             try:
@@ -215,9 +233,12 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
                 payload["ok"]["child_private_kb"] = _private_kb()
             except EidolaError as e:
                 payload = {"error": e}
-            except BaseException:
-                payload = {"internal": traceback.format_exc()}
-                code = 1
+            except BaseException as e:
+                if run.memory_b and _out_of_memory(e):  # MemoryError, or C++'s std::bad_alloc through cppyy
+                    payload = {"error": _memory_exceeded(run)}
+                else:
+                    payload = {"internal": traceback.format_exc()}
+                    code = 1
             try:
                 with os.fdopen(write_fd, "wb") as pipe:
                     pickle.dump(payload, pipe, protocol=pickle.HIGHEST_PROTOCOL)
@@ -249,6 +270,8 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
         if "error" in payload:
             raise payload["error"]
         raise EidolaError(f"simulation {run.plan.name!r}: internal error in the child process:\n{payload['internal']}")
+    if run.memory_b and any(mark in output for mark in _OUT_OF_MEMORY):
+        raise _memory_exceeded(run)
     if os.WIFSIGNALED(status):
         how = f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
     else:
@@ -261,6 +284,39 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
 
 
 _UNKNOWN_TIME = b"\xff" * 8
+#: What a child that ran out of its address space prints before it aborts (C++, LLVM, glibc).
+_OUT_OF_MEMORY = ("std::bad_alloc", "out of memory", "Allocation failed", "Cannot allocate memory")
+
+
+def _limit_memory(extra: int) -> None:
+    """Caps this (child) process's address space at its size now plus `extra` bytes (RLIMIT_AS).
+
+    Why on top of the current size: the child is forked from a parent that has mapped cppyy, LLVM
+    and the models (gigabytes of address space, mostly shared and untouched); what the simulation
+    itself may take is what comes after. A run past the cap gets a failed allocation (bad_alloc,
+    MemoryError or an abort), which the parent reports as MemoryLimitExceeded instead of the
+    kernel's out-of-memory killer picking a victim.
+    """
+    if extra <= 0:
+        return
+    try:
+        with open("/proc/self/statm") as f:
+            size = int(f.read().split()[0]) * resource.getpagesize()
+        resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
+    except (OSError, ValueError):  # no /proc, or a hard limit already lower: run without this cap
+        pass
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    """Whether `e` is a failed allocation: Python's MemoryError or a C++ std::bad_alloc cppyy raised."""
+    return isinstance(e, MemoryError) or "bad_alloc" in type(e).__name__
+
+
+def _memory_exceeded(run: NativeRun) -> MemoryLimitExceeded:
+    return MemoryLimitExceeded(
+        f"simulation {run.plan.name!r} ran out of memory: it needed more than limits.memory = "
+        f"{memory.format_bytes(run.memory_b)} (raise limits.memory, or make the platform or profile smaller)",
+        report={"limit": "memory", "memory_b": run.memory_b})
 
 
 def _time_reached(pid: int, word: mmap.mmap) -> float | None:

@@ -110,6 +110,17 @@ def sc_cplusplus() -> str:
     raise ConfigError("cannot find libsystemc's API version symbol to set SC_CPLUSPLUS for third-party headers")
 
 
+def _cxx_message(e: BaseException) -> str:
+    """A C++ exception's own message, without the signature cppyy puts before it
+    ("void eidola::Simulation::add(...) =>\n    invalid_argument: fabric: ...")."""
+    text = str(e)
+    if "=>" in text:
+        text = text.split("=>", 1)[1]
+    text = " ".join(text.split())
+    kind, sep, rest = text.partition(": ")
+    return rest if sep and kind.isidentifier() else text
+
+
 def _condensed(*texts: object) -> str:
     """The first compiler error line of the diagnostics, else the first line of the message."""
     lines = [line.strip() for t in texts for line in str(t).splitlines() if line.strip()]
@@ -180,7 +191,7 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
         try:
             sim.add(comp.spec.name, comp.name, params)
         except Exception as e:  # the C++ check agrees with the Python one; this names what slipped through
-            raise ConfigError(f"component {comp.name!r} ({comp.spec.name}): {e}") from None
+            raise ConfigError(f"component {comp.name!r} ({comp.spec.name}): {_cxx_message(e)}") from None
 
     def socket_name(ref: SocketRef) -> str:
         if ref.component in plugins:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ProfileError
+from ..errors import ProfileError, shown
 from . import schedules
 from .builder import ProfileBuilder
 from .profile import Profile
@@ -35,7 +35,7 @@ KINDS: dict[str, tuple[str, ...]] = {
 def check_int_arg(fn: str, name: str, v: object, lo: int) -> int:
     """Return `v` if it is an int >= lo, else raise a ProfileError naming `fn` and `name`."""
     if type(v) is not int or v < lo:
-        raise ProfileError(f"{fn}: {name} must be an int >= {lo}, got {v!r}")
+        raise ProfileError(f"{fn}: {name} must be an int >= {lo}, got {shown(v)}")
     return v
 
 
@@ -65,10 +65,14 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
     """
     fn = f"collective {kind!r}"
     if kind not in KINDS:
-        raise ProfileError(f"collective: kind {kind!r} is not one of {', '.join(KINDS)}")
+        raise ProfileError(f"collective: kind {shown(kind)} is not one of {', '.join(KINDS)}")
     algorithm = KINDS[kind][0] if algorithm is None else algorithm
     if algorithm not in KINDS[kind]:
         raise ProfileError(f"{fn}: algorithm must be {' or '.join(map(repr, KINDS[kind]))}, got {algorithm!r}")
+    if group is not None and (not isinstance(group, (list, tuple, range)) or len(group) > b.gpus):
+        raise ProfileError(f"{fn}: group {shown(group)} must be a list of distinct GPUs in 0..{b.gpus - 1}")
+    if prefix is not None and not isinstance(prefix, str):
+        raise ProfileError(f"{fn}: prefix must be a string (of the flag and buffer names), got {shown(prefix)}")
     gpus = list(range(b.gpus)) if group is None else list(group)
     if any(type(x) is not int or not 0 <= x < b.gpus for x in gpus) or len(set(gpus)) != len(gpus):
         raise ProfileError(f"{fn}: group {gpus!r} must be distinct GPUs in 0..{b.gpus - 1}")
@@ -113,16 +117,24 @@ def collective(b: ProfileBuilder, kind: str, nbytes: int, algorithm: str | None 
 def _workgroup_sets(fn: str, b: ProfileBuilder, workgroups: int | Sequence[int] | Sequence[Sequence[int]],
                     P: int) -> list[list[int]]:
     """One list of workgroups per rank, all of one length: from a count, one set, or one set per rank."""
+    bad = ProfileError(f"{fn}: workgroups {shown(workgroups)} must be a count, distinct workgroups in "
+                       f"0..{b.workgroups - 1}, or one such list (all of one length) per GPU of the group")
     if isinstance(workgroups, int):
-        sets = [list(range(check_int_arg(fn, "workgroups", workgroups, 1)))] * P
+        # Checked against the builder's count before any list is made: workgroups=2**31 is refused, not built.
+        if check_int_arg(fn, "workgroups", workgroups, 1) > b.workgroups:
+            raise ProfileError(f"{fn}: workgroups {workgroups} is more than the profile's {b.workgroups} per GPU")
+        sets = [list(range(workgroups))] * P
+    elif not isinstance(workgroups, (list, tuple, range)) or len(workgroups) > max(P, b.workgroups):
+        raise bad
     elif all(isinstance(x, int) for x in workgroups):
-        sets = [list(workgroups)] * P  # type: ignore[arg-type]
-    else:
+        sets = [list(workgroups)] * P
+    elif all(isinstance(x, (int, list, tuple, range)) for x in workgroups):
         sets = [list(x) if not isinstance(x, int) else [x] for x in workgroups]
+    else:
+        raise bad
     if (len(sets) != P or not sets[0] or any(len(s) != len(sets[0]) or len(set(s)) != len(s) for s in sets)
             or any(type(x) is not int or not 0 <= x < b.workgroups for s in sets for x in s)):
-        raise ProfileError(f"{fn}: workgroups {workgroups!r} must be a count, distinct workgroups in "
-                           f"0..{b.workgroups - 1}, or one such list (all of one length) per GPU of the group")
+        raise bad
     return sets
 
 

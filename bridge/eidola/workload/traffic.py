@@ -36,6 +36,7 @@ from .table import OpTable
 __all__ = ["PATTERNS", "TrafficSpec", "synthetic", "destinations"]
 
 PATTERNS = ("uniform", "transpose", "bit_complement", "bit_reverse", "shuffle", "tornado", "neighbor", "hotspot")
+_MIN_CYCLE_NS = 1e-3  # the shortest injection cycle: 1 ps, the time step cycles are counted in
 _MAX_NS = 1e14  # the longest duration or warm-up, in ns (as for profile times: far inside 64-bit ps)
 
 
@@ -121,6 +122,8 @@ def _spec(gpus: object, pattern: object, rate: object, packet: object = 256, dur
         packet = int(packet)
     size = _int("packet", packet, where, 1, 1 << 30)
     cycle_ns = _time_ns("cycle", cycle, where, positive=True)
+    if cycle_ns < _MIN_CYCLE_NS:  # C++ counts time in ps: a shorter cycle is 0 ps, and time would never advance
+        raise ProfileError(f"{where}: cycle must be at least 1ps (the simulation's time step), got {cycle!r}")
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 < float(rate) <= 1 / cycle_ns:
         raise ProfileError(f"{where}: rate (packets per GPU per ns) must be in (0, 1/cycle = {1 / cycle_ns:g}], "
                            f"got {rate!r}")

@@ -1,0 +1,219 @@
+"""Input safety and resource limits: each class of input a new user hit exits 2 naming the file and
+key (or option) with the figure, or 3 when a run exceeds limits.memory; none exits 1 or exhausts memory.
+
+The memory figures are derived from `eidola.platform.memory`'s per-structure costs (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+import eidola
+from eidola import cli
+from eidola.platform import memory, platform_from_dict
+from eidola.profile import ProfileBuilder
+
+
+def _main(capsys, *argv):
+    """Runs `eidola ARGV` in this process; (exit status, stderr)."""
+    code = cli.main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+def _packet_platform(tmp_path, name="p", **fabric):
+    doc = {"eidola": 1, "name": name, "gpus": {"count": 8, "workgroups": 4},
+           "fabric": {"model": "packet", "topology": "fully_connected", **fabric},
+           "profile": "none.yaml"}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+@pytest.mark.parametrize("text", ["gpus: &g {count: 4, memory: *g}", "gpus: &g [1, *g]"])
+def test_a_recursive_alias_in_a_platform_exits_2_naming_the_file(tmp_path, capsys, text):
+    path = tmp_path / "rec.yaml"
+    path.write_text(f"eidola: 1\n{text}\nfabric: {{model: ideal}}\n")
+    code, err = _main(capsys, "validate", path)
+    assert code == 2 and f"{path}:2:" in err and "recursive YAML alias *g" in err
+
+
+def test_a_recursive_alias_in_a_profile_and_in_set_exits_2(tmp_path, capsys, repo):
+    prof = tmp_path / "prof.yaml"
+    prof.write_text("eidola_profile: 1\nname: x\ngpus: &g {a: *g}\n")
+    code, err = _main(capsys, "validate", repo / "platforms/ring-8gpu.yaml", "--profile", prof)
+    assert code == 2 and str(prof) in err and "recursive YAML alias" in err
+    code, err = _main(capsys, "validate", repo / "platforms/ring-8gpu.yaml", "--set", "gpus.memory=&g {a: *g}")
+    assert code == 2 and "--set gpus.memory" in err and "recursive" in err
+
+
+@pytest.mark.parametrize("sets, needle", [
+    (["fabric.topology=mesh2d", "fabric.dims=[2,2,2]"], "fabric.dims: mesh2d takes two sizes [x, y], got [2, 2, 2]"),
+    (["fabric.topology=torus2d", "fabric.dims=[3,3]"], "3 x 3 = 9 routers, but the fabric has 8 GPUs"),
+    (["fabric.topology=hierarchical", "fabric.hierarchical.gpus_per_node=3"],
+     "fabric.hierarchical.gpus_per_node: 8 GPUs do not fill nodes of 3"),
+    # One packet: 256 B of payload + 16 B of header = 272 B = 17 flits of 16 B; 128 B hold 8 flits.
+    (["fabric.switch.buffer=128B"], "a buffer of 128 bytes holds 8 flit(s) of 16 B, but one packet "
+                                    "(gpus.max_payload 256 B + link.header 16 B) needs 17"),
+])
+def test_fabric_shapes_that_cannot_be_built_are_bad_input(tmp_path, capsys, sets, needle):
+    path = _packet_platform(tmp_path)
+    code, err = _main(capsys, "validate", path, *[x for s in sets for x in ("--set", s)])
+    assert code == 2 and str(path) in err and needle in err, err
+    assert "eidola::" not in err  # no C++ signature
+
+
+def test_a_buffer_smaller_than_a_packet_is_fine_with_wormhole(tmp_path):
+    path = _packet_platform(tmp_path, switch={"buffer": "128B", "flow_control": "wormhole"})
+    eidola.load_platform(path)  # no error: wormhole moves a flit at a time
+
+
+def test_a_platform_over_limits_memory_is_refused_with_the_figure(tmp_path, capsys):
+    # 8 GPUs fully connected: 56 links, each input with 2 message classes x 1 VC of 2^30 / 16 slots
+    # of 4 bytes: 56 x 2 x 2^26 x 4 = 30.06 GB of buffers, plus ~0.4 MB of everything else.
+    path = _packet_platform(tmp_path, switch={"buffer": "1GiB"})
+    code, err = _main(capsys, "validate", path, "--set", "limits.memory=20GB")
+    assert code == 2, err
+    assert f"{path}: this platform needs about 30.1 GB of memory to simulate, limits.memory is 20 GB" in err
+    assert "56 links x 2 channels x 67108864 buffer slots (fabric.switch.buffer)" in err
+
+
+def test_a_large_fully_connected_fabric_is_refused_by_its_link_count(tmp_path, capsys):
+    # 4,000 GPUs: 4000 x 3999 = 15,996,000 links of at least 6 KiB: about 100 GB, beyond limits.memory.
+    path = _packet_platform(tmp_path)
+    code, err = _main(capsys, "validate", path, "--set", "gpus.count=4000", "--set", "limits.memory=50GB")
+    assert code == 2 and "15996000 links (fully_connected) (fabric.topology)" in err, err
+
+
+@pytest.mark.parametrize("values, gpus, links, nodes", [
+    ({"topology": "fully_connected"}, 8, 56, 8),
+    ({"topology": "switch"}, 8, 16, 9),
+    ({"topology": "ring", "bidirectional": True}, 8, 16, 8),
+    ({"topology": "ring", "bidirectional": False}, 8, 8, 8),
+    ({"topology": "mesh2d", "dims": "4 4"}, 16, 48, 16),      # 2 x (3 x 4 + 4 x 3)
+    ({"topology": "torus2d", "dims": "4 4"}, 16, 64, 16),     # 4 links per router
+    # 2 nodes of 8, fully connected inside (56 each), 8 NIC links each way, 2 spines each way: 2 x 76.
+    ({"topology": "hierarchical", "hierarchical.gpus_per_node": 8, "hierarchical.spines": 2,
+      "hierarchical.intra": "fully_connected"}, 16, 152, 16 + 2 + 2),
+    ({"topology": "custom", "custom.switches": 2, "custom.edges": "0 s0 - - - -;s0 0 - - - -;s0 s1 - - - -"}, 4, 3, 6),
+])
+def test_link_counts_match_the_topologies(values, gpus, links, nodes):
+    assert memory.fabric_links(values, gpus) == (links, nodes)
+
+
+def test_link_counts_match_the_built_fabric(repo):
+    # The links table of a real run has one row per link the C++ topology built.
+    for name in ("mesh2d-16gpu", "torus2d-16gpu", "hierarchical-16gpu", "custom-4gpu", "ring-8gpu", "switch-8gpu"):
+        plat = eidola.load_platform(repo / f"platforms/{name}.yaml")
+        fab = plat.components["fabric"]
+        res = eidola.simulate(plat, ProfileBuilder(gpus=len(plat.gpus()), workgroups=1).build())
+        assert memory.fabric_links(fab.resolved(), len(plat.gpus()))[0] == len(res.links), name
+
+
+def test_the_estimate_is_within_a_factor_of_2_of_a_real_run():
+    # 8 GPUs fully connected with 4 MiB buffers: 56 x 2 x 2^18 x 4 B = 117 MB of buffers dominate.
+    plat = platform_from_dict({"eidola": 1, "name": "m", "gpus": {"count": 8, "workgroups": 4},
+                               "fabric": {"model": "packet", "switch": {"buffer": "4MiB"}}})
+    b = ProfileBuilder(gpus=8, workgroups=1)
+    b.buffer("x", nbytes=4096)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="x", offset=0, nbytes=256)
+    res = eidola.simulate(plat, b.build())
+    comps = list(plat.components.values())
+    need, _, _ = memory.estimate(comps, {c.name: c.resolved() for c in comps}, 8)
+    assert 56 * 2 * 2**18 * 4 < need < 56 * 2 * 2**18 * 4 * 1.1
+    used = res.meta["child_private_kb"] * 1024
+    assert need / 2 < used < need * 2, (need, used)
+
+
+def test_a_run_past_limits_memory_is_a_clear_failure():
+    # The estimate (4 MiB + 2 GPUs x (14 KiB + 1000 x 208 B) = 4.6 MB) passes a 5 MB limit, but
+    # 2,000,000 ops of profile (32 bytes each in C++ alone: 64 MB) do not fit: the child's RLIMIT_AS
+    # stops it. (Far past the limit on purpose: the child may first reuse heap its parent freed.)
+    plat = platform_from_dict({"eidola": 1, "name": "tight", "gpus": {"count": 2, "workgroups": 1000},
+                               "fabric": {"model": "ideal"}, "limits": {"memory": "5MB"}})
+    b = ProfileBuilder(gpus=2, workgroups=1000)
+    ps = b.programs_at([0] * 1000 + [1] * 1000, list(range(1000)) * 2)
+    for _ in range(1000):
+        ps.compute(ns=1)
+    with pytest.raises(eidola.errors.MemoryLimitExceeded) as info:
+        eidola.simulate(plat, b.build())
+    assert info.value.exit_status == 3
+    assert "ran out of memory: it needed more than limits.memory = 5 MB" in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["0B", "-1GB", "2PB", "fast"])
+def test_limits_memory_is_checked(value):
+    with pytest.raises(eidola.ConfigError, match=r"limits\.memory"):
+        platform_from_dict({"eidola": 1, "gpus": {"count": 2}, "fabric": {"model": "ideal"},
+                            "limits": {"memory": value}})
+
+
+def test_limits_memory_round_trips():
+    plat = platform_from_dict({"eidola": 1, "gpus": {"count": 2}, "fabric": {"model": "ideal"},
+                               "limits": {"memory": "8GiB", "wall": "1s"}})
+    assert plat.limits == {"memory": 8 * 2**30, "wall": 1.0}
+    again = platform_from_dict(yaml.safe_load(plat.effective_yaml()))
+    assert again.limits == plat.limits
+
+
+@pytest.mark.parametrize("header", ["/dev/zero", "DIR"])
+def test_a_plugin_header_that_is_not_a_regular_file_is_refused(tmp_path, capsys, repo, header):
+    header = str(tmp_path) if header == "DIR" else header
+    doc = {"eidola": 1, "name": "dz", "gpus": {"count": 4}, "fabric": {"model": "plugin", "plugin": {
+        "headers": [header], "class": "faulty::Bus<0>", "args": [4], "protocol": "at",
+        "targets": "target_socket[{i}]", "initiators": "initiator_socket[{i}]"}}}
+    path = tmp_path / "dz.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code, err = _main(capsys, "validate", path)
+    assert code == 2 and "fabric.plugin.headers" in err and "must be a regular file" in err, err
+
+
+def test_a_huge_plugin_header_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("EIDOLA_MAX_INPUT_BYTES", "1000")
+    big = tmp_path / "big.h"
+    big.write_text("//" + "x" * 2000 + "\n")
+    doc = {"eidola": 1, "name": "big", "gpus": {"count": 4}, "fabric": {"model": "plugin", "plugin": {
+        "headers": [str(big)], "class": "faulty::Bus<0>", "protocol": "at",
+        "targets": "target_socket[{i}]", "initiators": "initiator_socket[{i}]"}}}
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code, err = _main(capsys, "validate", path)
+    assert code == 2 and "the header is 2003 bytes, more than the limit of 1000 bytes" in err, err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--rates", "0.1:inf:1"], "--rates '0.1:inf:1': expected START:STOP:STEP"),
+    (["--rates", "1e-9:1:1e-9"], "--rates '1e-9:1:1e-9': 1e+09 points; at most 1000"),
+    (["--rates", ",".join(["0.1"] * 1001)], "--rates: 1001 rates; at most 1000"),
+    (["--rates", "0.1", "--cycle", "1fs"], "--cycle: synthetic: cycle must be at least 1ps"),
+    (["--rates", "2", "--cycle", "1ns"], "--rates: synthetic: rate"),
+    (["--timeout", "0s"], "--timeout '0s': expected a duration"),
+    (["--packet", "0B"], "--packet: synthetic: packet must be"),
+])
+def test_netsweep_options_are_checked_before_anything_runs(capsys, repo, args, needle):
+    code, err = _main(capsys, "netsweep", repo / "platforms/ring-8gpu.yaml", *args)
+    assert code == 2 and needle in err, err
+
+
+def test_a_connection_naming_no_component_names_the_file_and_entry(tmp_path, capsys, repo):
+    doc = yaml.safe_load(eidola.load_platform(repo / "platforms/ring-8gpu.yaml").to_yaml())
+    doc["connections"][3][1] = "gpu9.target"
+    path = tmp_path / "comp.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    code, err = _main(capsys, "validate", path)
+    assert code == 2 and f"{path}: connections[3][1]: 'gpu9.target' names no component 'gpu9'" in err, err
+
+
+def test_a_long_value_is_echoed_cut_short(capsys, repo):
+    long = "9" * 5000 + "xs"
+    code, err = _main(capsys, "validate", repo / "platforms/ring-8gpu.yaml", "--set", f"fabric.link.latency={long}")
+    assert code == 2 and "(5004 characters)" in err and len(err) < 600, err
+
+
+def test_collective_arguments_raise_profile_errors():
+    b = ProfileBuilder(gpus=4, workgroups=2)
+    with pytest.raises(eidola.ProfileError, match="workgroups 2147483648 is more than the profile's 2"):
+        b.collective("all_reduce", nbytes=4096, workgroups=2**31)  # refused before a 2^31 list is built
+    for bad in ({"group": 5}, {"workgroups": None}, {"workgroups": [None]}, {"prefix": 3}):
+        with pytest.raises(eidola.ProfileError):
+            b.collective("all_reduce", nbytes=4096, **bad)
