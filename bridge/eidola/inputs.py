@@ -11,7 +11,8 @@ the process or exhaust its memory:
 - YAML is parsed twice: first as a stream of events (libyaml keeps no recursion there), which
   bounds the nesting depth and the size of the document *with its aliases expanded* (so a
   "billion laughs" document is refused before anything walks it); then loaded with the safe
-  loader, where a repeated mapping key is an error rather than silently winning.
+  loader, where a repeated mapping key is an error rather than silently winning; an alias inside
+  the node it names (a structure that contains itself) is refused too.
 """
 
 from __future__ import annotations
@@ -140,6 +141,10 @@ def _check_events(text: str, source: str, error: type[ConfigError], max_nodes: i
     open_nodes: list[tuple[str | None, int]] = []   # (anchor, total when it began) of each open collection
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent):
+            if any(anchor == event.anchor for anchor, _ in open_nodes):
+                # `a: &a [*a]` loads as a list that contains itself: every walk of it would recurse forever.
+                raise error(f"{source}:{_at(event)}: the alias *{event.anchor} refers to a node that contains it "
+                            "(a recursive alias)")
             total += sizes.get(event.anchor or "", 1)
         elif isinstance(event, yaml.ScalarEvent):
             total += 1
