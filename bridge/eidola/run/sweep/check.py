@@ -66,11 +66,29 @@ def _check_generator(generator: dict[str, Any]) -> None:
         raise ConfigError(f"generator: {name} needs {', '.join(missing)}")
 
 
+def _check_fits(spec: SweepSpec, overrides: dict[str, Any], seed: int | None, generator: dict[str, Any],
+                counts: dict[str, int]) -> None:
+    """A generator's `gpus` must not exceed the point's platform: checked here, before the profile is built.
+
+    Why before: a profile for more GPUs than the platform has is bad input anyway, and building
+    one for 2^20 GPUs would take the sweep's memory and minutes before the point could say so.
+    """
+    gpus = generator.get("gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int):
+        return  # the generator's own check names a wrong type when the point runs
+    key = canonical_json([overrides, seed])
+    if key not in counts:
+        counts[key] = len(_check_platform(spec, overrides, seed).gpus())
+    if gpus > counts[key]:
+        raise ConfigError(f"generator.gpus: {gpus} GPUs, but the platform has {counts[key]}")
+
+
 def check_points(spec: SweepSpec, points: list[Point]) -> None:
     """Raises ConfigError, naming the spec file and the key, for the first point whose inputs are bad."""
     from ...workload.profile_yaml import load_profile
 
     platforms: set[str] = set()
+    counts: dict[str, int] = {}  # platform (by its overrides) -> its GPU count
     generators: set[str] = set()
     profile_path: str | None = None
     for point in points:
@@ -88,6 +106,8 @@ def check_points(spec: SweepSpec, points: list[Point]) -> None:
             if generator is not None and (key := canonical_json(generator)) not in generators:
                 _check_generator(generator)
                 generators.add(key)
+            if generator is not None:
+                _check_fits(spec, overrides, seed, generator, counts)
         except ConfigError as e:
             message = str(e).removeprefix(f"{spec.source}: ")
             raise ConfigError(f"{spec.source}: {_origin(spec, point.values, message, point.index)}: {message}") \
