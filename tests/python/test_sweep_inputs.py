@@ -57,6 +57,9 @@ def _bad(capsys, argv: list[str], *needles: str) -> str:  # type: ignore[no-unty
     (_RING + "grid: {generator.nbytes: [4096, 1 parsec]}\nmetrics: [kernel_time_ns]\n",
      ["grid.generator.nbytes", "parsec"]),
     (_RING + "grid: {seed: [1, -3]}\nmetrics: [kernel_time_ns]\n", ["grid.seed = -3", "2^64"]),
+    # Refused before a profile for 2^20 GPUs is built: the platform has 4.
+    ("generator: {name: ring_allreduce, gpus: 1048576, nbytes: 4096}\nmetrics: [kernel_time_ns]\n",
+     ["generator.gpus", "1048576", "has 4"]),
     (_RING + "set: {1: 2}\nmetrics: [kernel_time_ns]\n", ["set", "1"]),
     (_RING + "set: {generator.nbytes: 8}\nmetrics: [kernel_time_ns]\n", ["set.generator.nbytes"]),
     (_RING + "grid: {null: [1]}\nmetrics: [kernel_time_ns]\n", ["grid", "None"]),
