@@ -1,4 +1,4 @@
-"""Fuzz campaigns against the ``eidola`` command: platforms, profiles, timestamps CSVs and CLI arguments.
+"""Fuzz campaigns against the ``eidola`` command: platforms, profiles, timestamps CSVs, CLI arguments and sweeps.
 
 Every case writes a mutated input and runs ``eidola.cli.main(argv)`` in a child forked from this
 process (so the SystemC models are loaded once and each case costs milliseconds), with a wall
@@ -36,7 +36,7 @@ from eidola.profile import ProfileBuilder
 
 REPO = Path(__file__).resolve().parents[1]
 
-CAMPAIGNS = ("platform", "profile", "csv", "cli", "netsweep", "rundir", "memory")
+CAMPAIGNS = ("platform", "profile", "csv", "cli", "sweep", "netsweep", "rundir", "memory")
 GOOD = {0, 2, 3}
 
 # ---------------------------------------------------------------- random values
@@ -218,6 +218,39 @@ class Workspace:
             finally:
                 sys.stdout = saved
         self.run_files = {p.name: p.read_bytes() for p in self.run_dir.iterdir() if p.is_file()}
+        self.sweeps = _sweep_specs(self)
+        self.sweep_table = root / "sweep-table"
+        _write_sweep_table(self.sweep_table)
+
+
+def _sweep_specs(ws: Workspace) -> list[dict[str, Any]]:
+    """Seed sweep specs: a generator with a grid, a profile with a zip, the general axes form."""
+    plat = str(ws.small_platform)
+    return [
+        {"sweep": 1, "name": "ring", "platform": plat, "generator": {"name": "ring_allreduce", "gpus": 4, "nbytes": 4096},
+         "set": {"fabric.latency": "200ns", "gpus.workgroups": 2}, "grid": {"seed": [1, 2], "generator.mode": ["poll"]},
+         "metrics": ["kernel_time_ns", "busbw_GBps"], "timeout": "2s"},
+        {"sweep": 1, "platform": plat, "profile": str(ws.small_profile),
+         "zip": {"fabric.latency": ["100ns", "200ns"], "gpus.memory.latency": ["300ns", "400ns"]},
+         "metrics": ["kernel_time_ns", "flag_reads"], "timeout": "2s", "trace": False},
+        {"sweep": 1, "platform": plat, "generator": {"name": "gemv_allreduce", "gpus": 4, "workgroups": 2,
+                                                     "vector_bytes": 8192},
+         "axes": [{"grid": {"generator.name": ["gemv_allreduce"], "fabric.latency": {"start": 100, "stop": 200,
+                                                                                      "step": 100}}},
+                  {"zip": {"seed": [1, 2]}}],
+         "metrics": ["kernel_time_ns", "slowest_gpu"], "timeout": "2s"},
+    ]
+
+
+def _write_sweep_table(folder: Path) -> None:
+    """A finished sweep's table, as `eidola sweep` writes it, for `eidola sweep plot` cases."""
+    import pandas
+
+    folder.mkdir()
+    pandas.DataFrame({"point": [0, 1, 2], "seed": [1, 2, 3], "kernel_time_ns": [10.0, 12.0, 11.0],
+                      "status": ["ok", "ok", "timeout"], "exit_status": [0, 0, 3], "error": ["", "", "killed"],
+                      "hash": ["a" * 64, "b" * 64, "c" * 64], "folder": ["points/a", "points/b", "points/c"]}
+                     ).to_parquet(folder / "sweep.parquet", index=False)
 
 
 def _ping() -> Any:
@@ -403,13 +436,122 @@ def case_memory(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     return [*command, str(path)]
 
 
+_SWEEP_KEYS = ["sweep", "name", "platform", "profile", "generator", "set", "grid", "zip", "axes", "metrics", "timeout",
+               "trace", "start", "stop", "step", "fabric.latency", "fabric.latncy", "seed", "gpus.count",
+               "gpus.memory.latency", "generator.name", "generator.mode", "generator.chunkz", "name", "mode"]
+SWEEP_POINTS = 8  #: EIDOLA_MAX_SWEEP_POINTS in sweep cases: with a 2 s timeout and 2 workers, a case ends in 8 s
+
+
+def _no_generator_values(path: tuple[Any, ...]) -> bool:
+    # A generator's parameter values are left alone (its name and keys are fuzzed): a ring of 2^31
+    # chunks is a legitimately huge workload, not a finding, and would only time the case out.
+    return not (len(path) >= 2 and path[0] == "generator" and path[1] != "name")
+
+
+def _mutate_sweep(r: random.Random, doc: dict[str, Any]) -> Any:
+    doc = copy.deepcopy(doc)
+    for _ in range(r.randrange(1, 4)):
+        paths = [p for p in _paths(doc) if p and _no_generator_values(p)]
+        path = r.choice(paths)
+        action = r.randrange(4)
+        if action <= 1:
+            _set(doc, path, _scalar(r))
+        elif action == 2:
+            parent = doc
+            for p in path[:-1]:
+                parent = parent[p]
+            if isinstance(parent, dict):
+                parent.pop(path[-1], None)
+        else:
+            node = doc
+            for p in path:
+                node = node[p]
+            if isinstance(node, dict):
+                key = r.choice(_SWEEP_KEYS)
+                node[key if r.random() < 0.8 else r.choice([1, None, True, 2.5])] = _scalar(r)
+    if isinstance(doc, dict) and "timeout" not in doc:
+        doc["timeout"] = "2s"  # every case stays bounded; timeout values themselves are still fuzzed above
+    return doc
+
+
+def case_sweep(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A sweep spec mutated in structure or text, odd options, a tampered output folder, or `sweep plot`."""
+    path = d / "spec.yaml"
+    base = r.choice(ws.sweeps)
+    kind = r.randrange(12)
+    out = d / "out"
+    argv = ["sweep", str(path), "--out", str(out), "--workers", "2"]
+    if kind < 6:
+        path.write_text(yaml.safe_dump(_mutate_sweep(r, base), allow_unicode=r.random() < 0.5))
+    elif kind < 8:
+        path.write_bytes(_mutate_text(r, yaml.safe_dump(base)))
+    elif kind == 8:
+        special = r.randrange(4)
+        if special == 0:
+            os.mkfifo(path)
+        target = {0: str(path), 1: "/dev/zero", 2: str(d), 3: str(d / "missing.yaml")}[special]
+        return ["sweep", target, "--out", str(out)]
+    elif kind == 9:
+        path.write_text(yaml.safe_dump(base))
+        option = r.choice([["--dask", r.choice(["junk", "local:0", "local:x", "tcp://", "tcp://h:99999", "\x00"])],
+                           ["--workers", r.choice(["0", "-1", "100000", "x"])], ["--out", str(path)],
+                           ["--out", str(path / "below")], ["--resume", "--overwrite"]])
+        return ["sweep", str(path), *option]
+    elif kind == 10:
+        # A finished folder, then tampered with: rows, folders and the table.
+        path.write_text(yaml.safe_dump(base))
+        out.mkdir()
+        (out / "sweep.parquet").write_bytes(_mutate_text(r, "PAR1" + "x" * 200))
+        points = out / "points"
+        if r.random() < 0.2:
+            points.write_text("not a folder")
+        else:
+            points.mkdir()
+            for i in range(r.randrange(1, 4)):
+                folder = points / r.choice([f"{i:016x}", "x", ".."])
+                folder.mkdir(exist_ok=True)
+                row = {"hash": "0" * 64, "status": r.choice(["ok", "timeout", "bogus"]), "exit_status": _scalar(r),
+                       "error": _scalar(r), "kernel_time_ns": _scalar(r), "timeout_s": _scalar(r)}
+                target = folder / "row.json"
+                if target.exists():
+                    continue  # maybe a FIFO made just before: writing it here would block the campaign
+                choice = r.randrange(4)
+                if choice == 0:
+                    os.mkfifo(target)
+                elif choice == 1:
+                    target.write_bytes(_mutate_text(r, json.dumps(row, default=str)))
+                else:
+                    target.write_text(json.dumps(row, default=str))
+        argv.append(r.choice(["--resume", "--resume", "--overwrite", "--workers"]))
+        if argv[-1] == "--workers":
+            argv.append("1")
+    else:
+        table = d / "table"
+        shutil.copytree(ws.sweep_table, table)
+        data = (table / "sweep.parquet").read_bytes()
+        how = r.randrange(4)
+        if how == 0:
+            (table / "sweep.parquet").write_bytes(data[:r.randrange(len(data))])
+        elif how == 1:
+            b = bytearray(data)
+            for _ in range(r.randrange(1, 8)):
+                b[r.randrange(len(b))] = r.randrange(256)
+            (table / "sweep.parquet").write_bytes(bytes(b))
+        elif how == 2:
+            (table / "sweep.parquet").unlink()
+            os.mkfifo(table / "sweep.parquet")
+        x, y = r.choice([("seed", "kernel_time_ns"), ("seed", "nope"), ("status", "kernel_time_ns"), ("", "")])
+        return ["sweep", "plot", str(table), "--x", x, "--y", y, "-o", str(d / "fig")]
+    return argv
+
+
 #: Campaigns whose cases cost seconds (figures are drawn) run this fraction of --cases, so the test
 #: command's bounded run stays within its time budget.
 SHARE = {"rundir": 0.1, "netsweep": 0.5}
 
 CASES: dict[str, Callable[[random.Random, Workspace, Path], list[str]]] = {
     "platform": case_platform, "profile": case_profile, "csv": case_csv, "cli": case_cli,
-    "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory}
+    "sweep": case_sweep, "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory}
 
 
 # ---------------------------------------------------------------- running
@@ -451,6 +593,11 @@ def run_case(argv: list[str], cwd: Path, limit_s: float) -> tuple[str, str]:
     return f"exit-{os.WEXITSTATUS(status)}", text
 
 
+def _special_files(folder: str, names: list[str]) -> list[str]:
+    """The FIFOs and devices among `names`: copying one would read it, and a FIFO blocks."""
+    return [n for n in names if not (os.path.isdir(os.path.join(folder, n)) or os.path.isfile(os.path.join(folder, n)))]
+
+
 def main() -> int:
     """Runs the campaigns; exit status 0 when every case ended in 0, 2 or 3."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -464,6 +611,8 @@ def main() -> int:
     from eidola.run import sysc
 
     sysc.load()  # once, so every forked case starts with the models loaded
+    # Sweep cases stay small: a mutated range of a million points is refused rather than run.
+    os.environ["EIDOLA_MAX_SWEEP_POINTS"] = str(SWEEP_POINTS)
     campaigns = CAMPAIGNS if args.campaign == "all" else (args.campaign,)
     counts: dict[str, Counter[str]] = {}
     findings = 0
@@ -484,7 +633,7 @@ def main() -> int:
                     findings += 1
                     keep = args.keep / f"{campaign}-{args.seed}-{i}"
                     shutil.rmtree(keep, ignore_errors=True)
-                    shutil.copytree(d, keep)
+                    shutil.copytree(d, keep, ignore=_special_files)
                     (keep / "argv.json").write_text(json.dumps(argv))
                     print(f"FINDING {campaign} #{i}: {outcome}: {argv}\n  {text.strip().splitlines()[-1:]}",
                           file=sys.stderr)

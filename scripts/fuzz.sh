@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Long fuzz campaigns: N cases of each campaign (platforms, profiles, timestamps CSVs, CLI
-# arguments), every case a forked `eidola` command with a wall limit. Exits 1 on any finding
+# arguments, sweep specs and folders), every case a forked `eidola` command with a wall limit. Exits 1 on any finding
 # (exit status 1, a signal or a hang); findings are kept in build/fuzz-findings/.
 #   bash scripts/fuzz.sh 2500            # 10,000 cases in all
 #   bash scripts/fuzz.sh 500 --seed 7    # other cases

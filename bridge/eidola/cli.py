@@ -255,12 +255,14 @@ def _cmd_describe(args: argparse.Namespace) -> int:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .run.sweep import default_out, load_spec, sweep
+    from .run.sweep.options import check_dask, check_workers
 
+    check_workers(args.workers)  # the options first: they cost nothing to check, the spec may
+    check_dask(args.dask)
     spec = load_spec(args.spec)
     out = Path(args.out) if args.out else default_out(spec)
-    if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers {args.workers}: expected a positive number of workers")
-    table = sweep(spec, out=out, workers=args.workers, dask=args.dask, resume=args.resume, progress=True)
+    table = sweep(spec, out=out, workers=args.workers, dask=args.dask, resume=args.resume, overwrite=args.overwrite,
+                  progress=True)
     a = table.attrs
     print(f"{spec.name}: {len(table)} points ({a['reused']} reused, {a['ran']} run, {a['failed']} failed); "
           f"wrote {out}/sweep.parquet, sweep.csv and points/")
@@ -364,6 +366,8 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--dask", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786) or local:N workers")
     sw.add_argument("--out", help="output folder (default: out/sweeps/NAME)")
     sw.add_argument("--resume", action="store_true", help="run only the points not already finished in the folder")
+    sw.add_argument("--overwrite", action="store_true",
+                    help="run every point again in a folder that holds an earlier sweep")
     ns = sub.add_parser("netsweep", help="latency-load sweep of synthetic traffic: a table and two figures",
                         description="Simulate synthetic traffic at each offered rate; print latency and accepted "
                                     "load, and draw both against offered load (PNG and SVG).")

@@ -14,7 +14,8 @@ the process or exhaust its memory:
 - YAML is parsed twice: first as a stream of events (libyaml keeps no recursion there), which
   bounds the nesting depth and the size of the document *with its aliases expanded* (so a
   "billion laughs" document is refused before anything walks it); then loaded with the safe
-  loader, where a repeated mapping key is an error rather than silently winning.
+  loader, where a repeated mapping key is an error rather than silently winning; an alias inside
+  the node it names (a structure that contains itself) is refused too.
 """
 
 from __future__ import annotations

@@ -56,3 +56,22 @@ def all_gone(seen: list[tuple[int, str | None]], seconds: float = 30.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def forked_children(parent: int) -> list[int]:
+    """The children of `parent` that run its own command line: the processes it forked (a simulation, a
+    sweep's point), not the programs it ran (a compiler probe)."""
+    try:
+        with open(f"/proc/{parent}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return []
+    out = []
+    for child in children_of(parent):
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as f:
+                if f.read() == cmdline:
+                    out.append(child)
+        except OSError:
+            pass
+    return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pandas
 import pytest
 from gemv_timing import symmetric_flag_reads
-from processes import all_gone, children_of, identity
+from processes import all_gone, children_of, forked_children, identity, still_running
 from sweep_helpers import (
     LATENCIES_NS,
     MEMORY_NS,
@@ -134,3 +135,31 @@ def test_sweep_plot_draws_and_names_bad_columns(tmp_path, write_platform, cli): 
     assert bad.returncode == 2 and "'busbw'" in bad.stderr and "--y" in bad.stderr and "Traceback" not in bad.stderr
     none = cli("sweep", "plot", tmp_path, "--x", "a", "--y", "b")
     assert none.returncode == 2 and "not a sweep folder" in none.stderr
+
+
+def test_kill_9_of_the_sweep_leaves_no_running_point(tmp_path, write_platform):  # type: ignore[no-untyped-def]
+    # Two points that never finish: GPU 0 starts 10^12 ns late and its peers poll every 1 ns for it.
+    spec = write_gemv_sweep(tmp_path, gemv_platform(write_platform)).read_text()
+    spec = spec.replace("interval_ns: 100}", "interval_ns: 1, delays: [{gpu: 0, ns: 1.0e+12}]}")
+    spec = spec.split("grid:")[0] + "grid: {seed: [1, 2]}\nmetrics: [kernel_time_ns]\n"
+    path = tmp_path / "forever.yaml"
+    path.write_text(spec)
+    proc = subprocess.Popen([sys.executable, "-m", "eidola", "sweep", str(path), "--out", str(tmp_path / "out"),
+                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen: list[tuple[int, str | None]] = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(seen) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            seen = [identity(pid) for pid in forked_children(proc.pid)]
+            time.sleep(0.1)
+        assert len(seen) == 2, f"the points never started: {proc.poll()} {seen}"
+        proc.send_signal(signal.SIGKILL)  # no handler, no finally: only the kernel can end the points
+        proc.wait(timeout=60)
+        assert all_gone(seen), "a point outlived its killed sweep"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=60)
+        for pid, started in seen:
+            if still_running((pid, started)):
+                os.kill(pid, signal.SIGKILL)

@@ -1,8 +1,9 @@
 """Design-space sweeps: many simulations from one spec, on this machine or a Dask cluster.
 
-`sweep(spec)` expands the spec's axes into points, runs the points not already finished (with
-`resume=True`), and returns the table: a pandas DataFrame with a row per point. See `spec` for
-the file format, `metrics` for the metrics, `execute` for how a point runs and fails.
+`sweep(spec)` expands the spec's axes into points, checks every one (`check`), runs the points
+not already finished (with `resume=True`), and returns the table: a pandas DataFrame with a row
+per point. See `spec` for the file format, `metrics` for the metrics, `execute` for how a point
+runs and fails, `table` for the output folder and what `--resume` reuses.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigError
+from .check import check_points
 from .execute import Task
 from .metrics import METRICS, register, register_prefix
+from .options import check_dask, check_workers, prepare_out
 from .points import Point, expand
 from .progress import Progress
 from .spec import SweepSpec, load_spec, spec_from_dict
@@ -50,7 +52,7 @@ def _as_spec(spec: SweepSpec | str | os.PathLike[str] | dict[str, Any]) -> Sweep
 
 
 def sweep(spec: SweepSpec | str | os.PathLike[str] | dict[str, Any], *, out: str | os.PathLike[str] | None = None,
-          workers: int | None = None, dask: str | None = None, resume: bool = False,
+          workers: int | None = None, dask: str | None = None, resume: bool = False, overwrite: bool = False,
           progress: bool = False) -> pandas.DataFrame:
     """Runs a sweep and returns its table (a row per point: its axes, metrics, status, error, hash, folder).
 
@@ -58,18 +60,24 @@ def sweep(spec: SweepSpec | str | os.PathLike[str] | dict[str, Any], *, out: str
     or a SweepSpec. `out` is the output folder (default out/sweeps/NAME). `workers` is the number
     of points run at once locally (default: one per core). `dask` is a scheduler address
     (tcp://host:8786) or `local:N` for a new local cluster of N workers; None runs locally.
-    `resume` keeps the points already finished in `out` and runs only the rest. `progress` shows
-    a bar (or plain lines when stderr is not a terminal). The table's `attrs` hold `reused` and
-    `ran`: how many points came from disk and how many ran now.
+    `resume` keeps the points already finished in `out` and runs only the rest; `overwrite` runs
+    every point again in a folder that holds an earlier sweep (without either, such a folder is
+    refused). `progress` shows a bar (or plain lines when stderr is not a terminal). The table's
+    `attrs` hold `reused` and `ran`: how many points came from disk and how many ran now.
+
+    Everything is checked before the first point runs (the options, and every point's platform
+    and generator: see `check`): bad input raises ConfigError naming the spec file and key.
     """
+    check_workers(workers)
+    check_dask(dask)
     spec = _as_spec(spec)
     points = expand(spec)
+    check_points(spec, points)
     folder = Path(out) if out is not None else default_out(spec)
-    rows = finished_rows(folder, points) if resume else {}
+    prepare_out(folder, resume, overwrite)
+    rows = finished_rows(folder, spec, points) if resume else {}
     reused = len(rows)
     tasks = [Task(spec, p, str(point_folder(folder, p).resolve())) for p in points if p.index not in rows]
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise ConfigError(f"workers: expected a positive integer, got {workers!r}")
     bar = Progress(len(points), reused, progress)
 
     def done(row: dict[str, Any]) -> None:

@@ -52,7 +52,7 @@ def _client(address: str) -> tuple[Client, LocalCluster | None]:
         return Client(cluster), cluster  # type: ignore[no-untyped-call]
     try:
         return Client(address, timeout="20s"), None  # type: ignore[no-untyped-call]
-    except OSError as e:
+    except (OSError, ValueError) as e:  # unreachable, or an address distributed cannot parse
         raise ConfigError(f"--dask {address}: cannot reach the Dask scheduler ({e})") from None
 
 

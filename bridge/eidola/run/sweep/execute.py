@@ -18,6 +18,7 @@ import json
 import os
 import pickle
 import select
+import shutil
 import signal
 import sys
 import time
@@ -28,13 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, DeadlockError, EidolaError, SimulationError
+from ..simulate import _die_with_parent as die_with_parent  # the one place that knows prctl
 from .metrics import MetricContext, compute
-from .points import Point
+from .points import Point, canonical_json
 from .spec import SweepSpec
 
-__all__ = ["ROW_FILE", "Task", "build_point", "row_template", "run_point", "run_tasks"]
+__all__ = ["ROW_FILE", "STATUSES", "Task", "build_point", "point_inputs", "row_template", "run_point", "run_tasks"]
 
 ROW_FILE = "row.json"  #: a finished point's row, in its folder; its presence is what --resume looks for
+STATUSES = ("ok", "error", "deadlock", "failed", "crashed", "timeout", "internal")  #: a row's possible statuses
 
 
 @dataclass(frozen=True)
@@ -74,17 +77,16 @@ def _generator_value(key: str, value: Any) -> Any:
             return int(units.parse(value, "size"))
         except units.UnitError as e:
             raise ConfigError(f"generator.{key}: {e}") from None
+        except (OverflowError, ValueError):  # 1e400B parses to infinity
+            raise ConfigError(f"generator.{key}: {value!r} is not a finite size") from None
     return value
 
 
-def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int, dict[str, Any] | None]:
-    """(Platform, Profile, seed, generator parameters) of the point with axis `values`."""
-    from ...platform.yaml_io import apply_overrides, platform_from_dict
-    from ...workload import generators
-    from ...workload.profile_yaml import load_profile
+def point_inputs(spec: SweepSpec, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
+    """(platform overrides, generator name and parameters, seed) of the point with axis `values`.
 
-    _load_profile: Callable[[str], Any] = load_profile  # typed here: the loader itself is not annotated
-
+    Plain dict work, no file read: `check.check_points` calls it for every point before any runs.
+    """
     overrides = dict(spec.fixed)
     generator = copy.deepcopy(spec.generator)
     seed = None
@@ -97,16 +99,30 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
             _set_path(generator, key.split(".")[1:], value, f"{spec.source}: axis {key}")
         else:
             overrides[key] = value
+    if generator is not None:
+        name = generator.get("name")
+        generator = {"name": name, **{str(k): _generator_value(str(k), v) for k, v in generator.items() if k != "name"}}
+    return overrides, generator, seed
+
+
+def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int, dict[str, Any] | None]:
+    """(Platform, Profile, seed, generator parameters) of the point with axis `values`."""
+    from ...platform.yaml_io import apply_overrides, platform_from_dict
+    from ...workload import generators
+    from ...workload.profile_yaml import load_profile
+
+    _load_profile: Callable[[str], Any] = load_profile  # typed here: the loader itself is not annotated
+
+    overrides, generator, seed = point_inputs(spec, values)
     doc = apply_overrides(spec.platform_doc, overrides, spec.platform_path)
     platform = platform_from_dict(doc, source=spec.platform_path)
     if generator is not None:
-        params = {k: _generator_value(k, v) for k, v in generator.items() if k != "name"}
+        params = {k: v for k, v in generator.items() if k != "name"}
         fn = getattr(generators, str(generator["name"]))
         try:
             profile = fn(**params)
-        except TypeError as e:  # an unknown or missing parameter
+        except TypeError as e:  # an unknown or missing parameter (check_points refuses both first)
             raise ConfigError(f"{spec.source}: generator {generator['name']}: {e}") from None
-        generator = {"name": generator["name"], **params}
     else:
         path = spec.profile_path or platform.profile
         if not path:
@@ -117,7 +133,7 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
 
 def row_template(point: Point) -> dict[str, Any]:
     """A point's row before it runs: its index, hash and axis values (non-scalars as JSON text)."""
-    values = {k: v if isinstance(v, (int, float, str, bool)) else json.dumps(v, sort_keys=True)
+    values = {k: v if isinstance(v, (int, float, str, bool)) else canonical_json(v)
               for k, v in point.values.items()}
     return {"point": point.index, "hash": point.hash, **values}
 
@@ -132,13 +148,18 @@ def _simulate_point(task: Task, built: tuple[Any, Any, int, dict[str, Any] | Non
     return compute(task.spec.metrics, result, MetricContext(generator, profile))
 
 
-def _child(task: Task, built: tuple[Any, Any, int, dict[str, Any] | None], write_fd: int) -> None:
+def _child(task: Task, built: tuple[Any, Any, int, dict[str, Any] | None], write_fd: int, parent: int,
+           held: set[int | signal.Signals]) -> None:
     """Runs in the forked child; never returns."""
     code = 0
     try:
+        # Killed with the sweep, even by SIGKILL, which leaves the sweep no chance to clean up.
+        die_with_parent(parent)
         gc.disable()
-        for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGINT):
+        for sig in (signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGINT,
+                    signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         log = os.open(os.path.join(task.folder, "log.txt"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
@@ -168,13 +189,13 @@ class _Running:
     pid: int
     fd: int
     deadline: float | None
+    held: set[int | signal.Signals]  # the signal mask before _start blocked SIGINT and SIGTERM around fork()
     data: bytearray = field(default_factory=bytearray)
 
 
 def _start(task: Task) -> _Running | dict[str, Any]:
     """Builds the point and forks its child; returns the row at once when the point is bad input."""
-    Path(task.folder).mkdir(parents=True, exist_ok=True)
-    (Path(task.folder) / ROW_FILE).unlink(missing_ok=True)  # a rerun is not finished until it says so
+    _fresh_folder(Path(task.folder))  # a rerun is not finished until it says so, and keeps nothing of before
     # Built here, not in the child: the child would pay a copy-on-write fault for every page of
     # the parent's heap that building touches (measured: 25-40 ms a point, against 1 ms here).
     # Building is plain Python that raises EidolaError on bad input, so nothing is lost.
@@ -184,23 +205,47 @@ def _start(task: Task) -> _Running | dict[str, Any]:
         status = "error" if isinstance(e, ConfigError) else "failed"
         return _record(task, {"status": status, "exit_status": e.exit_status, "error": str(e)})
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     sys.stdout.flush()
     sys.stderr.flush()
     # Out of the collector's reach: a collection in the child would copy every page of the parent's heap.
     gc.freeze()
-    pid = os.fork()
+    # Ctrl-C or SIGTERM between fork() and run_tasks' bookkeeping would leave the child unknown to the
+    # clean-up that kills running points: held until the caller has it (see run_tasks).
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        pid = os.fork()
+    except OSError as e:  # out of processes or memory: the sweep cannot go on, but signals must come back
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        gc.unfreeze()
+        os.close(read_fd)
+        os.close(write_fd)
+        raise SimulationError(f"cannot start a process for point {task.point.index} ({e.strerror})") from None
     if pid == 0:
         os.close(read_fd)
-        _child(task, built, write_fd)
+        _child(task, built, write_fd, parent, held)
     gc.unfreeze()
     os.close(write_fd)
     timeout = task.spec.timeout_s
-    return _Running(task, pid, read_fd, None if timeout is None else time.monotonic() + timeout)
+    return _Running(task, pid, read_fd, None if timeout is None else time.monotonic() + timeout, held)
+
+
+def _fresh_folder(folder: Path) -> None:
+    """Makes `folder` an empty folder, whatever stood there (an earlier run's files, a file, a link)."""
+    try:
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            folder.unlink()
+        elif folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+    except OSError as e:
+        raise ConfigError(f"output folder (--out): cannot make the point folder {folder} ({e.strerror or e})") from None
 
 
 def _record(task: Task, outcome: dict[str, Any]) -> dict[str, Any]:
     """The point's row (its inputs and `outcome`), also written to row.json in its folder."""
-    row = {**row_template(task.point), **outcome}
+    # timeout_s: the limit in force, which --resume compares with the spec's (not a table column).
+    row = {**row_template(task.point), **outcome, "timeout_s": task.spec.timeout_s}
     tmp = Path(task.folder) / (ROW_FILE + ".tmp")
     tmp.write_text(json.dumps(row, sort_keys=True) + "\n")
     tmp.replace(Path(task.folder) / ROW_FILE)  # atomic: a row.json is always whole
@@ -242,6 +287,7 @@ def run_tasks(tasks: Iterable[Task], parallel: int, on_done: Callable[[dict[str,
                     on_done(started)
                 else:
                     running[started.fd] = started
+                    signal.pthread_sigmask(signal.SIG_SETMASK, started.held)  # now the finally below kills it
             if not running:
                 return
             deadlines = [r.deadline for r in running.values() if r.deadline is not None]

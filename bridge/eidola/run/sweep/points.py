@@ -14,9 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ...errors import ConfigError
+from ...inputs import MAX_YAML_DEPTH
 from .spec import AxisGroup, SweepSpec
 
-__all__ = ["Point", "expand", "point_hash"]
+__all__ = ["Point", "canonical_json", "expand", "point_hash"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,25 @@ def expand(spec: SweepSpec) -> list[Point]:
     return points
 
 
+def _plain(value: Any, depth: int) -> Any:
+    """`value` with every mapping key made text, so JSON can sort it (YAML allows `{0: x}` beside `{a: y}`)."""
+    if depth > MAX_YAML_DEPTH:
+        raise ConfigError(f"a value nested more than {MAX_YAML_DEPTH} levels deep (or containing itself)")
+    if isinstance(value, dict):
+        # A text key stays as written (so hashes of ordinary specs do not change); another key is
+        # tagged with its type, so the key 1 and the key "1" stay apart.
+        return {k if isinstance(k, str) else f"\0{type(k).__name__}:{k!r}": _plain(v, depth + 1)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """The canonical JSON text of a spec value: sorted keys, no spaces, other types by repr()."""
+    return json.dumps(_plain(value, 0), sort_keys=True, separators=(",", ":"), default=repr)
+
+
 def point_hash(spec: SweepSpec, values: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of everything that decides a point's row.
 
@@ -61,8 +82,9 @@ def point_hash(spec: SweepSpec, values: dict[str, Any]) -> str:
     another process (or another machine). The inputs are the axis values, the fixed overrides,
     the generator, the metrics, the trace flag and the base files' contents (spec.base_digest);
     not the spec's path or the point's position, so a reordered or moved spec reuses its results.
+    The timeout is not hashed: it decides whether a point finishes, not what it computes, so
+    `--resume` compares it with the one a timed-out row was killed at instead (table.finished_rows).
     """
     doc = {"values": values, "set": spec.fixed, "generator": spec.generator, "metrics": list(spec.metrics),
            "trace": spec.trace, "base": spec.base_digest}
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(doc).encode()).hexdigest()

@@ -17,26 +17,34 @@ timeout: 60s                           # per point; a point past it is killed an
 An axis key is `seed`, `generator.<parameter>` (dots and list indices go deeper:
 `generator.delays.0.ns`) or any dotted platform key. Axis values are a list, or a range mapping
 `{start: 0, stop: 40000, step: 2000}` (stop included when reached).
+
+Every file (the spec, its platform and profile) is read through `eidola.inputs`, so a device, a
+FIFO, non-UTF-8 text, deep nesting, duplicate keys or aliases that multiply or contain
+themselves are refused with the file's name. A sweep has at most `max_points()` points.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ...errors import ConfigError
+from ...inputs import decode_text, load_yaml, read_input
 from ...platform import units
-from ...platform.yaml_io import reject_unknown_keys
+from ...platform.yaml_io import MAX_PLATFORM_NODES, reject_unknown_keys
 from .metrics import check_metrics
 
-__all__ = ["SPEC_VERSION", "AxisGroup", "SweepSpec", "load_spec", "spec_from_dict"]
+__all__ = ["DEFAULT_MAX_POINTS", "MAX_TIMEOUT_S", "SPEC_VERSION", "AxisGroup", "SweepSpec", "load_spec", "max_points",
+           "spec_from_dict"]
 
 SPEC_VERSION = 1
+DEFAULT_MAX_POINTS = 1_000_000  #: the most points a sweep may have, unless EIDOLA_MAX_SWEEP_POINTS says otherwise
+MAX_TIMEOUT_S = 86400.0         #: the longest per-point timeout (a day), as for `eidola run --timeout`
+_SPEC_NODES = 200_000           #: most YAML values a spec may hold, aliases expanded (a spec is a page, not data)
 _TOP_KEYS = ("sweep", "name", "platform", "profile", "generator", "set", "grid", "zip", "axes", "metrics",
              "timeout", "trace")
 
@@ -47,6 +55,7 @@ class AxisGroup:
 
     kind: str                                 #: "grid" or "zip"
     axes: tuple[tuple[str, tuple[Any, ...]], ...]  #: (key, values) per axis, in the spec's order
+    where: str = ""                           #: the group's place in the spec ("grid", "axes[1].zip"), for errors
 
 
 @dataclass(frozen=True)
@@ -71,15 +80,25 @@ class SweepSpec:
         return [key for g in self.groups for key, _ in g.axes]
 
 
+def max_points() -> int:
+    """The most points a sweep may have: EIDOLA_MAX_SWEEP_POINTS if set (a positive integer), else 1,000,000.
+
+    Why a limit: a range such as {start: 0, stop: 1e12} or a grid of many long axes would
+    otherwise expand until memory runs out before the first point runs.
+    """
+    text = os.environ.get("EIDOLA_MAX_SWEEP_POINTS", "").strip()
+    if not text:
+        return DEFAULT_MAX_POINTS
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"EIDOLA_MAX_SWEEP_POINTS: expected a positive number of points, got {text!r}")
+    return int(text)
+
+
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Reads and checks a sweep spec file; ConfigError (naming the file and key) when it is malformed."""
     p = Path(path)
-    try:
-        doc = yaml.safe_load(p.read_text())
-    except OSError as e:
-        raise ConfigError(f"{p}: cannot read the sweep spec ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: is not valid YAML ({e})") from None
+    name = os.fspath(path)
+    doc = load_yaml(decode_text(read_input(p, "sweep spec"), name), name, max_nodes=_SPEC_NODES)
     return spec_from_dict(doc, source=str(p.resolve()))
 
 
@@ -93,7 +112,8 @@ def spec_from_dict(doc: object, source: str = "<dict>", base_dir: str | Path | N
         raise ConfigError(f"{loc}sweep: expected spec version {SPEC_VERSION}, got {doc.get('sweep')!r}")
     base = Path(base_dir) if base_dir is not None else (Path(source).parent if source != "<dict>" else Path.cwd())
     platform_path = _path(doc.get("platform"), base, f"{loc}platform")
-    platform_doc = _read_yaml(platform_path, f"{loc}platform")
+    platform_bytes = read_input(platform_path, "platform file", _named(f"{loc}platform"))
+    platform_doc = _read_yaml(platform_bytes, platform_path, f"{loc}platform")
     if "profile" in doc and "generator" in doc:
         raise ConfigError(f"{loc}profile, generator: give one workload, not both")
     profile_path = _path(doc["profile"], base, f"{loc}profile") if "profile" in doc else None
@@ -101,6 +121,11 @@ def spec_from_dict(doc: object, source: str = "<dict>", base_dir: str | Path | N
     fixed = doc.get("set") or {}
     if not isinstance(fixed, dict):
         raise ConfigError(f"{loc}set: expected a mapping of dotted keys to values, got {fixed!r}")
+    for key in fixed:
+        _check_key(key, f"{loc}set")
+        if key.split(".")[0] == "generator":
+            raise ConfigError(f"{loc}set.{key}: fixed generator parameters go in `generator:`; `set` holds "
+                              "platform keys")
     groups = _groups(doc, loc, generator is not None)
     metrics = doc.get("metrics")
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
@@ -115,24 +140,39 @@ def spec_from_dict(doc: object, source: str = "<dict>", base_dir: str | Path | N
     spec = SweepSpec(name, source, str(platform_path), platform_doc, None if profile_path is None else str(profile_path),
                      generator, dict(fixed), groups, tuple(metrics), _timeout(doc.get("timeout"), loc),
                      trace or needs_trace)
-    return SweepSpec(**{**spec.__dict__, "base_digest": _digest(spec)})
+    return SweepSpec(**{**spec.__dict__, "base_digest": _digest(spec, platform_bytes, f"{loc}profile")})
+
+
+def _check_key(key: object, where: str) -> str:
+    """A dotted key as a spec writes it: a non-empty string with no empty part."""
+    if not isinstance(key, str) or not key or "" in key.split("."):
+        raise ConfigError(f"{where}: {key!r} is not a dotted key such as fabric.latency (keys are text)")
+    return key
 
 
 def _path(value: object, base: Path, where: str) -> Path:
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or "\0" in value:
         raise ConfigError(f"{where}: expected a file path, got {value!r}")
     p = Path(value)
     p = p if p.is_absolute() else base / p
-    if not p.is_file():
+    if not p.exists():
         raise ConfigError(f"{where}: no such file {str(p)!r}")
     return p.resolve()
 
 
-def _read_yaml(path: Path, where: str) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: {path} is not valid YAML ({e})") from None
+def _named(where: str) -> type[ConfigError]:
+    """A ConfigError class whose messages start with `where` (the spec file and key that named the file)."""
+
+    class Named(ConfigError):
+        def __init__(self, message: str) -> None:
+            super().__init__(f"{where}: {message}")
+
+    return Named
+
+
+def _read_yaml(data: bytes, path: Path, where: str) -> dict[str, Any]:
+    named = _named(where)
+    doc = load_yaml(decode_text(data, str(path), named), str(path), named, max_nodes=MAX_PLATFORM_NODES)
     if not isinstance(doc, dict):
         raise ConfigError(f"{where}: {path} is not a platform (expected a mapping)")
     return doc
@@ -170,7 +210,7 @@ def _groups(doc: dict[str, Any], loc: str, has_generator: bool) -> tuple[AxisGro
             raise ConfigError(f"{where}: expected a mapping of axis keys to lists of values")
         pairs = []
         for key, values in body.items():
-            key = str(key)
+            key = _check_key(key, where)
             if key in seen:
                 raise ConfigError(f"{where}.{key}: this axis is already varied by another group")
             seen.add(key)
@@ -182,50 +222,75 @@ def _groups(doc: dict[str, Any], loc: str, has_generator: bool) -> tuple[AxisGro
         if kind == "zip" and len({len(v) for _, v in pairs}) > 1:
             lengths = ", ".join(f"{k}: {len(v)}" for k, v in pairs)
             raise ConfigError(f"{where}: zipped axes must have equally many values ({lengths})")
-        out.append(AxisGroup(kind, tuple(pairs)))
+        out.append(AxisGroup(kind, tuple(pairs), where.removeprefix(loc)))
+    total, limit = 1, max_points()
+    for group in out:
+        total *= len(group.axes[0][1]) if group.kind == "zip" else math.prod(len(v) for _, v in group.axes)
+        if total > limit:
+            raise ConfigError(f"{loc}{group.where}: the sweep would have more than {limit} points "
+                              "(set EIDOLA_MAX_SWEEP_POINTS to raise the limit)")
     return tuple(out)
 
 
 def _values(values: object, where: str) -> tuple[Any, ...]:
+    limit = max_points()
     if isinstance(values, dict):
         if set(values) - {"start", "stop", "step"} or not {"start", "stop"} <= set(values):
             raise ConfigError(f"{where}: a range is {{start: A, stop: B, step: C}}; got {values!r}")
         start, stop, step = values["start"], values["stop"], values.get("step", 1)
-        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (start, stop, step)) or step <= 0:
-            raise ConfigError(f"{where}: range bounds must be numbers and step > 0; got {values!r}")
-        count = int((stop - start) / step + 1e-9) + 1
-        return tuple(start + i * step for i in range(max(count, 0)))
+        numbers = (start, stop, step)
+        if (not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers)
+                or not all(math.isfinite(x) for x in numbers) or step <= 0):
+            raise ConfigError(f"{where}: range bounds must be finite numbers and step > 0; got {values!r}")
+        if all(isinstance(x, int) for x in numbers):
+            count = (stop - start) // step + 1  # exact, whatever the integers' size
+        else:
+            span = (stop - start) / step  # finite bounds, but a tiny step can still overflow the quotient
+            if not math.isfinite(span) or span >= limit:
+                raise ConfigError(f"{where}: the range has more than {limit} values")
+            count = int(span + 1e-9) + 1
+        if count > limit:
+            raise ConfigError(f"{where}: the range has {count} values, more than the limit of {limit} "
+                              "(set EIDOLA_MAX_SWEEP_POINTS to raise it)")
+        if count < 1:
+            raise ConfigError(f"{where}: the range is empty (stop {stop!r} is below start {start!r})")
+        return tuple(start + i * step for i in range(count))
     if not isinstance(values, list) or not values:
         raise ConfigError(f"{where}: expected a non-empty list of values, got {values!r}")
+    if len(values) > limit:
+        raise ConfigError(f"{where}: {len(values)} values, more than the limit of {limit} points")
     return tuple(values)
 
 
 def _timeout(raw: object, loc: str) -> float | None:
     if raw is None:
         return None
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise ConfigError(f"{loc}timeout: expected a time such as 60s, got {raw!r}")
     try:
-        seconds = units.parse(raw, "time") if isinstance(raw, str) else float(raw)  # type: ignore[arg-type]
-    except (units.UnitError, TypeError, ValueError) as e:
+        seconds = units.parse(raw, "time") if isinstance(raw, str) else float(raw)
+    except (units.UnitError, OverflowError) as e:
         raise ConfigError(f"{loc}timeout: {e}") from None
-    if seconds <= 0:
-        raise ConfigError(f"{loc}timeout: expected a positive time such as 60s, got {raw!r}")
+    if not 0 < seconds <= MAX_TIMEOUT_S:  # also refuses nan
+        raise ConfigError(f"{loc}timeout: expected a time in (0s, {MAX_TIMEOUT_S:g}s] such as 60s, got {raw!r}")
     return seconds
 
 
-def _digest(spec: SweepSpec) -> str:
+def _digest(spec: SweepSpec, platform_bytes: bytes, where: str) -> str:
     """Hashes the contents of the files every point reads, so an edited platform or profile invalidates results.
 
     Why contents and not paths: `--resume` must rerun a point whose inputs changed on disk, and must not
-    rerun one whose folder moved.
+    rerun one whose folder moved. The profile is the one the points replay: the spec's, else (without a
+    generator) the one the platform names, after `set` (a `profile` axis is refused, so it is the same
+    for every point).
     """
-    h = hashlib.sha256()
-    files = [spec.platform_path]
-    declared = spec.platform_doc.get("profile")
-    if spec.profile_path:
-        files.append(spec.profile_path)
-    elif spec.generator is None and isinstance(declared, str):
-        files.append(str(Path(spec.platform_path).parent / declared))
-    for f in files:
-        h.update(f.encode() if not Path(f).is_file() else Path(f).read_bytes())
-        h.update(b"\0")
+    h = hashlib.sha256(platform_bytes)
+    h.update(b"\0")
+    profile = spec.profile_path
+    declared = spec.fixed.get("profile", spec.platform_doc.get("profile"))
+    if profile is None and spec.generator is None and isinstance(declared, str) and declared and "\0" not in declared:
+        profile = str(Path(spec.platform_path).parent / declared)
+    if profile is not None:
+        h.update(read_input(profile, "profile file", _named(where)))
+    h.update(b"\0")
     return h.hexdigest()

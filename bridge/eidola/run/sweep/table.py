@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from .execute import ROW_FILE
+from ...errors import ConfigError
+from ...inputs import read_input
+from .execute import ROW_FILE, STATUSES, row_template
 from .points import Point
 from .spec import SweepSpec
 
@@ -32,19 +36,54 @@ def point_folder(out: Path, point: Point) -> Path:
     return out / "points" / point.key
 
 
-def finished_rows(out: Path, points: list[Point]) -> dict[int, dict[str, Any]]:
-    """The rows already on disk for `points` (by index): those whose folder holds a whole row.json
-    with the same hash. A point whose inputs changed has another hash, so another folder."""
+def finished_rows(out: Path, spec: SweepSpec, points: list[Point]) -> dict[int, dict[str, Any]]:
+    """The rows already on disk for `points` (by index) that `--resume` may reuse.
+
+    A point's folder must be a real folder (not a link) holding a whole row.json with the point's
+    hash. A point whose inputs changed has another hash, so another folder. Nothing in the file is
+    trusted beyond that: the row is rebuilt from the spec (index, hash, axis values) and the file's
+    status, exit status, error and metrics, each checked for its type; a file that fails a check is
+    not a finished point, and the point runs again. A point that timed out is reused only if the spec's
+    timeout is no longer than the one it was killed at: a longer one may let it finish.
+    """
     rows: dict[int, dict[str, Any]] = {}
     for p in points:
-        path = point_folder(out, p) / ROW_FILE
-        try:
-            row = json.loads(path.read_text())
-        except (OSError, ValueError):
+        folder = point_folder(out, p)
+        if folder.is_symlink() or not folder.is_dir():
             continue
-        if row.get("hash") == p.hash:
-            rows[p.index] = {**row, "point": p.index}
+        try:
+            row = json.loads(read_input(folder / ROW_FILE, "point row"))
+        except (ConfigError, ValueError, RecursionError):
+            continue
+        trusted = _trusted(row, p, spec)
+        if trusted is not None:
+            rows[p.index] = trusted
     return rows
+
+
+def _number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _trusted(row: object, point: Point, spec: SweepSpec) -> dict[str, Any] | None:
+    """The row of `point` rebuilt from a row.json's outcome, or None when the file cannot be its row."""
+    if not isinstance(row, dict) or row.get("hash") != point.hash:
+        return None
+    status, code, error = row.get("status"), row.get("exit_status"), row.get("error")
+    if status not in STATUSES or not isinstance(code, int) or isinstance(code, bool) or not isinstance(error, str):
+        return None
+    metrics: dict[str, Any] = {}
+    for m in spec.metrics:
+        value = row.get(m)
+        if value is None and status != "ok":
+            continue
+        if not _number(value):
+            return None
+        metrics[m] = float(value)
+    killed_at = row.get("timeout_s")
+    if status == "timeout" and (not _number(killed_at) or spec.timeout_s is None or spec.timeout_s > killed_at):
+        return None
+    return {**row_template(point), **metrics, "status": status, "exit_status": code, "error": error}
 
 
 def _columns(spec: SweepSpec) -> list[str]:
@@ -69,28 +108,51 @@ def write_table(out: Path, spec: SweepSpec, points: list[Point], rows: dict[int,
     for m in spec.metrics:
         frame[m] = frame[m].astype("float64")
     for axis in spec.axis_names():
-        # Parquet columns have one type: an axis mixing 4096 and "1GiB" is written as text.
-        kinds = {type(v) for v in frame[axis]}
-        if str in kinds and len(kinds) > 1:
+        # Parquet columns have one type: an axis mixing 4096 and "1GiB", or true and 1, is written as
+        # text, and so is an integer beyond 64 bits (2**64), which no Parquet integer column holds.
+        if not _one_parquet_type(list(frame[axis])):
             frame[axis] = frame[axis].astype(str)
     frame["exit_status"] = frame["exit_status"].astype("int64")
-    out.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(out / "sweep.parquet.tmp", index=False)
-    (out / "sweep.parquet.tmp").replace(out / "sweep.parquet")
-    frame.to_csv(out / "sweep.csv", index=False)
-    meta = {"name": spec.name, "source": spec.source, "axes": spec.axis_names(), "metrics": list(spec.metrics),
-            "points": len(points)}
-    (out / "spec.json").write_text(json.dumps(meta, indent=2) + "\n")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(out / "sweep.parquet.tmp", index=False)
+        (out / "sweep.parquet.tmp").replace(out / "sweep.parquet")
+        frame.to_csv(out / "sweep.csv", index=False)
+        meta = {"name": spec.name, "source": spec.source, "axes": spec.axis_names(), "metrics": list(spec.metrics),
+                "points": len(points)}
+        (out / "spec.json").write_text(json.dumps(meta, indent=2) + "\n")
+    except OSError as e:
+        raise ConfigError(f"output folder {out} (--out): cannot write the table ({e.strerror or e})") from None
     return frame
 
 
-def read_table(out: Path) -> pandas.DataFrame:
-    """The table of a finished sweep's folder."""
-    import pandas
+def _one_parquet_type(values: list[Any]) -> bool:
+    """Whether a column of these values has one Parquet type (numbers in 64 bits, or all of one kind)."""
+    kinds = {type(v) for v in values}
+    if kinds <= {int, float}:
+        return all(-(2**63) <= v < 2**63 for v in values if isinstance(v, int))
+    return len(kinds) <= 1
 
-    from ...errors import ConfigError
+
+def read_table(out: Path) -> pandas.DataFrame:
+    """The table of a finished sweep's folder; ConfigError naming the file when it is missing or not a sweep table."""
+    import pandas
+    import pyarrow  # type: ignore[import-untyped]
 
     path = out / "sweep.parquet"
-    if not path.is_file():
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        mode = 0
+    if not stat.S_ISREG(mode):
         raise ConfigError(f"{out}: not a sweep folder (no sweep.parquet); write one with eidola sweep SPEC --out {out}")
-    return pandas.read_parquet(path)
+    try:
+        table = pandas.read_parquet(path)
+    except (pyarrow.ArrowException, OSError, ValueError) as e:  # truncated, or not Parquet at all
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(f"{path}: not a readable sweep table ({first}); run the sweep again "
+                          "(eidola sweep SPEC --resume)") from None
+    missing = [c for c in ("point", *STATUS_COLUMNS) if c not in table.columns]
+    if missing:
+        raise ConfigError(f"{path}: not a sweep table (no column {', '.join(missing)})")
+    return table
