@@ -93,7 +93,7 @@ def test_too_many_points_in_all(tmp_path, plat, capsys, monkeypatch):  # type: i
     (b"sweep: 1\nplat\xffform: x\n", [":2:5:", "not UTF-8"]),
     (b"sweep: 1\nplatform: plat.yaml\nmetrics: " + b"[" * 100 + b"]" * 100 + b"\n", ["nested more than"]),
     (b"sweep: 1\nplatform: plat.yaml\nplatform: plat.yaml\nmetrics: [kernel_time_ns]\n", ["duplicate key"]),
-    (b"sweep: 1\nplatform: plat.yaml\nset: &a {x: *a}\nmetrics: [kernel_time_ns]\n", ["recursive alias"]),
+    (b"sweep: 1\nplatform: plat.yaml\nset: &a {x: *a}\nmetrics: [kernel_time_ns]\n", ["recursive YAML alias *a"]),
     (b"sweep: 1\n" + _BOMB.encode(), ["billion laughs"]),
 ])
 def test_a_spec_file_that_is_not_a_spec(tmp_path, plat, capsys, content, needles):  # type: ignore[no-untyped-def]
