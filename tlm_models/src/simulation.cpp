@@ -279,8 +279,9 @@ Table Simulation::table(const std::string& which) const {
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats())
                 row({double(l.src), double(l.dst), double(l.lanes), double(l.bytes), double(l.wire_bytes),
-                     double(l.packets), double(l.busy_ps), l.queue_mean_ps, l.queue_p50_ps, l.queue_p99_ps,
-                     l.queue_max_ps, double(l.peak_occupancy)});
+                     double(l.packets), double(l.busy_ps), double(l.lane_busy_max_ps), l.queue_mean_ps,
+                     l.queue_p50_ps, l.queue_p99_ps, l.queue_max_ps, double(l.peak_occupancy),
+                     double(l.hol_blocked_ps), double(l.credit_stall_ps)});
     } else if (which == "link_bins") {
         std::size_t index = 0;
         for (const Fabric* f : s.fabrics)
