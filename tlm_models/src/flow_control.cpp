@@ -91,6 +91,7 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     if (q.size > 0)
         m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
+        q.held -= p.units;
         const std::uint64_t tail_leaves = std::max(now, tail_leaves_ps);
         std::uint64_t back = tail_leaves + in.credit_latency_ps;  // when the first credits are back
         if (p.train > 1 && spacing_ps) {

@@ -37,6 +37,7 @@ void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t v
     Input& in = m_inputs[input];
     Queue& q = in.vcs[vc];
     q.push(id);
+    q.held += p.units;
     in.occupancy += p.units;
     LinkCounters& lc = m_link_counters[std::size_t(in.link)];
     lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
@@ -76,7 +77,7 @@ void PacketFabric::arbitrate(std::uint32_t output) {
 // `credits_at` (0: it has room now): its packets would go one by one as credits come.
 std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t cls, std::uint32_t bit,
                                        std::uint32_t next_out, std::uint32_t& units, std::uint64_t& retry_at,
-                                       std::uint32_t each, std::uint64_t& credits_at) {
+                                       std::uint32_t each, std::uint64_t& credits_at, bool& in_flight) {
     const Input& in = m_inputs[downstream];
     if (units > m_capacity) {  // a packet uses one lane, and that lane's buffer
         if (m_flow == FlowControl::Wormhole) {
@@ -109,6 +110,9 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t c
         const std::uint64_t due = q.collect(now);
         const std::uint32_t room = q.reserved >= in.capacity ? 0 : in.capacity - q.reserved;
         if (room < units) {
+            // Its packets leave room, but the credits are still on the wire: a buffer shorter than
+            // the credit round trip (not congestion downstream, which fills it with packets).
+            if (in.capacity - std::min(in.capacity, q.held) >= units) in_flight = true;
             if (each < units && room >= each) {
                 const std::uint64_t at = q.returned_by(units - room);
                 if (at < soonest) {
@@ -170,7 +174,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         std::int64_t next_vc = -1;
         std::uint32_t units = 0, wire = 0, bit = 0, each = 0;
         std::uint64_t credits_at = 0;  // a train started before all its credits are back: when they are
-        bool lacked_credits = false;   // a head could go but for the next buffer's credits
+        bool lacked_credits = false;   // a head could go but for credits still on their way back
         for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
             const Input& in = m_inputs[it->first];
             if (in.speedup_one && in.busy_until > now) {
@@ -184,12 +188,11 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
             next_vc = allocate_vc(downstream, p.cls, bit, route(link.dst, p, false), units, retry_at, each,
-                                  credits_at);
+                                  credits_at, lacked_credits);
             if (next_vc >= 0) {
                 grant = it;
                 break;
             }
-            lacked_credits = true;
         }
         if (grant == o.requests.end()) {  // every head waits for its input or for credits
             if (inside) retry_at = std::min(retry_at, *lane);

@@ -266,7 +266,7 @@ Table Simulation::table(const std::string& which) const {
             row({double(g->index()), double(g->finish_ps()), double(c.reads), double(c.flag_reads), double(c.writes),
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
                  double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
-                 double(m.fallbacks), double(m.peak_entries)});
+                 double(m.fallbacks), double(m.peak_entries), double(g->trains_refused())});
         }
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)

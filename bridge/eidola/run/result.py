@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .fabric_notes import fabric_notes
 from .tables import structured, table_dtype
 from .traffic_result import traffic_figures
 
@@ -186,6 +187,7 @@ class Result:
             "wall_s": self.wall_s,
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
             "busiest_link": dict(zip(("src", "dst", "utilization", "bytes"), busiest)) if busiest else None,
+            "notes": fabric_notes(self),
             **self.meta,
             # NaN (no packet measured) becomes null: summary.json stays strict JSON.
             **({"traffic": {k: (None if v != v else v) for k, v in self.traffic.items()}} if self.traffic else {}),

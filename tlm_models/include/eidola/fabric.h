@@ -30,8 +30,9 @@ struct LinkStats {
     /// Time a packet ready to leave the receiving input waited behind a channel's head bound for
     /// another output (head-of-line blocking), summed over the input's channels.
     std::uint64_t hol_blocked_ps = 0;
-    /// Time the link had a free lane and packets waiting for it that could not start only for lack
-    /// of credits in the next buffer.
+    /// Time the link had a free lane and packets waiting for it that could not start for lack of
+    /// credits still on their way back (the next buffer had room but does not cover the credit
+    /// round trip; a buffer full of packets, congestion further on, does not count).
     std::uint64_t credit_stall_ps = 0;
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
