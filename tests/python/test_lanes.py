@@ -108,3 +108,47 @@ def test_an_h100_like_switch_reaches_its_wire_bound(write_platform):
     # 18 x 25 x 256 / 288 = 400 GB/s.
     busbw, _ = _busbw(write_platform, 18, 25)
     assert 0.9 * _wire_busbw(18, 25) <= busbw <= _wire_busbw(18, 25)
+
+
+# What limits a run: the fabric counts it, and the summary says so.
+LAT, SW, B = 100.0, 50.0, 64.0   # ns, ns, GB/s
+
+
+@pytest.mark.parametrize("buffer", [8, 64])
+def test_a_buffer_short_of_the_credit_round_trip_is_counted_and_noted(write_platform, buffer):
+    # GPU 0 streams 1 MiB to GPU 1 over one link. A packet's credits come back a round trip after
+    # it started: ser + 2 lat + sw = 4.25 + 200 + 50 = 254.25 ns. With 8 packets of buffer the link
+    # sends 8 packets (34 ns) per round trip and idles, packets waiting, for the other
+    # 1 - 8 x 4.25 / 254.25 = 86.6% of it; 64 packets cover the round trip (60), so it never waits.
+    plat = _platform(write_platform, 2, "fully_connected", 1, B, latency=LAT, switch=SW, buffer=buffer,
+                     mem_latency=300, workgroups=1)
+    res = eidola.simulate(plat, _one_write(0, 1, 2, 1 << 20))
+    link = res.links[(res.links["src"] == 0) & (res.links["dst"] == 1)][0]
+    ser = (N + H) / B
+    credit_notes = [note for note in res.summary()["notes"] if "credits" in note]
+    if buffer == 8:
+        assert link["credit_stall_ns"] / res.kernel_time_ns == pytest.approx(1 - 8 * ser / (ser + 2 * LAT + SW),
+                                                                             abs=0.01)
+        assert len(credit_notes) == 1 and "0 -> 1" in credit_notes[0]
+    else:
+        assert link["credit_stall_ns"] == 0 and not credit_notes
+
+
+def test_congestion_is_not_taken_for_short_buffers(write_platform):
+    # Four GPUs write 1 MiB each to GPU 0 through a switch: the link into GPU 0 is the bottleneck,
+    # and the switch input of each sender fills with packets waiting for it, so the senders' links
+    # wait for credits. That is congestion, not a buffer short of its round trip (64 packets cover
+    # it): no link counts it, and the summary notes nothing.
+    n = 4
+    b = ProfileBuilder(gpus=n + 1, workgroups=1, name="incast")
+    b.buffer("data", nbytes=1 << 20)
+    for g in range(1, n + 1):
+        b.program(gpu=g, wg=0).write(dst=0, buffer="data", offset=0, nbytes=1 << 20)
+    plat = _platform(write_platform, n + 1, "switch", 1, B, latency=LAT, switch=SW, buffer=64, mem_latency=300,
+                     workgroups=1)
+    res = eidola.simulate(plat, b.build())
+    into_0 = res.links[res.links["dst"] == 0][0]
+    assert into_0["utilization"] > 0.9
+    assert res.links["credit_stall_ns"].max() < 0.01 * res.kernel_time_ns
+    assert res.links["hol_blocked_ns"].max() == 0
+    assert res.summary()["notes"] == []

@@ -315,18 +315,29 @@ def _switch_platform(write_platform, gpus, switch):
         """))
 
 
-@pytest.mark.parametrize("vcs, expected, tol", [(1, 0.600, 0.03), (16, 1.0, 0.07)])
+@pytest.mark.parametrize("vcs, expected, tol", [(1, 0.600, 0.03), (16, 1.0, 0.07), (0, 1.0, 0.1)])
 def test_single_switch_head_of_line_saturation(write_platform, vcs, expected, tol):
     # A 16 x 16 switch under saturating uniform traffic. With one virtual channel each input is a
     # FIFO, and a head packet whose output is taken blocks the packets behind it: throughput per
     # output tends to 2 - sqrt(2) = 0.586 as N grows and is 0.600 at N = 16 (Karol, Hluchyj and
-    # Morgan, 1987, table I). With 16 channels allocated by next output, each input holds a queue
-    # per output (virtual output queueing): no blocking, and throughput approaches the link.
+    # Morgan, 1987, table I). With 16 channels allocated by next output, or a channel per output
+    # (vcs 0), each input holds a queue per output (virtual output queueing): no blocking, and
+    # throughput approaches the link (what is left is the allocator matching inputs to outputs one
+    # grant at a time).
     n, writes = 16, 1500
     plat = _switch_platform(write_platform, n, f"{{latency: 1ns, buffer: 8, vcs: {vcs}}}")
     res = eidola.simulate(plat, _saturating_uniform(n, writes))
     accepted = writes * 256 / (res.kernel_time_ns * 1e-9) / B      # per GPU, as a fraction of the link
     assert accepted == pytest.approx(expected, abs=tol)
+    # The switch inputs (node 16) count the time a ready packet sat behind a head bound elsewhere:
+    # with a FIFO, most of the run at every input, and the summary says so; with a queue per
+    # output, never.
+    blocked = res.links[res.links["dst"] == n]["hol_blocked_ns"] / res.kernel_time_ns
+    hol_notes = [note for note in res.summary()["notes"] if "head-of-line" in note]
+    if vcs == 1:
+        assert blocked.min() > 0.5 and len(hol_notes) == 1
+    elif vcs == 0:
+        assert blocked.max() == 0 and not hol_notes
 
 
 @pytest.mark.parametrize("buffer", [8, "2176B"])

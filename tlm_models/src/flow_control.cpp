@@ -83,7 +83,7 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
         // ask for its output from when it was ready (and this one was the head) until now.
         const Packet& next = m_packets[q.front()];
         const std::uint64_t since = std::max(next.ready_ps, q.head_since);
-        if (next.out != p.out && now > since) m_link_counters[std::size_t(in.link)].s.hol_blocked_ps += now - since;
+        if (next.out != p.out && now > since) q.hol_blocked_ps += now - since;
         q.head_since = now;
     }
     // The new head asks for its output first: a retried injection below may refill an empty queue,
@@ -91,7 +91,6 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     if (q.size > 0)
         m_actions.push(std::max(now, m_packets[q.front()].ready_ps), {ActionKind::HeadReady, input, vc});
     if (in.link >= 0) {
-        q.held -= p.units;
         const std::uint64_t tail_leaves = std::max(now, tail_leaves_ps);
         std::uint64_t back = tail_leaves + in.credit_latency_ps;  // when the first credits are back
         if (p.train > 1 && spacing_ps) {

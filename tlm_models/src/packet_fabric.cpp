@@ -477,8 +477,10 @@ void PacketFabric::watchdog() {
 
 std::vector<LinkStats> PacketFabric::link_stats() const {
     std::vector<LinkStats> out;
-    for (const LinkCounters& lc : m_link_counters) {
+    for (std::size_t l = 0; l < m_link_counters.size(); ++l) {
+        const LinkCounters& lc = m_link_counters[l];
         LinkStats s = lc.s;
+        for (const Queue& q : m_inputs[m_link_input[l]].vcs) s.hol_blocked_ps = std::max(s.hol_blocked_ps, q.hol_blocked_ps);
         s.lane_busy_max_ps = lc.lane_busy.empty() ? s.busy_ps
                                                   : *std::max_element(lc.lane_busy.begin(), lc.lane_busy.end());
         if (s.packets) {

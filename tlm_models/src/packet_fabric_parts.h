@@ -56,7 +56,7 @@ struct PacketFabric::Queue {
     std::vector<std::uint32_t> slots;
     std::uint32_t head = 0, size = 0;
     std::uint32_t reserved = 0;          // credits in use: held here, on the link towards it, or on the way back
-    std::uint32_t held = 0;              // credits of the packets in it (a link input's)
+    std::uint64_t hol_blocked_ps = 0;    // a packet ready behind a head bound elsewhere, this long in all
     std::uint32_t tail_out = kNoOutput;  // next output of the last packet allocated to it
     std::uint64_t head_since = 0;        // when its head became its head (head-of-line statistics)
     std::vector<std::pair<std::uint64_t, std::uint32_t>> returning;  // credits on their way back, in time order

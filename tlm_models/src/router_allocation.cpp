@@ -37,7 +37,6 @@ void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t v
     Input& in = m_inputs[input];
     Queue& q = in.vcs[vc];
     q.push(id);
-    q.held += p.units;
     in.occupancy += p.units;
     LinkCounters& lc = m_link_counters[std::size_t(in.link)];
     lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
@@ -110,9 +109,10 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t c
         const std::uint64_t due = q.collect(now);
         const std::uint32_t room = q.reserved >= in.capacity ? 0 : in.capacity - q.reserved;
         if (room < units) {
-            // Its packets leave room, but the credits are still on the wire: a buffer shorter than
-            // the credit round trip (not congestion downstream, which fills it with packets).
-            if (in.capacity - std::min(in.capacity, q.held) >= units) in_flight = true;
+            // No packet waits in it to leave: it lacks room only because its credits are still on
+            // the wire, a buffer shorter than the credit round trip (congestion further on would
+            // hold packets there, ready and waiting).
+            if (q.size == 0 || m_packets[q.front()].ready_ps > now) in_flight = true;
             if (each < units && room >= each) {
                 const std::uint64_t at = q.returned_by(units - room);
                 if (at < soonest) {

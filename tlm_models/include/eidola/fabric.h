@@ -27,12 +27,12 @@ struct LinkStats {
     double queue_p99_ps = 0;           ///< 99th percentile of that wait (log-bucketed, within 9%)
     double queue_max_ps = 0;           ///< longest such wait
     std::uint32_t peak_occupancy = 0;  ///< most packets held at once in the receiving input buffer
-    /// Time a packet ready to leave the receiving input waited behind a channel's head bound for
-    /// another output (head-of-line blocking), summed over the input's channels.
+    /// Time a packet ready to leave the receiving input waited behind its channel's head, bound
+    /// for another output (head-of-line blocking): that of the input's most blocked channel.
     std::uint64_t hol_blocked_ps = 0;
     /// Time the link had a free lane and packets waiting for it that could not start for lack of
-    /// credits still on their way back (the next buffer had room but does not cover the credit
-    /// round trip; a buffer full of packets, congestion further on, does not count).
+    /// credits still on their way back: the next buffer held no packet waiting to leave, so it is
+    /// shorter than the credit round trip (a buffer backed up by congestion further on does not count).
     std::uint64_t credit_stall_ps = 0;
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
