@@ -117,7 +117,7 @@ def _busiest(link: dict[str, Any] | None, fabric: str = "") -> str:
         return "none (no link traffic)"
     text = f"{link['src']} -> {link['dst']}, {_si(link['bytes'])}B"
     if link["utilization"] > 0:
-        return text + f" at {100 * link['utilization']:.1f}% utilisation (all its lanes)"
+        return text + f" at {100 * link['utilization']:.1f}% utilisation (mean over its lanes)"
     return text + (" (the ideal fabric has no link timing)" if "Ideal" in fabric else "")
 
 

@@ -152,3 +152,28 @@ def test_congestion_is_not_taken_for_short_buffers(write_platform):
     assert res.links["credit_stall_ns"].max() < 0.01 * res.kernel_time_ns
     assert res.links["hol_blocked_ns"].max() == 0
     assert res.summary()["notes"] == []
+
+
+def test_the_run_summary_says_what_a_packet_fabric_did(cli, write_platform, tmp_path):
+    # A packet fabric that moved nothing has no busiest link (it is not the ideal fabric). Trains
+    # asked for on a switch are refused (a switch's links carry several GPUs' packets): the
+    # summary says so, naming gpus.train, and the run goes packet by packet.
+    plat = write_platform(f"""
+        eidola: 1
+        name: summary
+        gpus: {{count: 2, workgroups: 1, max_outstanding: 8192, max_payload: {N}B,
+               memory: {{latency: 300ns, bandwidth: 5.3TB/s}}}}
+        fabric: {{model: packet, topology: switch}}
+        """)
+    idle = ProfileBuilder(gpus=2, workgroups=1, name="idle")
+    idle.program(gpu=0, wg=0).compute(ns=100)
+    idle.build().save(tmp_path / "idle.yaml")
+    r = cli("run", plat, "--profile", tmp_path / "idle.yaml", "--out", tmp_path / "idle")
+    assert r.returncode == 0, r.stderr
+    assert "busiest link  none (no link traffic)" in r.stdout and "ideal" not in r.stdout
+    _one_write(0, 1, 2, 1 << 20).save(tmp_path / "write.yaml")
+    r = cli("run", plat, "--profile", tmp_path / "write.yaml", "--set", "gpus.train=64", "--out", tmp_path / "w")
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stdout.splitlines() if line.startswith("note: gpus.train")]
+    assert len(notes) == 1 and "refused packet trains on 1 GPU-to-peer route(s)" in notes[0]
+    assert "busiest link  0 -> 2, 1.05 MB at" in r.stdout   # GPU 0 to the switch (node 2): every byte
