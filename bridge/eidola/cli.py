@@ -114,12 +114,13 @@ def _si(x: float) -> str:
     return f"{x:.3g} "
 
 
-def _busiest(link: dict[str, Any] | None) -> str:
-    if not link:
+def _busiest(link: dict[str, Any] | None, fabric: str = "") -> str:
+    if not link or (not link["bytes"] and not link["utilization"]):
         return "none (no link traffic)"
     text = f"{link['src']} -> {link['dst']}, {_si(link['bytes'])}B"
-    return text + (f" at {100 * link['utilization']:.1f}% utilisation" if link["utilization"] > 0
-                   else " (the ideal fabric has no link timing)")
+    if link["utilization"] > 0:
+        return text + f" at {100 * link['utilization']:.1f}% utilisation (mean over its lanes)"
+    return text + (" (the ideal fabric has no link timing)" if "Ideal" in fabric else "")
 
 
 def _usage_note(used: int, gpus: int) -> str:
@@ -149,7 +150,8 @@ def _summary_text(r: Result, out: Path) -> str:
     lines += [
         "",
         f"moved         {_si(s['bytes_moved'])}B in {s['packets']} packets",
-        ("busiest link  " + _busiest(s["busiest_link"])),
+        ("busiest link  " + _busiest(s["busiest_link"], s.get("fabric", ""))),
+        *s.get("notes", []),
         f"reads         {s['reads']} data, {s['flag_reads']} flag (polling)",
         f"simulation    {r.wall_s:.3f} s wall, {s['events']} events ({_si(s['events_per_s'] or 0)}events/s)",
         f"time          compile {s.get('compile_s', 0):.2f} s, elaborate {s.get('elaborate_s', 0):.3f} s, "

@@ -116,12 +116,12 @@ def test_incast_shares_the_receiving_link_equally(write_platform):
         assert rate == pytest.approx(share, rel=0.02), g
 
 
-def test_head_of_line_blocking_slows_a_flow_sharing_the_buffer(write_platform):
+@pytest.mark.parametrize("vcs", [1, 0])
+def test_head_of_line_blocking_slows_a_flow_sharing_the_buffer(write_platform, vcs):
     # Seven GPUs on one switch. GPUs 1, 4 and 0 all write to GPU 2 (its link gives each a third).
-    # GPU 0 also writes to GPU 3 from another workgroup: its packets sit in the same switch input
-    # buffer (one virtual channel) behind GPU 0's packets for GPU 2, so it is held near the same
-    # third although GPU 3's link is free (without head-of-line blocking it could take the other
-    # two thirds).
+    # GPU 0 also writes to GPU 3 from another workgroup. With one virtual channel its packets sit
+    # in the same switch input buffer behind GPU 0's packets for GPU 2, so it is held near the
+    # same third although GPU 3's link is free.
     # GPU 5 -> GPU 6 shares no buffer or link with the hot flows: it streams at the full effective
     # rate and then pays one zero-load round trip: S/eff + (lat + sw) [first hop's last packet,
     # then cut through] + (lat + f + sw) [second hop: its tail follows one flit behind] + M +
@@ -133,14 +133,28 @@ def test_head_of_line_blocking_slows_a_flow_sharing_the_buffer(write_platform):
         b.program(gpu=g, wg=0).write(dst=2, buffer="data", offset=0, nbytes=nbytes)
     b.program(gpu=0, wg=1).write(dst=3, buffer="data", offset=0, nbytes=nbytes)
     b.program(gpu=5, wg=0).write(dst=6, buffer="data", offset=0, nbytes=nbytes)
-    res = eidola.simulate(_platform(write_platform, 7, "switch", workgroups=2), b.build())
+    plat = _platform(write_platform, 7, "switch", workgroups=2)
+    res = eidola.simulate(eidola.load_platform(plat.source, {"fabric.switch.vcs": vcs}), b.build())
     eff = B * 256 / (256 + H)
     wg = {(int(r["gpu"]), int(r["wg"])): r["finish_ns"] for r in res.workgroups}
     victim = nbytes / (wg[(0, 1)] * 1e-9)
     control_ns = (nbytes / eff * 1e9 + (LAT + SW) + (LAT + F + SW) + M + 256 / 5.3e12 * 1e9
                   + 2 * (LAT + ser_ns(0) + SW))
     assert wg[(5, 0)] == pytest.approx(control_ns, rel=0.01)
+    # The switch input from GPU 0 (node 7 is the switch) counts the time its queue held a packet
+    # for GPU 3 ready behind one for GPU 2: most of the victim's run with one channel, none with
+    # a channel per output.
+    from_0 = res.links[(res.links["src"] == 0) & (res.links["dst"] == 7)][0]
+    if vcs == 0:
+        # Nothing blocks it in the switch now, but GPU 0's own port still does: its injection
+        # buffer (shared by its queues) fills with packets for GPU 2, which leave at eff/3, and its
+        # one request channel offers the two workgroups' packets in turn, so each departure for
+        # GPU 2 lets in one packet for GPU 3: the victim is held at eff/3 all the same.
+        assert from_0["hol_blocked_ns"] == 0
+        assert victim == pytest.approx(eff / 3, rel=0.02)
+        return
     assert victim < 0.45 * eff                       # held near the hot flows' third, far from 2/3
+    assert from_0["hol_blocked_ns"] > 0.5 * wg[(0, 1)]
     # GPU 0's input sends one packet at a time (input speedup 1), so while it feeds GPU 3 the
     # output to GPU 2 passes it over: GPUs 1 and 4 get at least a third of GPU 2's link, and less
     # than half (GPU 0 still gets its turns).
@@ -198,7 +212,8 @@ def test_no_packet_lost_or_duplicated_in_a_congested_torus_all_to_all(write_plat
     assert res.pairs["bytes"].sum() == res.gpus["bytes_sent"].sum()
     # Each request packet crosses as many links as its route has hops, and so does its response.
     assert res.links["packets"].sum() % 2 == 0
-    assert res.links["peak_occupancy"].max() <= 4 * depth             # 4 virtual channels per input
+    # A channel per output of the router (two ejections and four links) per class and dateline half.
+    assert res.links["peak_occupancy"].max() <= 2 * 2 * 6 * depth
     assert res.links["queue_max_ns"].max() > 0                       # it really was congested
 
 
@@ -300,18 +315,29 @@ def _switch_platform(write_platform, gpus, switch):
         """))
 
 
-@pytest.mark.parametrize("vcs, expected, tol", [(1, 0.600, 0.03), (16, 1.0, 0.07)])
+@pytest.mark.parametrize("vcs, expected, tol", [(1, 0.600, 0.03), (16, 1.0, 0.07), (0, 1.0, 0.1)])
 def test_single_switch_head_of_line_saturation(write_platform, vcs, expected, tol):
     # A 16 x 16 switch under saturating uniform traffic. With one virtual channel each input is a
     # FIFO, and a head packet whose output is taken blocks the packets behind it: throughput per
     # output tends to 2 - sqrt(2) = 0.586 as N grows and is 0.600 at N = 16 (Karol, Hluchyj and
-    # Morgan, 1987, table I). With 16 channels allocated by next output, each input holds a queue
-    # per output (virtual output queueing): no blocking, and throughput approaches the link.
+    # Morgan, 1987, table I). With 16 channels allocated by next output, or a channel per output
+    # (vcs 0), each input holds a queue per output (virtual output queueing): no blocking, and
+    # throughput approaches the link (what is left is the allocator matching inputs to outputs one
+    # grant at a time).
     n, writes = 16, 1500
     plat = _switch_platform(write_platform, n, f"{{latency: 1ns, buffer: 8, vcs: {vcs}}}")
     res = eidola.simulate(plat, _saturating_uniform(n, writes))
     accepted = writes * 256 / (res.kernel_time_ns * 1e-9) / B      # per GPU, as a fraction of the link
     assert accepted == pytest.approx(expected, abs=tol)
+    # The switch inputs (node 16) count the time a ready packet sat behind a head bound elsewhere:
+    # with a FIFO, most of the run at every input, and the summary says so; with a queue per
+    # output, never.
+    blocked = res.links[res.links["dst"] == n]["hol_blocked_ns"] / res.kernel_time_ns
+    hol_notes = [note for note in res.summary()["notes"] if "head-of-line" in note]
+    if vcs == 1:
+        assert blocked.min() > 0.5 and len(hol_notes) == 1
+    elif vcs == 0:
+        assert blocked.max() == 0 and not hol_notes
 
 
 @pytest.mark.parametrize("buffer", [8, "2176B"])
@@ -333,7 +359,8 @@ def test_credit_limited_throughput_is_buffer_over_round_trip(write_platform, buf
 @pytest.mark.parametrize("key, value, says", [
     ("fabric.switch.buffer", 0, "positive number of packets"),
     ("fabric.switch.buffer", "64", "bare integer (packets) or a size"),
-    ("fabric.switch.vcs", 0, "out of range"),
+    ("fabric.switch.vcs", -1, "out of range"),
+    ("fabric.switch.vcs", 65, "out of range"),
     ("fabric.switch.flow_control", "virtual_cut_through", "cut_through"),
 ])
 def test_bad_router_settings_name_the_key(repo, key, value, says):

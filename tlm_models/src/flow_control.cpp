@@ -78,6 +78,14 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     const Packet& p = m_packets[id];
     in.occupancy -= p.units;
     const std::uint64_t now = now_ps();
+    if (in.link >= 0 && q.size > 0) {
+        // Head-of-line blocking: the packet behind this one, bound for another output, could not
+        // ask for its output from when it was ready (and this one was the head) until now.
+        const Packet& next = m_packets[q.front()];
+        const std::uint64_t since = std::max(next.ready_ps, q.head_since);
+        if (next.out != p.out && now > since) q.hol_blocked_ps += now - since;
+        q.head_since = now;
+    }
     // The new head asks for its output first: a retried injection below may refill an empty queue,
     // and then it is inject() that announces the head (once).
     if (q.size > 0)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -79,7 +80,6 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_watchdog_ps(p.watchdog.get().value()),
       m_dateline(m_topology->needs_dateline() ? 2 : 1),
       m_vcs(std::uint32_t(p.router.vcs.get())),
-      m_vcs_per_class(m_dateline * m_vcs),
       m_actions(this, [](void* f) { static_cast<PacketFabric*>(f)->on_event(); }) {
     std::uint64_t amount;
     try {
@@ -94,19 +94,32 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     const Topology& topo = *m_topology;
     auto make_input = [&](std::uint32_t node, std::int64_t link) {
         Input in{node, link, {}, 0};
+        std::uint32_t lanes = 1;
         if (link < 0) {
             in.per_class = m_inject_fifo ? 1 : 2 + std::uint32_t(topo.out_links(node).size());
             in.vcs.resize(2 * in.per_class);
-            for (Queue& q : in.vcs) q.slots.assign(4, 0);
             in.speedup_one = m_inject_fifo;
+            in.capacity = m_inject_depth;
+            for (std::uint32_t l : topo.out_links(node)) lanes = std::max(lanes, topo.links()[l].lanes);
         } else {
             const TopoLink& l = topo.links()[std::size_t(link)];
-            in.per_class = m_vcs_per_class;
+            // fabric.switch.vcs 0: a channel per output of this router (two ejections, then its
+            // links), as long as the channel index fits an action (routers of up to 64 outputs).
+            const std::uint32_t outputs = 2 + std::uint32_t(topo.out_links(node).size());
+            in.voq = m_vcs == 0 && outputs <= kMaxVcs;
+            in.half = m_vcs ? m_vcs : std::min(outputs, kMaxVcs);
+            in.per_class = m_dateline * in.half;
             in.vcs.resize(2 * in.per_class);
-            for (Queue& q : in.vcs) q.slots.assign(m_capacity, 0);
             in.bytes_per_s = l.bytes_per_s;
             in.credit_latency_ps = l.latency_ps;
+            lanes = l.lanes;
+            // Each lane brings its own buffer: a channel holds the credits of all its lanes.
+            in.capacity = std::uint32_t(std::min<std::uint64_t>(std::uint64_t(m_capacity) * lanes, 1u << 30));
         }
+        // Queues grow as packets come (a link queue never holds more than its credits): a router
+        // with a queue per output must not allocate a buffer's worth for every one up front.
+        for (Queue& q : in.vcs) q.slots.assign(4, 0);
+        if (in.speedup_one && lanes > 1) in.paths.assign(lanes, 0);  // a crossbar path per lane
         m_inputs.push_back(std::move(in));
     };
     m_link_input.assign(topo.links().size(), 0);
@@ -132,6 +145,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
         m_link_counters[l].s.src = std::int32_t(topo.links()[l].src);
         m_link_counters[l].s.dst = std::int32_t(topo.links()[l].dst);
         m_link_counters[l].s.lanes = topo.links()[l].lanes;
+        if (topo.links()[l].lanes > 1) m_link_counters[l].lane_busy.assign(topo.links()[l].lanes, 0);
     }
     m_spread_counter.assign(topo.nodes(), 0);
     m_blocked_request.assign(ports(), nullptr);
@@ -364,25 +378,30 @@ void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) 
     }
 }
 
-// The link's counters for a packet sent at now over `ser` ps.
-void PacketFabric::count_link(std::uint32_t link, const Packet& p, std::uint32_t wire, std::uint64_t ser) {
+// The link's counters for a packet sent at now over `ser` ps on lane `lane`.
+void PacketFabric::count_link(std::uint32_t link, std::uint32_t lane, const Packet& p, std::uint32_t wire,
+                              std::uint64_t ser) {
     const std::uint64_t now = now_ps();
     LinkCounters& lc = m_link_counters[link];
     lc.s.bytes += p.payload;
     lc.s.wire_bytes += wire;
     lc.s.packets += p.train;
     lc.s.busy_ps += ser;
+    if (!lc.lane_busy.empty()) lc.lane_busy[lane] += ser;
     const double wait = double(now - std::min(now, p.ready_ps));  // a train's packets count its head's wait
     lc.queue_sum += wait * p.train;
     lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
     lc.hist[bucket_of(wait)] += p.train;
+    auto& bins = lc.s.busy_bins;
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
         const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
-        // A link transmits in time order, so only the last bin can grow (an acknowledgement sent
-        // inside a train is counted after the train and joins its last bin).
-        auto& bins = lc.s.busy_bins;
-        if (bins.empty() || bins.back().first < bin) bins.emplace_back(bin, 0.0f);
-        bins.back().second += float(end - t);
+        // Packets start in time order, but one lane may still be sending into a later bin than
+        // another lane starts in (and an acknowledgement sent inside a train is counted after the
+        // train): find the bin from the back, where it nearly always is.
+        auto it = bins.end();
+        while (it != bins.begin() && std::prev(it)->first > bin) --it;
+        if (it != bins.begin() && std::prev(it)->first == bin) std::prev(it)->second += float(end - t);
+        else bins.insert(it, {bin, float(end - t)});
         t = end;
     }
 }
@@ -443,7 +462,7 @@ void PacketFabric::watchdog() {
         int shown = 0;
         for (const Input& in : m_inputs)
             for (std::size_t v = 0; v < in.vcs.size() && shown < 8; ++v)
-                if (in.link >= 0 && in.vcs[v].reserved >= m_capacity) {
+                if (in.link >= 0 && in.vcs[v].reserved >= in.capacity) {
                     msg << " " << m_topology->node_name(in.node) << " input "
                         << (in.link < 0 ? std::string("injection") : "from " + m_topology->node_name(
                                                                              m_topology->links()[in.link].src))
@@ -458,8 +477,12 @@ void PacketFabric::watchdog() {
 
 std::vector<LinkStats> PacketFabric::link_stats() const {
     std::vector<LinkStats> out;
-    for (const LinkCounters& lc : m_link_counters) {
+    for (std::size_t l = 0; l < m_link_counters.size(); ++l) {
+        const LinkCounters& lc = m_link_counters[l];
         LinkStats s = lc.s;
+        for (const Queue& q : m_inputs[m_link_input[l]].vcs) s.hol_blocked_ps = std::max(s.hol_blocked_ps, q.hol_blocked_ps);
+        s.lane_busy_max_ps = lc.lane_busy.empty() ? s.busy_ps
+                                                  : *std::max_element(lc.lane_busy.begin(), lc.lane_busy.end());
         if (s.packets) {
             s.queue_mean_ps = lc.queue_sum / double(s.packets);
             auto percentile = [&](double q) {

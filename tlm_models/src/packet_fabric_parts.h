@@ -17,6 +17,9 @@ namespace eidola {
 inline constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 inline constexpr std::uint32_t kNoOutput = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::size_t kHistBuckets = 8 * 64 + 1;  // eighth-octave buckets of a wait in ps
+// Most channels per class and dateline half: an action names a channel in 8 bits (2 classes x 2
+// dateline halves x 64).
+inline constexpr std::uint32_t kMaxVcs = 64;
 
 /// Picoseconds to send `bytes` at `bytes_per_s`.
 inline std::uint64_t ser_ps(double bytes, double bytes_per_s) {
@@ -53,7 +56,9 @@ struct PacketFabric::Queue {
     std::vector<std::uint32_t> slots;
     std::uint32_t head = 0, size = 0;
     std::uint32_t reserved = 0;          // credits in use: held here, on the link towards it, or on the way back
+    std::uint64_t hol_blocked_ps = 0;    // a packet ready behind a head bound elsewhere, this long in all
     std::uint32_t tail_out = kNoOutput;  // next output of the last packet allocated to it
+    std::uint64_t head_since = 0;        // when its head became its head (head-of-line statistics)
     std::vector<std::pair<std::uint64_t, std::uint32_t>> returning;  // credits on their way back, in time order
     std::uint32_t ret_head = 0, ret_size = 0;
 
@@ -111,19 +116,38 @@ struct PacketFabric::Queue {
 };
 
 /// A router input: the injection port or the receiving end of a link. A link input has
-/// `vcs x dateline` queues per class. The injection port has, per class, one queue per output
-/// (voq) or a single one (fifo).
+/// `per_class` queues per class: `half` per dateline half, either one per output of its router (a
+/// packet joins its next output's: virtual output queues) or `fabric.switch.vcs` allocated by
+/// next output. The injection port has, per class, one queue per output (voq) or a single one (fifo).
+///
+/// An input of an N-lane link has N crossbar paths (a packet takes the first free one, at one lane's
+/// rate) and N lanes' buffers: each channel has N x `fabric.switch.buffer` credits.
 struct PacketFabric::Input {
     std::uint32_t node;
     std::int64_t link;  // -1: injection from the node's GPU
     std::vector<Queue> vcs;
     std::uint32_t per_class;  // queues per traffic class
+    std::uint32_t half = 1;   // queues per class and dateline half
+    bool voq = false;         // a queue per output of the router: a packet joins its next output's
+    std::uint32_t capacity = 0;            // credits per channel: a lane's buffer x lanes
     std::uint32_t occupancy = 0;           // credits held (packets at injection)
     std::uint32_t class_held[2] = {0, 0};  // injection: packets held per class (the queues share the space)
-    std::uint64_t busy_until = 0;          // input speedup 1: sending a packet through the crossbar until then
+    std::uint64_t busy_until = 0;          // input speedup 1: the earliest of its paths is busy until then
+    std::vector<std::uint64_t> paths;      // more than one lane: when each crossbar path is free
     bool speedup_one = true;               // false for a voq injection port (each queue has its own path)
-    double bytes_per_s = 0;                // crossbar rate of this input (its link's; 0: the output's)
+    double bytes_per_s = 0;                // crossbar rate of one path (its link's lane; 0: the output's)
     std::uint64_t credit_latency_ps = 0;   // credits back to the sender take the link's latency
+
+    /// A packet crosses on the first free path until `until`.
+    void take_path(std::uint64_t until) {
+        if (paths.empty()) {
+            busy_until = until;
+            return;
+        }
+        auto first = std::min_element(paths.begin(), paths.end());
+        *first = until;
+        busy_until = *std::min_element(paths.begin(), paths.end());
+    }
 };
 
 /// A request train on a link lane: responses may be sent between its packets (see arbitrate_link).
@@ -141,6 +165,7 @@ struct PacketFabric::Output {
     std::vector<std::uint64_t> lane_free;                     // when each lane is free (ejection: one lane)
     bool busy = false;                                        // ejection: delivering or awaiting the END phase
     std::uint64_t arb_at = kNever;                            // pending arbitration time
+    std::uint64_t credit_stall_since = kNever;                // a free lane idles: its heads lack credits
     std::vector<LaneTrain> lane_train = {};                   // per link lane: the request train it sends
 };
 
@@ -148,6 +173,7 @@ struct PacketFabric::Output {
 struct PacketFabric::LinkCounters {
     LinkStats s;
     double queue_sum = 0;
+    std::vector<std::uint64_t> lane_busy;  // busy ps per lane (more than one lane)
     std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
 };
 

@@ -3,15 +3,17 @@
 // Routing is table look-up, one hop ahead: when a packet is granted a link, the router also picks
 // its output at the next router, so the next router's virtual channel can be chosen for it.
 //
-// Virtual-channel allocation: a packet joins, in its class (and dateline half), a channel whose
-// last packet goes to the same next output; else an idle channel; else the one with most room.
-// With as many channels as outputs this is a per-output queue at every input, and a packet never
-// waits behind one bound elsewhere (no head-of-line blocking); with one channel it is a FIFO.
+// Virtual-channel allocation: with fabric.switch.vcs 0 (the default) every input has, per class
+// and dateline half, a channel per output of its router, and a packet joins its next output's:
+// virtual output queues, so a packet never waits behind one bound elsewhere. With vcs N it joins,
+// in its class (and dateline half), a channel whose last packet goes to the same next output;
+// else an idle channel; else the one with most room. With one channel an input is a FIFO.
 //
 // Switch allocation is separable: every channel's head asks for its output; each output grants
 // round robin over the heads asking (in the order they asked), passing over a head whose input
-// is already sending (input speedup 1: one flit per cycle leaves an input) or whose next buffer
-// has no credit. An output sends one packet at a time per lane.
+// has no free crossbar path (input speedup 1: one path per lane of its link, each a lane's rate)
+// or whose next buffer has no credit. An output sends one packet at a time per lane, on the lane
+// free first: a flow's packets stripe over the lanes of every link they cross.
 #include "packet_fabric_parts.h"
 
 namespace eidola {
@@ -40,6 +42,7 @@ void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t v
     lc.s.peak_occupancy = std::max(lc.s.peak_occupancy, in.occupancy);
     p.out = p.next_out;
     p.ready_ps = now_ps() + m_switch_latency_ps;
+    if (q.size == 1) q.head_since = now_ps();
     // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail
     // (a train, for its first packet: the rest follow at its spacing).
     if (!m_eject_link && m_outputs[p.out].link < 0)
@@ -71,10 +74,11 @@ void PacketFabric::arbitrate(std::uint32_t output) {
 // `each`: the credits of one of its packets, if it is a train. A train may start with room for its
 // first packet only, on a channel whose credits on their way back will have covered the rest by
 // `credits_at` (0: it has room now): its packets would go one by one as credits come.
-std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
-                                       std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
-                                       std::uint64_t& credits_at) {
-    if (units > m_capacity) {
+std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t cls, std::uint32_t bit,
+                                       std::uint32_t next_out, std::uint32_t& units, std::uint64_t& retry_at,
+                                       std::uint32_t each, std::uint64_t& credits_at, bool& in_flight) {
+    const Input& in = m_inputs[downstream];
+    if (units > m_capacity) {  // a packet uses one lane, and that lane's buffer
         if (m_flow == FlowControl::Wormhole) {
             units = m_capacity;  // a worm needs room for part of itself only
         } else {
@@ -87,17 +91,28 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t f
             return -1;
         }
     }
+    // The channels it may join: its next output's alone (virtual output queues), or all of its
+    // class and dateline half.
+    std::uint32_t first = cls * in.per_class + bit * in.half, count = in.half;
+    if (in.voq) {
+        first += next_out - m_node_first_output[in.node];
+        count = 1;
+    }
     const std::uint64_t now = now_ps();
     std::int64_t idle = -1, roomiest = -1, coming = -1;
     std::uint32_t most_room = 0;
     credits_at = 0;
     std::uint64_t soonest = kNever;
-    for (std::uint32_t k = 0; k < m_vcs; ++k) {
+    for (std::uint32_t k = 0; k < count; ++k) {
         const std::uint32_t v = first + k;
         Queue& q = m_inputs[downstream].vcs[v];
         const std::uint64_t due = q.collect(now);
-        const std::uint32_t room = q.reserved >= m_capacity ? 0 : m_capacity - q.reserved;
+        const std::uint32_t room = q.reserved >= in.capacity ? 0 : in.capacity - q.reserved;
         if (room < units) {
+            // No packet waits in it to leave: it lacks room only because its credits are still on
+            // the wire, a buffer shorter than the credit round trip (congestion further on would
+            // hold packets there, ready and waiting).
+            if (q.size == 0 || m_packets[q.front()].ready_ps > now) in_flight = true;
             if (each < units && room >= each) {
                 const std::uint64_t at = q.returned_by(units - room);
                 if (at < soonest) {
@@ -159,6 +174,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         std::int64_t next_vc = -1;
         std::uint32_t units = 0, wire = 0, bit = 0, each = 0;
         std::uint64_t credits_at = 0;  // a train started before all its credits are back: when they are
+        bool lacked_credits = false;   // a head could go but for credits still on their way back
         for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
             const Input& in = m_inputs[it->first];
             if (in.speedup_one && in.busy_until > now) {
@@ -171,8 +187,8 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             wire = wire_bytes(p, link.header);
             units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
-            next_vc = allocate_vc(downstream, p.cls * m_vcs_per_class + bit * m_vcs, route(link.dst, p, false), units,
-                                  retry_at, each, credits_at);
+            next_vc = allocate_vc(downstream, p.cls, bit, route(link.dst, p, false), units, retry_at, each,
+                                  credits_at, lacked_credits);
             if (next_vc >= 0) {
                 grant = it;
                 break;
@@ -180,9 +196,12 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         }
         if (grant == o.requests.end()) {  // every head waits for its input or for credits
             if (inside) retry_at = std::min(retry_at, *lane);
+            else if (!lacked_credits) end_credit_stall(o, link_index);
+            else if (o.credit_stall_since == kNever) o.credit_stall_since = now;  // a free lane idles for credits
             if (retry_at != kNever) schedule_arbitration(output, retry_at);
             return;
         }
+        end_credit_stall(o, link_index);
         const auto [input, vc] = *grant;
         // Mostly the oldest request wins: pop_front is far cheaper than deque::erase.
         if (grant == o.requests.begin()) o.requests.pop_front();
@@ -199,7 +218,8 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         // between flits; a slower one is fed from its one-packet staging buffer).
         const Hop x = in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s
                           ? hop(m_packets[id], start, wire, in.bytes_per_s, 0, false) : h;
-        if (in.speedup_one) in.busy_until = x.end;
+        if (in.speedup_one) in.take_path(x.end);
+        const std::uint32_t lane_index = std::uint32_t(lane - o.lane_free.begin());
         if (!kTrains) {
             *lane = h.end;
         } else if (inside) {  // the rest of the train moves back by the acknowledgement
@@ -208,7 +228,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             inside->end += h.ser;
         } else {
             *lane = h.end;
-            LaneTrain& lane_train = o.lane_train[std::size_t(lane - o.lane_free.begin())];
+            LaneTrain& lane_train = o.lane_train[lane_index];
             if (m_packets[id].train > 1 && m_packets[id].cls == 0) lane_train = LaneTrain{start, h.end, h.packet_ser};
             else if (lane_train.packet_ser) lane_train = LaneTrain{};
         }
@@ -228,8 +248,15 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         next.tail_out = p.next_out;
         m_actions.push(h.head_arrives, {ActionKind::Arrive, id, (downstream << 8) | std::uint32_t(next_vc)});
         m_last_progress_ps = now;
-        count_link(link_index, p, wire, h.ser);
+        count_link(link_index, lane_index, p, wire, h.ser);
     }
+}
+
+// A lane that idled for lack of credits downstream since o.credit_stall_since is no longer held so.
+void PacketFabric::end_credit_stall(Output& o, std::uint32_t link) {
+    if (o.credit_stall_since == kNever) return;
+    m_link_counters[link].s.credit_stall_ps += now_ps() - o.credit_stall_since;
+    o.credit_stall_since = kNever;
 }
 
 bool PacketFabric::acknowledgement_waiting(const Output& o) const {
@@ -269,7 +296,7 @@ void PacketFabric::arbitrate_ejection(std::uint32_t output) {
         const Packet& p = m_packets[head];
         const std::uint32_t wire = wire_bytes(p, m_eject_header);
         const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0, false);
-        if (in.speedup_one) in.busy_until = h.end;
+        if (in.speedup_one) in.take_path(h.end);
         o.lane_free[0] = h.end;
         o.busy = true;
         const std::uint32_t id = pop_head(input, vc, h.end - h.last_flit, h.spacing);

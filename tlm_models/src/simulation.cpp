@@ -266,7 +266,7 @@ Table Simulation::table(const std::string& which) const {
             row({double(g->index()), double(g->finish_ps()), double(c.reads), double(c.flag_reads), double(c.writes),
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
                  double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
-                 double(m.fallbacks), double(m.peak_entries)});
+                 double(m.fallbacks), double(m.peak_entries), double(g->trains_refused())});
         }
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)
@@ -279,8 +279,9 @@ Table Simulation::table(const std::string& which) const {
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats())
                 row({double(l.src), double(l.dst), double(l.lanes), double(l.bytes), double(l.wire_bytes),
-                     double(l.packets), double(l.busy_ps), l.queue_mean_ps, l.queue_p50_ps, l.queue_p99_ps,
-                     l.queue_max_ps, double(l.peak_occupancy)});
+                     double(l.packets), double(l.busy_ps), double(l.lane_busy_max_ps), l.queue_mean_ps,
+                     l.queue_p50_ps, l.queue_p99_ps, l.queue_max_ps, double(l.peak_occupancy),
+                     double(l.hol_blocked_ps), double(l.credit_stall_ps)});
     } else if (which == "link_bins") {
         std::size_t index = 0;
         for (const Fabric* f : s.fabrics)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .fabric_notes import fabric_notes
 from .tables import structured, table_dtype
 from .traffic_result import traffic_figures
 
@@ -43,7 +44,9 @@ class Result:
     kernel_time_ns: float         #: when the last workgroup finished (where it stopped, for a partial run)
     gpus: np.ndarray              #: a row per GPU (see run.tables)
     workgroups: np.ndarray        #: a row per (gpu, wg) (see run.tables)
-    links: np.ndarray             #: a row per fabric link (see run.tables); utilization is busy / (lanes x kernel time)
+    #: a row per fabric link, a port of all its lanes (see run.tables): utilization is busy / (lanes x kernel
+    #: time), lane_utilization_max its busiest lane's busy / kernel time
+    links: np.ndarray
     events: int                   #: actions the models processed
     wall_s: float                 #: wall-clock time of the simulation (child process included)
     pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (packet fabric)
@@ -70,6 +73,7 @@ class Result:
         kernel = raw["end_ps"] / 1000.0 if raw.get("partial") else float(gpus["finish_ns"].max()) if len(gpus) else 0.0
         if kernel > 0:
             links["utilization"] = links["busy_ns"] / (np.maximum(links["lanes"], 1) * kernel)
+            links["lane_utilization_max"] = links["lane_busy_max_ns"] / kernel
         ops = None
         if "ops" in tables:
             ops = np.sort(structured("ops", tables["ops"]), order=("gpu", "wg", "op"))
@@ -183,6 +187,7 @@ class Result:
             "wall_s": self.wall_s,
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
             "busiest_link": dict(zip(("src", "dst", "utilization", "bytes"), busiest)) if busiest else None,
+            "notes": fabric_notes(self),
             **self.meta,
             # NaN (no packet measured) becomes null: summary.json stays strict JSON.
             **({"traffic": {k: (None if v != v else v) for k, v in self.traffic.items()}} if self.traffic else {}),

@@ -22,7 +22,7 @@ __all__ = ["table_dtype", "structured", "SMALL_INT_COLUMNS"]
 #: Columns that index something (a GPU, workgroup, link, enum value) or count little: 32-bit ints.
 SMALL_INT_COLUMNS = frozenset({"gpu", "wg", "src", "dst", "lanes", "link", "bin", "flag", "cond", "mode", "occupancy"})
 #: Columns Python adds to a table after reading it (name, dtype, the column it follows).
-_DERIVED = {"links": (("utilization", "<f8", "busy_ns"),)}
+_DERIVED = {"links": (("utilization", "<f8", "busy_ns"), ("lane_utilization_max", "<f8", "lane_busy_max_ns"))}
 
 
 def _field(column: str) -> tuple[str, str]:

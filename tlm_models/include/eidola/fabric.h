@@ -20,20 +20,28 @@ struct LinkStats {
     std::uint64_t wire_bytes = 0;      ///< bytes on the wire, headers included
     std::uint64_t packets = 0;         ///< packets carried
     std::uint64_t busy_ps = 0;         ///< time the link was transmitting (summed over its lanes)
-    std::uint32_t lanes = 1;           ///< parallel links it stands for
+    std::uint32_t lanes = 1;           ///< parallel links (lanes) it stands for: one port
+    std::uint64_t lane_busy_max_ps = 0;  ///< busy time of its busiest lane (busy_ps with one lane)
     double queue_mean_ps = 0;          ///< mean wait from eligible at the input to transmission
     double queue_p50_ps = 0;           ///< median of that wait (log-bucketed, within 9%)
     double queue_p99_ps = 0;           ///< 99th percentile of that wait (log-bucketed, within 9%)
     double queue_max_ps = 0;           ///< longest such wait
     std::uint32_t peak_occupancy = 0;  ///< most packets held at once in the receiving input buffer
+    /// Time a packet ready to leave the receiving input waited behind its channel's head, bound
+    /// for another output (head-of-line blocking): that of the input's most blocked channel.
+    std::uint64_t hol_blocked_ps = 0;
+    /// Time the link had a free lane and packets waiting for it that could not start for lack of
+    /// credits still on their way back: the next buffer held no packet waiting to leave, so it is
+    /// shorter than the credit round trip (a buffer backed up by congestion further on does not count).
+    std::uint64_t credit_stall_ps = 0;
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
     std::vector<std::pair<std::uint64_t, float>> busy_bins;
 };
 /// Columns of the "links" result table, filled from LinkStats.
 inline const std::vector<std::string> kLinkColumns = {
-    "src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "queue_mean_ps", "queue_p50_ps",
-    "queue_p99_ps", "queue_max_ps", "peak_occupancy"};
+    "src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "lane_busy_max_ps", "queue_mean_ps",
+    "queue_p50_ps", "queue_p99_ps", "queue_max_ps", "peak_occupancy", "hol_blocked_ps", "credit_stall_ps"};
 /// Columns of the "link_bins" result table: LinkStats::busy_bins, one row per busy bin.
 inline const std::vector<std::string> kLinkBinColumns = {"link", "bin", "start_ps", "busy_ps"};
 

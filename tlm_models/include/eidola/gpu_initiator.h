@@ -70,6 +70,10 @@ public:
     /// Packets workgroup `wg` has issued (a train counts its packets).
     std::uint64_t packets_issued(std::uint32_t wg) const { return m_transfers[wg].packets_issued; }
     std::uint64_t packets_sent() const { return m_packets_sent; }
+    /// Peers the fabric has refused a train to (see m_no_trains).
+    std::uint64_t trains_refused() const {
+        return std::uint64_t(std::count(m_no_trains.begin(), m_no_trains.end(), true));
+    }
     /// Bytes read from peers.
     std::uint64_t bytes_read() const { return m_bytes_read; }
 

@@ -86,11 +86,13 @@ struct PacketFabricParams : ParamGroup {
                                  "all of it; wormhole: room for one flit will do (buffers may be smaller than a "
                                  "packet); store_and_forward: it waits for its tail at every hop"};
         /// Virtual channels per message class.
-        IntParam vcs{group, "switch.vcs", 1,
+        IntParam vcs{group, "switch.vcs", 0,
                      "virtual channels per message class at every router input (requests and responses never "
-                     "share one); a packet joins a channel holding packets for its own next output, else an idle one, "
-                     "so channels act as per-output queues and avoid head-of-line blocking",
-                     1, 64};
+                     "share one). 0: one per output of the router, and a packet joins its next output's (virtual "
+                     "output queues: no head-of-line blocking; routers of more than 64 outputs get 64, allocated "
+                     "as below). N: N channels; a packet joins one holding packets for its own next output, else "
+                     "an idle one, else the roomiest (1: each input is a FIFO with head-of-line blocking)",
+                     0, 64};
         /// The GPU port's injection queues.
         ChoiceParam injection{group, "switch.injection", {"voq", "fifo"},
                               "voq: a queue per output port at the GPU's router, no limit on how many leave at once; "
@@ -199,7 +201,7 @@ private:
     void retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls);
     void deliver(std::uint32_t output, std::uint32_t packet);
     void watchdog();
-    void count_link(std::uint32_t link, const Packet& p, std::uint32_t wire, std::uint64_t ser);
+    void count_link(std::uint32_t link, std::uint32_t lane, const Packet& p, std::uint32_t wire, std::uint64_t ser);
 
     // routing and allocation (router_allocation.cpp)
     std::uint32_t route(std::uint32_t node, const Packet& p, bool commit = true);
@@ -215,9 +217,10 @@ private:
     void find_forwarding_gpus();
     bool carries_train(std::uint32_t gpu, std::uint32_t dst, const tlm::tlm_generic_payload& t);
     void arbitrate_ejection(std::uint32_t output);
-    std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t first, std::uint32_t next_out,
+    std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t cls, std::uint32_t bit, std::uint32_t next_out,
                              std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
-                             std::uint64_t& credits_at);
+                             std::uint64_t& credits_at, bool& in_flight);
+    void end_credit_stall(Output& o, std::uint32_t link);
 
     // flow control (flow_control.cpp)
     Hop hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
@@ -234,7 +237,7 @@ private:
     FlowControl m_flow;
     std::uint32_t m_flit;           // bytes per flit
     bool m_credit_bytes;            // buffer given as a size: credits are flits (else packets)
-    std::uint32_t m_capacity;       // credits per virtual channel (flits or packets)
+    std::uint32_t m_capacity;       // credits per virtual channel and lane (flits or packets)
     std::uint32_t m_inject_depth;   // packets per class (and per output with voq) at a GPU's port
     std::uint32_t m_ack_bytes;      // wire bytes of a write's response
     bool m_spread;
@@ -245,8 +248,7 @@ private:
     std::uint64_t m_bin_ps;
     std::uint64_t m_watchdog_ps;
     std::uint32_t m_dateline;       // 2 with dateline virtual channels, else 1
-    std::uint32_t m_vcs;            // virtual channels per class and dateline half
-    std::uint32_t m_vcs_per_class;  // m_dateline x m_vcs
+    std::uint32_t m_vcs;            // virtual channels per class and dateline half (0: one per output)
 
     std::vector<Packet> m_packets;
     std::vector<std::uint32_t> m_free_packets;

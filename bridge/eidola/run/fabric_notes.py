@@ -1,0 +1,52 @@
+"""Notes on what limited a run's fabric, or what it was asked for and did not do, for the summary.
+
+The packet fabric counts, per link (see ``LinkStats`` in C++), the time a packet ready to leave
+its receiving input waited behind a head bound for another output (head-of-line blocking), and
+the time the link had a free lane and packets waiting that lacked only credits still on their
+way back (a buffer shorter than the credit round trip). Each GPU counts the peers the fabric
+refused its packet trains to. A note is printed when one of them matters; see docs/router.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .result import Result
+
+__all__ = ["fabric_notes", "SIGNIFICANT_SHARE"]
+
+#: The share of the run a link must spend blocked (head-of-line or for credits) to be noted.
+SIGNIFICANT_SHARE = 0.05
+
+
+def _worst(r: Result, column: str) -> tuple[int, int, float] | None:
+    """(src, dst, share of the run) of the link with the most `column` time, if that share is significant."""
+    links = r.links
+    if r.kernel_time_ns <= 0 or not len(links) or column not in (links.dtype.names or ()):
+        return None
+    i = int(np.argmax(links[column]))
+    share = float(links[column][i]) / r.kernel_time_ns
+    return (int(links["src"][i]), int(links["dst"][i]), share) if share >= SIGNIFICANT_SHARE else None
+
+
+def fabric_notes(r: Result) -> list[str]:
+    """One line per significant limit: head-of-line blocking, credits, refused packet trains."""
+    notes = []
+    if hol := _worst(r, "hol_blocked_ns"):
+        src, dst, share = hol
+        notes.append(f"note: head-of-line blocking: at the input of link {src} -> {dst}, a packet ready to leave "
+                     f"waited behind one bound for another output for {100 * share:.0f}% of the run; "
+                     "fabric.switch.vcs 0 (the default) gives every input a queue per output")
+    if credit := _worst(r, "credit_stall_ns"):
+        src, dst, share = credit
+        notes.append(f"note: credits: link {src} -> {dst} idled with packets waiting for {100 * share:.0f}% of "
+                     "the run while its credits were on their way back; fabric.switch.buffer (per lane and "
+                     "channel) should cover (serialisation + 2 x link latency + switch latency) x lane bandwidth")
+    if "trains_refused" in (r.gpus.dtype.names or ()) and (refused := int(r.gpus["trains_refused"].sum())):
+        notes.append(f"note: gpus.train: the fabric refused packet trains on {refused} GPU-to-peer route(s), "
+                     "which went packet by packet: the packet fabric carries a train only over a link holding "
+                     "nothing but its GPU's own traffic, as in a fully connected node (docs/fabrics.md)")
+    return notes

@@ -1,0 +1,179 @@
+"""Links of several lanes, and what limits a packet fabric, against bounds derived by hand.
+
+A link of L lanes of bandwidth b is one port: a packet takes one lane (the first free), and every
+router input of an L-lane link has L crossbar paths and L lanes' buffers, so L lanes carry L x b
+through routers as on a direct link. A packet of n payload bytes takes n + h bytes of wire, and a
+write's acknowledgement h (link.ack 0), so a GPU's one-way data runs at most at
+L x b x n / (n + h) on its own, and at L x b x n / (n + 2h) when it also acknowledges as much
+coming in (as in an all-reduce, where every GPU sends and receives alike).
+"""
+
+import numpy as np
+import pytest
+
+import eidola
+from eidola.generators import direct_allreduce
+from eidola.profile import ProfileBuilder
+
+H = 16       # header bytes
+N = 256      # payload bytes per packet (max_payload)
+
+
+def _platform(write_platform, gpus, topology, lanes, lane_bw, latency=25, switch=25, buffer=64, mem_latency=50,
+              workgroups=32):
+    return eidola.load_platform(write_platform(f"""
+        eidola: 1
+        name: lanes
+        gpus: {{count: {gpus}, workgroups: {workgroups}, max_outstanding: 8192, max_payload: {N}B,
+               memory: {{latency: {mem_latency}ns, bandwidth: 5.3TB/s}}}}
+        fabric:
+          model: packet
+          topology: {topology}
+          link: {{bandwidth: {lane_bw}GB/s, latency: {latency}ns, header: {H}B, count: {lanes}}}
+          switch: {{latency: {switch}ns, buffer: {buffer}}}
+        """))
+
+
+def _one_write(src, dst, gpus, nbytes):
+    b = ProfileBuilder(gpus=gpus, workgroups=1, name="one")
+    b.buffer("data", nbytes=nbytes)
+    b.program(gpu=src, wg=0).write(dst=dst, buffer="data", offset=0, nbytes=nbytes)
+    return b.build()
+
+
+def _round_trip_packets(lane_bw, latency, switch):
+    """Packets one lane's buffer must hold to keep the lane busy: its credit round trip
+    (ser + 2 lat + sw) x b / (n + h), rounded up."""
+    ser = (N + H) / lane_bw
+    return int(np.ceil((ser + 2 * latency + switch) * lane_bw / (N + H)))
+
+
+@pytest.mark.parametrize("topology, gpus, src, dst", [
+    ("fully_connected", 2, 0, 1),     # one link
+    ("switch", 4, 0, 1),              # GPU -> switch -> GPU: through a router's input and output
+    ("ring", 4, 0, 2),                # through GPU 1's router
+])
+@pytest.mark.parametrize("lanes, lane_bw", [(1, 100), (4, 100), (18, 25)])
+def test_one_flow_uses_every_lane_of_every_hop(write_platform, topology, gpus, src, dst, lanes, lane_bw):
+    # One 16 MiB write: the flow stripes its packets over the lanes of each link it crosses and
+    # streams at L x b x n / (n + h), once its start-up and last round trip (under 1 us here,
+    # against 40 us or more of streaming) are paid. The buffer covers one lane's credit round
+    # trip, no more: each lane brings its own, so L lanes need no larger setting.
+    nbytes = 16 << 20
+    buffer = _round_trip_packets(lane_bw, 25, 25) + 2
+    plat = _platform(write_platform, gpus, topology, lanes, lane_bw, buffer=buffer, workgroups=1)
+    res = eidola.simulate(plat, _one_write(src, dst, gpus, nbytes))
+    wire_rate = lanes * lane_bw * N / (N + H)                # GB/s of payload
+    assert nbytes / res.kernel_time_ns == pytest.approx(wire_rate, rel=0.03)
+    # Per port: every link the flow crosses carries its packets, each busy (n + h) / b per packet
+    # summed over its lanes, and the lanes share the work evenly (packets go to the first free lane).
+    packets = nbytes // N
+    first = res.links[(res.links["src"] == src) & (res.links["packets"] >= packets)][0]
+    assert first["lanes"] == lanes
+    assert first["wire_bytes"] == packets * (N + H)
+    assert first["busy_ns"] == pytest.approx(first["wire_bytes"] / lane_bw, rel=1e-6)
+    assert first["utilization"] == pytest.approx(first["busy_ns"] / (lanes * res.kernel_time_ns))
+    assert first["utilization"] > 0.95
+    assert first["lane_utilization_max"] == pytest.approx(first["utilization"], rel=0.02)
+
+
+def _busbw(write_platform, lanes, lane_bw, nbytes=4 << 20):
+    plat = _platform(write_platform, 8, "switch", lanes, lane_bw, buffer=_round_trip_packets(lane_bw, 25, 25) + 2)
+    res = eidola.simulate(plat, direct_allreduce(gpus=8, nbytes=nbytes, workgroups=32, mode="syncmon"))
+    return res.busbw_gbs(nbytes, "all_reduce"), res
+
+
+def _wire_busbw(lanes, lane_bw):
+    """The direct all-reduce's bus bandwidth bound on a switch: each GPU sends 2 (P-1)/P x S through
+    its link and acknowledges as much coming in, so busbw = S/t x 2 (P-1)/P <= L x b x n / (n + 2h)."""
+    return lanes * lane_bw * N / (N + 2 * H)
+
+
+def test_lanes_add_up_through_a_switch_in_an_all_reduce(write_platform):
+    # 8 GPUs on a switch, 4 MiB direct all-reduce with 32 workgroups, short wires (25 ns links and
+    # router, 50 ns memory) so that the run is bandwidth-bound. Four lanes of 100 GB/s must give at
+    # least 3.6x one lane, and neither may beat its wire bound (88.9 and 355.6 GB/s).
+    one, _ = _busbw(write_platform, 1, 100)
+    four, res = _busbw(write_platform, 4, 100)
+    assert one <= _wire_busbw(1, 100) and four <= _wire_busbw(4, 100)
+    assert one >= 0.9 * _wire_busbw(1, 100)
+    assert four >= 3.6 * one
+    # The GPUs' links are the busiest and use their lanes evenly.
+    uplinks = res.links[res.links["src"] < 8]
+    assert np.all(uplinks["lane_utilization_max"] <= 1.05 * uplinks["utilization"])
+
+
+def test_an_h100_like_switch_reaches_its_wire_bound(write_platform):
+    # 18 NVLink-like lanes of 25 GB/s per GPU (450 GB/s a direction): within 10% of the wire bound
+    # 18 x 25 x 256 / 288 = 400 GB/s.
+    busbw, _ = _busbw(write_platform, 18, 25)
+    assert 0.9 * _wire_busbw(18, 25) <= busbw <= _wire_busbw(18, 25)
+
+
+# What limits a run: the fabric counts it, and the summary says so.
+LAT, SW, B = 100.0, 50.0, 64.0   # ns, ns, GB/s
+
+
+@pytest.mark.parametrize("buffer", [8, 64])
+def test_a_buffer_short_of_the_credit_round_trip_is_counted_and_noted(write_platform, buffer):
+    # GPU 0 streams 1 MiB to GPU 1 over one link. A packet's credits come back a round trip after
+    # it started: ser + 2 lat + sw = 4.25 + 200 + 50 = 254.25 ns. With 8 packets of buffer the link
+    # sends 8 packets (34 ns) per round trip and idles, packets waiting, for the other
+    # 1 - 8 x 4.25 / 254.25 = 86.6% of it; 64 packets cover the round trip (60), so it never waits.
+    plat = _platform(write_platform, 2, "fully_connected", 1, B, latency=LAT, switch=SW, buffer=buffer,
+                     mem_latency=300, workgroups=1)
+    res = eidola.simulate(plat, _one_write(0, 1, 2, 1 << 20))
+    link = res.links[(res.links["src"] == 0) & (res.links["dst"] == 1)][0]
+    ser = (N + H) / B
+    credit_notes = [note for note in res.summary()["notes"] if "credits" in note]
+    if buffer == 8:
+        assert link["credit_stall_ns"] / res.kernel_time_ns == pytest.approx(1 - 8 * ser / (ser + 2 * LAT + SW),
+                                                                             abs=0.01)
+        assert len(credit_notes) == 1 and "0 -> 1" in credit_notes[0]
+    else:
+        assert link["credit_stall_ns"] == 0 and not credit_notes
+
+
+def test_congestion_is_not_taken_for_short_buffers(write_platform):
+    # Four GPUs write 1 MiB each to GPU 0 through a switch: the link into GPU 0 is the bottleneck,
+    # and the switch input of each sender fills with packets waiting for it, so the senders' links
+    # wait for credits. That is congestion, not a buffer short of its round trip (64 packets cover
+    # it): no link counts it, and the summary notes nothing.
+    n = 4
+    b = ProfileBuilder(gpus=n + 1, workgroups=1, name="incast")
+    b.buffer("data", nbytes=1 << 20)
+    for g in range(1, n + 1):
+        b.program(gpu=g, wg=0).write(dst=0, buffer="data", offset=0, nbytes=1 << 20)
+    plat = _platform(write_platform, n + 1, "switch", 1, B, latency=LAT, switch=SW, buffer=64, mem_latency=300,
+                     workgroups=1)
+    res = eidola.simulate(plat, b.build())
+    into_0 = res.links[res.links["dst"] == 0][0]
+    assert into_0["utilization"] > 0.9
+    assert res.links["credit_stall_ns"].max() < 0.01 * res.kernel_time_ns
+    assert res.links["hol_blocked_ns"].max() == 0
+    assert res.summary()["notes"] == []
+
+
+def test_the_run_summary_says_what_a_packet_fabric_did(cli, write_platform, tmp_path):
+    # A packet fabric that moved nothing has no busiest link (it is not the ideal fabric). Trains
+    # asked for on a switch are refused (a switch's links carry several GPUs' packets): the
+    # summary says so, naming gpus.train, and the run goes packet by packet.
+    plat = write_platform(f"""
+        eidola: 1
+        name: summary
+        gpus: {{count: 2, workgroups: 1, max_outstanding: 8192, max_payload: {N}B,
+               memory: {{latency: 300ns, bandwidth: 5.3TB/s}}}}
+        fabric: {{model: packet, topology: switch}}
+        """)
+    idle = ProfileBuilder(gpus=2, workgroups=1, name="idle")
+    idle.program(gpu=0, wg=0).compute(ns=100)
+    idle.build().save(tmp_path / "idle.yaml")
+    r = cli("run", plat, "--profile", tmp_path / "idle.yaml", "--out", tmp_path / "idle")
+    assert r.returncode == 0, r.stderr
+    assert "busiest link  none (no link traffic)" in r.stdout and "ideal" not in r.stdout
+    _one_write(0, 1, 2, 1 << 20).save(tmp_path / "write.yaml")
+    r = cli("run", plat, "--profile", tmp_path / "write.yaml", "--set", "gpus.train=64", "--out", tmp_path / "w")
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stdout.splitlines() if line.startswith("note: gpus.train")]
+    assert len(notes) == 1 and "refused packet trains on 1 GPU-to-peer route(s)" in notes[0]
+    assert "busiest link  0 -> 2, 1.05 MB at" in r.stdout   # GPU 0 to the switch (node 2): every byte
