@@ -69,20 +69,28 @@ def test_a_buffer_smaller_than_a_packet_is_fine_with_wormhole(tmp_path):
 
 
 def test_a_platform_over_limits_memory_is_refused_with_the_figure(tmp_path, capsys):
-    # 8 GPUs fully connected: 56 links, each input with 2 message classes x 1 VC of 2^30 / 16 slots
-    # of 4 bytes: 56 x 2 x 2^26 x 4 = 30.06 GB of buffers, plus ~0.4 MB of everything else.
-    path = _packet_platform(tmp_path, switch={"buffer": "1GiB"})
-    code, err = _main(capsys, "validate", path, "--set", "limits.memory=20GB")
+    # 1,000 GPUs fully connected: 999,000 links; with vcs 0 each receiving input has a channel per
+    # output of its router (1,001, capped at 64) in 2 classes: 999,000 x 128 channels x 130 B =
+    # 16.6 GB, plus 999,000 links x 6 KiB = 6.1 GB, plus ~0.05 GB of GPUs, pairs and routes.
+    path = _packet_platform(tmp_path)
+    code, err = _main(capsys, "validate", path, "--set", "gpus.count=1000", "--set", "limits.memory=20GB")
     assert code == 2, err
-    assert f"{path}: this platform needs about 30.1 GB of memory to simulate, limits.memory is 20 GB" in err
-    assert "56 links x 2 channels x 67108864 buffer slots (fabric.switch.buffer)" in err
+    assert f"{path}: this platform needs about 22.8 GB of memory to simulate, limits.memory is 20 GB" in err
+    assert "127872000 virtual channels on 999000 links" in err and "switch.vcs" in err
+
+
+def test_a_huge_switch_buffer_costs_nothing_up_front(tmp_path, capsys):
+    # Channels grow as packets arrive (bounded by the packets in flight), so a 1 GiB buffer is not
+    # 2^26 slots per channel: 8 GPUs validate within 1 GB.
+    path = _packet_platform(tmp_path, switch={"buffer": "1GiB"})
+    eidola.load_platform(path, overrides={"limits.memory": "1GB"})  # no ConfigError
 
 
 def test_a_large_fully_connected_fabric_is_refused_by_its_link_count(tmp_path, capsys):
-    # 4,000 GPUs: 4000 x 3999 = 15,996,000 links of at least 6 KiB: about 100 GB, beyond limits.memory.
+    # 4,000 GPUs: 4000 x 3999 = 15,996,000 links, each input with 2 x 64 channels: about 266 GB.
     path = _packet_platform(tmp_path)
     code, err = _main(capsys, "validate", path, "--set", "gpus.count=4000", "--set", "limits.memory=50GB")
-    assert code == 2 and "15996000 links (fully_connected) (fabric.topology)" in err, err
+    assert code == 2 and "2047488000 virtual channels on 15996000 links" in err, err
 
 
 @pytest.mark.parametrize("values, gpus, links, nodes", [
@@ -111,16 +119,16 @@ def test_link_counts_match_the_built_fabric(repo):
 
 
 def test_the_estimate_is_within_a_factor_of_2_of_a_real_run():
-    # 8 GPUs fully connected with 4 MiB buffers: 56 x 2 x 2^18 x 4 B = 117 MB of buffers dominate.
-    plat = platform_from_dict({"eidola": 1, "name": "m", "gpus": {"count": 8, "workgroups": 4},
-                               "fabric": {"model": "packet", "switch": {"buffer": "4MiB"}}})
-    b = ProfileBuilder(gpus=8, workgroups=1)
-    b.buffer("x", nbytes=4096)
-    b.program(gpu=0, wg=0).write(dst=1, buffer="x", offset=0, nbytes=256)
-    res = eidola.simulate(plat, b.build())
+    # 64 GPUs fully connected, vcs 0: 4,032 links, each input with 2 classes x 64 channels (65
+    # outputs, capped): 516,096 channels x 130 B = 67.1 MB, plus 4,032 x 6 KiB of links = 24.8 MB,
+    # plus the 4 MiB base and 64 GPUs x (14 KiB + 208 B) = 0.93 MB; pairs, routes and slots ~0.2 MB.
+    plat = platform_from_dict({"eidola": 1, "name": "m", "gpus": {"count": 64, "workgroups": 1},
+                               "fabric": {"model": "packet"}})
+    res = eidola.simulate(plat, ProfileBuilder(gpus=64, workgroups=1).build())
     comps = list(plat.components.values())
-    need, _, _ = memory.estimate(comps, {c.name: c.resolved() for c in comps}, 8)
-    assert 56 * 2 * 2**18 * 4 < need < 56 * 2 * 2**18 * 4 * 1.1
+    need, what, _ = memory.estimate(comps, {c.name: c.resolved() for c in comps}, 64)
+    by_hand = 516_096 * 130 + 4032 * 6 * 2**10 + 4 * 2**20 + 64 * (14 * 2**10 + 208)
+    assert by_hand < need < by_hand * 1.01 and what == "516096 virtual channels on 4032 links"
     used = res.meta["child_private_kb"] * 1024
     assert need / 2 < used < need * 2, (need, used)
 

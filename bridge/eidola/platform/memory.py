@@ -13,9 +13,11 @@ child (``child_private_kb``) for platforms that vary one term at a time, on this
 - per GPU: `PER_GPU` plus `PER_WORKGROUP` for each resident workgroup (its state machine);
 - per pair of GPUs: `PER_GPU_PAIR` (per-peer counters and the pairs table);
 - per packet-fabric link: `PER_LINK` (its wait histogram of 513 counters, its output queue,
-  counters), plus its input buffers: 4 bytes per slot, one slot per flit when ``switch.buffer``
-  is a size (bytes / ``link.flit``) or per packet when it is a count, in 2 message classes x
-  ``switch.vcs`` x 2 on rings and tori (their datelines double the channels);
+  counters), plus `PER_QUEUE` for each virtual channel at its receiving input: 2 message classes x
+  ``switch.vcs`` (or, with ``vcs: 0``, one per output of the receiving router, at most 64) x 2 on
+  rings and tori (their datelines double the channels). A channel's slots grow as packets arrive,
+  so ``switch.buffer`` itself costs nothing up front: the slots ever used are bounded by the
+  packets in flight (`SLOT` each, twice over for the doubling growth), not by the buffer's size;
 - per (router node, GPU): `PER_ROUTE` (the routing table: first choice, count, and a link).
 """
 
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .model import Component
 
-__all__ = ["BASE", "PER_GPU", "PER_WORKGROUP", "PER_GPU_PAIR", "PER_LINK", "PER_ROUTE", "SLOT", "estimate",
+__all__ = ["BASE", "PER_GPU", "PER_WORKGROUP", "PER_GPU_PAIR", "PER_LINK", "PER_QUEUE", "PER_ROUTE", "SLOT", "estimate",
            "default_limit", "fabric_links", "format_bytes"]
 
 BASE = 4 * 2**20        #: the child's own memory before any model is built (bytes)
@@ -35,7 +37,9 @@ PER_GPU = 14 * 2**10    #: an eidolon GPU, its memory model, SyncMon and initiat
 PER_WORKGROUP = 208     #: one resident workgroup (bytes)
 PER_GPU_PAIR = 16       #: one (source, destination) pair of GPUs (bytes)
 PER_LINK = 6 * 2**10    #: one packet-fabric link without its buffer slots (bytes)
+PER_QUEUE = 130         #: one virtual channel of an input, with its first 4 slots (measured: 129-135 bytes)
 SLOT = 4                #: one input-buffer slot (a packet index)
+MAX_VOQ = 64            #: channels per class at most with vcs 0 (PacketFabric's kMaxVcs)
 PER_ROUTE = 12          #: one routing-table entry, per router node and destination GPU (bytes)
 
 
@@ -96,12 +100,32 @@ def fabric_links(values: dict[str, Any], gpus: int) -> tuple[int, int]:
     return 0, n
 
 
-def _buffer_slots(values: dict[str, Any]) -> int:
-    """Slots of one virtual channel's input buffer (see PacketFabric's constructor)."""
-    text = str(values.get("switch.buffer", "64"))
-    if text.endswith("B"):
-        return max(1, int(text[:-1]) // max(1, int(values.get("link.flit", 16))))
-    return max(1, int(text))
+def _channels_per_link(values: dict[str, Any], gpus: int, links: int) -> int:
+    """Virtual channels summed over every link's receiving input (both message classes, datelines included).
+
+    With ``vcs: 0`` an input has one channel per output of its router (two ejections and its
+    links, at most `MAX_VOQ`), so the count follows each topology's router degrees.
+    """
+    vcs = int(values.get("switch.vcs", 0))
+    dateline = 2 if values.get("topology") in ("ring", "torus2d") else 1
+    if vcs > 0:
+        return links * 2 * vcs * dateline
+    kind = values.get("topology", "fully_connected")
+
+    def voq(out_links: int) -> int:
+        return min(2 + out_links, MAX_VOQ)
+
+    if kind == "fully_connected":
+        per_input = {links: voq(gpus - 1)}
+    elif kind == "switch":  # n links into the switch (n outputs), n into GPU routers (1 output)
+        per_input = {links // 2: voq(gpus), links - links // 2: voq(1)}
+    elif kind == "ring":
+        per_input = {links: voq(2 if values.get("bidirectional", True) and gpus > 2 else 1)}
+    elif kind in ("mesh2d", "torus2d"):
+        per_input = {links: voq(4)}
+    else:  # hierarchical, custom: router degrees vary; count every input at the most a router may have
+        per_input = {links: MAX_VOQ}
+    return sum(count * channels for count, channels in per_input.items()) * 2 * dateline
 
 
 def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpus: int) -> tuple[int, str, str]:
@@ -113,6 +137,8 @@ def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpu
     """
     terms: list[tuple[int, str, str]] = [(BASE, "the simulator itself", ""),
                                          (PER_GPU_PAIR * gpus * gpus, f"{gpus} x {gpus} GPU pairs", "gpus.count")]
+    # Every packet in the fabric is a request or a response of an outstanding transaction.
+    in_flight = sum(2 * int(values[c.name].get("max_outstanding", 0)) for c in components if c.spec.replays_profile)
     for c in components:
         v = values[c.name]
         if c.spec.replays_profile:
@@ -120,11 +146,9 @@ def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpu
                           "GPUs and their workgroups", c.where("workgroups")))
         elif c.spec.name == "PacketFabric":
             links, nodes = fabric_links(v, gpus)
-            dateline = 2 if v.get("topology") in ("ring", "torus2d") else 1
-            channels = 2 * int(v.get("switch.vcs", 1)) * dateline
-            slots = _buffer_slots(v)
-            terms.append((links * channels * slots * SLOT,
-                          f"{links} links x {channels} channels x {slots} buffer slots", c.where("switch.buffer")))
+            channels = _channels_per_link(v, gpus, links)
+            terms.append((channels * PER_QUEUE, f"{channels} virtual channels on {links} links", c.where("switch.vcs")))
+            terms.append((2 * SLOT * in_flight, "buffer slots of the packets in flight", "gpus.max_outstanding"))
             terms.append((links * PER_LINK, f"{links} links ({v.get('topology')})", c.where("topology")))
             terms.append((nodes * gpus * PER_ROUTE, f"routes of {nodes} routers to {gpus} GPUs", c.where("topology")))
     # The per-GPU terms are one per GPU: merge them, so the largest term names the whole cost.
