@@ -75,7 +75,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
     if args.json:
-        print(json.dumps(result.summary(), indent=2))
+        print(json.dumps(result.summary, indent=2))
     else:
         print(_summary_text(result, out))
     return 0
@@ -92,14 +92,20 @@ def safe_dir_name(name: str) -> str:
 
 
 def _duration(text: str, option: str) -> float:
-    """A wall duration given on the command line with its unit (``90s``, ``500ms``), in seconds."""
+    """A wall duration given on the command line, in seconds: ``90s``, ``500ms``, or a plain number of
+    seconds (``60``), as every other command-line tool reads one."""
     from .platform import units
     from .run.simulate import MAX_TIMEOUT_S
 
     try:
-        seconds = units.parse(text, "time")
-    except units.UnitError as e:
-        raise ConfigError(f"{option} {text!r}: {e}") from None
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = units.parse(text, "time")
+        except units.UnitError as e:
+            raise ConfigError(f"{option} {text!r}: {e} (or a plain number of seconds)") from None
+    if seconds != seconds:  # nan
+        raise ConfigError(f"{option} {text!r}: expected a duration such as 60 or 90s")
     if not 0 < seconds <= MAX_TIMEOUT_S:
         raise ConfigError(f"{option} {text!r}: expected a duration in (0s, {MAX_TIMEOUT_S:g}s]")
     return seconds
@@ -132,7 +138,7 @@ def _counted(inserted: list[str]) -> str:
 
 
 def _summary_text(r: Result, out: Path) -> str:
-    s = r.summary()
+    s = r.summary
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
         *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"])) else []),
@@ -161,9 +167,15 @@ def _summary_text(r: Result, out: Path) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    platform, profile = _load(args)
+    platform = load_platform(args.platform, _overrides(args.set))
     from .run.simulate import check
 
+    if not (args.profile or platform.profile):  # a platform alone is worth checking before any profile exists
+        check(platform, None)
+        print(f"{args.platform}: ok ({len(platform.gpus())} GPUs; the platform alone: it names no profile, "
+              "pass --profile to check one on it)")
+        return 0
+    profile = load_profile(args.profile or platform.profile)
     check(platform, profile)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
     note = _usage_note(len(profile.used_gpus()), len(platform.gpus()))
@@ -328,7 +340,8 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME, the name made safe)")
             p.add_argument("--timeout", metavar="DURATION",
-                           help="kill the simulation past this wall time, e.g. 60s (default: the platform's limits.wall)")
+                           help="kill the simulation past this wall time: 60 (seconds), 90s or 500ms "
+                                "(default: the platform's limits.wall)")
             p.add_argument("--json", action="store_true", help="print the summary as JSON")
             p.add_argument("--trace", action="store_true", help="write DIR/trace.json (Perfetto / chrome://tracing)")
             p.add_argument("--trace-limit", type=int, default=500_000, help="most op slices in the trace")
@@ -384,6 +397,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reader_gone() -> int:
+    """The reader of our output went away (``eidola describe | head``): stop quietly, as Unix tools do.
+
+    Unix tools die of SIGPIPE here, which the shell reports as 128 + 13; so do we, without a
+    message. Later writes to stdout (the interpreter's last flush) go to /dev/null, so nothing
+    more is printed about it.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (captured): nothing to silence
+        pass
+    return 128 + signal.SIGPIPE
+
+
 class _Terminated(BaseException):
     """SIGTERM, raised where the program is, so running simulations are killed on the way out."""
 
@@ -408,7 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread (main() called from a library): leave signals alone
         previous = None
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, rather than at interpreter exit
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except EidolaError as e:
         print(f"eidola {args.command}: {e}", file=sys.stderr)
         return e.exit_status

@@ -62,15 +62,27 @@ def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False
     """Elaborates `platform` and encodes `profile` for it: every check simulate() makes before building."""
     plan = platform.elaborate()
     encoded = encode_profile(profile, plan, seed=seed)
-    windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
-    plugins = {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}")
-               for c in plan.components if c.spec.plugin is not None}
+    plugins = _build_plugins(plan)
     return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)))
 
 
-def check(platform: Platform, profile: Profile) -> None:
-    """Every check simulate() makes before it builds anything (what `eidola validate` runs)."""
-    prepare(platform, profile, platform.seed)
+def check(platform: Platform, profile: Profile | None) -> None:
+    """Every check simulate() makes before it builds anything (what `eidola validate` runs).
+
+    With no profile, the platform alone: elaboration (bindings, address map, inserted parts) and
+    its plugins' builds.
+    """
+    if profile is not None:
+        prepare(platform, profile, platform.seed)
+        return
+    _build_plugins(platform.elaborate())
+
+
+def _build_plugins(plan: Plan) -> dict[str, PluginBuild]:
+    """Each plugin component of `plan` compiled (or found in the cache), by component name."""
+    windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
+    return {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}")
+            for c in plan.components if c.spec.plugin is not None}
 
 
 def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | None = None, *,
