@@ -14,6 +14,7 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_latency_ps(p.latency.get().value()),
+      m_bin_ps(std::max<std::uint64_t>(1, p.stats_bin.get().value())),
       m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
@@ -166,6 +167,10 @@ void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_gen
     PairCount& pair = m_pairs[std::size_t(src) * ports() + dst];
     pair.bytes += trans.get_data_length();
     pair.packets += train_packets(trans);
+    // Counted when delivered, and deliveries come in time order: only the last bin can grow.
+    const std::uint64_t bin = now_ps() / m_bin_ps;
+    if (pair.bins.empty() || pair.bins.back().first < bin) pair.bins.emplace_back(bin, 0);
+    pair.bins.back().second += trans.get_data_length();
 }
 
 std::vector<LinkStats> IdealFabric::link_stats() const {
@@ -178,6 +183,7 @@ std::vector<LinkStats> IdealFabric::link_stats() const {
         s.dst = std::int32_t(i % n);
         s.bytes = s.wire_bytes = m_pairs[i].bytes;
         s.packets = m_pairs[i].packets;
+        s.byte_bins = m_pairs[i].bins;
         out.push_back(s);
     }
     return out;

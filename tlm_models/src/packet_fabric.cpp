@@ -376,6 +376,9 @@ void PacketFabric::count_link(std::uint32_t link, const Packet& p, std::uint32_t
     lc.queue_sum += wait * p.train;
     lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
     lc.hist[bucket_of(wait)] += p.train;
+    auto& byte_bins = lc.s.byte_bins;  // the payload counts in the bin its transmission starts in
+    if (byte_bins.empty() || byte_bins.back().first < now / m_bin_ps) byte_bins.emplace_back(now / m_bin_ps, 0);
+    byte_bins.back().second += p.payload;
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
         const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
         // A link transmits in time order, so only the last bin can grow (an acknowledgement sent

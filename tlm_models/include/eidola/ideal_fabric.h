@@ -27,6 +27,9 @@ struct IdealFabricParams : ParamGroup {
     /// Number of GPU ports.
     IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1,
                    kMaxFabricPorts};
+    /// Width of the traffic-over-time bins (bytes per GPU pair per bin).
+    TimeParam stats_bin{*this, "stats.bin", 1e-6, "width of the traffic-over-time bins (bytes per pair)", 1e-12,
+                        1.0};
 };
 
 /// Routes by the address map with a fixed one-way latency on requests and on responses.
@@ -41,6 +44,7 @@ public:
 
     std::vector<LinkStats> link_stats() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
+    std::uint64_t bin_ps() const override { return m_bin_ps; }
 
 private:
     friend struct FabricTargetPort<IdealFabric>;
@@ -78,7 +82,9 @@ private:
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> bins;  ///< (bin, bytes delivered), sparse, in time order
     };
+    std::uint64_t m_bin_ps;
     std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
     TimingWheel<Action> m_actions;  // a wheel: one queue for every port, at few offsets but many times
 };
