@@ -297,7 +297,8 @@ Table Simulation::table(const std::string& which) const {
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats()) {
                 // busy_bins and byte_bins are both sparse and in bin order: merged into one row per bin.
-                auto busy = l.busy_bins.begin(), bytes = l.byte_bins.begin();
+                auto busy = l.busy_bins.begin();
+                auto bytes = l.byte_bins.begin();
                 while (busy != l.busy_bins.end() || bytes != l.byte_bins.end()) {
                     const std::uint64_t b = busy == l.busy_bins.end()     ? bytes->first
                                             : bytes == l.byte_bins.end() ? busy->first

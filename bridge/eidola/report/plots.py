@@ -337,7 +337,7 @@ def link_time_figure(run: Any, lines: int = LINK_TIME_LINES) -> Any:
         ax.set_ylim(0, max(1e-9, float(series.max())) * 1.05)
     shown = (f"the {len(busiest)} busiest of {len(t.links)} {what}s" if len(others)
              else f"all {len(t.links)} {what}s")
-    heading = "utilisation over time" if timed else "traffic over time (ideal fabric: bytes per GPU pair)"
+    heading = "utilisation over time" if timed else "traffic per GPU pair over time"
     ax.set_title(f"{t.name}: {heading}, {shown}", fontsize=10)
     ax.grid(True, alpha=0.3)
     if entries > 7:
