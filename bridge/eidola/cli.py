@@ -199,12 +199,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     platform = load_platform(args.platform, _overrides(args.set))
     from .run.simulate import check
 
-    if not (args.profile or platform.profile):  # a platform alone is worth checking before any profile exists
+    profile_path = args.profile or platform.profile
+    if not profile_path:  # a platform alone is worth checking before any profile exists
         check(platform, None)
         print(f"{args.platform}: ok ({len(platform.gpus())} GPUs; the platform alone: it names no profile, "
               "pass --profile to check one on it)")
         return 0
-    profile = load_profile(args.profile or platform.profile)
+    profile = load_profile(profile_path)
     check(platform, profile)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
     note = _usage_note(len(profile.used_gpus()), len(platform.gpus()))

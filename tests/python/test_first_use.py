@@ -155,7 +155,11 @@ def test_progress_reports_how_far_a_long_run_has_got(repo):
     assert seen, "a run of this size answers at least one question"
     sims, events, walls = zip(*seen)
     assert list(sims) == sorted(sims) and list(events) == sorted(events) and list(walls) == sorted(walls)
-    assert 0 <= sims[-1] <= res.kernel_time_ns and 0 <= events[-1] <= res.events
+    assert 0 <= events[-1] <= res.events, (seen, res.events)
+    # While events were still to come the run was still going: not past its last workgroup's end.
+    # (A report taken once the run is over may see the kernel's clock past it, draining responses.)
+    going = [sim for sim, n, _ in seen if n < res.events]
+    assert all(0 <= sim <= res.kernel_time_ns for sim in going), (seen, res.kernel_time_ns)
     assert ended == [True]
 
 
@@ -177,7 +181,7 @@ def test_a_link_rate_in_bits_reaches_the_platform_as_bytes(repo):
     bits = eidola.load_platform(repo / "platforms/switch-8gpu.yaml", {"fabric.link.bandwidth": "400Gb/s"})
     bytes_ = eidola.load_platform(repo / "platforms/switch-8gpu.yaml", {"fabric.link.bandwidth": "50GB/s"})
     assert bits.effective_yaml() == bytes_.effective_yaml() and "50GB/s" in bits.effective_yaml()
-    with pytest.raises(eidola.ConfigError, match="fabric.link.bandwidth"):
+    with pytest.raises(eidola.ConfigError, match=r"fabric\.link\.bandwidth"):
         eidola.load_platform(repo / "platforms/switch-8gpu.yaml", {"fabric.link.bandwidth": "400gb/s"})
 
 

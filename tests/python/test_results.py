@@ -9,8 +9,7 @@ import pytest
 import eidola
 from eidola.generators import gemv_allreduce, neighbor_exchange
 from eidola.profile import ProfileBuilder
-from eidola.report.plots import (TimelineView, heatmap_figure, heatmap_matrix, link_time_figure, load_run, plot_run,
-                                 timeline_figure)
+from eidola.report.plots import TimelineView, heatmap_figure, heatmap_matrix, link_time_figure, load_run, plot_run, timeline_figure
 from eidola.report.trace import build_trace, write_trace
 
 

@@ -55,12 +55,16 @@ def build_trace(result: Result | SimpleNamespace, limit: int = DEFAULT_LIMIT) ->
         events.append({"ph": "X", "name": name, "cat": str(r["kind"]), "pid": int(r["gpu"]), "tid": int(r["wg"]),
                        "ts": _us(r["begin_ns"]), "dur": _us(r["end_ns"] - r["begin_ns"]), "args": args})
     events += _flows(kept)
-    events += _syncmon_counters(result, limit)
-    events += _link_counters(result)
+    # Counters share the limit: half for SyncMon when there are link counters too.
+    has_links = result.link_bins is not None and len(result.link_bins) > 0
+    syncmon = _syncmon_counters(result, limit // 2 if has_links else limit)
+    links, link_note = _link_counters(result, max(0, limit - len(syncmon)))
+    events += syncmon + links
     meta = {"simulation": result.name, "profile": result.profile_name, "kernel_time_ns": result.kernel_time_ns,
             "op_slices_total": len(ops), "op_slices_written": len(kept),
             "workgroups_per_gpu": workgroups,
-            "sampling": _sampling_note(kept, wg_stride, gpu_stride, len(ops), limit)}
+            "sampling": _sampling_note(kept, wg_stride, gpu_stride, len(ops), limit),
+            **({"link_counters": link_note} if link_note else {})}
     return {"traceEvents": events, "displayTimeUnit": "ns", "metadata": meta}
 
 
@@ -68,7 +72,7 @@ def _syncmon_counters(result: Result | SimpleNamespace, limit: int) -> list[dict
     """SyncMon occupancy per GPU: 0 at the start, then after each change (thinned to `limit` events)."""
     gpus = [int(g) for g in result.gpus["gpu"]]
     counters = result.syncmon_trace
-    budget = max(1, limit - len(gpus))
+    budget = max(1, limit - min(len(gpus), limit))
     if counters is not None and len(counters) > budget:  # thinned like the slices: the file stays bounded
         counters = counters[:: -(-len(counters) // budget)]
     events = [{"ph": "C", "name": "SyncMon occupancy", "pid": g, "ts": 0.0, "args": {"addresses": 0}}
@@ -79,13 +83,14 @@ def _syncmon_counters(result: Result | SimpleNamespace, limit: int) -> list[dict
     return events
 
 
-def _link_counters(result: Result | SimpleNamespace) -> list[dict[str, Any]]:
+def _link_counters(result: Result | SimpleNamespace, limit: int) -> tuple[list[dict[str, Any]], str]:
     """A counter per link in a "fabric" process: busy ns per bin where links have timing, payload
     bytes per bin per GPU pair on the ideal fabric. A bin followed by an idle one is closed by a 0,
-    since a counter holds its value until the next sample."""
+    since a counter holds its value until the next sample. Past `limit` events, whole links are
+    left out (1 in n kept, each kept one complete); returns (events, a note saying so or "")."""
     bins = result.link_bins
     if bins is None or not len(bins):
-        return []
+        return [], ""
     timed = bool(np.any(bins["busy_ns"] > 0))
     nonzero = bins["bin"] > 0
     width = float(np.median(bins["start_ns"][nonzero] / bins["bin"][nonzero])) if nonzero.any() else 1000.0
@@ -93,18 +98,31 @@ def _link_counters(result: Result | SimpleNamespace) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
                                      "args": {"name": "fabric"}}]
     key, what = ("busy_ns", "link") if timed else ("bytes", "pair")
+    per_link: dict[int, list[dict[str, Any]]] = {}
     order = np.lexsort((bins["bin"], bins["link"]))
     for n, i in enumerate(order):
         r = bins[i]
         link = result.links[int(r["link"])]
         name = f"{what} {link['src']}->{link['dst']}"
         value = round(float(r["busy_ns"]), 3) if timed else int(r["bytes"])
-        events.append({"ph": "C", "name": name, "pid": pid, "ts": _us(r["start_ns"]), "args": {key: value}})
+        track = per_link.setdefault(int(r["link"]), [])
+        track.append({"ph": "C", "name": name, "pid": pid, "ts": _us(r["start_ns"]), "args": {key: value}})
         following = bins[order[n + 1]] if n + 1 < len(order) else None
         if following is None or following["link"] != r["link"] or following["bin"] != r["bin"] + 1:
-            events.append({"ph": "C", "name": name, "pid": pid, "ts": _us((int(r["bin"]) + 1) * width),
-                           "args": {key: 0}})
-    return events
+            track.append({"ph": "C", "name": name, "pid": pid, "ts": _us((int(r["bin"]) + 1) * width),
+                          "args": {key: 0}})
+    total = sum(len(t) for t in per_link.values())
+    stride = 1
+    while sum(len(t) for k, t in enumerate(per_link.values()) if k % stride == 0) > max(0, limit - 1):
+        stride += 1
+        if stride > len(per_link):
+            return [], f"no {what} counters: {total} counter events would pass the limit of {limit}"
+    for k, track in enumerate(per_link.values()):
+        if k % stride == 0:
+            events += track
+    note = (f"1 {what} in {stride} of {len(per_link)} has a counter ({total} counter events would pass the "
+            f"limit of {limit})" if stride > 1 else "")
+    return events, note
 
 
 def _sample(ops: np.ndarray[Any, np.dtype[Any]], limit: int) -> tuple[np.ndarray[Any, np.dtype[Any]], int, int]:

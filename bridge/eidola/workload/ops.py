@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..platform import catalog
-from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_ns, check_num
+from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_ns
 
 __all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "RELEASE_SCOPES",
            "explicit_args", "op_method"]
