@@ -309,8 +309,9 @@ class ProfileBuilder:
         Asking again returns the same ProgramBuilder, whose ops continue where they were, as a
         user who builds a program in two passes (say, a loop per phase) expects.
         """
-        p = self._programs.get((gpu, wg))
-        return p if p is not None else self._builder(*self._key(gpu, wg))
+        key = self._key(gpu, wg)  # checked first: True is not GPU 1, although it hashes as 1
+        p = self._programs.get(key)
+        return p if p is not None else self._builder(*key)
 
     def program_at(self, gpu: int, wg: int) -> ProgramBuilder:
         """The same as `program` (kept for code written when `program` refused a second call)."""
