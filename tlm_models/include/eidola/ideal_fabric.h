@@ -82,8 +82,16 @@ private:
     std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
-        std::vector<std::pair<std::uint64_t, std::uint64_t>> bins;  ///< (bin, bytes delivered), sparse, in time order
     };
+    // Bytes delivered per pair per bin, sparse: one flat list in time order, plus each pair's latest
+    // entry (4 bytes a pair rather than a list per pair: a 1,024-GPU fabric has a million pairs).
+    struct PairBin {
+        std::uint32_t pair;
+        std::uint64_t bin, bytes;
+    };
+    static constexpr std::uint32_t kNoBin = ~std::uint32_t(0);
+    std::vector<PairBin> m_bins;
+    std::vector<std::uint32_t> m_last_bin;  // src * ports + dst -> its latest entry in m_bins (kNoBin: none)
     std::uint64_t m_bin_ps;
     std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
     TimingWheel<Action> m_actions;  // a wheel: one queue for every port, at few offsets but many times
