@@ -220,7 +220,7 @@ def timeline_figure(run: Any, view: TimelineView | None = None) -> Any:
                 color=style["color"], hatch=style["hatch"], edgecolor="black", linewidth=0.4, gid=kind)
         if kind == "wait" and end == float(r["end_ns"]):
             ax.plot(end / 1000, y_of[key], marker="v", color="black", markersize=4)
-    ax.set_xlim(lo / 1000, hi / 1000)
+    ax.set_xlim(lo / 1000, hi / 1000 if view.window_ns is not None else hi / 1000 * 1.01)  # room for the last ▼
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"GPU {g} wg {w}" for g, w in rows], fontsize=7)
     ax.set_ylim(len(rows) - 0.5, -0.5)  # first row on top
