@@ -23,3 +23,16 @@ __all__ = [
     "load_profile", "models", "simulate", "sweep",
 ]
 __version__ = "0.1.0"
+
+#: Submodules reached as attributes of ``eidola`` (``eidola.generators.ring_allreduce``) although
+#: ``import eidola`` does not import them: each is imported on first use, so its cost (and its
+#: dependencies') is paid only by the programs that use it.
+_LAZY = ("generators", "profile")
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'eidola' has no attribute {name!r}")

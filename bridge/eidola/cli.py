@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .run.result import Result
     from .workload.profile import Profile
 
-__all__ = ["main", "safe_dir_name"]
+__all__ = ["main", "safe_dir_name", "progress_line"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -63,7 +63,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--trace-limit {args.trace_limit}: expected a number of slices >= 0")
     platform, profile = _load(args)
     out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
-    result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout)
+    result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
+                      progress=_progress(platform.name, args.progress))
     try:
         result.save(out)
         if args.trace:
@@ -77,10 +78,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
     if args.json:
-        print(json.dumps(result.summary(), indent=2))
+        print(json.dumps(result.summary, indent=2))
     else:
         print(_summary_text(result, out))
     return 0
+
+
+def _progress(name: str, asked: bool) -> Any:
+    """A progress line on stderr for a long run: when stderr is a terminal (after 3 s, redrawn in
+    place), or with --progress (after 1 s, a line a second, for logs); else None."""
+    from .run.simulate import Progress
+
+    terminal = sys.stderr.isatty()
+    if not (terminal or asked):
+        return None
+
+    def report(sim_ns: float, events: int, wall_s: float) -> None:
+        line = progress_line(name, sim_ns, events, wall_s)
+        sys.stderr.write(f"\r\x1b[K{line}" if terminal else line + "\n")
+        sys.stderr.flush()
+
+    def done() -> None:
+        if terminal:  # the summary follows on a clean line
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+    return Progress(report, after_s=3.0 if terminal and not asked else 1.0, every_s=1.0, done=done)
+
+
+def progress_line(name: str, sim_ns: float, events: int, wall_s: float) -> str:
+    """``NAME: simulated 12.5 us, 3.41 M events, 7 s wall (487 k events/s)``."""
+    rate = f" ({_si(events / wall_s)}events/s)" if wall_s > 0 else ""
+    return f"{name}: simulated {sim_ns / 1000:.6g} us, {_si(events)}events, {wall_s:.0f} s wall{rate}"
 
 
 def safe_dir_name(name: str) -> str:
@@ -94,14 +123,20 @@ def safe_dir_name(name: str) -> str:
 
 
 def _duration(text: str, option: str) -> float:
-    """A wall duration given on the command line with its unit (``90s``, ``500ms``), in seconds."""
+    """A wall duration given on the command line, in seconds: ``90s``, ``500ms``, or a plain number of
+    seconds (``60``), as every other command-line tool reads one."""
     from .platform import units
     from .run.simulate import MAX_TIMEOUT_S
 
     try:
-        seconds = units.parse(text, "time")
-    except units.UnitError as e:
-        raise ConfigError(f"{option} {text!r}: {e}") from None
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = units.parse(text, "time")
+        except units.UnitError as e:
+            raise ConfigError(f"{option} {text!r}: {e} (or a plain number of seconds)") from None
+    if seconds != seconds:  # nan
+        raise ConfigError(f"{option} {text!r}: expected a duration such as 60 or 90s")
     if not 0 < seconds <= MAX_TIMEOUT_S:
         raise ConfigError(f"{option} {text!r}: expected a duration in (0s, {MAX_TIMEOUT_S:g}s]")
     return seconds
@@ -135,7 +170,7 @@ def _counted(inserted: list[str]) -> str:
 
 
 def _summary_text(r: Result, out: Path) -> str:
-    s = r.summary()
+    s = r.summary
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
         *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"])) else []),
@@ -165,9 +200,16 @@ def _summary_text(r: Result, out: Path) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    platform, profile = _load(args)
+    platform = load_platform(args.platform, _overrides(args.set))
     from .run.simulate import check
 
+    profile_path = args.profile or platform.profile
+    if not profile_path:  # a platform alone is worth checking before any profile exists
+        check(platform, None)
+        print(f"{args.platform}: ok ({len(platform.gpus())} GPUs; the platform alone: it names no profile, "
+              "pass --profile to check one on it)")
+        return 0
+    profile = load_profile(profile_path)
     check(platform, profile)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
     note = _usage_note(len(profile.used_gpus()), len(platform.gpus()))
@@ -216,14 +258,62 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_list(text: str | None, option: str) -> tuple[int, ...] | None:
+    """``0,3`` or ``0-7`` or ``0-3,8`` as indices; None for no option or ``all``; ConfigError naming `option`."""
+    if text is None or text.strip() == "all":
+        return None
+    out: list[int] = []
+    try:
+        for part in text.split(","):
+            first, dash, last = part.strip().partition("-")
+            lo, hi = int(first), int(last) if dash else int(first)
+            if lo < 0 or hi < lo:
+                raise ValueError(part)
+            out += range(lo, hi + 1)
+    except ValueError:
+        raise ConfigError(f"{option} {text!r}: expected indices and ranges such as 0,3 or 0-7 or 0-3,8 "
+                          "(or all)") from None
+    return tuple(out)
+
+
+def _window(text: str | None) -> tuple[float, float] | None:
+    """``10us:50us`` (either end may be left out) as (start, end) in ns of simulated time."""
+    if text is None:
+        return None
+    from .platform import units
+
+    first, colon, last = text.partition(":")
+    if not colon:
+        raise ConfigError(f"--window {text!r}: expected START:END with units, e.g. 10us:50us or :2us")
+    try:
+        lo = units.parse(first, "time") * 1e9 if first.strip() else 0.0
+        hi = units.parse(last, "time") * 1e9 if last.strip() else float("inf")
+    except units.UnitError as e:
+        raise ConfigError(f"--window {text!r}: {e}") from None
+    if not 0 <= lo < hi:
+        raise ConfigError(f"--window {text!r}: expected 0 <= START < END")
+    return lo, hi
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from .report.plots import plot_run
+    from .report.plots import TimelineView, load_run, plot_run
 
     d = Path(args.directory)
     if not (d / "summary.json").exists():
         raise ConfigError(f"{d}: not a run directory (no summary.json); write one with eidola run --out {d}")
+    run = load_run(d)  # through the safe reader: a damaged folder is a ConfigError naming the file
+    window = _window(args.window)
+    if window is not None and window[1] == float("inf"):
+        kernel_ns = float(run.kernel_time_ns)
+        if window[0] >= kernel_ns:
+            raise ConfigError(f"--window {args.window!r}: starts after the run ended ({kernel_ns / 1000:g} us)")
+        window = (window[0], kernel_ns)
+    view = TimelineView(_index_list(args.gpus, "--gpus"), _index_list(args.workgroups, "--workgroups"), window)
+    gpus = 0 if run.gpus is None else len(run.gpus)
+    if view.gpus is not None and max(view.gpus) >= gpus:
+        raise ConfigError(f"--gpus {args.gpus!r}: the run has GPUs 0-{gpus - 1}")
     try:
-        written = plot_run(d, d)
+        written = plot_run(run, d, view)
     except (ValueError, KeyError, TypeError, IndexError) as e:  # tables edited by hand into nonsense
         raise ConfigError(f"{d}: the run's tables cannot be drawn ({type(e).__name__}: {shown(str(e), 120)}); "
                           "write the folder again with eidola run") from None
@@ -352,13 +442,22 @@ def _parser() -> argparse.ArgumentParser:
         if name == "run":
             p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME, the name made safe)")
             p.add_argument("--timeout", metavar="DURATION",
-                           help="kill the simulation past this wall time, e.g. 60s (default: the platform's limits.wall)")
+                           help="kill the simulation past this wall time: 60 (seconds), 90s or 500ms "
+                                "(default: the platform's limits.wall)")
             p.add_argument("--json", action="store_true", help="print the summary as JSON")
+            p.add_argument("--progress", action="store_true",
+                           help="report simulated time, events and wall time on stderr once a second in a run "
+                                "longer than a second (on a terminal this is automatic after 3 s)")
             p.add_argument("--trace", action="store_true", help="write DIR/trace.json (Perfetto / chrome://tracing)")
             p.add_argument("--trace-limit", type=int, default=500_000, help="most op slices in the trace")
             p.add_argument("--plots", action="store_true", help="write figures (PNG and SVG) into DIR")
     pl = sub.add_parser("plot", help="draw the figures of a finished run (a directory written by run)")
     pl.add_argument("directory")
+    pl.add_argument("--gpus", help="the timeline's GPUs, e.g. 0,3 or 0-7 (default: all, up to 16 evenly spaced)")
+    pl.add_argument("--workgroups", help="the timeline's workgroups on each GPU, e.g. 0-7 (default: as many as fit "
+                                         "32 rows, at most 8 per GPU, evenly spaced)")
+    pl.add_argument("--window", help="the timeline's simulated time, START:END with units, e.g. 10us:50us or :2us "
+                                     "(default: the whole run)")
     d = sub.add_parser("describe", help="list the models, or one model's parameters and sockets")
     d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu")
     sw = sub.add_parser("sweep", help="run a sweep spec (eidola sweep plot DIR draws one)",
@@ -417,6 +516,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _reader_gone() -> int:
+    """The reader of our output went away (``eidola describe | head``): stop quietly, as Unix tools do.
+
+    Unix tools die of SIGPIPE here, which the shell reports as 128 + 13; so do we, without a
+    message. Later writes to stdout (the interpreter's last flush) go to /dev/null, so nothing
+    more is printed about it.
+    """
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a real file (captured): nothing to silence
+        pass
+    return 128 + signal.SIGPIPE
+
+
 class _Terminated(BaseException):
     """SIGTERM, raised where the program is, so running simulations are killed on the way out."""
 
@@ -441,7 +558,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:  # not the main thread (main() called from a library): leave signals alone
         previous = None
     try:
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, rather than at interpreter exit
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
     except EidolaError as e:
         print(f"eidola {args.command}: {e}", file=sys.stderr)
         return e.exit_status

@@ -9,7 +9,7 @@ import pytest
 import eidola
 from eidola.generators import gemv_allreduce, neighbor_exchange
 from eidola.profile import ProfileBuilder
-from eidola.report.plots import heatmap_figure, heatmap_matrix, link_time_figure, load_run, plot_run, timeline_figure
+from eidola.report.plots import TimelineView, heatmap_figure, heatmap_matrix, link_time_figure, load_run, plot_run, timeline_figure
 from eidola.report.trace import build_trace, write_trace
 
 
@@ -104,9 +104,9 @@ def write_signal_run(request):
 
 
 def test_timeline_tells_writes_from_signals_and_says_it_samples(write_signal_run):
-    fig = timeline_figure(write_signal_run, max_workgroups=2)
+    fig = timeline_figure(write_signal_run, TimelineView(workgroups=(0, 3)))
     ax = fig.axes[0]
-    # 5 workgroups, 2 drawn: every ceil(5/2) = 3rd, so 0 and 3 of each GPU.
+    # 5 workgroups, 2 drawn: 0 and 3 of each GPU.
     assert [t.get_text() for t in ax.get_yticklabels()] == ["GPU 0 wg 0", "GPU 0 wg 3", "GPU 1 wg 0", "GPU 1 wg 3"]
     assert "2 of 5 workgroups per GPU shown" in fig._suptitle.get_text()
     bars: dict[str, list] = {}
@@ -121,7 +121,7 @@ def test_timeline_tells_writes_from_signals_and_says_it_samples(write_signal_run
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["compute / local", "write", "signal (release)", "wait"]   # the kinds drawn, no others
     # Every workgroup drawn: no sampling note.
-    full = timeline_figure(write_signal_run, max_workgroups=5)
+    full = timeline_figure(write_signal_run)
     assert len(full.axes[0].get_yticklabels()) == 10 and "shown" not in full._suptitle.get_text()
 
 

@@ -112,7 +112,7 @@ def test_size_limit_is_checked_and_overridable(tmp_path, write_platform):
     env["EIDOLA_MAX_INPUT_BYTES"] = str(size)  # exactly the size is allowed: the error is the profile's now
     r = subprocess.run([sys.executable, "-m", "eidola", "validate", str(plat), "--profile", str(plat)],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
-    _bad(r, "unknown key 'eidola'")
+    _bad(r, "this is a platform file (it has the key 'eidola'), not a profile")
 
 
 @pytest.mark.parametrize("op, needle", [
@@ -157,8 +157,9 @@ def test_a_traversing_name_writes_under_out(cli, tmp_path, write_platform, repo)
 
 def test_timeout_values_are_checked(cli, write_platform):
     plat = write_platform()
-    _bad(cli("run", plat, "--timeout", "60"), "--timeout '60'", "has no unit")
+    _bad(cli("run", plat, "--timeout", "60parsecs"), "--timeout '60parsecs'", "unknown time unit")
     _bad(cli("run", plat, "--timeout=-1s"), "--timeout '-1s'", "expected a duration in (0s, 86400s]")
+    _bad(cli("run", plat, "--timeout=-1"), "--timeout '-1'", "expected a duration in (0s, 86400s]")
     plat.write_text(plat.read_text() + "limits: {sim_time: 7200s}\n")
     _bad(cli("validate", plat), "limits.sim_time: expected a duration in (0s, 3600s]")
 

@@ -14,9 +14,11 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_latency_ps(p.latency.get().value()),
+      m_bin_ps(std::max<std::uint64_t>(1, p.stats_bin.get().value())),
       m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
+    m_last_bin.assign(std::size_t(n) * n, kNoBin);
     m_request_busy.assign(n, 0);
     m_response_busy.assign(n, 0);
     m_request_queue.resize(n);
@@ -163,14 +165,24 @@ unsigned int IdealFabric::forward_debug(tlm::tlm_generic_payload& trans) {
 }
 
 void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans) {
-    PairCount& pair = m_pairs[std::size_t(src) * ports() + dst];
+    const std::size_t index = std::size_t(src) * ports() + dst;
+    PairCount& pair = m_pairs[index];
     pair.bytes += trans.get_data_length();
     pair.packets += train_packets(trans);
+    // Counted when delivered, and deliveries come in time order: only a pair's latest bin can grow.
+    const std::uint64_t bin = now_ps() / m_bin_ps;
+    std::uint32_t& last = m_last_bin[index];
+    if (last == kNoBin || m_bins[last].bin < bin) {
+        last = std::uint32_t(m_bins.size());
+        m_bins.push_back(PairBin{std::uint32_t(index), bin, 0});
+    }
+    m_bins[last].bytes += trans.get_data_length();
 }
 
 std::vector<LinkStats> IdealFabric::link_stats() const {
     std::vector<LinkStats> out;
     const std::size_t n = targets.size();
+    std::vector<std::int64_t> row(m_pairs.size(), -1);  // pair -> its row in `out`
     for (std::size_t i = 0; i < m_pairs.size(); ++i) {
         if (!m_pairs[i].packets) continue;  // only pairs that carried traffic
         LinkStats s;
@@ -178,8 +190,11 @@ std::vector<LinkStats> IdealFabric::link_stats() const {
         s.dst = std::int32_t(i % n);
         s.bytes = s.wire_bytes = m_pairs[i].bytes;
         s.packets = m_pairs[i].packets;
+        row[i] = std::int64_t(out.size());
         out.push_back(s);
     }
+    for (const PairBin& b : m_bins)  // in time order, so each pair's bins come out in bin order
+        if (row[b.pair] >= 0) out[std::size_t(row[b.pair])].byte_bins.emplace_back(b.bin, b.bytes);
     return out;
 }
 

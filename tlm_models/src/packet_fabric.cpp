@@ -393,6 +393,9 @@ void PacketFabric::count_link(std::uint32_t link, std::uint32_t lane, const Pack
     lc.s.queue_max_ps = std::max(lc.s.queue_max_ps, wait);
     lc.hist[bucket_of(wait)] += p.train;
     auto& bins = lc.s.busy_bins;
+    auto& byte_bins = lc.s.byte_bins;  // the payload counts in the bin its transmission starts in
+    if (byte_bins.empty() || byte_bins.back().first < now / m_bin_ps) byte_bins.emplace_back(now / m_bin_ps, 0);
+    byte_bins.back().second += p.payload;
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
         const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
         // Packets start in time order, but one lane may still be sending into a later bin than

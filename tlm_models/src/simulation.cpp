@@ -64,8 +64,26 @@ void Table::copy_to(std::uintptr_t address) const {
 
 Simulation::Simulation(const std::string& name) : m_impl(std::make_unique<Impl>()) { m_impl->name = name; }
 
+namespace {
+// Where the time goes on the signal. A plain 64-bit store from the handler: the word is in memory
+// the parent shares, and the current time is one field of the kernel's context.
+// The event count is a sum of plain counters over the GPUs and fabrics (no allocation, no lock),
+// written before the time so that a parent which sees the time also sees the count.
+std::atomic<std::uint64_t*> g_time_word{nullptr};
+std::atomic<const Simulation*> g_reporting{nullptr};
+extern "C" void write_time_reached(int) {
+    if (std::uint64_t* word = g_time_word.load()) {
+        if (const Simulation* sim = g_reporting.load()) word[1] = sim->events();
+        std::atomic_signal_fence(std::memory_order_release);
+        word[0] = sc_core::sc_time_stamp().value();
+    }
+}
+}  // namespace
+
 // Modules stay alive to the end of the process: SystemC keeps pointers to them in its kernel.
 Simulation::~Simulation() {
+    const Simulation* self = this;
+    if (g_reporting.compare_exchange_strong(self, nullptr)) g_time_word = nullptr;  // no report from a dead run
     for (auto& m : m_impl->modules) m.release();
 }
 
@@ -128,17 +146,10 @@ void Simulation::load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uin
     m_impl->programs.assign(p, p + n_programs);
 }
 
-namespace {
-// Where the time goes on the signal. A plain 64-bit store from the handler: the word is in memory
-// the parent shares, and the current time is one field of the kernel's context.
-std::atomic<std::uint64_t*> g_time_word{nullptr};
-extern "C" void write_time_reached(int) {
-    if (std::uint64_t* word = g_time_word.load()) *word = sc_core::sc_time_stamp().value();
-}
-}  // namespace
 
 void Simulation::report_time_on_signal(std::uintptr_t word, int signum) {
     if (word == 0) return;
+    g_reporting = this;
     g_time_word = reinterpret_cast<std::uint64_t*>(word);
     struct sigaction action {};
     action.sa_handler = write_time_reached;
@@ -286,8 +297,18 @@ Table Simulation::table(const std::string& which) const {
         std::size_t index = 0;
         for (const Fabric* f : s.fabrics)
             for (const LinkStats& l : f->link_stats()) {
-                for (const auto& [b, busy] : l.busy_bins)
-                    if (busy > 0) row({double(index), double(b), double(b * f->bin_ps()), double(busy)});
+                // busy_bins and byte_bins are both sparse and in bin order: merged into one row per bin.
+                auto busy = l.busy_bins.begin();
+                auto bytes = l.byte_bins.begin();
+                while (busy != l.busy_bins.end() || bytes != l.byte_bins.end()) {
+                    const std::uint64_t b = busy == l.busy_bins.end()     ? bytes->first
+                                            : bytes == l.byte_bins.end() ? busy->first
+                                                                         : std::min(busy->first, bytes->first);
+                    double busy_ps = 0, n = 0;
+                    if (busy != l.busy_bins.end() && busy->first == b) busy_ps = double((busy++)->second);
+                    if (bytes != l.byte_bins.end() && bytes->first == b) n = double((bytes++)->second);
+                    if (busy_ps > 0 || n > 0) row({double(index), double(b), double(b * f->bin_ps()), busy_ps, n});
+                }
                 ++index;
             }
     } else if (which == "pairs") {

@@ -116,10 +116,10 @@ def parse_plugin(raw: object, where: str, base: Path, role: str) -> PluginSpec:
                     raise ConfigError(f"{where}.{key}: {e}") from None
         return tuple(out)
 
-    headers = paths("headers", True)
+    include_dirs = paths("include_dirs", True)
+    headers = _headers(raw.get("headers", []), where, base, include_dirs)
     if not headers:
         raise ConfigError(f"{where}.headers: at least one header is needed to declare the class")
-    include_dirs = paths("include_dirs", True)
     library = raw.get("library")
     if library is not None:
         library = paths("library", True)[0]
@@ -149,6 +149,26 @@ def parse_plugin(raw: object, where: str, base: Path, role: str) -> PluginSpec:
                       _defines(raw.get("defines"), f"{where}.defines"),
                       _statements(raw.get("setup"), f"{where}.setup"),
                       _statements(raw.get("setup_each"), f"{where}.setup_each"))
+
+
+def _headers(value: object, where: str, base: Path, include_dirs: tuple[str, ...]) -> tuple[str, ...]:
+    """The headers as absolute paths, each looked up as ``#include "h"`` is by a compiler given
+    ``-I`` for every include_dirs entry: beside the platform file first, then along include_dirs in order."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}.headers: expected a list of paths, got {value!r}")
+    out = []
+    for v in value:
+        if Path(v).is_absolute():
+            places = [Path(v)]
+        else:
+            places = [(Path(d) / v).resolve() for d in (str(base), *include_dirs)]
+        found = next((p for p in places if p.is_file()), None)
+        if found is None:
+            raise ConfigError(f"{where}.headers: {v!r} does not exist (looked for {', '.join(map(str, places))})")
+        out.append(str(found))
+    return tuple(out)
 
 
 def _strings(value: object, where: str, what: str) -> list[str]:

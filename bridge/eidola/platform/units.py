@@ -4,6 +4,9 @@ Each kind converts to one canonical unit (seconds, hertz, bytes per second, byte
 prefixes are powers of 10 and binary ones (KiB, MiB, ...) powers of 2, so ``GB`` is 10^9 bytes
 and ``GiB`` is 2^30. A bare number for a time, frequency, bandwidth or size is refused: the unit
 is part of the value.
+
+A bandwidth may also be written in bits, as network rates often are: ``400Gb/s`` and ``400Gbps``
+are 400 x 10^9 bits per second, 50 GB/s (a lower-case ``b`` is a bit, 1 B = 8 b).
 """
 
 from __future__ import annotations
@@ -32,11 +35,19 @@ def _size_units(suffix: str) -> dict[str, float]:
     return units
 
 
+def _bit_rates() -> dict[str, float]:
+    """Network rates written in bits (``400Gb/s``, ``400Gbps``), in bytes per second: 1 B = 8 b."""
+    units = {}
+    for prefix, factor in _DECIMAL.items():
+        units[prefix + "b/s"] = units[prefix + "bps"] = factor / 8
+    return units
+
+
 _UNITS = {
     "time": _TIME,
     "frequency": {p + "Hz": f for p, f in _DECIMAL.items() if p != "K"},
     "size": _size_units("B"),
-    "bandwidth": _size_units("B/s"),
+    "bandwidth": {**_size_units("B/s"), **_bit_rates()},
 }
 KINDS = tuple(_UNITS)
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµ/]*)\s*$")

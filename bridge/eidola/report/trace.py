@@ -2,9 +2,12 @@
 
 Layout: a process per GPU with a thread per workgroup carrying compute, write, read, signal and
 wait slices (waits labelled with flag, condition and mode); flow arrows from each signal to the
-wait it releases; counters for SyncMon occupancy per GPU and, on the packet fabric, link
-utilisation per link in a "fabric" process. Everything comes from buffers the C++ models filled
-(the op records and occupancy changes); this module only arranges and writes them.
+wait it releases; a counter of SyncMon occupancy per GPU (from 0 at the start, so a GPU whose
+workgroups never armed the monitor shows a flat track rather than none); and in a "fabric"
+process a counter per link over time: busy time per bin on a fabric with link timing (packet),
+payload bytes per bin per GPU pair on the ideal fabric. Everything comes from buffers the C++
+models filled (the op records, occupancy changes and link bins); this module only arranges and
+writes them.
 
 Size is bounded: when the run has more op slices than `limit`, only every n-th workgroup of each
 GPU is kept, and the trace's metadata says so.
@@ -52,26 +55,74 @@ def build_trace(result: Result | SimpleNamespace, limit: int = DEFAULT_LIMIT) ->
         events.append({"ph": "X", "name": name, "cat": str(r["kind"]), "pid": int(r["gpu"]), "tid": int(r["wg"]),
                        "ts": _us(r["begin_ns"]), "dur": _us(r["end_ns"] - r["begin_ns"]), "args": args})
     events += _flows(kept)
-    counters = result.syncmon_trace
-    if counters is not None and len(counters) > limit:  # thinned like the slices: the file stays bounded
-        counters = counters[:: -(-len(counters) // limit)]
-    if counters is not None:
-        for r in counters:
-            events.append({"ph": "C", "name": "SyncMon occupancy", "pid": int(r["gpu"]), "ts": _us(r["time_ns"]),
-                           "args": {"addresses": int(r["occupancy"])}})
-    fabric_pid = int(result.gpus["gpu"].max()) + 1 if len(result.gpus) else 0
-    if result.link_bins is not None and len(result.link_bins):
-        events.append({"ph": "M", "name": "process_name", "pid": fabric_pid, "tid": 0, "args": {"name": "fabric"}})
-        for r in result.link_bins:
-            link = result.links[int(r["link"])]
-            name = f"link {link['src']}->{link['dst']}"
-            events.append({"ph": "C", "name": name, "pid": fabric_pid, "ts": _us(r["start_ns"]),
-                           "args": {"busy_ns": round(float(r["busy_ns"]), 3)}})
+    # Counters share the limit: half for SyncMon when there are link counters too.
+    has_links = result.link_bins is not None and len(result.link_bins) > 0
+    syncmon = _syncmon_counters(result, limit // 2 if has_links else limit)
+    links, link_note = _link_counters(result, max(0, limit - len(syncmon)))
+    events += syncmon + links
     meta = {"simulation": result.name, "profile": result.profile_name, "kernel_time_ns": result.kernel_time_ns,
             "op_slices_total": len(ops), "op_slices_written": len(kept),
             "workgroups_per_gpu": workgroups,
-            "sampling": _sampling_note(kept, wg_stride, gpu_stride, len(ops), limit)}
+            "sampling": _sampling_note(kept, wg_stride, gpu_stride, len(ops), limit),
+            **({"link_counters": link_note} if link_note else {})}
     return {"traceEvents": events, "displayTimeUnit": "ns", "metadata": meta}
+
+
+def _syncmon_counters(result: Result | SimpleNamespace, limit: int) -> list[dict[str, Any]]:
+    """SyncMon occupancy per GPU: 0 at the start, then after each change (thinned to `limit` events)."""
+    gpus = [int(g) for g in result.gpus["gpu"]]
+    counters = result.syncmon_trace
+    budget = max(1, limit - min(len(gpus), limit))
+    if counters is not None and len(counters) > budget:  # thinned like the slices: the file stays bounded
+        counters = counters[:: -(-len(counters) // budget)]
+    events = [{"ph": "C", "name": "SyncMon occupancy", "pid": g, "ts": 0.0, "args": {"addresses": 0}}
+              for g in gpus[:limit]]
+    for r in counters if counters is not None else ():
+        events.append({"ph": "C", "name": "SyncMon occupancy", "pid": int(r["gpu"]), "ts": _us(r["time_ns"]),
+                       "args": {"addresses": int(r["occupancy"])}})
+    return events
+
+
+def _link_counters(result: Result | SimpleNamespace, limit: int) -> tuple[list[dict[str, Any]], str]:
+    """A counter per link in a "fabric" process: busy ns per bin where links have timing, payload
+    bytes per bin per GPU pair on the ideal fabric. A bin followed by an idle one is closed by a 0,
+    since a counter holds its value until the next sample. Past `limit` events, whole links are
+    left out (1 in n kept, each kept one complete); returns (events, a note saying so or "")."""
+    bins = result.link_bins
+    if bins is None or not len(bins):
+        return [], ""
+    timed = bool(np.any(bins["busy_ns"] > 0))
+    nonzero = bins["bin"] > 0
+    width = float(np.median(bins["start_ns"][nonzero] / bins["bin"][nonzero])) if nonzero.any() else 1000.0
+    pid = int(result.gpus["gpu"].max()) + 1 if len(result.gpus) else 0
+    events: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                                     "args": {"name": "fabric"}}]
+    key, what = ("busy_ns", "link") if timed else ("bytes", "pair")
+    per_link: dict[int, list[dict[str, Any]]] = {}
+    order = np.lexsort((bins["bin"], bins["link"]))
+    for n, i in enumerate(order):
+        r = bins[i]
+        link = result.links[int(r["link"])]
+        name = f"{what} {link['src']}->{link['dst']}"
+        value = round(float(r["busy_ns"]), 3) if timed else int(r["bytes"])
+        track = per_link.setdefault(int(r["link"]), [])
+        track.append({"ph": "C", "name": name, "pid": pid, "ts": _us(r["start_ns"]), "args": {key: value}})
+        following = bins[order[n + 1]] if n + 1 < len(order) else None
+        if following is None or following["link"] != r["link"] or following["bin"] != r["bin"] + 1:
+            track.append({"ph": "C", "name": name, "pid": pid, "ts": _us((int(r["bin"]) + 1) * width),
+                          "args": {key: 0}})
+    total = sum(len(t) for t in per_link.values())
+    stride = 1
+    while sum(len(t) for k, t in enumerate(per_link.values()) if k % stride == 0) > max(0, limit - 1):
+        stride += 1
+        if stride > len(per_link):
+            return [], f"no {what} counters: {total} counter events would pass the limit of {limit}"
+    for k, track in enumerate(per_link.values()):
+        if k % stride == 0:
+            events += track
+    note = (f"1 {what} in {stride} of {len(per_link)} has a counter ({total} counter events would pass the "
+            f"limit of {limit})" if stride > 1 else "")
+    return events, note
 
 
 def _sample(ops: np.ndarray[Any, np.dtype[Any]], limit: int) -> tuple[np.ndarray[Any, np.dtype[Any]], int, int]:

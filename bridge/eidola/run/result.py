@@ -18,7 +18,7 @@ from .traffic_result import traffic_figures
 if TYPE_CHECKING:
     from ..workload.profile import Profile
 
-__all__ = ["Result", "SYNCMON_DTYPE", "BUS_FACTOR"]
+__all__ = ["Result", "Summary", "SYNCMON_DTYPE", "BUS_FACTOR"]
 
 #: busbw / algbw per collective, after nccl-tests (PERFORMANCE.md): the factor that makes a
 #: collective's bus bandwidth comparable with the bandwidth of the links it runs on.
@@ -34,6 +34,17 @@ BUS_FACTOR: dict[str, Callable[[int], float]] = {
 #: SyncMon statistics per GPU: a view of the gpus table's syncmon_* columns.
 SYNCMON_DTYPE = np.dtype([("gpu", "<i4"), ("arms", "<i8"), ("wakeups", "<i8"), ("spurious", "<i8"),
                           ("fallbacks", "<i8"), ("peak_entries", "<i8")])
+
+
+class Summary(dict[str, Any]):
+    """A run's headline figures: a plain dict, also callable (returning itself).
+
+    Why callable: `Result.summary` was a method before it became a property, and code written
+    then calls it; ``res.summary()`` keeps working at the cost of this one method.
+    """
+
+    def __call__(self) -> Summary:
+        return self
 
 
 @dataclass
@@ -167,11 +178,12 @@ class Result:
         """The GPU whose last workgroup finished last."""
         return int(self.gpus["gpu"][int(np.argmax(self.gpus["finish_ns"]))]) if len(self.gpus) else -1
 
-    def summary(self) -> dict[str, Any]:
-        """The headline figures, as saved in summary.json."""
+    @property
+    def summary(self) -> Summary:
+        """The headline figures, as saved in summary.json (a dict; ``res.summary()`` also works)."""
         g = self.gpus
         busiest = self.busiest_link()
-        return {
+        return Summary({
             "name": self.name,
             "profile": self.profile_name,
             "kernel_time_ns": self.kernel_time_ns,
@@ -191,14 +203,14 @@ class Result:
             **self.meta,
             # NaN (no packet measured) becomes null: summary.json stays strict JSON.
             **({"traffic": {k: (None if v != v else v) for k, v in self.traffic.items()}} if self.traffic else {}),
-        }
+        })
 
     def save(self, directory: str | Path) -> Path:
         """Writes summary.json, the CSV tables (gpus, workgroups, links, syncmon; pairs, link_bins and
         ops when present) and effective.yaml into `directory`."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "summary.json").write_text(json.dumps(self.summary(), indent=2) + "\n")
+        (out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
         tables = [(self.gpus, "gpus"), (self.workgroups, "workgroups"), (self.links, "links"),
                   (self.syncmon, "syncmon")]
         ops = self.ops_table()

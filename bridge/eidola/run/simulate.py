@@ -44,11 +44,29 @@ from .encode import EncodedProfile, encode_profile
 from .plugin_build import PluginBuild, Window, build_plugin
 from .result import Result
 
-__all__ = ["simulate", "check", "prepare", "NativeRun"]
+__all__ = ["simulate", "check", "prepare", "NativeRun", "Progress"]
 
 _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 MAX_TIMEOUT_S = 86400.0  #: the longest wall limit simulate() takes (a day)
 _in_process_used: list[bool] = []  # a SystemC kernel runs once per process; remembers the in-process run
+
+
+@dataclass
+class Progress:
+    """How a long simulation tells its caller how far it has got.
+
+    The parent process asks the child (a signal; the child's handler writes the simulated time
+    and the event count into memory they share) every `every_s` seconds, starting `after_s`
+    seconds into the run, and calls `report(simulated_ns, events, wall_s)`. Nothing runs per
+    transaction: a question costs the child one signal handler. `done()` is called once the run
+    ended, if `report` was called at all (a terminal line can then be cleared).
+    """
+
+    report: Callable[[float, int, float], None]  #: called with (simulated ns, events so far, wall seconds)
+    after_s: float = 3.0  #: no report before the run has taken this long (short runs stay silent)
+    every_s: float = 1.0  #: seconds between reports
+    done: Callable[[], None] | None = None  #: called at the end, when `report` was called
+    reported: int = field(default=0, init=False)  #: reports made so far
 
 
 @dataclass(frozen=True)
@@ -79,25 +97,40 @@ def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False
     encoded = encode_profile(profile, plan, seed=seed)
     memory_b = int(platform.limits.get("memory") or memory.default_limit())
     wall = platform.limits.get("wall") if wall_s is None else wall_s
-    windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
-    plugins = {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}", wall_s=wall, memory_b=memory_b)
-               for c in plan.components if c.spec.plugin is not None}
+    plugins = _build_plugins(plan, wall, memory_b)
     return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)), memory_b)
 
 
-def check(platform: Platform, profile: Profile) -> None:
-    """Every check simulate() makes before it builds anything (what `eidola validate` runs)."""
-    prepare(platform, profile, platform.seed)
+def check(platform: Platform, profile: Profile | None) -> None:
+    """Every check simulate() makes before it builds anything (what `eidola validate` runs).
+
+    With no profile, the platform alone: elaboration (bindings, address map, inserted parts) and
+    its plugins' builds.
+    """
+    if profile is not None:
+        prepare(platform, profile, platform.seed)
+        return
+    _build_plugins(platform.elaborate(), platform.limits.get("wall"),
+                   int(platform.limits.get("memory") or memory.default_limit()))
+
+
+def _build_plugins(plan: Plan, wall_s: float | None, memory_b: int) -> dict[str, PluginBuild]:
+    """Each plugin component of `plan` compiled (or found in the cache), by component name, each
+    compile under the wall limit `wall_s` and under `memory_b` bytes."""
+    windows = tuple(Window(g.window, plan.base + g.window * plan.stride, plan.stride) for g in plan.gpus)
+    return {c.name: build_plugin(c.spec.plugin, windows, f"plugin {c.name!r}", wall_s=wall_s, memory_b=memory_b)
+            for c in plan.components if c.spec.plugin is not None}
 
 
 def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | None = None, *,
              seed: int | None = None, trace: bool = False, in_process: bool = False,
-             timeout: float | None = None) -> Result:
+             timeout: float | None = None, progress: Progress | None = None) -> Result:
     """Simulates `profile` (default: the platform's own) on `platform` and returns its Result.
 
     `seed` (default: the platform's) drives the profile's variability; `trace` records every op's
     begin and end in `Result.ops`. `timeout` (seconds; default: the platform's ``limits.wall``, else
-    none) kills the simulation's process once it has run that long.
+    none) kills the simulation's process once it has run that long. `progress` is told, from this
+    process, how far a long run has got (see Progress); the simulation itself is not slowed.
 
     Raises ConfigError for bad input, DeadlockError when workgroups can never finish,
     WallLimitExceeded past the wall limit, SimulationCrashed when the child dies, SimulationError
@@ -113,7 +146,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     run = prepare(platform, profile, platform.seed if seed is None else seed, trace, wall_limit)
     sysc.load()
     start = time.perf_counter()
-    raw = _run_in_process(run) if in_process else _run_in_child(run, wall_limit)
+    raw = _run_in_process(run) if in_process else _run_in_child(run, wall_limit, progress)
     wall = time.perf_counter() - start
     if raw["status"] != 0:
         _raise_failure(platform.name, raw, profile)
@@ -171,19 +204,31 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
-              reached: Callable[[], float | None]) -> bytes:
+              reached: Callable[[], tuple[float, int] | None], progress: Progress | None = None) -> bytes:
     """Everything the child writes to `fd` until it closes it; WallLimitExceeded past `deadline` (monotonic).
 
-    `reached` asks the child for the simulated time it has reached (ns), or None if it cannot say.
+    `reached` asks the child for the simulated time it has reached (ns) and its events so far, or
+    None if it cannot say; `progress` is told them now and then.
     """
     chunks: list[bytes] = []
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
+    start = time.monotonic()
+    next_report = None if progress is None else start + progress.after_s
     while True:
-        wait_ms = None if deadline is None else max(0, int((deadline - time.monotonic()) * 1000) + 1)
+        wakes = [t for t in (deadline, next_report) if t is not None]
+        wait_ms = None if not wakes else max(0, int((min(wakes) - time.monotonic()) * 1000) + 1)
         if not poller.poll(wait_ms):
-            if deadline is not None and time.monotonic() >= deadline:
-                at_ns = reached()
+            now = time.monotonic()
+            if progress is not None and next_report is not None and now >= next_report:
+                answer = reached()
+                if answer is not None:
+                    progress.report(answer[0], answer[1], now - start)
+                    progress.reported += 1
+                next_report = now + progress.every_s
+            if deadline is not None and now >= deadline:
+                answer = reached()
+                at_ns = None if answer is None else answer[0]
                 how_far = (f"; it had reached {at_ns / 1000:g} us of simulated time" if at_ns is not None
                            else " (before its simulation started)")
                 raise WallLimitExceeded(  # the caller kills the child
@@ -196,12 +241,13 @@ def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
         chunks.append(chunk)
 
 
-def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, Any]:
+def _run_in_child(run: NativeRun, wall_limit: float | None = None, progress: Progress | None = None) -> dict[str, Any]:
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
-    # A word shared with the child: on SIGUSR1 it writes the simulated time it reached (ps) there.
-    time_word = mmap.mmap(-1, 8)
-    time_word[:] = _UNKNOWN_TIME
+    # Two words shared with the child: on SIGUSR1 it writes the simulated time it reached (ps) in
+    # the first and its events so far in the second.
+    time_word = mmap.mmap(-1, 16)
+    time_word[:8] = _UNKNOWN_TIME
     with tempfile.TemporaryFile() as errors:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -210,7 +256,8 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
         gc.freeze()
         # Ctrl-C or SIGTERM between fork() and the try below would leave the child running:
         # hold them until the parent is ready to kill it (and the child has set its own handlers).
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        # SIGUSR1 too: until the simulation installs its handler, the child ignores the question.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1})
         pid = os.fork()
         if pid == 0:  # the child: never returns
             _die_with_parent(parent)
@@ -222,6 +269,7 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
                 signal.signal(sig, signal.SIG_DFL)
             # Ctrl-C reaches the whole process group: the parent decides, and kills this process.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # asked before it can answer: no answer, no death
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
             os.dup2(errors.fileno(), 2)
             os.dup2(errors.fileno(), 1)
@@ -249,7 +297,12 @@ def _run_in_child(run: NativeRun, wall_limit: float | None = None) -> dict[str, 
             os.close(write_fd)
             signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held Ctrl-C is raised here, inside the try
             deadline = None if wall_limit is None else time.monotonic() + wall_limit
-            data = _read_all(read_fd, deadline, run.plan.name, wall_limit, lambda: _time_reached(pid, time_word))
+            try:
+                data = _read_all(read_fd, deadline, run.plan.name, wall_limit, lambda: _time_reached(pid, time_word),
+                                 progress)
+            finally:
+                if progress is not None and progress.reported and progress.done is not None:
+                    progress.done()
             _, status, usage = os.wait4(pid, 0)
         except BaseException:
             # Ctrl-C, SIGTERM turned into an exception, or a wall limit: never leave the child running.
@@ -319,15 +372,17 @@ def _memory_exceeded(run: NativeRun) -> MemoryLimitExceeded:
         report={"limit": "memory", "memory_b": run.memory_b})
 
 
-def _time_reached(pid: int, word: mmap.mmap) -> float | None:
-    """Asks the child for its simulated time (SIGUSR1), waits briefly for the answer; ns, or None."""
+def _time_reached(pid: int, word: mmap.mmap) -> tuple[float, int] | None:
+    """Asks the child for its simulated time and events (SIGUSR1), waits briefly for the answer:
+    (ns, events), or None."""
+    word[:8] = _UNKNOWN_TIME  # so that an answer is this question's, not the last one's
     try:
         os.kill(pid, signal.SIGUSR1)
     except ProcessLookupError:
         return None
     for _ in range(50):  # the handler is a few instructions: it answers at once unless the child is starting
-        if word[:] != _UNKNOWN_TIME:
-            return int.from_bytes(word[:], sys.byteorder) / 1000.0
+        if word[:8] != _UNKNOWN_TIME:
+            return int.from_bytes(word[:8], sys.byteorder) / 1000.0, int.from_bytes(word[8:16], sys.byteorder)
         time.sleep(0.002)
     return None
 

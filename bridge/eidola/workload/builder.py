@@ -304,16 +304,18 @@ class ProfileBuilder:
         return self
 
     def program(self, gpu: int, wg: int) -> ProgramBuilder:
-        """Start the program of workgroup `wg` on GPU `gpu`; each (gpu, wg) may be started once."""
-        gpu, wg = self._key(gpu, wg)
-        if gpu * self.workgroups + wg in self._store.started:
-            raise ProfileError(f"profile {self.name!r}: gpu {gpu} wg {wg}: program already defined")
-        return self._builder(gpu, wg)
+        """The program of workgroup `wg` on GPU `gpu`, started if it was not.
+
+        Asking again returns the same ProgramBuilder, whose ops continue where they were, as a
+        user who builds a program in two passes (say, a loop per phase) expects.
+        """
+        key = self._key(gpu, wg)  # checked first: True is not GPU 1, although it hashes as 1
+        p = self._programs.get(key)
+        return p if p is not None else self._builder(*key)
 
     def program_at(self, gpu: int, wg: int) -> ProgramBuilder:
-        """The program of workgroup `wg` on GPU `gpu`, started if it was not: for appending to it later."""
-        p = self._programs.get((gpu, wg))
-        return p if p is not None else self._builder(*self._key(gpu, wg))
+        """The same as `program` (kept for code written when `program` refused a second call)."""
+        return self.program(gpu, wg)
 
     def _key(self, gpu: Any, wg: Any) -> tuple[int, int]:
         """(gpu, wg) checked as a program of this profile; a ProfileError naming the bad one otherwise."""

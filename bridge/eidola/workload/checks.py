@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .ops import Op
 
-__all__ = ["Invalid", "Scope", "check_int", "check_num", "check_choice", "check_name", "check_header", "NAME",
+__all__ = ["Invalid", "Scope", "check_int", "check_num", "check_ns", "check_choice", "check_name", "check_header", "NAME",
            "I64_MIN", "I64_MAX", "MAX_NS", "MAX_CYCLES", "MAX_GPUS", "MAX_WORKGROUPS"]
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")  #: flag and buffer names
@@ -57,6 +57,29 @@ def check_num(name: str, v: object, positive: bool = False, hi: float = math.inf
     if v > hi:
         raise Invalid(f"{name} {v!r} is out of range (expected {name} <= {hi:g})")
     return v
+
+
+_NS_PER = {"s": "1e9", "ms": "1e6", "us": "1e3", "µs": "1e3", "ns": "1", "ps": "1e-3", "fs": "1e-6"}
+_TIME_TEXT = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zµ]+)\s*")
+
+
+def check_ns(name: str, v: object, positive: bool = False, hi: float = math.inf) -> int | float:
+    """A time in ns: a number (nanoseconds, as the key's name says) or a string with its unit
+    (``"1us"``, ``"250ps"``), as platform files write times. Whole nanoseconds come back as an int,
+    so a profile written back says ``ns: 1000`` for ``ns: 1us``."""
+    if isinstance(v, str):
+        from decimal import Decimal, InvalidOperation
+
+        m = _TIME_TEXT.fullmatch(v)
+        if not m or m[2] not in _NS_PER:
+            raise Invalid(f"{name} {v!r} is not a time: expected a number of ns or a time with its unit, "
+                          f"e.g. 1500 or '1.5us' (units: {', '.join(_NS_PER)})")
+        try:
+            exact = Decimal(m[1]) * Decimal(_NS_PER[m[2]])
+        except InvalidOperation:
+            raise Invalid(f"{name} {v!r} is not a time") from None
+        v = int(exact) if exact == exact.to_integral_value() else float(exact)
+    return check_num(name, v, positive, hi)
 
 
 def check_choice(name: str, v: Any, allowed: Collection[str]) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..platform import catalog
-from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_num
+from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_ns
 
 __all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "RELEASE_SCOPES",
            "explicit_args", "op_method"]
@@ -58,7 +58,7 @@ def _compute(s: Scope, ns: Any, cycles: Any) -> Op:
     if (ns is None) == (cycles is None):
         raise Invalid(f"exactly one of ns or cycles is required (got {'both' if ns is not None else 'neither'})")
     if ns is not None:
-        ns = check_num("ns", ns, hi=MAX_NS)
+        ns = check_ns("ns", ns, hi=MAX_NS)
     else:
         cycles = check_int("cycles", cycles, hi=MAX_CYCLES)
     return s.intern(Op("compute", (("ns", ns), ("cycles", cycles))))
@@ -114,11 +114,11 @@ def _wait(s: Scope, flag: Any, cond: Any, value: Any, mode: Any, interval_ns: An
     cond = check_choice("cond", cond, CONDS)
     value = check_int("value", value, lo=I64_MIN)
     mode = check_choice("mode", mode, WAIT_MODES)
-    interval_ns = check_num("interval_ns", interval_ns, positive=True, hi=MAX_NS)
+    interval_ns = check_ns("interval_ns", interval_ns, positive=True, hi=MAX_NS)
     if max_interval_ns is None:
         max_interval_ns = MAX_INTERVAL_FACTOR * interval_ns
     else:
-        max_interval_ns = check_num("max_interval_ns", max_interval_ns, positive=True, hi=MAX_INTERVAL_FACTOR * MAX_NS)
+        max_interval_ns = check_ns("max_interval_ns", max_interval_ns, positive=True, hi=MAX_INTERVAL_FACTOR * MAX_NS)
         if max_interval_ns < interval_ns:
             raise Invalid(f"max_interval_ns {max_interval_ns!r} must be >= interval_ns {interval_ns!r}")
     wake = check_choice("wake", wake, WAKES)

@@ -118,6 +118,10 @@ def _where(source: str, text: str) -> str:
 def _from_dict(d: Any, source: str) -> Profile:
     if not isinstance(d, dict):
         raise ProfileError(_where(source, f"expected a mapping with keys {', '.join(_TOP_KEYS)}, got {type(d).__name__}"))
+    if "eidola" in d and "eidola_profile" not in d:  # a platform given where a profile goes (--profile)
+        raise ProfileError(_where(source, "this is a platform file (it has the key 'eidola'), not a profile; "
+                                          "pass it as the PLATFORM argument, and a profile (eidola_profile: "
+                                          f"{FORMAT_VERSION}) with --profile"))
     for key in d:
         if key not in _TOP_KEYS:
             raise ProfileError(_where(source, f"unknown key {key!r} (allowed: {', '.join(_TOP_KEYS)})"))

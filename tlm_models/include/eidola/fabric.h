@@ -37,13 +37,16 @@ struct LinkStats {
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
     std::vector<std::pair<std::uint64_t, float>> busy_bins;
+    /// (bin, payload bytes) of every bin of bin_ps() the link carried data in, in time order (sparse,
+    /// as busy_bins). On the ideal fabric, which has no link timing, this is the traffic over time.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> byte_bins;
 };
 /// Columns of the "links" result table, filled from LinkStats.
 inline const std::vector<std::string> kLinkColumns = {
     "src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "lane_busy_max_ps", "queue_mean_ps",
     "queue_p50_ps", "queue_p99_ps", "queue_max_ps", "peak_occupancy", "hol_blocked_ps", "credit_stall_ps"};
-/// Columns of the "link_bins" result table: LinkStats::busy_bins, one row per busy bin.
-inline const std::vector<std::string> kLinkBinColumns = {"link", "bin", "start_ps", "busy_ps"};
+/// Columns of the "link_bins" result table: LinkStats::busy_bins and byte_bins, one row per bin with either.
+inline const std::vector<std::string> kLinkBinColumns = {"link", "bin", "start_ps", "busy_ps", "bytes"};
 
 /// Traffic between one source and one destination GPU.
 struct PairStats {
@@ -70,7 +73,7 @@ public:
     virtual std::uint64_t events() const = 0;
     /// Per GPU pair traffic and latency (empty when the fabric does not track it).
     virtual std::vector<PairStats> pair_stats() const { return {}; }
-    /// Width of the utilisation-over-time bins in LinkStats::busy_bins (0: none).
+    /// Width of the over-time bins in LinkStats::busy_bins and byte_bins (0: none).
     virtual std::uint64_t bin_ps() const { return 0; }
 };
 

@@ -27,6 +27,9 @@ struct IdealFabricParams : ParamGroup {
     /// Number of GPU ports.
     IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1,
                    kMaxFabricPorts};
+    /// Width of the traffic-over-time bins (bytes per GPU pair per bin).
+    TimeParam stats_bin{*this, "stats.bin", 1e-6, "width of the traffic-over-time bins (bytes per pair)", 1e-12,
+                        1.0};
 };
 
 /// Routes by the address map with a fixed one-way latency on requests and on responses.
@@ -41,6 +44,7 @@ public:
 
     std::vector<LinkStats> link_stats() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
+    std::uint64_t bin_ps() const override { return m_bin_ps; }
 
 private:
     friend struct FabricTargetPort<IdealFabric>;
@@ -79,6 +83,16 @@ private:
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
     };
+    // Bytes delivered per pair per bin, sparse: one flat list in time order, plus each pair's latest
+    // entry (4 bytes a pair rather than a list per pair: a 1,024-GPU fabric has a million pairs).
+    struct PairBin {
+        std::uint32_t pair;
+        std::uint64_t bin, bytes;
+    };
+    static constexpr std::uint32_t kNoBin = ~std::uint32_t(0);
+    std::vector<PairBin> m_bins;
+    std::vector<std::uint32_t> m_last_bin;  // src * ports + dst -> its latest entry in m_bins (kNoBin: none)
+    std::uint64_t m_bin_ps;
     std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
     TimingWheel<Action> m_actions;  // a wheel: one queue for every port, at few offsets but many times
 };

@@ -53,8 +53,10 @@ public:
     void set_tracing(bool on) { m_tracing = on; }
     /// Stops the run cleanly at this simulated time (picoseconds; 0: run to the end).
     void set_time_limit(std::uint64_t ps) { m_time_limit_ps = ps; }
-    /// On signal `signum`, writes the simulated time reached (ps) to the 64-bit word at `word`: a parent that
-    /// must kill a runaway run asks first, so its report can say how far the run got. `word` 0: no-op.
+    /// On signal `signum`, writes the events processed so far to the 64-bit word at `word + 8`, then the
+    /// simulated time reached (ps) to the word at `word`: a parent that must kill a runaway run asks first,
+    /// so its report can say how far the run got, and a parent showing progress asks now and then.
+    /// `word` (16 bytes) 0: no-op.
     void report_time_on_signal(std::uintptr_t word, int signum);
     /// Whether run() stopped at the time limit with work left: the tables are a partial result.
     bool partial() const { return m_partial; }
