@@ -149,7 +149,8 @@ def test_progress_reports_how_far_a_long_run_has_got(repo):
     plat = eidola.load_platform(repo / "platforms/switch-8gpu.yaml")
     seen: list[tuple[float, int, float]] = []
     ended: list[bool] = []
-    res = eidola.simulate(plat, ring_allreduce(8, 1 << 20, workgroups=4),
+    # 8 MiB: about a second of simulation, since lanes add up (1 MiB ended before its first answer).
+    res = eidola.simulate(plat, ring_allreduce(8, 8 << 20, workgroups=4),
                           progress=Progress(lambda *a: seen.append(a), after_s=0.0, every_s=0.02,
                                             done=lambda: ended.append(True)))
     assert seen, "a run of this size answers at least one question"
