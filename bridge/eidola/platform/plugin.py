@@ -164,9 +164,13 @@ def _headers(value: object, where: str, base: Path, include_dirs: tuple[str, ...
             places = [Path(v)]
         else:
             places = [(Path(d) / v).resolve() for d in (str(base), *include_dirs)]
-        found = next((p for p in places if p.is_file()), None)
+        found = next((p for p in places if p.exists()), None)
         if found is None:
-            raise ConfigError(f"{where}.headers: {v!r} does not exist (looked for {', '.join(map(str, places))})")
+            raise ConfigError(f"{where}.headers: {shown(v)} does not exist (looked for {', '.join(map(str, places))})")
+        try:  # the compiler reads it: a regular file of sane size (not /dev/zero, a FIFO or a folder)
+            check_input(found, "header", sized=True)
+        except ConfigError as e:
+            raise ConfigError(f"{where}.headers: {e}") from None
         out.append(str(found))
     return tuple(out)
 
