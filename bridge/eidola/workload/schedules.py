@@ -112,12 +112,14 @@ def _names(names: Sequence[str] | NDArray[np.object_], index: Ints) -> list[str]
     return out
 
 
-def _send(ps: ProgramSet, dsts: Sequence[Ints | int], buffer: str, offset: Ints, size: Ints, flag: list[str]) -> None:
-    """Write (offset, size) of `buffer` to every dst in turn, then add 1 to `flag` on each: the send of every schedule."""
+def _send(ps: ProgramSet, dsts: Sequence[Ints | int], buffer: str, offset: Ints, size: Ints, flag: list[str],
+          overlap: bool = False) -> None:
+    """Write (offset, size) of `buffer` to every dst in turn, then add 1 to `flag` on each: the send of every schedule
+    (`overlap`: the workgroup goes on while each signal waits for its writes' acknowledgements)."""
     for dst in dsts:
         ps.write(dst=dst, buffer=buffer, offset=offset, nbytes=size)
     for dst in dsts:
-        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer", overlap=overlap)
 
 
 def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
@@ -146,7 +148,7 @@ def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
         for c in range(C):
             if s:
                 receive(s - 1, c)
-            _send(ps, [nxt], names[buffer], *g.chunk(block, J, c), flag)
+            _send(ps, [nxt], names[buffer], *g.chunk(block, J, c), flag, overlap=True)
     for c in range(C):
         receive(len(steps) - 1, c)
 
