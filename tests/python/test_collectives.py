@@ -3,7 +3,6 @@
 Notation: P gpus, W workgroups, C chunks, S nbytes, chunk = S / (P*W*C).
 """
 
-import os
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -285,12 +284,12 @@ def test_rejects_bad_parameters(kwargs, fragment):
 
 
 def test_cli_writes_the_same_profile(tmp_path):
+    # The installed package (as the tests import it), which finds its own compiled models.
     out = tmp_path / "c.yaml"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "bridge"))
     subprocess.run([sys.executable, "-m", "eidola.generators", "all_gather", "--gpus", "3", "--nbytes", "96",
                     "--workgroups", "2", "--chunks", "2", "--algorithm", "direct", "--mode", "syncmon",
-                    "-o", str(out)], check=True, env=env)
+                    "-o", str(out)], check=True, cwd=tmp_path)
     assert load_profile(out) == all_gather(3, 96, workgroups=2, chunks=2, algorithm="direct", mode="syncmon")
     bad = subprocess.run([sys.executable, "-m", "eidola.generators", "ring_allreduce", "--nbytes", "3",
-                          "-o", str(tmp_path / "x.yaml")], env=env, capture_output=True, text=True)
+                          "-o", str(tmp_path / "x.yaml")], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode == 2 and "nbytes 3 must be at least" in bad.stderr

@@ -1,10 +1,6 @@
 """Tests of the annotated timestamps import (CSV -> profile), export (simulated run -> CSV) and CLI."""
 
 import csv
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +11,6 @@ from eidola.profile import ProfileBuilder, load_profile
 from eidola.workload.importers.timestamps import export_timestamps, import_timestamps
 
 HEADER = "gpu,wg,t_ns,event,peer,flag,value,nbytes"
-BRIDGE = Path(__file__).resolve().parents[2] / "bridge"
-NATIVE = Path(__file__).resolve().parents[2] / "build" / "cpp"
 EVENT_DTYPE = [("gpu", np.int64), ("wg", np.int64), ("op", np.int64), ("begin_ns", float), ("end_ns", float)]
 
 
@@ -267,18 +261,14 @@ def test_export_rejects_bad_events(tmp_path):
 
 
 # ---------------------------------------------------------------- CLI
-
-def run_cli(tmp_path, *args):
-    """Run `python -m eidola ARGS` in tmp_path with the source tree's package and native library."""
-    env = dict(os.environ, PYTHONPATH=str(BRIDGE), EIDOLA_NATIVE_DIR=str(NATIVE))
-    return subprocess.run([sys.executable, "-m", "eidola", *map(str, args)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+# Through the `cli` fixture: the installed package, which finds its own compiled models, as a
+# user's command does (not the source tree with a build directory only scripts/test.sh makes).
 
 
-def test_cli_import(tmp_path):
+def test_cli_import(cli, tmp_path):
     csv_path = write_csv(tmp_path, [HEADER, START, "0,0,5,write,1,,,64", "0,0,9,signal,1,f,,", END])
     out = tmp_path / "prof.yaml"
-    r = run_cli(tmp_path, "import", "timestamps", csv_path, "-o", out, "--name", "measured")
+    r = cli("import", "timestamps", csv_path, "-o", out, "--name", "measured")
     assert r.returncode == 0, r.stderr
     # ops: compute 5, write (no end: nothing after), signal, nothing before end = 3 ops in 1 program
     assert r.stdout.strip() == f"wrote {out}: profile measured, 1 programs, 3 ops"
@@ -286,9 +276,9 @@ def test_cli_import(tmp_path):
     assert prof.name == "measured" and [op.kind for op in prof.program(0, 0)] == ["compute", "write", "signal"]
 
 
-def test_cli_bad_file_exits_2(tmp_path):
+def test_cli_bad_file_exits_2(cli, tmp_path):
     csv_path = write_csv(tmp_path, [HEADER, START, "0,0,5,wirte,1,,,64", END])
-    r = run_cli(tmp_path, "import", "timestamps", csv_path, "-o", tmp_path / "prof.yaml")
+    r = cli("import", "timestamps", csv_path, "-o", tmp_path / "prof.yaml")
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert f"{csv_path}: line 3: event 'wirte'" in r.stderr
