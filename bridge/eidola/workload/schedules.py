@@ -128,8 +128,11 @@ def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
     Order, per workgroup: for each step s, for each chunk c: wait for chunk c of step s-1 (and
     reduce it if step s-1 reduces), then write chunk c of step s and signal it. The trailing
     waits receive the last step. Chunk c is forwarded as soon as it has arrived rather than
-    after the whole block, so a late chunk holds back only its own successors. Deadlock-free:
-    a rank's sends of step s depend only on its predecessor's sends of step s-1.
+    after the whole block, so a late chunk holds back only its own successors. Each signal
+    overlaps (``overlap=True``): the workgroup streams the next chunk while the release waits
+    for this one's acknowledgements, so the steps pipeline across chunks instead of paying a
+    round trip per chunk with the link idle. Deadlock-free: a rank's sends of step s depend only
+    on its predecessor's sends of step s-1.
     """
     P, C = g.P, g.C
     flags = [g.flag(f"ring_w{w}") for w in range(g.W)]
