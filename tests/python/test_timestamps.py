@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from eidola.errors import ProfileError
-from eidola.generators import gemv_allreduce
+from eidola.generators import gemv_allreduce, ring_allreduce
 from eidola.profile import ProfileBuilder, load_profile
 from eidola.workload.importers.timestamps import export_timestamps, import_timestamps
 
@@ -222,6 +222,19 @@ def test_export_import_round_trip(tmp_path):
     assert segments(back.program(0, 0))[1] == [2000] + [0] * 8 + [400] + [0] * 9
 
 
+def test_overlapping_signals_round_trip(tmp_path):
+    # The ring's signals overlap (the workgroup goes on while the release waits) and release only
+    # the writes to their peer: both survive export and import, and so does every other op's key.
+    prof = ring_allreduce(gpus=3, nbytes=3 * 2 * 64, chunks=2)
+    path = tmp_path / "ring.csv"
+    export_timestamps(prof, fabricate_events(prof, lambda g, w, k: 100.0), path)
+    back = import_timestamps(path)
+    for key, ops in prof.programs:
+        assert segments(back.program(*key))[0] == segments(ops)[0]
+        signals = [(op["scope"], op["overlap"]) for op in back.program(*key) if op.kind == "signal"]
+        assert signals == [("peer", True)] * (2 * 2 * 2)  # 2(P-1) steps x 2 chunks
+
+
 def test_export_rows(tmp_path):
     b = ProfileBuilder(gpus=2, workgroups=1, name="small")
     b.flag("f").buffer("data", 4096)
@@ -238,13 +251,13 @@ def test_export_rows(tmp_path):
         rows = list(csv.reader(f))
     assert rows == [
         ["gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes", "cond", "mode", "t_end_ns", "blocking",
-         "scope"],
-        ["0", "0", "100.000", "start", "", "", "", "", "", "", "", "", ""],
-        ["0", "0", "250.000", "write", "1", "", "", "128", "", "", "1550.500", "false", ""],
-        ["0", "0", "1600.000", "signal", "1", "f", "3", "", "", "", "1700.000", "", "workgroup"],
-        ["0", "0", "1710.000", "wait_begin", "", "f", "2", "", "==", "syncmon", "", "", ""],
-        ["0", "0", "2000.000", "wait_end", "", "f", "", "", "", "", "", "", ""],
-        ["0", "0", "2000.000", "end", "", "", "", "", "", "", "", "", ""],
+         "scope", "overlap"],
+        ["0", "0", "100.000", "start", "", "", "", "", "", "", "", "", "", ""],
+        ["0", "0", "250.000", "write", "1", "", "", "128", "", "", "1550.500", "false", "", ""],
+        ["0", "0", "1600.000", "signal", "1", "f", "3", "", "", "", "1700.000", "", "workgroup", "false"],
+        ["0", "0", "1710.000", "wait_begin", "", "f", "2", "", "==", "syncmon", "", "", "", ""],
+        ["0", "0", "2000.000", "wait_end", "", "f", "", "", "", "", "", "", "", ""],
+        ["0", "0", "2000.000", "end", "", "", "", "", "", "", "", "", "", ""],
     ]
     # compute + read (100-250) become 150 ns; signal end to wait begin (1700-1710) 10 ns.
     back = import_timestamps(path)
