@@ -229,3 +229,150 @@ def test_a_bulk_built_profile_round_trips_through_yaml(tmp_path):
     prof = ring_allreduce(4, 4 * 2 * 3 * 8 + 5, workgroups=2, chunks=3, reduce_ns_per_byte=0.25)
     prof.save(tmp_path / "p.yaml")
     assert load_profile(tmp_path / "p.yaml") == prof
+
+
+# ---------------------------------------------------------------- schedules against hand-derived traffic
+# The comparisons above run the same schedule functions on both sides, so a schedule bug would pass
+# them. Here every collective is checked against what it must do, worked out from its definition:
+# which sender writes which block of which receiver's buffer (exactly once each), how many ops each
+# program has, that every chunk written is signalled once and every flag is waited up to exactly
+# what is added to it, and the ring's step structure (each step forwards the block received at the
+# step before).
+
+def _blocks_written(prof, S, P, gpus):
+    """(receiver rank, buffer, block) -> [sender ranks], from the writes (S/P-byte blocks; whole S for
+    one-block kinds); asserts that the writes into each block tile it exactly, without overlap."""
+    rank = {g: r for r, g in enumerate(gpus)}
+    out, spans = {}, {}
+    for (g, _), ops in prof.programs:
+        for op in ops:
+            if op.kind == "write":
+                block = S if op["buffer"].endswith(("bcast", "p2p")) else S // P
+                key = (rank[op["dst"]], op["buffer"].split(".")[-1], op["offset"] // block)
+                out.setdefault(key, []).append(rank[g])
+                spans.setdefault(key, (block, []))[1].append((op["offset"], op["offset"] + op["nbytes"]))
+    for (_, _, blk), (block, s) in spans.items():
+        s.sort()
+        assert s[0][0] == blk * block and s[-1][1] == (blk + 1) * block
+        assert all(a[1] == b[0] for a, b in zip(s, s[1:]))
+    return out
+
+
+def _expected_blocks(kind, algorithm, P, root):
+    """(receiver rank, buffer, block) -> sender rank, from the collective's definition."""
+    others = [(d, b) for d in range(P) for b in range(P) if b != d]
+    if kind == "broadcast":
+        order = [(root + i) % P for i in range(P)]
+        return {(d, "bcast", 0): root if algorithm == "direct" else order[order.index(d) - 1] for d in order[1:]}
+    if kind == "send":
+        return {(1, "p2p", 0): 0}
+    if algorithm == "ring":
+        # Step s of rank r sends block r-s-1 (reduce-scatter) or r-s (all-gather) to r+1, for s < P-1:
+        # receiver d gets every block but d-1 in partials and every block but d in data, from d-1.
+        rs = {(d, "partials", b): (d - 1) % P for d in range(P) for b in range(P) if b != (d - 1) % P}
+        ag = {(d, "data", b): (d - 1) % P for d, b in others}
+        return {"all_reduce": {**rs, **ag}, "reduce_scatter": rs, "all_gather": ag}[kind]
+    # direct and pinned: sender g writes its block g into every receiver d
+    bufs = {"all_reduce": ("partials", "data"), "reduce_scatter": ("partials",), "all_gather": ("data",),
+            "all_to_all": ("recv",)}[kind]
+    return {(d, buf, b): b for buf in bufs for d, b in others}
+
+
+def _expected_counts(kind, algorithm, P, C, r, root):
+    """(writes, signals, waits) of one program of rank r."""
+    if kind == "barrier":
+        return 0, P - 1, 1
+    if kind == "send":
+        return (C, C, 0) if r == 0 else (0, 0, 1)
+    if kind == "broadcast":
+        pos = (r - root) % P
+        if algorithm == "direct":
+            return ((P - 1) * C, (P - 1) * C, 0) if pos == 0 else (0, 0, C)
+        return (C if pos < P - 1 else 0, C if pos < P - 1 else 0, C if pos else 0)
+    stages = 2 if kind == "all_reduce" else 1
+    if algorithm == "ring":
+        return stages * (P - 1) * C, stages * (P - 1) * C, stages * (P - 1) * C
+    if algorithm == "pinned":
+        return stages * C, stages * C, stages
+    return stages * (P - 1) * C, stages * (P - 1) * C, stages * (P - 1) * C
+
+
+COLLECTIVES = [("all_reduce", "ring"), ("all_reduce", "direct"), ("all_reduce", "pinned"),
+               ("all_gather", "ring"), ("all_gather", "direct"), ("reduce_scatter", "ring"),
+               ("reduce_scatter", "direct"), ("all_to_all", "direct"), ("all_to_all", "pinned"),
+               ("broadcast", "ring"), ("broadcast", "direct"), ("barrier", "direct"), ("send", "direct")]
+
+
+@pytest.mark.parametrize("kind, algorithm", COLLECTIVES)
+@pytest.mark.parametrize("gpus, group, W, C, root", [
+    (3, [0, 1, 2], 1, 1, 0), (5, [3, 0, 4, 1], 3, 2, 2), (6, [5, 2, 0, 1, 4], 4, 3, 4)])
+def test_schedules_do_what_their_collective_defines(kind, algorithm, gpus, group, W, C, root):
+    P = len(group) if kind != "send" else 2
+    group = group[:P]
+    if algorithm == "pinned":
+        W = P - 1
+    S = P * W * C * 8 * 3  # blocks of S/P bytes, each W slices of C chunks of 24 bytes
+    b = ProfileBuilder(gpus, W + 1)
+    # each rank runs the collective on a different set of workgroups: rank i uses (i + j) mod (W + 1)
+    sets = [[(i + j) % (W + 1) for j in range(W)] for i in range(P)]
+    b.collective(kind, S, algorithm=algorithm, workgroups=sets, group=group, chunks=C, root=root if P > 2 else 0)
+    prof = b.build()
+    root = root if P > 2 else 0
+    if kind not in ("barrier",):
+        got = _blocks_written(prof, S, P, group)
+        expected = _expected_blocks(kind, algorithm, P, root)
+        # every expected block arrives once from its sender, as W x C pieces that tile it (pinned:
+        # only the W / (P-1) workgroups serving that receiver send to it)
+        pieces = (W // (P - 1) if algorithm == "pinned" else W) * C
+        assert sorted(got) == sorted(expected)
+        for key, senders in got.items():
+            assert senders == [expected[key]] * pieces, key
+    for i, g in enumerate(group):
+        for w in sets[i]:
+            ops = prof.program(g, w)
+            kinds = Counter(op.kind for op in ops)
+            assert (kinds["write"], kinds["signal"], kinds["wait"]) == _expected_counts(kind, algorithm, P, C, i, root)
+    assert {g for (g, _), ops in prof.programs if ops} == set(group)
+    # every write is followed by a signal to the same GPU before the next write elsewhere, and each
+    # flag is waited for up to exactly what all signals add to it
+    adds, tops = Counter(), Counter()
+    for (g, _), ops in prof.programs:
+        for op in ops:
+            if op.kind == "signal":
+                adds[op["dst"], op["flag"]] += op["value"]
+            elif op.kind == "wait":
+                tops[g, op["flag"]] = max(tops[g, op["flag"]], op["value"])
+        written = Counter(op["dst"] for op in ops if op.kind == "write")
+        signalled = Counter(op["dst"] for op in ops if op.kind == "signal")
+        assert all(signalled[d] == n for d, n in written.items())
+    assert tops == adds
+
+
+@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter", "all_gather"])
+@pytest.mark.parametrize("P, W, C", [(3, 1, 1), (4, 2, 3), (5, 1, 2)])
+def test_ring_steps_forward_what_they_received(kind, P, W, C):
+    # Rank r's step s (chunk c of its slice) sends the block it received at step s-1; the first
+    # reduce-scatter step sends block r-1, the first all-gather step (after a reduce-scatter: step
+    # P-1) the block r completed, block r. Derived from the writes alone, per rank and slice.
+    S = P * W * C * 8
+    b = ProfileBuilder(P, W)
+    b.collective(kind, S, algorithm="ring", workgroups=W, chunks=C, prefix="")
+    prof = b.build()
+    sent = {}  # (rank, wg) -> [(buffer, block) per step]
+    for (g, w), ops in prof.programs:
+        writes = [op for op in ops if op.kind == "write"]
+        assert all(op["dst"] == (g + 1) % P for op in writes)
+        steps = [writes[i:i + C] for i in range(0, len(writes), C)]
+        for step in steps:  # the C writes of a step are the C chunks, in order, of one slice of one block
+            assert [op["offset"] // 8 % (W * C) for op in step] == [w * C + c for c in range(C)]
+            assert len({(op["buffer"], op["offset"] // (S // P)) for op in step}) == 1
+        sent[g, w] = [(step[0]["buffer"], step[0]["offset"] // (S // P)) for step in steps]
+    first = {"all_reduce": ("partials", -1), "reduce_scatter": ("partials", -1), "all_gather": ("data", 0)}[kind]
+    for (r, w), blocks in sent.items():
+        assert blocks[0] == (first[0], (r + first[1]) % P)
+        received = sent[(r - 1) % P, w]
+        for s in range(1, len(blocks)):
+            assert blocks[s][1] == received[s - 1][1]
+        if kind == "all_reduce":
+            assert [buf for buf, _ in blocks] == ["partials"] * (P - 1) + ["data"] * (P - 1)
+            assert blocks[P - 1][1] == r

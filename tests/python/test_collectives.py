@@ -3,7 +3,6 @@
 Notation: P gpus, W workgroups, C chunks, S nbytes, chunk = S / (P*W*C).
 """
 
-import os
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -285,12 +284,112 @@ def test_rejects_bad_parameters(kwargs, fragment):
 
 
 def test_cli_writes_the_same_profile(tmp_path):
+    # The installed package (as the tests import it), which finds its own compiled models.
     out = tmp_path / "c.yaml"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "bridge"))
     subprocess.run([sys.executable, "-m", "eidola.generators", "all_gather", "--gpus", "3", "--nbytes", "96",
                     "--workgroups", "2", "--chunks", "2", "--algorithm", "direct", "--mode", "syncmon",
-                    "-o", str(out)], check=True, env=env)
+                    "-o", str(out)], check=True, cwd=tmp_path)
     assert load_profile(out) == all_gather(3, 96, workgroups=2, chunks=2, algorithm="direct", mode="syncmon")
     bad = subprocess.run([sys.executable, "-m", "eidola.generators", "ring_allreduce", "--nbytes", "3",
-                          "-o", str(tmp_path / "x.yaml")], env=env, capture_output=True, text=True)
+                          "-o", str(tmp_path / "x.yaml")], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode == 2 and "nbytes 3 must be at least" in bad.stderr
+
+
+# ---------------------------------------------------------------- ring timing: what a step costs
+
+def _ring_on_ideal(P, C, L, M):
+    """Kernel time of a syncmon ring all-reduce on the ideal fabric (latency L each way, memory
+    latency M, zero occupancy), W=1, worked out by hand (all ranks move in lockstep).
+
+    Rank r issues chunk c of step s at y(s, c); its writes are posted, and its signal, held until
+    the chunk's acknowledgement is back (2L + M), then lands in the successor's flag L + M later:
+    chunk (s, c) arrives D = 3L + 2M after it was issued. Before issuing (s, c) the rank waits for
+    (s-1, c); a wait costs at least the arm of its monitor (a memory access, M) and ends when the
+    flag lands. So y(s, c) = max(y(s, c-1) + M, y(s-1, c) + D), with y(s, -1) = y(s-1, C-1) and
+    y(0, c) = 0. The last step's chunks are received as a step 2(P-1) that sends nothing; the
+    kernel ends when that is done and the last signal is acknowledged (issued at
+    y(2(P-1)-1, C-1) + 2L + M, acknowledged 2L + M later).
+    """
+    n, D = 2 * (P - 1), 3 * L + 2 * M
+    y = [[0.0] * C]
+    for _ in range(n):
+        row, prev = [], y[-1][-1]
+        for c in range(C):
+            prev = max(prev + M, y[-1][c] + D)
+            row.append(prev)
+        y.append(row)
+    return max(y[n][C - 1], y[n - 1][C - 1] + 2 * (2 * L + M))
+
+
+@pytest.mark.parametrize("P", [2, 4, 8])
+@pytest.mark.parametrize("C", [1, 2, 4, 8])
+def test_ring_allreduce_time_on_the_ideal_fabric(write_platform, P, C):
+    import eidola
+    L, M = 500.0, 300.0
+    plat = eidola.load_platform(write_platform(gpus=P, workgroups=1, latency="500ns", mem_latency="300ns",
+                                               mem_bw="1000TB/s", max_outstanding=4096))
+    res = eidola.simulate(plat, ring_allreduce(gpus=P, nbytes=P * C * 1024, chunks=C, mode="syncmon"))
+    expected = _ring_on_ideal(P, C, L, M)
+    assert res.kernel_time_ns == expected
+    # In closed form while a step's chunks fit in one step's latency (C M <= D): every step costs
+    # D, each extra chunk one wait (M), and the end one acknowledgement hop (L):
+    # T = 2(P-1)(3L + 2M) + (C-1) M + L; C=1 is the unchunked ring, 2(P-1) D + L.
+    if C * M <= 3 * L + 2 * M:
+        assert expected == 2 * (P - 1) * (3 * L + 2 * M) + (C - 1) * M + L
+
+
+def test_ring_chunks_pipeline_on_the_mi300x_node(repo):
+    # The report's case: a 2 MiB ring all-reduce on 8 GPUs, one workgroup, the generator's defaults
+    # (poll). Each GPU's link to its successor carries 2(P-1) blocks of S/P = 256 KiB in 256-byte
+    # packets with 85-byte headers: n B = 14 x 1024 x 341 B / 64 GB/s = 76.38 us, a floor no
+    # chunking can beat. Before overlapping releases every chunk paid a round trip with the link
+    # idle, so 4 and 16 chunks were slower than 1; pipelined, more chunks must be faster here (a
+    # 16 KiB chunk is 341 ns on the wire, still above a wait's flag read, 300 ns).
+    import eidola
+    path = repo / "platforms/mi300x-8gpu.yaml"
+    S, P = 2 << 20, 8
+    wire = 2 * (P - 1) * (S // P // 256) * 341 / 64e9 * 1e9
+    t = {C: eidola.simulate(eidola.load_platform(path), ring_allreduce(gpus=P, nbytes=S, chunks=C)).kernel_time_ns
+         for C in (1, 4, 16)}
+    assert t[1] > t[4] > t[16] > wire
+
+
+RING = """
+eidola: 1
+name: ring-timing
+gpus: {count: 8, workgroups: 1, max_outstanding: 1024, max_payload: 256B, memory: {latency: 300ns, bandwidth: 5.3TB/s}}
+fabric:
+  model: packet
+  topology: ring
+  link: {bandwidth: 64GB/s, latency: 100ns, header: 16B}
+  switch: {latency: 50ns, buffer: 64}
+"""
+
+
+@pytest.mark.parametrize("C", [1, 2, 4, 8, 16, 32])
+def test_ring_step_cost_formula_on_a_packet_ring(write_platform, C):
+    # docs/profiles.md, "What a collective step costs": with C chunks of wire time tau each, a
+    # workgroup's cycle per chunk sigma = max(tau, M) (a wait reads its flag: at least the memory
+    # latency M), and a step latency lambda,
+    #   T = (n - 1) max(C sigma, tau + lambda) + C sigma + lambda + one acknowledgement hop.
+    # Link 64 GB/s, latency 100 ns, 16-byte headers, routers 50 ns, memory 300 ns at 5.3 TB/s:
+    # a 256-byte packet is 4.25 ns on the wire; lambda = the last packet's tail to the successor's
+    # memory and its acknowledgement back (100 + 50 + 300 + 0.048 + 150.25 ns), then the signal's
+    # flag (0.375 + 100 + 50 + 300 + 0.0015 ns) = 1050.7 ns.
+    import eidola
+    P, S, n = 8, 2 << 20, 14
+    tau = S // (P * C) // 256 * 4.25
+    sigma = max(tau, 300.0)
+    ack = 100 + 0.25 + 50
+    lam = (100 + 50 + 300 + 256 / 5.3e3 + ack) + (0.375 + 100 + 50 + 300 + 8 / 5.3e3)
+    formula = (n - 1) * max(C * sigma, tau + lam) + C * sigma + lam + ack
+    res = eidola.simulate(eidola.load_platform(write_platform(RING)), ring_allreduce(gpus=P, nbytes=S, chunks=C,
+                                                                                    mode="syncmon"))
+    # The formula is a lower bound: every chunk does cross the link and every wait does read its
+    # flag. What it leaves out: a chunk's flag queues on the link behind data issued before its
+    # release, a little more the more chunks are in flight.
+    assert res.kernel_time_ns >= formula - 1
+    if tau >= 300:  # the link or the step latency bounds the pipeline
+        assert res.kernel_time_ns <= 1.005 * formula
+    else:  # a wait per chunk bounds it
+        assert res.kernel_time_ns <= 1.04 * formula

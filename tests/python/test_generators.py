@@ -1,6 +1,5 @@
 """Tests of the collective profile generators, checked against hand-derived counts and offsets."""
 
-import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -120,10 +119,10 @@ def test_gemv_allreduce_rejects_bad_parameters(kwargs, fragment):
 
 def test_cli_writes_the_same_profile(tmp_path):
     out = tmp_path / "g.yaml"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "bridge"))
+    # The installed package (as the tests import it), which finds its own compiled models.
     subprocess.run([sys.executable, "-m", "eidola.generators", "gemv_allreduce", "--gpus", "3", "--workgroups", "2",
                     "--vector-bytes", "600", "--tile-ns", "2000", "--reduce-ns", "400.5", "-o", str(out)],
-                   check=True, env=env)
+                   check=True, cwd=tmp_path)
     assert load_profile(out) == gemv_allreduce(3, 2, 600, tile_ns=2000, reduce_ns=400.5)
 
 

@@ -47,7 +47,7 @@ def test_example_builds():
     # the example walks peers in increasing order, skipping itself
     assert ops[1].kind == "write" and ops[1]["dst"] == 0 and ops[1]["offset"] == 8192
     assert ops[2].as_dict() == {"dst": 0, "flag": "ready", "op": "add", "value": 1, "compare": None,
-                                 "scope": "workgroup"}
+                                 "scope": "workgroup", "overlap": False}
     wait = ops[7]
     assert wait.as_dict() == {"flag": "ready", "cond": ">=", "value": 6, "mode": "poll", "interval_ns": 100,
                               "max_interval_ns": 1600, "wake": "all"}
@@ -112,7 +112,7 @@ def test_file_may_omit_defaults_and_use_any_layout(tmp_path):
     prof = load_profile(path)
     assert prof.program(1, 0)[0]["max_interval_ns"] == 320
     assert prof.program(0, 0)[1].as_dict() == {"dst": 1, "flag": "f", "op": "add", "value": 1, "compare": None,
-                                                   "scope": "workgroup"}
+                                                   "scope": "workgroup", "overlap": False}
 
 
 def test_profile_is_immutable():

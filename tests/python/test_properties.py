@@ -2,7 +2,9 @@
 
 The invariants:
 - every outcome is a result, a ConfigError/ProfileError (bad input) or a DeadlockError, never
-  another exception;
+  another exception; a program deadlocks exactly when, signals being adds that only raise flags,
+  some wait can never be satisfied by the signals that can be issued (worked out from the programs
+  alone), and the deadlock report names exactly those waits and the flags' final values;
 - bytes are conserved: what each GPU sends (writes, plus 8 bytes per atomic signal) and receives
   (those, plus the data of its reads) is what its program says, and on the packet fabric each
   (source, destination) pair carries exactly the bytes its programs address to it;
@@ -143,6 +145,33 @@ def _build(programs: dict, gpus: int = 4) -> tuple[eidola.Profile, dict, dict]:
     return b.build(), sent, {"received": received, "pair": pair}
 
 
+def _never_satisfied(programs: dict) -> dict:
+    """The waits that can never be satisfied, worked out from the programs alone: (gpu, wg) ->
+    (op index, flag, value, the flag's final value).
+
+    Every signal adds 1 to its flag and every wait is ">=", so flags only rise and running every
+    program as far as it can go, in any order, reaches the same end: a wait still short there can
+    never be satisfied, and its program never issues the signals after it.
+    """
+    flags: Counter = Counter()  # (gpu, flag) -> value
+    pc = dict.fromkeys(programs, 0)
+    moved = True
+    while moved:
+        moved = False
+        for key, ops in programs.items():
+            g = key[0]
+            while pc[key] < len(ops):
+                op = ops[pc[key]]
+                if op[0] == "wait" and flags[g, f"f{op[1]}"] < op[2]:
+                    break
+                if op[0] == "signal":
+                    flags[op[1], f"f{op[2]}"] += 1
+                pc[key] += 1
+                moved = True
+    return {key: (pc[key], f"f{ops[pc[key]][1]}", ops[pc[key]][2], flags[key[0], f"f{ops[pc[key]][1]}"])
+            for key, ops in programs.items() if pc[key] < len(ops)}
+
+
 def _platform(repo: Path, fabric: str) -> eidola.Platform:
     if fabric == "ideal":
         return eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml", {"gpus.workgroups": 2})
@@ -153,13 +182,17 @@ def _platform(repo: Path, fabric: str) -> eidola.Platform:
 @given(_PROGRAMS, st.sampled_from(["ideal", "packet"]))
 def test_programs_conserve_bytes_or_deadlock(repo: Path, programs: dict, fabric: str) -> None:
     profile, sent, expected = _build(programs)
+    stuck = _never_satisfied(programs)
     try:
         res = eidola.simulate(_platform(repo, fabric), profile)
     except DeadlockError as e:
         event("deadlock")
-        assert e.report and e.report["stuck"]  # names every stuck workgroup
+        assert stuck, "a deadlock was reported, but every wait can be satisfied"
+        got = {(r["gpu"], r["wg"]): (r["op"], r["flag"], r["value"], r["flag_value"]) for r in e.report["stuck"]}
+        assert got == stuck
         return
     event("finished")
+    assert not stuck, f"finished, but these waits can never be satisfied: {stuck}"
     assert res.gpus["bytes_sent"].tolist() == [sent[g] for g in range(4)]
     assert res.gpus["bytes_received"].tolist() == [expected["received"][g] for g in range(4)]
     if fabric == "packet":

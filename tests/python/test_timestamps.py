@@ -1,22 +1,16 @@
 """Tests of the annotated timestamps import (CSV -> profile), export (simulated run -> CSV) and CLI."""
 
 import csv
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from eidola.errors import ProfileError
-from eidola.generators import gemv_allreduce
+from eidola.generators import gemv_allreduce, ring_allreduce
 from eidola.profile import ProfileBuilder, load_profile
 from eidola.workload.importers.timestamps import export_timestamps, import_timestamps
 
 HEADER = "gpu,wg,t_ns,event,peer,flag,value,nbytes"
-BRIDGE = Path(__file__).resolve().parents[2] / "bridge"
-NATIVE = Path(__file__).resolve().parents[2] / "build" / "cpp"
 EVENT_DTYPE = [("gpu", np.int64), ("wg", np.int64), ("op", np.int64), ("begin_ns", float), ("end_ns", float)]
 
 
@@ -228,6 +222,19 @@ def test_export_import_round_trip(tmp_path):
     assert segments(back.program(0, 0))[1] == [2000] + [0] * 8 + [400] + [0] * 9
 
 
+def test_overlapping_signals_round_trip(tmp_path):
+    # The ring's signals overlap (the workgroup goes on while the release waits) and release only
+    # the writes to their peer: both survive export and import, and so does every other op's key.
+    prof = ring_allreduce(gpus=3, nbytes=3 * 2 * 64, chunks=2)
+    path = tmp_path / "ring.csv"
+    export_timestamps(prof, fabricate_events(prof, lambda g, w, k: 100.0), path)
+    back = import_timestamps(path)
+    for key, ops in prof.programs:
+        assert segments(back.program(*key))[0] == segments(ops)[0]
+        signals = [(op["scope"], op["overlap"]) for op in back.program(*key) if op.kind == "signal"]
+        assert signals == [("peer", True)] * (2 * 2 * 2)  # 2(P-1) steps x 2 chunks
+
+
 def test_export_rows(tmp_path):
     b = ProfileBuilder(gpus=2, workgroups=1, name="small")
     b.flag("f").buffer("data", 4096)
@@ -244,13 +251,13 @@ def test_export_rows(tmp_path):
         rows = list(csv.reader(f))
     assert rows == [
         ["gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes", "cond", "mode", "t_end_ns", "blocking",
-         "scope"],
-        ["0", "0", "100.000", "start", "", "", "", "", "", "", "", "", ""],
-        ["0", "0", "250.000", "write", "1", "", "", "128", "", "", "1550.500", "false", ""],
-        ["0", "0", "1600.000", "signal", "1", "f", "3", "", "", "", "1700.000", "", "workgroup"],
-        ["0", "0", "1710.000", "wait_begin", "", "f", "2", "", "==", "syncmon", "", "", ""],
-        ["0", "0", "2000.000", "wait_end", "", "f", "", "", "", "", "", "", ""],
-        ["0", "0", "2000.000", "end", "", "", "", "", "", "", "", "", ""],
+         "scope", "overlap"],
+        ["0", "0", "100.000", "start", "", "", "", "", "", "", "", "", "", ""],
+        ["0", "0", "250.000", "write", "1", "", "", "128", "", "", "1550.500", "false", "", ""],
+        ["0", "0", "1600.000", "signal", "1", "f", "3", "", "", "", "1700.000", "", "workgroup", "false"],
+        ["0", "0", "1710.000", "wait_begin", "", "f", "2", "", "==", "syncmon", "", "", "", ""],
+        ["0", "0", "2000.000", "wait_end", "", "f", "", "", "", "", "", "", "", ""],
+        ["0", "0", "2000.000", "end", "", "", "", "", "", "", "", "", "", ""],
     ]
     # compute + read (100-250) become 150 ns; signal end to wait begin (1700-1710) 10 ns.
     back = import_timestamps(path)
@@ -267,18 +274,14 @@ def test_export_rejects_bad_events(tmp_path):
 
 
 # ---------------------------------------------------------------- CLI
-
-def run_cli(tmp_path, *args):
-    """Run `python -m eidola ARGS` in tmp_path with the source tree's package and native library."""
-    env = dict(os.environ, PYTHONPATH=str(BRIDGE), EIDOLA_NATIVE_DIR=str(NATIVE))
-    return subprocess.run([sys.executable, "-m", "eidola", *map(str, args)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+# Through the `cli` fixture: the installed package, which finds its own compiled models, as a
+# user's command does (not the source tree with a build directory only scripts/test.sh makes).
 
 
-def test_cli_import(tmp_path):
+def test_cli_import(cli, tmp_path):
     csv_path = write_csv(tmp_path, [HEADER, START, "0,0,5,write,1,,,64", "0,0,9,signal,1,f,,", END])
     out = tmp_path / "prof.yaml"
-    r = run_cli(tmp_path, "import", "timestamps", csv_path, "-o", out, "--name", "measured")
+    r = cli("import", "timestamps", csv_path, "-o", out, "--name", "measured")
     assert r.returncode == 0, r.stderr
     # ops: compute 5, write (no end: nothing after), signal, nothing before end = 3 ops in 1 program
     assert r.stdout.strip() == f"wrote {out}: profile measured, 1 programs, 3 ops"
@@ -286,9 +289,9 @@ def test_cli_import(tmp_path):
     assert prof.name == "measured" and [op.kind for op in prof.program(0, 0)] == ["compute", "write", "signal"]
 
 
-def test_cli_bad_file_exits_2(tmp_path):
+def test_cli_bad_file_exits_2(cli, tmp_path):
     csv_path = write_csv(tmp_path, [HEADER, START, "0,0,5,wirte,1,,,64", END])
-    r = run_cli(tmp_path, "import", "timestamps", csv_path, "-o", tmp_path / "prof.yaml")
+    r = cli("import", "timestamps", csv_path, "-o", tmp_path / "prof.yaml")
     assert r.returncode == 2
     assert "Traceback" not in r.stderr
     assert f"{csv_path}: line 3: event 'wirte'" in r.stderr

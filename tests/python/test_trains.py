@@ -51,9 +51,16 @@ def _transfers(gpus, pairs, nbytes, kind="write", workgroups=1):
     return b.build()
 
 
-def _both(path, profile, train=64, **overrides):
+def _both(path, profile, train=64, trace=False, **overrides):
     """The per-packet result and the train result of one platform and profile (a failed run raises)."""
-    return [eidola.simulate(eidola.load_platform(path, {**overrides, "gpus.train": t}), profile) for t in (1, train)]
+    return [eidola.simulate(eidola.load_platform(path, {**overrides, "gpus.train": t}), profile, trace=trace)
+            for t in (1, train)]
+
+
+def _op_ends(result, gpu):
+    """End times (ns) of GPU `gpu`'s ops, in op order (needs trace=True)."""
+    ops = np.sort(result.ops[result.ops["gpu"] == gpu], order=["wg", "op"])
+    return ops["end_ns"].tolist()
 
 
 def _same_tables(a, b):
@@ -73,8 +80,19 @@ def _link(result, src, dst):
 
 @pytest.mark.parametrize("kind", ["write", "read"])
 def test_a_train_on_one_link_times_and_counts_as_its_packets(write_platform, kind):
-    per_packet, train = _both(_platform(write_platform), _transfers(2, [(0, 1)], MIB, kind))
+    per_packet, train = _both(_platform(write_platform), _transfers(2, [(0, 1)], MIB, kind), trace=True)
     assert train.kernel_time_ns == pytest.approx(per_packet.kernel_time_ns, rel=1e-5)
+    # A train completes with its last acknowledgement, not its first: the write's release and the
+    # read's completion come when the last packet is answered, and the signal after them goes
+    # then. The kernel time alone would not show an early completion (the signal then queues on
+    # the link behind the train's tail), so the signal's time is checked: a train of 32 packets
+    # completing on its first acknowledgement would send it 31 x 4.25 = 132 ns early. Per packet,
+    # after the write, by hand: the last packet's tail leaves at 4,096 x 4.25 ns, crosses the link
+    # and router (100 + 50), is written (300 + 256 B at 5.3 TB/s) and acknowledged (100 + 0.25 + 50).
+    signal_at = _op_ends(per_packet, 0)[1]
+    if kind == "write":
+        assert signal_at == pytest.approx(PACKETS * 4.25 + 150 + 300 + 256 / 5.3e3 + 150.25, abs=1e-3)
+    assert _op_ends(train, 0)[1] == pytest.approx(signal_at, abs=5)  # trains space acknowledgements evenly
     # GPU 0 -> 1 carries the 4,096 writes (or the read requests, header only) and the signal;
     # 1 -> 0 the acknowledgements of both (or the 4,096 read responses and the signal's ack).
     if kind == "write":

@@ -111,6 +111,11 @@ void GpuInitiator::try_issue() {
             issue_traffic();
             continue;
         }
+        if (w & kPostTurn) {
+            m_issue_queue.pop_front();
+            issue_post(w & ~kPostTurn);
+            continue;
+        }
         Transfer& t = m_transfers[w];
         const OpKind kind = t.kind;
         // A train takes as many whole packets as are left, up to the train length; a signal is
@@ -130,6 +135,7 @@ void GpuInitiator::try_issue() {
         Packet* p = m_pool.allocate();
         p->wg = w;
         p->packets = packets;
+        p->seq = t.packets_issued;
         if (packets > 1) {
             p->train.packets = packets;
             p->train.packet_bytes = std::uint32_t(m_max_payload);
@@ -282,12 +288,84 @@ void GpuInitiator::train_done(Packet* p) {
     Transfer& t = m_transfers[w];
     const bool read = p->is_read();
     const bool resumes = p->resumes;
-    const bool drained = !read && (count_acknowledged(w, p->peer, p->packets) || t.unacked == 0);
+    bool drained = !read && (count_acknowledged(w, p->peer, p->packets) || t.unacked == 0);
+    if (m_posts_pending && !read && settle_posts(w, p->seq, p->peer, p->packets)) drained = true;
     p->release();
     if (resumes && --t.in_flight == 0 && t.left == 0) m_core.actions.push(now_ps(), {GpuActionKind::Resume, w});
     else if (!m_issue_queue.empty()) m_core.issue_soon();  // a slot freed
     // Acknowledgements can arrive outside the GPU's own process: the engine reacts in an action.
     if (drained && m_engine.awaits_drain(w)) m_core.actions.push(now_ps(), {GpuActionKind::Drained, w});
+}
+
+void GpuInitiator::defer(std::uint32_t w, const Op& op) {
+    if (m_posts.empty()) m_posts.resize(m_transfers.size());
+    const Transfer& t = m_transfers[w];
+    const bool peer = static_cast<ReleaseScope>(op.mode) == ReleaseScope::Peer;
+    Posts& ps = m_posts[w];
+    ps.q.push_back(Post{&op, t.packets_issued, 0, peer ? unacked_to(w, op.peer) : t.unacked});
+    ++m_posts_pending;
+    ++m_posts_unsent;
+    // Nothing to wait for and nothing held before it: released at once (the engine defers only
+    // signals that must wait, or that follow held ones).
+    if (ps.q.back().left == 0 && ps.released + 1 == ps.q.size()) settle_posts(w, ~std::uint64_t(0), -1, 0);
+}
+
+bool GpuInitiator::settle_posts(std::uint32_t w, std::uint64_t seq, std::int32_t peer, std::uint32_t packets) {
+    if (m_posts.empty()) return false;
+    Posts& ps = m_posts[w];
+    if (ps.released == ps.q.size()) return false;
+    for (std::size_t i = ps.released; i < ps.q.size(); ++i) {
+        Post& e = ps.q[i];
+        const bool all = static_cast<ReleaseScope>(e.op->mode) == ReleaseScope::Workgroup;
+        if (seq < e.before && (all || peer == e.op->peer)) e.left -= packets;
+    }
+    bool any = false;
+    while (ps.released < ps.q.size() && ps.q[ps.released].left == 0) {
+        // Released: counted as issued now, so a later release, fence or the kernel's end waits
+        // for its acknowledgement, and numbered now, so what a later one covers includes it.
+        Post& e = ps.q[ps.released++];
+        Transfer& t = m_transfers[w];
+        count_issued(w, e.op->peer, 1);
+        e.seq = t.packets_issued++;
+        --m_posts_pending;
+        m_issue_queue.push_back(kPostTurn | w);
+        any = true;
+    }
+    if (any) m_core.issue_soon();
+    return any && ps.released == ps.q.size();
+}
+
+void GpuInitiator::issue_post(std::uint32_t w) {
+    Posts& ps = m_posts[w];
+    const Post e = ps.q[ps.sent++];
+    if (ps.sent == ps.q.size()) {  // all sent: reuse the storage
+        ps.q.clear();
+        ps.sent = ps.released = 0;
+    }
+    --m_posts_unsent;
+    const Op& op = *e.op;
+    Packet* p = m_pool.allocate();
+    p->wg = w;
+    p->packets = 1;
+    p->seq = e.seq;
+    p->peer = op.peer;
+    p->resumes = false;
+    p->set_command(tlm::TLM_WRITE_COMMAND);
+    p->set_address(m_core.map.global(std::uint32_t(op.peer), op.offset));
+    p->set_data_ptr(p->word);
+    p->set_data_length(8);
+    p->set_streaming_width(8);
+    p->set_byte_enable_ptr(nullptr);
+    p->set_dmi_allowed(false);
+    p->set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    p->atomic.op = static_cast<AtomicOp>(op.sub);
+    p->atomic.operand = op.value;
+    p->atomic.compare = op.compare;
+    std::memcpy(p->word, &op.value, 8);
+    p->set_extension(&p->atomic);
+    p->atomic_attached = true;
+    m_bytes_sent += 8;
+    send(p);  // one packet: never refused as a train is
 }
 
 // A fabric that loses a transaction leaves its workgroup blocked forever while others may poll

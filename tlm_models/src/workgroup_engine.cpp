@@ -115,9 +115,22 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
                 m_core.actions.push(now + std::uint64_t(op.time2_ps), {GpuActionKind::HoldDone, w});
                 return;
             }
-            if (static_cast<OpKind>(op.kind) == OpKind::Signal && !released(w, op)) {
-                g.state = WgState::Releasing;  // writes_drained() goes on
-                return;
+            if (static_cast<OpKind>(op.kind) == OpKind::Signal) {
+                const bool pending = m_initiator->posts_pending(w);
+                if (op.option && std::uint32_t(op.peer) != m_core.index && (pending || !released(w, op))) {
+                    // Overlap: the initiator holds the release; the workgroup goes on.
+                    m_initiator->defer(w, op);
+                    advance(w);
+                    return;
+                }
+                if (pending) {  // releases go out in program order: after the held ones
+                    g.state = WgState::Posting;  // writes_drained() goes on
+                    return;
+                }
+                if (!released(w, op)) {
+                    g.state = WgState::Releasing;  // writes_drained() goes on
+                    return;
+                }
             }
             if (std::uint32_t(op.peer) == m_core.index) {
                 // A local access never leaves the GPU: it costs a memory access, applied at issue.
@@ -176,6 +189,10 @@ void WorkgroupEngine::writes_drained(std::uint32_t w) {
             if (!released(w, g.ops[g.pc])) return;
             g.released = true;
             g.state = WgState::Ready;  // start_op() issues the signal now
+            break;
+        case WgState::Posting:
+            if (m_initiator->posts_pending(w)) return;
+            g.state = WgState::Ready;  // start_op() takes the signal again
             break;
         case WgState::Fencing:
             if (m_initiator->unacked(w) > 0) return;
@@ -252,7 +269,7 @@ void WorkgroupEngine::flag_written(std::uint64_t flag) {
     for (std::uint32_t w : waiters) {
         Workgroup& g = m_wgs[w];
         const Op& op = g.ops[g.pc];
-        const bool wake_all = op.wake_all != 0;
+        const bool wake_all = op.option != 0;
         if (!wake_all && woke_one) continue;
         if (m_config.check_in_monitor) {
             if (!cond_holds(static_cast<Cond>(op.sub), value, op.value)) continue;
@@ -302,7 +319,7 @@ void WorkgroupEngine::quiet_watch() {
 
 bool WorkgroupEngine::collect_stuck(std::vector<StuckWait>& out) const {
     // A posted write or signal still in flight may yet change a flag that someone waits on.
-    if (m_initiator->outstanding() > 0) return false;
+    if (m_initiator->outstanding() > 0 || m_initiator->posts_unsent()) return false;
     for (std::uint32_t w = 0; w < m_wgs.size(); ++w) {
         const Workgroup& g = m_wgs[w];
         if (g.state != WgState::Waiting) continue;
@@ -317,7 +334,7 @@ bool WorkgroupEngine::collect_stuck(std::vector<StuckWait>& out) const {
 
 std::vector<std::string> WorkgroupEngine::unfinished_report() const {
     static const char* const states[] = {"idle",  "ready",     "computing", "transferring", "waiting",
-                                         "done",  "releasing", "fencing",   "draining"};
+                                         "done",  "releasing", "fencing",   "draining", "posting"};
     std::vector<std::string> lines;
     for (std::uint32_t w = 0; w < m_wgs.size(); ++w) {
         const Workgroup& g = m_wgs[w];
@@ -325,7 +342,8 @@ std::vector<std::string> WorkgroupEngine::unfinished_report() const {
         std::ostringstream line;
         line << "gpu " << m_core.index << " wg " << w << " op " << g.pc << ": " << states[int(g.state)];
         if (g.state == WgState::Transferring) line << " (" << m_initiator->describe_transfer(w) << ")";
-        if (g.state == WgState::Releasing || g.state == WgState::Fencing || g.state == WgState::Draining)
+        if (g.state == WgState::Releasing || g.state == WgState::Fencing || g.state == WgState::Draining ||
+            g.state == WgState::Posting)
             line << " (" << m_initiator->unacked(w) << " writes not yet acknowledged)";
         lines.push_back(line.str());
     }

@@ -24,7 +24,7 @@ from .encode_traffic import EncodedTraffic, encode_traffic
 __all__ = ["OP_DTYPE", "PROGRAM_DTYPE", "EncodedProfile", "encode_profile", "BUFFER_ALIGN"]
 
 OP_DTYPE = np.dtype([
-    ("kind", "u1"), ("sub", "u1"), ("mode", "u1"), ("wake_all", "u1"), ("peer", "<i4"),
+    ("kind", "u1"), ("sub", "u1"), ("mode", "u1"), ("option", "u1"), ("peer", "<i4"),
     ("offset", "<u8"), ("nbytes", "<u8"), ("value", "<i8"), ("compare", "<i8"),
     ("time_ps", "<i8"), ("time2_ps", "<i8"),
 ])
@@ -144,7 +144,7 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
 
 def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
                codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
-    """One op as an OP_DTYPE record: (kind, sub, mode, wake_all, peer, offset, nbytes, value, compare, time_ps,
+    """One op as an OP_DTYPE record: (kind, sub, mode, option, peer, offset, nbytes, value, compare, time_ps,
     time2_ps); field use per kind is documented at eidola::Op."""
     k = op.kind
     kind = codes["op_kind"][k]
@@ -161,7 +161,7 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
         return (kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if k == "signal":
         compare = op["compare"] if op["compare"] is not None else 0
-        return (kind, codes["atomic"][op["op"]], codes["release_scope"][op["scope"]], 0, op["dst"],
+        return (kind, codes["atomic"][op["op"]], codes["release_scope"][op["scope"]], int(op["overlap"]), op["dst"],
                 8 * flag_index[op["flag"]], 8, op["value"], compare, 0, 0)
     if k == "wait":
         return (kind, codes["cond"][op["cond"]], codes["wait_mode"][op["mode"]], 1 if op["wake"] == "all" else 0, 0,

@@ -45,7 +45,7 @@ class _Store:
         self.templates: list[Template] = []
         self.refs: dict[Template, int] = {}
         self.memo: dict[Hashable, int] = {}  # (kind, args, arg types) -> ref of a non-transfer, non-signal op
-        self.signals: dict[tuple[Any, ...], int] = {}  # (flag, op, value, compare, scope, their types) -> ref
+        self.signals: dict[tuple[Any, ...], int] = {}  # (flag, op, value, compare, scope, overlap, types) -> ref
         self.transfers: dict[tuple[str, str, bool | None], tuple[int, int]] = {}  # -> (ref, buffer size)
         # Ops in call order: (program ids, ops per program or None for one each, their rows). A ProgramSet
         # adds one segment per op call; flush() adds the rows ProgramBuilders kept since the last flush.
@@ -70,7 +70,7 @@ class _Store:
         if isinstance(t, Transfer):
             self.transfers[t.kind, t.buffer, t.blocking] = (ref, self.scope.buffers[t.buffer])
         elif isinstance(t, Signal) and type(t.value) is int and (t.compare is None or type(t.compare) is int):
-            self.signals[t.flag, t.op, t.value, t.compare, t.scope, str, str, str] = ref
+            self.signals[t.flag, t.op, t.value, t.compare, t.scope, t.overlap, str, str, str, bool] = ref
         return ref, dst, offset, nbytes
 
     def flush(self) -> None:
@@ -194,12 +194,13 @@ class ProgramBuilder:
         return True
 
     def signal(self, dst: Any, flag: Any, op: Any = "add", value: Any = 1, compare: Any = None,
-               scope: Any = "workgroup") -> Self:
+               scope: Any = "workgroup", overlap: Any = False) -> Self:
         # A collective signals each (peer, flag) once: keyed without dst, the check runs once per
         # distinct signal body and the dst is checked inline (ops._signal's bounds).
         if type(dst) is int and 0 <= dst < self._gpus and type(value) is int and (compare is None or type(compare) is int):
             try:
-                ref = self._store.signals.get((flag, op, value, compare, scope, type(flag), type(op), type(scope)))
+                ref = self._store.signals.get((flag, op, value, compare, scope, overlap, type(flag), type(op),
+                                               type(scope), type(overlap)))
             except TypeError:  # unhashable: the full check reports it
                 ref = None
             if ref is not None:
@@ -207,7 +208,7 @@ class ProgramBuilder:
                     self._pending.append(self)
                 self._rows.extend((ref, dst, 0, 0))
                 return self
-        return self._add("signal", dst, flag, op, value, compare, scope)
+        return self._add("signal", dst, flag, op, value, compare, scope, overlap)
 
     def _add(self, kind: str, *args: Any) -> Self:
         # Most non-transfer ops repeat verbatim across workgroups: check each distinct one once.

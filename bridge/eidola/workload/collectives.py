@@ -180,7 +180,9 @@ def ring_allreduce(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1,
     owns the reduced block g. Each received reduce-scatter chunk costs
     compute(ns=reduce_ns_per_byte * chunk) before it is forwarded. Chunks are pipelined (see
     schedules.ring). Each GPU sends 2(P-1)/P * S bytes. Alpha-beta cost on a ring of links of bandwidth B
-    and latency alpha: T = 2(P-1)/P * S/B + 2(P-1)*alpha, with 2(P-1)*C*alpha for C chunks.
+    and step latency alpha: T = 2(P-1)/P * S/B + 2(P-1)*alpha; with C chunks the latency overlaps
+    the next chunks' data, down to T = 2(P-1)/P * S/B + alpha (docs/profiles.md, "What a collective
+    step costs").
     """
     return _whole("ring_allreduce", "all_reduce", gpus, nbytes, workgroups, name, algorithm="ring", chunks=chunks,
                   mode=mode, interval_ns=interval_ns, reduce_ns_per_byte=reduce_ns_per_byte)
@@ -214,7 +216,7 @@ def all_gather(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1, alg
 
     ring: P-1 steps; at step s GPU g writes block (g - s) mod P into GPU (g+1) mod P's `data`
     and signals `ring_w<w>` there per chunk. Alpha-beta cost on a ring:
-    T = (P-1)/P * S/B + (P-1)*alpha ((P-1)*C*alpha for C chunks).
+    T = (P-1)/P * S/B + (P-1)*alpha (chunks pipeline: down to one alpha).
     direct: 1 step; GPU g writes block g into every peer's `data` (rotated peer order) and
     signals `ag_w<w>_<g>` per chunk, then waits for every peer's chunks. Cost with P-1 parallel
     links: T = alpha + S/(P*B) (C*alpha for C chunks).
@@ -235,7 +237,7 @@ def reduce_scatter(gpus: int, nbytes: int, workgroups: int = 1, chunks: int = 1,
     ring: P-1 steps; at step s GPU g writes its running partial of block (g - s - 1) mod P into
     GPU (g+1) mod P's `partials` and signals `ring_w<w>` there per chunk; each received chunk costs
     compute(ns=reduce_ns_per_byte * chunk). Alpha-beta cost on a ring:
-    T = (P-1)/P * S/B + (P-1)*alpha ((P-1)*C*alpha for C chunks).
+    T = (P-1)/P * S/B + (P-1)*alpha (chunks pipeline: down to one alpha).
     direct: 1 step; GPU g writes its partial of block q into every peer q's `partials` at block g
     (rotated peer order), signals `rs_w<w>_<g>` per chunk, then per chunk waits for every peer and
     reduces the P-1 received chunks (compute(ns=reduce_ns_per_byte * (P-1) * chunk)). Cost with

@@ -88,7 +88,7 @@ def _read(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
     return _transfer("read", s, dst, buffer, offset, nbytes)
 
 
-def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any, scope: Any) -> Op:
+def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any, scope: Any, overlap: Any) -> Op:
     dst = s.dst(dst)
     flag = s.flag(flag)
     op = check_choice("op", op, SIGNAL_OPS)
@@ -100,8 +100,10 @@ def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any, sc
     elif compare is not None:
         raise Invalid(f"compare is only allowed with op 'cas' (got op {op!r})")
     scope = check_choice("scope", scope, RELEASE_SCOPES)
+    if type(overlap) is not bool:
+        raise Invalid(f"overlap must be true or false, got {overlap!r}")
     return s.intern(Op("signal", (("dst", dst), ("flag", flag), ("op", op), ("value", value), ("compare", compare),
-                                  ("scope", scope))))
+                                  ("scope", scope), ("overlap", overlap))))
 
 
 def _fence(s: Scope) -> Op:
@@ -172,9 +174,10 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
     OpKind("read", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)), _read,
            "Read `nbytes` at `offset` from GPU `dst`'s copy of `buffer`."),
     OpKind("signal", (("dst", REQUIRED), ("flag", REQUIRED), ("op", "add"), ("value", 1), ("compare", None),
-                      ("scope", "workgroup")), _signal,
+                      ("scope", "workgroup"), ("overlap", False)), _signal,
            "Atomically add/set/compare-and-swap GPU `dst`'s copy of `flag`, as a release: it is issued once every "
-           "earlier write of the workgroup is acknowledged (`scope='peer'`: only earlier writes to `dst`). Posted."),
+           "earlier write of the workgroup is acknowledged (`scope='peer'`: only earlier writes to `dst`). Posted. "
+           "`overlap=True`: the workgroup goes on while the release waits (held releases go out in program order)."),
     OpKind("fence", (), _fence,
            "Wait until every earlier write and signal of this workgroup is acknowledged."),
     OpKind("wait", (("flag", REQUIRED), ("cond", REQUIRED), ("value", REQUIRED), ("mode", "poll"), ("interval_ns", 100),

@@ -112,12 +112,14 @@ def _names(names: Sequence[str] | NDArray[np.object_], index: Ints) -> list[str]
     return out
 
 
-def _send(ps: ProgramSet, dsts: Sequence[Ints | int], buffer: str, offset: Ints, size: Ints, flag: list[str]) -> None:
-    """Write (offset, size) of `buffer` to every dst in turn, then add 1 to `flag` on each: the send of every schedule."""
+def _send(ps: ProgramSet, dsts: Sequence[Ints | int], buffer: str, offset: Ints, size: Ints, flag: list[str],
+          overlap: bool = False) -> None:
+    """Write (offset, size) of `buffer` to every dst in turn, then add 1 to `flag` on each: the send of every schedule
+    (`overlap`: the workgroup goes on while each signal waits for its writes' acknowledgements)."""
     for dst in dsts:
         ps.write(dst=dst, buffer=buffer, offset=offset, nbytes=size)
     for dst in dsts:
-        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer")
+        ps.signal(dst=dst, flag=flag, op="add", value=1, scope="peer", overlap=overlap)
 
 
 def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
@@ -126,8 +128,11 @@ def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
     Order, per workgroup: for each step s, for each chunk c: wait for chunk c of step s-1 (and
     reduce it if step s-1 reduces), then write chunk c of step s and signal it. The trailing
     waits receive the last step. Chunk c is forwarded as soon as it has arrived rather than
-    after the whole block, so a late chunk holds back only its own successors. Deadlock-free:
-    a rank's sends of step s depend only on its predecessor's sends of step s-1.
+    after the whole block, so a late chunk holds back only its own successors. Each signal
+    overlaps (``overlap=True``): the workgroup streams the next chunk while the release waits
+    for this one's acknowledgements, so the steps pipeline across chunks instead of paying a
+    round trip per chunk with the link idle. Deadlock-free: a rank's sends of step s depend only
+    on its predecessor's sends of step s-1.
     """
     P, C = g.P, g.C
     flags = [g.flag(f"ring_w{w}") for w in range(g.W)]
@@ -146,7 +151,7 @@ def ring(g: Group, steps: Sequence[Step], nbytes: int) -> None:
         for c in range(C):
             if s:
                 receive(s - 1, c)
-            _send(ps, [nxt], names[buffer], *g.chunk(block, J, c), flag)
+            _send(ps, [nxt], names[buffer], *g.chunk(block, J, c), flag, overlap=True)
     for c in range(C):
         receive(len(steps) - 1, c)
 

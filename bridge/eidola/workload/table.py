@@ -48,12 +48,13 @@ class Signal(NamedTuple):
     value: int
     compare: int | None
     scope: str
+    overlap: bool
     kind: str = "signal"
 
     def make(self, dst: int) -> Op:
         """The Op of one row with this template."""
         return Op("signal", (("dst", dst), ("flag", self.flag), ("op", self.op), ("value", self.value),
-                             ("compare", self.compare), ("scope", self.scope)))
+                             ("compare", self.compare), ("scope", self.scope), ("overlap", self.overlap)))
 
 
 Template = Op | Transfer | Signal

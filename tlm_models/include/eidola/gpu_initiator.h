@@ -4,8 +4,10 @@
 // n). A posted write or signal hands its workgroup back as soon as its last packet is issued, as
 // a GPU store does; a read or a blocking write once every packet is answered. It counts each
 // workgroup's unacknowledged writes, in all and per destination, so the workgroup engine can
-// hold a release (signal) or a fence until they drain. A watchdog reports a stall when responses
-// stop arriving.
+// hold a release (signal) or a fence until they drain. An overlapping release (a signal with
+// overlap) is held here instead, so its workgroup goes on: it is sent once the writes issued
+// before it are acknowledged, after every earlier one of its workgroup (see defer). A watchdog
+// reports a stall when responses stop arriving.
 #pragma once
 
 #include <algorithm>
@@ -48,6 +50,16 @@ public:
     std::uint32_t unacked(std::uint32_t wg) const { return m_transfers[wg].unacked; }
     /// Those of them addressed to GPU `peer`.
     std::uint32_t unacked_to(std::uint32_t wg, std::int32_t peer) const;
+    /// Holds workgroup `wg`'s signal `op` (overlap) until the writes and signals it covers, those issued
+    /// so far (to its peer, or all by scope), are acknowledged and every earlier held one is sent; the
+    /// workgroup goes on meanwhile, as a kernel's other warps go on while one warp fences and posts a flag.
+    void defer(std::uint32_t wg, const Op& op);
+    /// Whether workgroup `wg` has signals held by defer() not yet released (counted as issued).
+    bool posts_pending(std::uint32_t wg) const {
+        return !m_posts.empty() && m_posts[wg].released < m_posts[wg].q.size();
+    }
+    /// Whether any held signal of this GPU is not yet sent.
+    bool posts_unsent() const { return m_posts_unsent > 0; }
     /// Issues `traffic`'s packets too, taking turns with the workgroups (see traffic_generator.h).
     void attach_traffic(TrafficGenerator* traffic) { m_traffic = traffic; }
     /// The generator's source queue became non-empty: give it a turn in the issue round robin.
@@ -130,11 +142,31 @@ private:
     };
     void issue_traffic();
     void traffic_answered(Packet* packet);
+    /// A held signal: covers the packets numbered below `before` (to its peer by scope); `left` of
+    /// them are unacknowledged; `seq` is its own number once released.
+    struct Post {
+        const Op* op;
+        std::uint64_t before, seq;
+        std::uint32_t left;
+    };
+    /// A workgroup's held signals in program order: q[sent, released) released and waiting for the
+    /// issue loop, q[released, end) waiting for acknowledgements.
+    struct Posts {
+        std::vector<Post> q;
+        std::uint32_t sent = 0, released = 0;
+    };
+    /// Counts an acknowledgement against workgroup `wg`'s held signals and releases those now due, in
+    /// order; returns whether the last held one was released (the engine may go on).
+    bool settle_posts(std::uint32_t wg, std::uint64_t seq, std::int32_t peer, std::uint32_t packets);
+    /// Sends workgroup `wg`'s next released signal.
+    void issue_post(std::uint32_t wg);
 
     /// A train is at most this fraction of its transfer's packets, and of the outstanding limit.
     static constexpr std::uint64_t kTrainShareOfTransfer = 16, kTrainShareOfWindow = 128;
     /// The traffic generator's place in the issue queue, and the `wg` of its packets (no workgroup has it).
     static constexpr std::uint32_t kTrafficTurn = 0xFFFFFFFFu;
+    /// Marks a workgroup's turn in the issue queue as that of its next released held signal.
+    static constexpr std::uint32_t kPostTurn = 0x80000000u;
     // The fields every packet issued and every response read or write, together in the first two
     // lines (see Transfer for why), then the rest.
     alignas(64) Packet* m_request_pending = nullptr;  // BEGIN_REQ sent, END_REQ not yet seen
@@ -158,6 +190,11 @@ private:
     TrafficGenerator* m_traffic = nullptr;
     std::vector<bool> m_no_trains;              // per peer: the fabric refused a train to it (burst error)
     std::uint64_t m_bytes_read = 0;
+    // Per workgroup, made on the first defer(): 1,024 GPUs x 304 workgroups of empty queues
+    // would cost memory for nothing when no profile overlaps a release.
+    std::vector<Posts> m_posts;
+    std::uint32_t m_posts_pending = 0;  // held signals not yet released, all workgroups (0: skip the check)
+    std::uint32_t m_posts_unsent = 0;   // held signals not yet sent
 };
 
 }  // namespace eidola

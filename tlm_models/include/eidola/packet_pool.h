@@ -24,6 +24,7 @@ public:
     bool resumes = false;                ///< its response may complete a blocking transfer (read, blocking write)
     bool atomic_attached = false;        ///< `atomic` is set as its extension (a signal)
     std::uint32_t packets = 1;           ///< packets it stands for (a train when above 1)
+    std::uint64_t seq = 0;               ///< its first packet's number among its workgroup's (what a release covers)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
     TrainExtension train;                ///< attached to trains

@@ -59,16 +59,17 @@ std::vector<EnumNames> shared_enums();
 /// One op of a workgroup program. Field use per kind:
 /// - Compute: time_ps, or `value` cycles of the GPU clock when `mode` is ComputeUnit::Cycles.
 /// - Write/Read: `peer`, `offset` (byte offset in the peer's window), `nbytes`; a write's `mode` is its WriteMode.
-/// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`, `mode` (ReleaseScope).
+/// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`, `mode` (ReleaseScope),
+///   `option` (1: overlap, the workgroup goes on while the release waits for its writes' acknowledgements).
 /// - Fence: no operands; it completes once every earlier write and signal of the workgroup is acknowledged.
-/// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `wake_all`,
+/// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `option` (SyncMon wake-all 1, wake-one 0),
 ///   `value`, `time_ps` (poll interval), `time2_ps` (spin-yield maximum interval).
 /// - Local: `offset` reads and `value` writes of `nbytes` each.
 struct Op {
     std::uint8_t kind;      ///< OpKind
     std::uint8_t sub;       ///< Cond or AtomicOp
     std::uint8_t mode;      ///< WaitMode, ComputeUnit, WriteMode or ReleaseScope (by kind)
-    std::uint8_t wake_all;  ///< SyncMon wake-all (1) or wake-one (0)
+    std::uint8_t option;    ///< a Wait's SyncMon wake-all (1) or wake-one (0); a Signal's overlap (1) or not (0)
     std::int32_t peer;      ///< destination GPU of writes, reads and signals
     std::uint64_t offset;   ///< byte offset in the window, or read count of a Local op
     std::uint64_t nbytes;   ///< payload bytes

@@ -78,12 +78,12 @@ public:
     void quiet_watch();
     /// A write or atomic changed flag `flag`: wakes the sleepers it concerns.
     void flag_written(std::uint64_t flag);
-    /// Workgroup `wg`'s unacknowledged writes (to some peer, or in all) reached zero.
+    /// Workgroup `wg`'s unacknowledged writes (to some peer, or in all) reached zero, or its last held release went.
     void writes_drained(std::uint32_t wg);
-    /// Whether workgroup `wg` holds a release, a fence or its end until its writes drain.
+    /// Whether workgroup `wg` holds a release, a fence or its end until its writes (or held releases) drain.
     bool awaits_drain(std::uint32_t wg) const {
         const WgState s = m_wgs[wg].state;
-        return s == WgState::Releasing || s == WgState::Fencing || s == WgState::Draining;
+        return s == WgState::Releasing || s == WgState::Fencing || s == WgState::Draining || s == WgState::Posting;
     }
 
     /// Number of resident workgroups.
@@ -108,8 +108,10 @@ public:
 
 private:
     // Releasing: a signal waits for earlier writes; Fencing: a fence does; Draining: the program
-    // ended and its last writes are in flight (a kernel ends when its stores are visible).
-    enum class WgState : std::uint8_t { Idle, Ready, Computing, Transferring, Waiting, Done, Releasing, Fencing, Draining };
+    // ended and its last writes are in flight (a kernel ends when its stores are visible);
+    // Posting: a signal waits until the workgroup's held (overlapping) releases are released.
+    enum class WgState : std::uint8_t { Idle, Ready, Computing, Transferring, Waiting, Done, Releasing, Fencing, Draining,
+                                        Posting };
     struct Workgroup {
         const Op* ops = nullptr;
         std::uint64_t count = 0;

@@ -1,7 +1,8 @@
 """Annotated timestamps: import an instrumented real run as a profile, export a simulated run the same way.
 
 The CSV has one row per event and a header line naming its columns, in any order: required
-``gpu,wg,t_ns,event,peer,flag,value,nbytes``, optional ``cond,mode,t_end_ns,blocking,scope``; any other column
+``gpu,wg,t_ns,event,peer,flag,value,nbytes``, optional ``cond,mode,t_end_ns,blocking,scope,overlap``; any other
+column
 is an error. Cells may be empty where a column does not apply to the event, and cells of columns
 that do not apply are ignored. ``event`` is one of:
 
@@ -10,9 +11,10 @@ that do not apply are ignored. ``event`` is one of:
   begins; becomes ``write(dst=peer, buffer="imported", offset=0, nbytes=nbytes, blocking=...)``
   (posted unless ``blocking`` is true). Buffer ``imported`` is declared
   with the largest nbytes seen: the simulator stores no data, only the traffic matters;
-- ``signal`` (``peer``, ``flag``, ``value``, optional ``scope``): an atomic add on GPU ``peer``'s
-  ``flag`` begins (its release wait included); becomes ``signal(dst=peer, flag=flag, op="add",
-  value=value, scope=scope)``, value 1 and scope "workgroup" if empty;
+- ``signal`` (``peer``, ``flag``, ``value``, optional ``scope``, ``overlap`` true/false): an atomic
+  add on GPU ``peer``'s ``flag`` begins (its release wait included); becomes ``signal(dst=peer,
+  flag=flag, op="add", value=value, scope=scope, overlap=...)``, value 1, scope "workgroup" and
+  overlap false if empty;
 - ``fence``: becomes ``fence()``;
 - ``wait_begin`` (``flag``, optional ``value``, ``cond``, ``mode``) and the next ``wait_end`` of
   the workgroup (its flag empty or the same): becomes ``wait(flag, cond, value, mode,
@@ -65,7 +67,7 @@ from ..profile import Profile
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "EVENTS", "import_timestamps", "export_timestamps"]
 
 COLUMNS = ("gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes")
-OPTIONAL_COLUMNS = ("cond", "mode", "t_end_ns", "blocking", "scope")
+OPTIONAL_COLUMNS = ("cond", "mode", "t_end_ns", "blocking", "scope", "overlap")
 EVENTS = ("start", "write", "signal", "fence", "wait_begin", "wait_end", "end")
 BUFFER = "imported"
 WAIT_INTERVAL_NS = 100
@@ -96,6 +98,7 @@ class _Row:
     t_end: Decimal | None = None
     blocking: bool = False
     scope: str = "workgroup"
+    overlap: bool = False
 
 
 # ---------------------------------------------------------------- reading rows
@@ -171,6 +174,7 @@ def _parse_row(line: int, cells: dict[str, str]) -> _Row:
         row.blocking = _choice(cells, "blocking", ("false", "true"), "false") == "true"
     elif event == "signal":
         row.scope = _choice(cells, "scope", RELEASE_SCOPES, "workgroup")
+        row.overlap = _choice(cells, "overlap", ("false", "true"), "false") == "true"
         row.flag = _flag(cells, need=event)
         value = _int(cells, "value", lo=_I64_MIN)
         row.value = 1 if value is None else value
@@ -285,7 +289,7 @@ def _add_program(p: ProgramBuilder, rows: list[_Row], signals: _Signals) -> None
             p.write(dst=r.peer, buffer=BUFFER, offset=0, nbytes=r.nbytes, blocking=r.blocking)
             ready = r.t_end
         elif r.event == "signal":
-            p.signal(dst=r.peer, flag=r.flag, op="add", value=r.value, scope=r.scope)
+            p.signal(dst=r.peer, flag=r.flag, op="add", value=r.value, scope=r.scope, overlap=r.overlap)
             ready = r.t_end
         elif r.event == "fence":
             p.fence()
@@ -358,22 +362,22 @@ def _t(x: SupportsFloat) -> str:
 
 def _program_rows(gpu: int, wg: int, ops: tuple[Op, ...], idx: list[int], begin: npt.NDArray[Any],
                   end: npt.NDArray[Any]) -> list[list[object]]:
-    rows: list[list[object]] = [[gpu, wg, _t(begin[0]), "start", "", "", "", "", "", "", "", "", ""]]
+    rows: list[list[object]] = [[gpu, wg, _t(begin[0]), "start", "", "", "", "", "", "", "", "", "", ""]]
     for k, b, e in zip(idx, begin, end):
         op = ops[k]
         if op.kind == "write":
             rows.append([gpu, wg, _t(b), "write", op["dst"], "", "", op["nbytes"], "", "", _t(e),
-                         "true" if op["blocking"] else "false", ""])
+                         "true" if op["blocking"] else "false", "", ""])
         elif op.kind == "signal":
             rows.append([gpu, wg, _t(b), "signal", op["dst"], op["flag"], op["value"], "", "", "", _t(e), "",
-                         op["scope"]])
+                         op["scope"], "true" if op["overlap"] else "false"])
         elif op.kind == "fence":
-            rows.append([gpu, wg, _t(b), "fence", "", "", "", "", "", "", _t(e), "", ""])
+            rows.append([gpu, wg, _t(b), "fence", "", "", "", "", "", "", _t(e), "", "", ""])
         elif op.kind == "wait":
             rows.append([gpu, wg, _t(b), "wait_begin", "", op["flag"], op["value"], "", op["cond"], op["mode"], "", "",
-                         ""])
-            rows.append([gpu, wg, _t(e), "wait_end", "", op["flag"], "", "", "", "", "", "", ""])
-    rows.append([gpu, wg, _t(end[-1]), "end", "", "", "", "", "", "", "", "", ""])
+                         "", ""])
+            rows.append([gpu, wg, _t(e), "wait_end", "", op["flag"], "", "", "", "", "", "", "", ""])
+    rows.append([gpu, wg, _t(end[-1]), "end", "", "", "", "", "", "", "", "", "", ""])
     return rows
 
 
