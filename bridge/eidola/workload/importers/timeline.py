@@ -263,14 +263,16 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
     boundaries: Counter[tuple[int, int]] = Counter()  # (rank, lane) -> kernel boundaries so far
 
     def boundary(r: int, li: int) -> None:
-        """The lane's next kernel starts when the collective it just ran has ended on all its workgroups."""
-        if workgroups == 1:
-            return  # one workgroup is its own stream order
+        """The lane's next kernel starts when the collective it just ran has ended on all its workgroups.
+
+        One workgroup too: a kernel has ended only when its releases have gone (a ring's last signals
+        overlap the workgroup's next ops), and the boundary's plain signal waits for them.
+        """
         flag = BOUNDARY_FLAG.format(lane=li)
         if not boundaries:
-            report.assume("kernel boundaries: with several workgroups per lane, each simulated collective ends "
-                          "when all of the lane's workgroups have finished it (a local flag they signal and wait "
-                          "for), before the lane's next kernel")
+            report.assume("kernel boundaries: each simulated collective ends when all of the lane's workgroups "
+                          "have finished it, its releases included (a local flag they signal and wait for), "
+                          "before the lane's next kernel")
         if not any(k[1] == li for k in boundaries):
             b.flag(flag)
         boundaries[r, li] += 1
