@@ -15,6 +15,17 @@ std::uint64_t GpuMemory::schedule(std::uint64_t arrival_ps, std::uint64_t nbytes
     return m_free_at_ps + m_latency_ps;
 }
 
+std::uint64_t GpuMemory::schedule_spread(std::uint64_t first_ps, std::uint64_t arrival_ps, std::uint64_t nbytes,
+                                         std::uint64_t last_bytes) {
+    const std::uint64_t from = first_ps > m_free_at_ps ? first_ps : m_free_at_ps;
+    if (arrival_ps <= from || m_ps_per_byte <= 0) return schedule(arrival_ps, nbytes);
+    const double could = double(arrival_ps - from) / m_ps_per_byte;  // bytes it could serve meanwhile
+    const std::uint64_t earlier = nbytes > last_bytes ? nbytes - last_bytes : 0;
+    const std::uint64_t served = could >= double(earlier) ? earlier : std::uint64_t(could);
+    m_free_at_ps = arrival_ps;
+    return schedule(arrival_ps, nbytes - served);
+}
+
 void MemoryAccess::read(tlm::tlm_generic_payload& t, std::uint64_t window_offset) {
     trans = &t;
     command = t.get_command();
