@@ -92,6 +92,7 @@ private:
     std::uint64_t m_latency_ps;
     double m_ps_per_byte;
     std::uint64_t m_free_at_ps = 0;
+    std::uint64_t m_spread_at_ps = 0;  // flows' earlier bytes are served up to here (schedule_spread)
     std::vector<std::int64_t> m_flags;
     MemoryCounters m_counters;
 };
