@@ -210,9 +210,8 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.bytes = trans.get_data_length();
     f.read = trans.is_read();
     packets_of(trans, f.bytes, f.packets, f.packet_bytes);
-    f.start_ps = f.anchor_ps = f.last_start_ps = now_ps();
+    f.start_ps = f.anchor_ps = now_ps();
     f.version = m_next_version[id];
-    f.primary = id;
     const double payload = double(std::max<std::uint64_t>(f.bytes, 1));
     f.remaining = payload;
 
@@ -293,31 +292,27 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         b.holds = list;
         b.round_trip_ps = round_trip;
     };
-    if (burst_packets == 0 || burst_packets >= f.packets) {  // one flow: all paced, or all at once
-        if (burst_packets) hold(f, n);
-        else
-            for (const Paced& p : m_paced) use(p.resource, p.weight);
-        m_solver.add_flow(id, m_uses);
-        schedule_solve();
-        return;
+    if (burst_packets == 0) {  // all paced
+        for (const Paced& p : m_paced) use(p.resource, p.weight);
+    } else if (burst_packets >= f.packets) {  // all at once
+        hold(f, n);
+    } else {  // a burst of the packets there is room for, then the rest paced
+        const std::uint64_t burst_bytes = burst_packets * f.packet_bytes;
+        f.remaining = double(burst_bytes);
+        f.paced_bytes = f.bytes - burst_bytes;
+        f.paced = m_uses;
+        for (const Paced& p : m_paced) {
+            bool merged = false;
+            for (FlowSolver::Use& u : f.paced)
+                if (u.resource == p.resource) {
+                    u.weight += p.weight;
+                    merged = true;
+                }
+            if (!merged) f.paced.push_back({p.resource, p.weight});
+        }
+        hold(f, double(burst_packets));
     }
-    // Two flows: the first packets over the links alone, the rest paced as well.
-    const std::uint64_t burst_bytes = burst_packets * f.packet_bytes;
-    f.remaining = double(f.bytes - burst_bytes);
-    f.parts = 2;
-    const std::size_t links_and_ports = m_uses.size();
-    for (const Paced& p : m_paced) use(p.resource, p.weight);
     m_solver.add_flow(id, m_uses);
-    m_uses.resize(links_and_ports);
-    const std::uint32_t bid = new_flow();
-    Flow& b = m_flows[bid];
-    b = m_flows[id];  // (a reference taken before new_flow() may have moved)
-    b.primary = id;
-    b.parts = 0;
-    b.remaining = double(burst_bytes);
-    b.version = m_next_version[bid];
-    hold(b, double(burst_packets));
-    m_solver.add_flow(bid, m_uses);
     schedule_solve();
 }
 
@@ -362,41 +357,33 @@ void FlowFabric::solve() {
     }
 }
 
-// A flow's last byte has left its source; its last packet started P / rate before (at once for a
-// single packet). When every part of the transaction is done, its last packet is in at the target
-// one zero-load latency after the latest such start.
+// A flow's last byte has left its source: its last packet started P / rate before (at once for a
+// single packet) and is in at the target one zero-load latency after that. A burst's end starts
+// the flow's paced phase instead.
 void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     if (m_flows[id].version != version || !m_flows[id].trans) return;  // the rate changed since: a later Finish stands
-    Flow& part = m_flows[id];
+    Flow& f = m_flows[id];
     const std::uint64_t now = now_ps();
-    const std::uint64_t last = part.primary == id ? part.bytes - std::uint64_t(part.packets - 1) * part.packet_bytes
-                                                  : part.packet_bytes;
-    std::uint64_t last_starts = now;
-    if (part.rate != FlowSolver::kUnlimited)
-        last_starts -= std::min(now - part.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / part.rate));
-    if (part.holds != kNoHolds) {  // the windows have its room again once its packets are answered
-        m_actions.push(now + part.round_trip_ps, {ActionKind::Refill, part.holds, 0, nullptr});
-        part.holds = kNoHolds;
+    if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
+        m_actions.push(now + f.round_trip_ps, {ActionKind::Refill, f.holds, 0, nullptr});
+        f.holds = kNoHolds;
     }
     m_solver.remove_flow(id);
     schedule_solve();
-    const std::uint32_t primary = part.primary;
-    part.version = ++m_next_version[id];  // no Finish of this flow stands any more
-    if (primary != id) {
-        part.trans = nullptr;
-        m_free_flows.push_back(id);
+    if (f.paced_bytes) {
+        f.remaining = double(f.paced_bytes);
+        f.paced_bytes = 0;
+        f.anchor_ps = now;
+        f.rate = 0;
+        m_solver.add_flow(id, f.paced);
+        return;
     }
-    Flow& f = m_flows[primary];
-    f.last_start_ps = std::max(f.last_start_ps, last_starts);
-    if (primary == id) f.rate = part.rate;  // the paced part's rate sets a train's spacing
-    if (--f.parts == 0) complete(primary);
-}
-
-// Every part of transaction flow `id` has been sent: count it and book its delivery.
-void FlowFabric::complete(std::uint32_t id) {
-    Flow& f = m_flows[id];
+    f.version = ++m_next_version[id];  // no Finish of this flow stands any more
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
-    const std::uint64_t deliver = f.last_start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false);
+    std::uint64_t last_starts = now;
+    if (f.rate != FlowSolver::kUnlimited)
+        last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / f.rate));
+    const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false);
     if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
         ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
     if (f.packets > 1 && !f.trans->get_extension<FlowExtension>()) {
@@ -417,6 +404,7 @@ void FlowFabric::complete(std::uint32_t id) {
     pair.latency_max_ps = std::max(pair.latency_max_ps, packet_latency);
     m_actions.push(deliver, {ActionKind::Deliver, f.dst, f.src, f.trans});
     f.trans = nullptr;
+    f.paced.clear();
     m_free_flows.push_back(id);
 }
 

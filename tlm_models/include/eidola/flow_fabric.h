@@ -74,14 +74,13 @@ private:
         double rate = 0;                 // payload bytes per second since anchor_ps
         std::uint64_t anchor_ps = 0;
         std::uint32_t version = 0;       // bumped at every rate change: older Finish actions are stale
-        // A transaction is two flows when the windows on its way (buffer credits, the GPU's
-        // outstanding limit) have room for part of it: a burst of that many packets, which only the
-        // links limit, and the rest, which the windows pace too.
-        std::uint32_t primary = 0;       // the flow holding the transaction (itself, or the burst's owner)
-        std::uint32_t parts = 1;         // flows of the transaction still sending (on the primary)
+        // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
+        // some of its packets at once: those go first as a burst, which only the links limit; the
+        // rest then go paced by the windows too, with the weights in `paced`.
+        std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
+        std::vector<FlowSolver::Use> paced;
         std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
         std::uint64_t round_trip_ps = 0; // a burst: when its packets are answered and the windows free
-        std::uint64_t last_start_ps = 0; // the latest start of a part's last packet (on the primary)
     };
     /// The links a GPU pair's packets take, with the share of them on each (routing.spread splits
     /// them evenly over equal-cost next hops), and the first-choice path for latencies.
@@ -100,7 +99,6 @@ private:
     void on_event();
     void start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans);
     std::uint32_t new_flow();
-    void complete(std::uint32_t id);
     void schedule_solve();
     void solve();
     void finish(std::uint32_t id, std::uint32_t version);
