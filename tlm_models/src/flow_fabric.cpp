@@ -210,8 +210,44 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.bytes = trans.get_data_length();
     f.read = trans.is_read();
     packets_of(trans, f.bytes, f.packets, f.packet_bytes);
-    f.start_ps = f.anchor_ps = now_ps();
+    f.arrived_ps = now_ps();
     f.version = m_next_version[id];
+    if (!f.read && src != dst) {  // a write waits behind the writes its GPU issued before on that link
+        const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + route(src, dst).path[0];
+        auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
+        if (fresh) m_injection.emplace_back();
+        f.queue = it->second;
+        Injection& q = m_injection[std::size_t(f.queue)];
+        if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
+            q.waiting.push_back(id);
+            return;
+        }
+        ++q.active;
+        q.active_since = f.arrived_ps;
+    }
+    activate(id);
+}
+
+// A write that left its injection queue: the writes issued next start when none is left before them.
+void FlowFabric::sent(const Flow& f) {
+    if (f.queue < 0) return;
+    Injection& q = m_injection[std::size_t(f.queue)];
+    if (--q.active || q.waiting.empty()) return;
+    q.active_since = m_flows[q.waiting.front()].arrived_ps;
+    while (!q.waiting.empty() && m_flows[q.waiting.front()].arrived_ps == q.active_since) {
+        const std::uint32_t next = q.waiting.front();
+        q.waiting.pop_front();
+        ++q.active;
+        activate(next);
+    }
+}
+
+// Flow `id` starts sending: its weights on the links, ports and windows it uses.
+void FlowFabric::activate(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    const std::uint32_t src = f.src, dst = f.dst;
+    const tlm::tlm_generic_payload& trans = *f.trans;
+    f.start_ps = f.anchor_ps = now_ps();
     const double payload = double(std::max<std::uint64_t>(f.bytes, 1));
     f.remaining = payload;
 
@@ -379,6 +415,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         return;
     }
     f.version = ++m_next_version[id];  // no Finish of this flow stands any more
+    sent(f);
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     std::uint64_t last_starts = now;
     if (f.rate != FlowSolver::kUnlimited)

@@ -81,6 +81,17 @@ private:
         std::vector<FlowSolver::Use> paced;
         std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
         std::uint64_t round_trip_ps = 0; // a burst: when its packets are answered and the windows free
+        std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
+        std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
+    };
+    /// The writes a GPU sends through one output link, first come first served: a GPU issues a
+    /// write's packets at once, so they sit in its injection queue behind those issued before,
+    /// and only writes issued at the same time interleave (the packet fabric's virtual output
+    /// queues). The writes issued first are active; the rest wait until they have been sent.
+    struct Injection {
+        std::deque<std::uint32_t> waiting;
+        std::uint32_t active = 0;
+        std::uint64_t active_since = 0;  // when the active writes were issued
     };
     /// The links a GPU pair's packets take, with the share of them on each (routing.spread splits
     /// them evenly over equal-cost next hops), and the first-choice path for latencies.
@@ -99,6 +110,8 @@ private:
     void on_event();
     void start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans);
     std::uint32_t new_flow();
+    void activate(std::uint32_t id);
+    void sent(const Flow& f);
     void schedule_solve();
     void solve();
     void finish(std::uint32_t id, std::uint32_t version);
@@ -144,6 +157,8 @@ private:
     std::uint64_t m_solve_at = ~std::uint64_t(0);
     std::vector<std::int32_t> m_route_index;    // src * gpus + dst -> m_routes index (-1: not yet built)
     std::vector<Route> m_routes;
+    std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // src * links + first link -> m_injection
+    std::vector<Injection> m_injection;
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
     // Per port: a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
