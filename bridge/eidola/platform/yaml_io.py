@@ -30,6 +30,8 @@ SCHEMA_VERSION = 1
 _FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "flow": "FlowFabric", "plugin": "Plugin"}
 #: What a GPU issues as one flow on fabric.model: flow unless gpus.flow says otherwise (docs/fabrics.md).
 DEFAULT_FLOW = "64MiB"
+#: The GPUs' stall watchdog on fabric.model: flow unless gpus.watchdog says otherwise.
+DEFAULT_FLOW_WATCHDOG = "1s"
 #: Packet fabric keys that a flow fabric accepts and ignores (no buffers, channels or deadlocks in a fluid).
 FLOW_IGNORED_KEYS = ("watchdog",)
 _log = logging.getLogger("eidola")
@@ -342,6 +344,8 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         raise ConfigError(f"{loc}gpus.flow: flows are for fabric.model: flow (this fabric is {kind!r}); remove this key")
     if kind == "flow":
         gpu_params.setdefault("flow", DEFAULT_FLOW)
+        # A flow is answered once, when all of it is in: a GPU waits far longer between responses.
+        gpu_params.setdefault("watchdog", DEFAULT_FLOW_WATCHDOG)
         ignored = [k for k in FLOW_IGNORED_KEYS if k in fabric_params]
         if ignored:
             _log.warning("%sfabric: %s ignored by fabric.model: flow (flows always move: no deadlock "
