@@ -187,7 +187,7 @@ def test_every_packet_platform_runs_as_flows(name):
 
 def test_flows_are_refused_on_other_fabrics(write_platform):
     # gpus.flow makes a GPU send whole transfers as single transactions, which only a flow fabric times.
-    with pytest.raises(ConfigError, match="gpus.flow"):
+    with pytest.raises(ConfigError, match=r"gpus\.flow"):
         eidola.load_platform(write_platform("""
             eidola: 1
             name: x

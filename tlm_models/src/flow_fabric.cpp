@@ -274,20 +274,20 @@ void FlowFabric::activate(std::uint32_t id) {
     std::uint64_t round_trip = 0;
     if (src != dst) {
         const std::uint64_t packet = std::min<std::uint64_t>(f.packet_bytes ? f.packet_bytes : f.bytes, f.bytes);
-        auto credits = [&](const TopoLink& l, std::uint64_t wire) {
+        auto credits = [&](std::uint64_t wire) {
             return double(m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1);
         };
         for (const auto& [link, share] : route(src, dst).links) {
             const TopoLink& l = m_topology->links()[link];
             const std::uint64_t wire = (f.read ? 0 : packet) + l.header;
             use(link, share * ((f.read ? 0 : data) + n * l.header) / payload);
-            pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(l, wire));
+            pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         for (const auto& [link, share] : route(dst, src).links) {
             const TopoLink& l = m_topology->links()[link];
             const std::uint64_t wire = f.read ? packet + l.header : ack_wire(l);
             use(link, share * (f.read ? data + n * l.header : n * ack_wire(l)) / payload);
-            pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(l, wire));
+            pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
         const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
