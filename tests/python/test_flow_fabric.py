@@ -12,7 +12,6 @@ fabric.model switched; the tolerances are the ones the flow fabric is documented
 (docs/fabrics.md, "Flow").
 """
 
-import logging
 import math
 
 import numpy as np
@@ -196,11 +195,10 @@ def test_flows_are_refused_on_other_fabrics(write_platform):
             """))
 
 
-def test_a_packet_only_key_is_ignored_with_one_warning(write_platform, caplog):
-    with caplog.at_level(logging.WARNING, logger="eidola"):
-        _platform(write_platform, 2, "fully_connected", extra="  watchdog: 5ms")
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and "watchdog" in lines[0] and "ignored" in lines[0]
+def test_a_packet_only_key_is_ignored_with_one_warning(write_platform, capsys):
+    _platform(write_platform, 2, "fully_connected", extra="  watchdog: 5ms")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "fabric: watchdog ignored" in lines[0], lines
 
 
 # ---- against the packet fabric -------------------------------------------------------------------

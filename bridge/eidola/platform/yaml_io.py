@@ -8,9 +8,9 @@ run can be repeated exactly.
 from __future__ import annotations
 
 import copy
-import logging
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,6 @@ DEFAULT_FLOW = "64MiB"
 DEFAULT_FLOW_WATCHDOG = "1s"
 #: Packet fabric keys that a flow fabric accepts and ignores (no buffers, channels or deadlocks in a fluid).
 FLOW_IGNORED_KEYS = ("watchdog",)
-_log = logging.getLogger("eidola")
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits")
 #: The most GPUs a platform may have: validation takes time in proportion (about 0.3 ms a GPU).
 MAX_GPUS = 16384
@@ -348,8 +347,10 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         gpu_params.setdefault("watchdog", DEFAULT_FLOW_WATCHDOG)
         ignored = [k for k in FLOW_IGNORED_KEYS if k in fabric_params]
         if ignored:
-            _log.warning("%sfabric: %s ignored by fabric.model: flow (flows always move: no deadlock "
-                         "to watch for)", loc, ", ".join(ignored))
+            # One line on stderr, not the logging module: its fork handlers swallow a Ctrl-C that
+            # lands inside them, and sweeps fork a child per point.
+            sys.stderr.write(f"warning: {loc}fabric: {', '.join(ignored)} ignored by fabric.model: flow "
+                             "(flows always move: no deadlock to watch for)\n")
 
     if kind == "plugin":
         raw = fabric.get("plugin")
