@@ -321,6 +321,9 @@ def main() -> int:
     from large_message import large_message_section
 
     body += large_message_section(args.quick)
+    from flow_fabric import flow_fabric_section
+
+    body += flow_fabric_section(args.quick)
     if not args.quick:
         body += callgrind()
     plot_scaling(points)

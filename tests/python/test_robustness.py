@@ -78,7 +78,7 @@ def test_deep_nesting_names_where(cli, write_platform):
 def test_a_mapping_where_a_scalar_belongs(cli, write_platform):
     plat = write_platform()
     plat.write_text(plat.read_text().replace("model: ideal", "model: {kind: ideal}"))
-    _bad(cli("validate", plat), "fabric.model", "expected one of ideal, packet, plugin")
+    _bad(cli("validate", plat), "fabric.model", "expected one of ideal, packet, flow, plugin")
     plat.write_text(plat.read_text().replace("name: test-platform", "name: [a, b]"))
     _bad(cli("validate", plat), "name: expected a non-empty string")
 

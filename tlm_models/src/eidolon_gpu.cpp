@@ -21,6 +21,10 @@ InitiatorConfig initiator_config(const EidolonGpuParams& p) {
     c.max_outstanding = std::uint32_t(p.max_outstanding.get());
     c.max_payload = p.max_payload.get();
     c.train = std::uint32_t(p.train.get());
+    c.flow = p.flow.get();
+    // A packet's service at the target (assumed a GPU like this one), for a flow fabric's window.
+    c.turnaround_ps = p.memory_latency.get().value() +
+                      std::uint64_t(double(c.max_payload) * 1e12 / p.memory_bandwidth.get() + 0.5);
     return c;
 }
 

@@ -13,11 +13,13 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
                            const InitiatorConfig& config)
     : m_max_outstanding(config.max_outstanding),
       m_train(config.train),
+      m_flow(config.flow),
+      m_turnaround_ps(config.turnaround_ps),
       m_max_payload(config.max_payload),
       m_transfers(config.workgroups),
       m_core(core),
       m_engine(engine),
-      m_pool(config.max_payload * config.train),
+      m_pool(std::max<std::uint64_t>(config.max_payload * config.train, config.flow)),
       m_socket(socket) {}
 
 void GpuInitiator::start(std::uint32_t w, const Op& op) {
@@ -123,7 +125,11 @@ void GpuInitiator::try_issue() {
         // all of it, and it waits for slots for all of it), so it is kept to a small share of its
         // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
         std::uint32_t packets = 1;
-        if (m_train > 1 && kind != OpKind::Signal && !trains_refused(t.peer)) {
+        if (m_flow && kind != OpKind::Signal) {
+            // Flow mode: as much of the transfer as one flow may carry, in one transaction and one
+            // outstanding slot; the flow fabric paces its packets by the window (FlowExtension).
+            packets = std::uint32_t((std::min(t.left, m_flow) + m_max_payload - 1) / m_max_payload);
+        } else if (m_train > 1 && kind != OpKind::Signal && !trains_refused(t.peer)) {
             const std::uint64_t whole = (t.left + m_max_payload - 1) / m_max_payload;
             const std::uint64_t share = (t.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
             packets = std::uint32_t(std::max<std::uint64_t>(
@@ -141,6 +147,15 @@ void GpuInitiator::try_issue() {
             p->train.packet_bytes = std::uint32_t(m_max_payload);
             p->train.spacing_ps = 0;  // the fabric sets it on delivery; only a train's is read back
             p->set_extension(&p->train);
+        }
+        p->slots = m_flow ? 1 : packets;
+        if (m_flow) {
+            p->flow.window = m_max_outstanding;
+            p->flow.packet_bytes = std::uint32_t(m_max_payload);
+            p->flow.turnaround_ps = m_turnaround_ps;
+            p->flow.first_ps = 0;
+            p->set_extension(&p->flow);
+            p->flow_attached = true;
         }
         p->peer = t.peer;
         p->resumes = t.blocking;
@@ -190,7 +205,7 @@ bool GpuInitiator::send(Packet* p) {
         m_last_response_ps = now_ps();
         actions.push(now_ps() + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
     }
-    m_outstanding += p->packets;
+    m_outstanding += p->slots;
     m_packets_sent += p->packets;
     m_request_pending = p;
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
@@ -211,7 +226,7 @@ bool GpuInitiator::send(Packet* p) {
     }
     m_request_pending = nullptr;
     if (p->packets > 1 && p->get_response_status() == tlm::TLM_BURST_ERROR_RESPONSE) {
-        m_outstanding -= p->packets;
+        m_outstanding -= p->slots;
         m_packets_sent -= p->packets;
         return false;
     }
@@ -259,8 +274,8 @@ void GpuInitiator::response_arrived(Packet* p) {
     if (p->is_read()) m_bytes_read += p->get_data_length();
     const std::uint64_t now = now_ps();
     m_last_response_ps = now;
-    if (p->packets == 1) {
-        --m_outstanding;
+    if (p->packets == 1 || p->flow_attached) {  // a flow is answered once, for all its packets
+        m_outstanding -= p->slots;
         acknowledged(p);
         return;
     }

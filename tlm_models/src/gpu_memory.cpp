@@ -15,6 +15,20 @@ std::uint64_t GpuMemory::schedule(std::uint64_t arrival_ps, std::uint64_t nbytes
     return m_free_at_ps + m_latency_ps;
 }
 
+std::uint64_t GpuMemory::schedule_spread(std::uint64_t first_ps, std::uint64_t arrival_ps, std::uint64_t nbytes,
+                                         std::uint64_t last_bytes) {
+    // Flows arriving together interleave their bytes at the memory: their earlier bytes are booked
+    // on a background timeline of their own (m_spread_at_ps), one after another, and only what does
+    // not fit before the flow's end joins the ordinary queue.
+    const std::uint64_t from = first_ps > m_spread_at_ps ? first_ps : m_spread_at_ps;
+    if (arrival_ps <= from || m_ps_per_byte <= 0) return schedule(arrival_ps, nbytes);
+    const double could = double(arrival_ps - from) / m_ps_per_byte;  // bytes it could serve meanwhile
+    const std::uint64_t earlier = nbytes > last_bytes ? nbytes - last_bytes : 0;
+    const std::uint64_t served = could >= double(earlier) ? earlier : std::uint64_t(could);
+    m_spread_at_ps = from + round_ps(double(served) * m_ps_per_byte);
+    return schedule(arrival_ps, nbytes - served);
+}
+
 void MemoryAccess::read(tlm::tlm_generic_payload& t, std::uint64_t window_offset) {
     trans = &t;
     command = t.get_command();

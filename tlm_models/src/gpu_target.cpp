@@ -1,5 +1,6 @@
 #include "eidola/gpu_target.h"
 
+#include "eidola/flow_extension.h"
 #include "eidola/traffic_generator.h"
 #include "eidola/workgroup_engine.h"
 
@@ -38,7 +39,15 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
         MemoryAccess& access = m_incoming[slot];
         access.read(trans, m_core.map.local(trans.get_address()));
         trans.set_response_status(tlm::TLM_OK_RESPONSE);
-        m_core.actions.push(m_core.memory.schedule(at, access.length), {GpuActionKind::Serve, slot});
+        std::uint64_t done;
+        const FlowExtension* flow = access.packets > 1 ? trans.get_extension<FlowExtension>() : nullptr;
+        if (flow && flow->first_ps && flow->first_ps < at) {  // a flow's bytes came in over time
+            const std::uint64_t last = access.length - std::uint64_t(access.packets - 1) * flow->packet_bytes;
+            done = m_core.memory.schedule_spread(flow->first_ps, at, access.length, last);
+        } else {
+            done = m_core.memory.schedule(at, access.length);
+        }
+        m_core.actions.push(done, {GpuActionKind::Serve, slot});
         phase = tlm::END_REQ;  // the memory queues requests itself: accept at once
         return tlm::TLM_UPDATED;
     }

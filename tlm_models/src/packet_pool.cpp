@@ -8,6 +8,7 @@ PacketPool::~PacketPool() {
     for (auto& p : m_all) {
         p->clear_extension<AtomicExtension>();
         p->clear_extension<TrainExtension>();
+        p->clear_extension<FlowExtension>();
     }
 }
 
@@ -31,8 +32,11 @@ void PacketPool::free(tlm::tlm_generic_payload* trans) {
     // back it is a cold line, written on every transaction at 1,024 GPUs.
     if (p->atomic_attached) p->clear_extension<AtomicExtension>();
     if (p->packets > 1) p->clear_extension<TrainExtension>();
+    if (p->flow_attached) p->clear_extension<FlowExtension>();
     p->atomic_attached = false;
+    p->flow_attached = false;
     p->packets = 1;
+    p->slots = 1;
     p->reset();
     m_free.push_back(p);
 }

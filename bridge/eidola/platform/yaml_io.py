@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,13 @@ __all__ = ["load_platform", "platform_from_dict", "apply_overrides", "parse_sock
 
 SCHEMA_VERSION = 1
 #: The shorthand's fabric.model values and the models they name.
-_FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "plugin": "Plugin"}
+_FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "flow": "FlowFabric", "plugin": "Plugin"}
+#: What a GPU issues as one flow on fabric.model: flow unless gpus.flow says otherwise (docs/fabrics.md).
+DEFAULT_FLOW = "64MiB"
+#: The GPUs' stall watchdog on fabric.model: flow unless gpus.watchdog says otherwise.
+DEFAULT_FLOW_WATCHDOG = "1s"
+#: Packet fabric keys that a flow fabric accepts and ignores (no buffers, channels or deadlocks in a fluid).
+FLOW_IGNORED_KEYS = ("watchdog",)
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits")
 #: The most GPUs a platform may have: validation takes time in proportion (about 0.3 ms a GPU).
 MAX_GPUS = 16384
@@ -306,6 +313,16 @@ def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     return plat
 
 
+def _nonzero_size(value: object) -> bool:
+    """Whether a size given in YAML is above zero (a bad one is reported where the parameter is checked)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value > 0
+    try:
+        return units.parse(value, "size") > 0
+    except (ConfigError, ValueError, TypeError):
+        return False
+
+
 def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     """Builds a Platform from YAML: the shorthand (gpus / fabric sections) or the general form (components)."""
     if "components" in doc:
@@ -335,6 +352,18 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
     fabric_params = _flatten(fabric)
     if "ports" in fabric_params:
         raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")
+    if kind != "flow" and _nonzero_size(gpu_params.get("flow", 0)):
+        raise ConfigError(f"{loc}gpus.flow: flows are for fabric.model: flow (this fabric is {kind!r}); remove this key")
+    if kind == "flow":
+        gpu_params.setdefault("flow", DEFAULT_FLOW)
+        # A flow is answered once, when all of it is in: a GPU waits far longer between responses.
+        gpu_params.setdefault("watchdog", DEFAULT_FLOW_WATCHDOG)
+        ignored = [k for k in FLOW_IGNORED_KEYS if k in fabric_params]
+        if ignored:
+            # One line on stderr, not the logging module: its fork handlers swallow a Ctrl-C that
+            # lands inside them, and sweeps fork a child per point.
+            sys.stderr.write(f"warning: {loc}fabric: {', '.join(ignored)} ignored by fabric.model: flow "
+                             "(flows always move: no deadlock to watch for)\n")
 
     if kind == "plugin":
         raw = fabric.get("plugin")

@@ -54,6 +54,12 @@ struct EidolonGpuParams : ParamGroup {
                    "of max_outstanding; a fabric that cannot carry it whole refuses it (burst error) and that peer "
                    "gets packets",
                    1, 1 << 16};
+    /// Flow size for a flow-level fabric.
+    SizeParam flow{*this, "flow", 0,
+                   "for fabric.model flow (set there by default): a write or read is issued as transactions of up to "
+                   "this many bytes, each one flow taking one outstanding slot, and the fabric models what "
+                   "max_outstanding does to its packets; 0: packets (or trains)",
+                   0, 1 << 30};
     /// Memory latency.
     TimeParam memory_latency{*this, "memory.latency", 300e-9, "latency of an access to this GPU's memory", 0, 1.0};
     /// Memory bandwidth.

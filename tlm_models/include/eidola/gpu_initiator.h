@@ -34,6 +34,8 @@ struct InitiatorConfig {
     std::uint32_t max_outstanding = 1;  ///< transactions in flight at once
     std::uint64_t max_payload = 256;    ///< largest packet in bytes
     std::uint32_t train = 1;            ///< packets one transaction may stand for (a train)
+    std::uint64_t flow = 0;             ///< bytes one transaction may carry as a flow (0: no flows)
+    std::uint64_t turnaround_ps = 0;    ///< a packet's service at a target (told to a flow fabric)
 };
 
 /// Drives the GPU's initiator socket; bound as its backward-path interface.
@@ -174,6 +176,8 @@ private:
     std::uint32_t m_outstanding = 0;
     std::uint32_t m_max_outstanding;
     std::uint32_t m_train;
+    std::uint64_t m_flow;            // flow mode: largest flow in bytes (0: off)
+    std::uint64_t m_turnaround_ps;   // told to the fabric with every flow
     bool m_watching = false;
     std::uint64_t m_max_payload;
     EntryRing<std::uint32_t> m_issue_queue;     // workgroups with bytes to packetise, round robin

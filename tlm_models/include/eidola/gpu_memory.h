@@ -59,6 +59,11 @@ public:
 
     /// Reserves the memory for an access of `nbytes` arriving at `arrival_ps`; returns its completion time.
     std::uint64_t schedule(std::uint64_t arrival_ps, std::uint64_t nbytes);
+    /// The same for a flow whose `nbytes` came in from `first_ps` until `arrival_ps`, the last
+    /// `last_bytes` then: the memory served the earlier bytes as they came, as far as its
+    /// bandwidth and its queue allowed, so only what it could not keep up with waits.
+    std::uint64_t schedule_spread(std::uint64_t first_ps, std::uint64_t arrival_ps, std::uint64_t nbytes,
+                                  std::uint64_t last_bytes);
 
     /// Performs an access: reads fill data, writes and atomics update flags. The caller answers it
     /// (see GpuTarget::nb_transport_fw for why not here). `count`: false for debug transport,
@@ -87,6 +92,7 @@ private:
     std::uint64_t m_latency_ps;
     double m_ps_per_byte;
     std::uint64_t m_free_at_ps = 0;
+    std::uint64_t m_spread_at_ps = 0;  // flows' earlier bytes are served up to here (schedule_spread)
     std::vector<std::int64_t> m_flags;
     MemoryCounters m_counters;
 };

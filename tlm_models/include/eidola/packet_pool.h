@@ -2,13 +2,17 @@
 // transaction once the pool has grown to the GPU's outstanding limit.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <new>
 #include <memory>
 #include <vector>
 
 #include <tlm>
 
 #include "eidola/atomic_extension.h"
+#include "eidola/flow_extension.h"
 #include "eidola/train_extension.h"
 
 namespace eidola {
@@ -25,20 +29,27 @@ public:
     bool atomic_attached = false;        ///< `atomic` is set as its extension (a signal)
     std::uint32_t packets = 1;           ///< packets it stands for (a train when above 1)
     std::uint64_t seq = 0;               ///< its first packet's number among its workgroup's (what a release covers)
+    std::uint32_t slots = 1;             ///< outstanding slots it takes (its packets; one for a flow)
+    bool flow_attached = false;          ///< `flow` is set as its extension (flow mode)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
     TrainExtension train;                ///< attached to trains
+    FlowExtension flow;                  ///< attached to flows (flow mode)
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.
 class PacketPool : public tlm::tlm_mm_interface {
 public:
-    explicit PacketPool(std::uint64_t max_payload) : m_scratch(max_payload) {}
+    explicit PacketPool(std::uint64_t max_payload) { set_max_payload(max_payload); }
     ~PacketPool() override;
-    /// Sets the size of the shared data area (the largest transaction).
-    void set_max_payload(std::uint64_t max_payload) { m_scratch.assign(max_payload, 0); }
+    /// Sets the size of the shared data area (the largest transaction). Zeroed by calloc, so a
+    /// large area (a flow's) costs memory only where a read touches it.
+    void set_max_payload(std::uint64_t max_payload) {
+        m_scratch.reset(static_cast<unsigned char*>(std::calloc(std::max<std::uint64_t>(max_payload, 1), 1)));
+        if (!m_scratch) throw std::bad_alloc();
+    }
     /// The data area that bulk writes and reads point into.
-    unsigned char* scratch() { return m_scratch.data(); }
+    unsigned char* scratch() { return m_scratch.get(); }
 
     /// A packet with reference count 1, its extensions cleared.
     Packet* allocate();
@@ -47,7 +58,10 @@ public:
     std::size_t created() const { return m_all.size(); }
 
 private:
-    std::vector<unsigned char> m_scratch;
+    struct Free {
+        void operator()(unsigned char* p) const { std::free(p); }
+    };
+    std::unique_ptr<unsigned char, Free> m_scratch;
     std::vector<std::unique_ptr<Packet>> m_all;
     std::vector<Packet*> m_free;
 };

@@ -1,0 +1,249 @@
+"""The flow fabric (fabric.model: flow) against hand derivations and against the packet fabric.
+
+Notation as in test_packet_fabric.py: link raw bandwidth B per direction, latency lat, per-packet
+header h, router latency sw, flit F = 16 bytes (f = F / B). A packet of L wire bytes crosses H
+hops cut-through at zero load in zl(L, H) = L/B + H (lat + sw) + (H - 1) f (docs/router.md); the
+GPU's memory serves a packet in M + P / 5.3 TB/s. In the flow fabric a transfer is one flow: its
+packets leave back to back at the flow's rate, its last packet starts one packet time before the
+end and arrives one zero-load latency later, and the response comes back at zero load.
+
+The comparisons with the packet fabric run the same profile on the same platform file with
+fabric.model switched; the tolerances are the ones the flow fabric is documented to meet
+(docs/fabrics.md, "Flow").
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import eidola
+from eidola.errors import ConfigError
+from eidola.generators import all_gather, direct_allreduce, ring_allreduce
+from eidola.profile import ProfileBuilder
+
+B, LAT, H, SW = 64e9, 100.0, 16, 50.0   # bytes/s, ns, bytes, ns
+F = 16 / B * 1e9                         # one flit's serialisation, ns
+M = 300.0                                # memory latency, ns
+MEM = 5.3e12                             # memory bandwidth, bytes/s
+P = 256                                  # max_payload
+
+
+def ser_ns(wire):
+    return wire / B * 1e9
+
+
+def zl(wire, hops):
+    return ser_ns(wire) + hops * (LAT + SW) + (hops - 1) * F
+
+
+def _platform(write_platform, gpus, topology, model="flow", max_outstanding=100000, buffer="4096", extra=""):
+    return eidola.load_platform(write_platform(f"""
+        eidola: 1
+        name: flow-test
+        gpus:
+          count: {gpus}
+          workgroups: 8
+          max_outstanding: {max_outstanding}
+          max_payload: {P}B
+          memory: {{latency: {M:g}ns, bandwidth: 5.3TB/s}}
+        fabric:
+          model: {model}
+          topology: {topology}
+          link: {{bandwidth: 64GB/s, latency: {LAT:g}ns, header: {H}B}}
+          switch: {{latency: {SW:g}ns, buffer: {buffer}}}
+        {extra}
+        """, name=f"{model}-{topology}.yaml"))
+
+
+def _writes(gpus, pairs, nbytes):
+    """One workgroup per (src, dst) pair writing `nbytes`."""
+    b = ProfileBuilder(gpus=gpus, workgroups=max(1, len(pairs)), name="writes")
+    b.buffer("data", nbytes=max(nbytes, 4096))
+    for w, (src, dst) in enumerate(pairs):
+        b.program(gpu=src, wg=w).write(dst=dst, buffer="data", offset=0, nbytes=nbytes)
+    return b.build()
+
+
+# ---- exact, from the derivation -------------------------------------------------------------------
+
+@pytest.mark.parametrize("topology, gpus, src, dst, hops", [
+    ("fully_connected", 4, 0, 3, 1),
+    ("switch", 4, 1, 2, 2),
+    ("ring", 8, 0, 3, 3),
+])
+def test_one_packet_takes_the_zero_load_round_trip(write_platform, topology, gpus, src, dst, hops):
+    # A 256-byte write: zero-load there (272 wire bytes), the memory, the 16-byte ack back.
+    res = eidola.simulate(_platform(write_platform, gpus, topology), _writes(gpus, [(src, dst)], P))
+    expected = zl(P + H, hops) + M + P / MEM * 1e9 + zl(H, hops)
+    assert res.kernel_time_ns == pytest.approx(expected, abs=2e-3)
+    pair = res.pairs[(res.pairs["src"] == src) & (res.pairs["dst"] == dst)][0]
+    assert pair["latency_mean_ns"] == pytest.approx(zl(P + H, hops), abs=1e-3)
+
+
+@pytest.mark.parametrize("nbytes", [4096, 1 << 20, 16 << 20])
+def test_one_flow_streams_at_the_link_rate(write_platform, nbytes):
+    # n packets of L = 272 wire bytes leave back to back at B: the last starts at (n - 1) L / B and
+    # arrives zl(L, 1) later; its memory access and ack follow. The earlier packets' memory work is
+    # done while the rest stream in (5.3 TB/s against 60 GB/s).
+    n = nbytes // P
+    res = eidola.simulate(_platform(write_platform, 2, "fully_connected"), _writes(2, [(0, 1)], nbytes))
+    expected = (n - 1) * ser_ns(P + H) + zl(P + H, 1) + M + P / MEM * 1e9 + zl(H, 1)
+    assert res.kernel_time_ns == pytest.approx(expected, rel=1e-5)
+    link = res.links[(res.links["src"] == 0) & (res.links["dst"] == 1)][0]
+    assert (link["bytes"], link["wire_bytes"], link["packets"]) == (nbytes, nbytes + n * H, n)
+    assert link["busy_ns"] == pytest.approx(ser_ns(nbytes + n * H), abs=1e-3)
+    back = res.links[(res.links["src"] == 1) & (res.links["dst"] == 0)][0]
+    assert (back["bytes"], back["wire_bytes"], back["packets"]) == (0, n * H, n)  # one header-sized ack a packet
+
+
+def test_window_limits_a_flow_to_its_packets_per_round_trip(write_platform):
+    # max_outstanding 16: 16 packets per zero-load round trip RTT = zl(272) + M + P/MEM + zl(16).
+    # The first 16 go at once (the window is empty), the rest at 16 per RTT: the last of n = 4096
+    # packets starts about (n - 16) / 16 RTT + 16 L / B after the first.
+    n, w = 4096, 16
+    res = eidola.simulate(_platform(write_platform, 2, "fully_connected", max_outstanding=w),
+                          _writes(2, [(0, 1)], n * P))
+    rtt = zl(P + H, 1) + M + P / MEM * 1e9 + zl(H, 1)
+    expected = (n - w) / w * rtt + w * ser_ns(P + H) + rtt
+    assert res.kernel_time_ns == pytest.approx(expected, rel=2e-3)
+    assert res.kernel_time_ns > n / w * rtt * 0.98  # far from the link rate: the window binds
+
+
+def test_two_flows_on_one_link_get_half_each(write_platform):
+    # GPUs 0 and 1 write 4 MiB each to GPU 2 through the switch: the switch -> GPU 2 link is the
+    # bottleneck, each flow gets half of it and both end together, after 2 n L / B of streaming.
+    nbytes = 4 << 20
+    n = nbytes // P
+    res = eidola.simulate(_platform(write_platform, 3, "switch"), _writes(3, [(0, 2), (1, 2)], nbytes))
+    finish = res.gpus["finish_ns"][:2]
+    assert finish[0] == pytest.approx(finish[1], abs=ser_ns(P + H))  # within a packet
+    streaming = 2 * n * ser_ns(P + H)
+    tail = zl(P + H, 2) + M + zl(H, 2)  # the last packet's trip, memory and ack, each within ns
+    assert res.kernel_time_ns == pytest.approx(streaming + tail, rel=1e-3)
+    hot = res.links[(res.links["src"] == 3) & (res.links["dst"] == 2)][0]  # the switch is node 3
+    assert hot["bytes"] == 2 * nbytes and hot["utilization"] > 0.97
+
+
+def test_credits_limit_a_link_whose_buffer_misses_the_round_trip(write_platform):
+    # A buffer of 32 packets on a 64 GB/s link: at most 32 packets per credit round trip
+    # (L/B + 2 lat + sw = 254.25 ns), 32 x 272 B / 254.25 ns = 34.2 GB/s on the wire, a little over
+    # half the link. The flow streams at that rate once its first 32 packets are out.
+    nbytes = 4 << 20
+    n = nbytes // P
+    res = eidola.simulate(_platform(write_platform, 2, "fully_connected", buffer="32"), _writes(2, [(0, 1)], nbytes))
+    credit_rtt = ser_ns(P + H) + 2 * LAT + SW
+    rate = 32 * (P + H) / credit_rtt  # wire bytes per ns
+    expected_stream = 32 * ser_ns(P + H) + (n - 32) * (P + H) / rate
+    assert res.kernel_time_ns == pytest.approx(expected_stream + zl(P + H, 1) + M + zl(H, 1), rel=2e-3)
+
+
+def test_same_traffic_same_link_bytes_as_the_packet_fabric(write_platform):
+    # A direct all-reduce on a ring and on a switch: every link carries exactly the payload, wire
+    # bytes and packets it carries per packet (routes from the same Topology, no spreading).
+    for topology, gpus in (("ring", 8), ("switch", 8)):
+        prof = direct_allreduce(gpus=gpus, nbytes=64 << 10, workgroups=2)
+        per_packet = eidola.simulate(_platform(write_platform, gpus, topology, model="packet"), prof)
+        flow = eidola.simulate(_platform(write_platform, gpus, topology), prof)
+        for column in ("src", "dst", "bytes", "wire_bytes", "packets"):
+            np.testing.assert_array_equal(flow.links[column], per_packet.links[column], err_msg=column)
+        np.testing.assert_array_equal(flow.gpus["bytes_received"], per_packet.gpus["bytes_received"])
+
+
+def test_queueing_is_unavailable_not_zero(write_platform):
+    res = eidola.simulate(_platform(write_platform, 2, "fully_connected"), _writes(2, [(0, 1)], 1 << 16))
+    for column in ("queue_mean_ns", "queue_p50_ns", "queue_p99_ns", "queue_max_ns"):
+        assert np.isnan(res.links[column]).all(), column
+
+
+def test_reruns_are_bit_identical(write_platform):
+    plat = _platform(write_platform, 8, "switch")
+    prof = ring_allreduce(gpus=8, nbytes=1 << 20, workgroups=4)
+    first, second = eidola.simulate(plat, prof), eidola.simulate(plat, prof)
+    assert first.kernel_time_ns == second.kernel_time_ns
+    for table in ("gpus", "workgroups"):
+        np.testing.assert_array_equal(getattr(first, table), getattr(second, table))
+    np.testing.assert_array_equal(first.links["busy_ns"], second.links["busy_ns"])
+    np.testing.assert_array_equal(first.link_bins, second.link_bins)
+
+
+# ---- the same platform -----------------------------------------------------------------------------
+
+PACKET_PLATFORMS = ["mi300x-8gpu.yaml", "ring-8gpu.yaml", "mesh2d-16gpu.yaml", "torus2d-16gpu.yaml",
+                    "switch-8gpu.yaml", "hierarchical-16gpu.yaml", "custom-4gpu.yaml"]
+
+
+@pytest.mark.parametrize("name", PACKET_PLATFORMS)
+def test_every_packet_platform_runs_as_flows(name):
+    from conftest import REPO
+    plat = eidola.load_platform(REPO / "platforms" / name, overrides={"fabric.model": "flow"})
+    gpus = len(plat.eidolons())
+    res = eidola.simulate(plat, direct_allreduce(gpus=gpus, nbytes=64 << 10, workgroups=2))
+    per_packet = eidola.simulate(eidola.load_platform(REPO / "platforms" / name),
+                                 direct_allreduce(gpus=gpus, nbytes=64 << 10, workgroups=2))
+    assert res.kernel_time_ns > 0 and res.links["bytes"].sum() == per_packet.links["bytes"].sum()
+
+
+def test_flows_are_refused_on_other_fabrics(write_platform):
+    # gpus.flow makes a GPU send whole transfers as single transactions, which only a flow fabric times.
+    with pytest.raises(ConfigError, match=r"gpus\.flow"):
+        eidola.load_platform(write_platform("""
+            eidola: 1
+            name: x
+            gpus: {count: 2, flow: 1MiB}
+            fabric: {model: packet, topology: fully_connected}
+            """))
+
+
+def test_a_packet_only_key_is_ignored_with_one_warning(write_platform, capsys):
+    _platform(write_platform, 2, "fully_connected", extra="  watchdog: 5ms")
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "fabric: watchdog ignored" in lines[0], lines
+
+
+# ---- against the packet fabric -------------------------------------------------------------------
+
+def _compare(path, prof, overrides=None):
+    overrides = overrides or {}
+    per_packet = eidola.simulate(eidola.load_platform(path, overrides={**overrides, "fabric.model": "packet"}), prof)
+    flow = eidola.simulate(eidola.load_platform(path, overrides={**overrides, "fabric.model": "flow"}), prof)
+    return flow.kernel_time_ns / per_packet.kernel_time_ns - 1
+
+
+def _platform_path(name):
+    from conftest import REPO
+    return REPO / "platforms" / name
+
+
+# Single links (switch-8gpu with one lane per link: the packet fabric carries one lane through a
+# switch until issue 24 is closed). Targets from the issue: one flow 0.5%, a pair 1%, incast 2%,
+# collectives 3% at 1 MiB and above.
+@pytest.mark.parametrize("name, overrides, pattern, nbytes, bound", [
+    ("mi300x-8gpu.yaml", {}, "one", 4096, 0.005),
+    ("mi300x-8gpu.yaml", {}, "one", 1 << 20, 0.005),
+    ("switch-8gpu.yaml", {"fabric.link.count": 1}, "one", 1 << 20, 0.005),      # credit-limited link
+    ("switch-8gpu.yaml", {"fabric.link.count": 1, "gpus.max_outstanding": 64}, "one", 1 << 20, 0.005),  # window
+    ("mi300x-8gpu.yaml", {}, "pair", 1 << 20, 0.01),
+    ("switch-8gpu.yaml", {"fabric.link.count": 1}, "pair", 1 << 20, 0.01),
+    ("mi300x-8gpu.yaml", {}, "incast", 1 << 20, 0.02),
+    ("switch-8gpu.yaml", {"fabric.link.count": 1}, "incast", 1 << 20, 0.02),
+    ("mi300x-8gpu.yaml", {}, "ring", 1 << 20, 0.03),
+    ("switch-8gpu.yaml", {"fabric.link.count": 1}, "ring", 1 << 20, 0.03),
+    ("mi300x-8gpu.yaml", {}, "all_gather", 1 << 20, 0.03),
+    ("switch-8gpu.yaml", {"fabric.link.count": 1}, "direct", 1 << 20, 0.03),
+])
+def test_close_to_the_packet_fabric(name, overrides, pattern, nbytes, bound):
+    if pattern == "one":
+        prof = _writes(8, [(0, 3)], nbytes)
+    elif pattern == "pair":
+        prof = _writes(8, [(0, 3), (3, 0)], nbytes)
+    elif pattern == "incast":
+        prof = _writes(8, [(g, 0) for g in range(1, 8)], nbytes)
+    elif pattern == "ring":
+        prof = ring_allreduce(gpus=8, nbytes=nbytes, workgroups=8)
+    elif pattern == "all_gather":
+        prof = all_gather(gpus=8, nbytes=nbytes, workgroups=8)
+    else:
+        prof = direct_allreduce(gpus=8, nbytes=nbytes, workgroups=8)
+    error = _compare(_platform_path(name), prof, overrides)
+    assert math.isfinite(error) and abs(error) <= bound, f"{error:+.3%}"

@@ -1,0 +1,32 @@
+// A flow: one TLM transaction that stands for a whole write or read (or a large share of one),
+// for a flow-level fabric (flow_fabric.h). An eidolon GPU whose `flow` parameter is set issues
+// every transfer as such transactions and counts each as one outstanding transaction: the fabric
+// then models what max_outstanding does to a stream of packets (a window of packets per round
+// trip), so the GPU tells it its window and its memory's turnaround. The fabric writes back when
+// the flow's first packet reached the target, so the target's memory can serve the flow's bytes
+// as they came in rather than all at once at the end. The extension is ignorable; fabrics other
+// than the flow fabric must not be given flows (the platform shorthand sets `gpus.flow` only for
+// fabric.model: flow).
+#pragma once
+
+#include <cstdint>
+
+#include <tlm>
+
+namespace eidola {
+
+/// What a flow's initiator tells a flow-level fabric, and what the fabric tells its target.
+class FlowExtension : public tlm::tlm_extension<FlowExtension> {
+public:
+    std::uint32_t window = 0;         ///< the initiator's outstanding limit, in packets (0: none)
+    std::uint32_t packet_bytes = 0;   ///< payload of each of its packets but the last
+    std::uint64_t turnaround_ps = 0;  ///< the target's service time of one packet (memory latency + packet / bandwidth)
+    /// Set by the fabric on delivery: when the flow's first packet was in at the target (its
+    /// bytes then kept arriving until the delivery). 0 with a single packet.
+    std::uint64_t first_ps = 0;
+
+    tlm::tlm_extension_base* clone() const override { return new FlowExtension(*this); }
+    void copy_from(const tlm::tlm_extension_base& other) override { *this = static_cast<const FlowExtension&>(other); }
+};
+
+}  // namespace eidola

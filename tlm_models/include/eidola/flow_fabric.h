@@ -1,0 +1,179 @@
+// The flow-level fabric: the packet fabric's platform (topologies, routes, lanes, headers,
+// acknowledgements, NICs and spines, from the same Topology) at the fidelity of a fluid model.
+// Each transaction is one flow along its route; flows share every directed link, and the GPU
+// ports where those are limited, weighted max-min fairly (flow_solver.h), with the wire bytes a
+// flow puts on a link per payload byte as its weight; rates are recomputed when a flow starts or
+// ends. A flow's first packet takes the route's zero-load latency (the packet fabric's own
+// formula), its last byte leaves at the flow's rate and the response comes back over the reverse
+// route at zero-load latency. What it leaves out: queueing (short flows get their fair rate at
+// once and never wait), head-of-line blocking, back-pressure and per-input-port arbitration.
+// See docs/fabrics.md, "Flow".
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "eidola/fabric.h"
+#include "eidola/fabric_ports.h"
+#include "eidola/flow_solver.h"
+#include "eidola/packet_fabric.h"
+#include "eidola/params.h"
+#include "eidola/timing_wheel.h"
+#include "eidola/topology.h"
+
+namespace eidola {
+
+/// A flow-level TLM-2.0 fabric over the packet fabric's Topology and parameters (the same
+/// platform file runs on either). b_transport on targets[i] is forwarded at zero-load latency.
+class FlowFabric : public FabricShell<FlowFabric> {
+public:
+    /// The packet fabric's parameters: a platform switches fabric.model and nothing else.
+    /// Buffers, virtual channels and the watchdog have no meaning here and are ignored.
+    using Params = PacketFabricParams;
+    SC_HAS_PROCESS(FlowFabric);
+
+    FlowFabric(sc_core::sc_module_name name, const ParamSet& params);
+    ~FlowFabric() override;
+
+    std::vector<LinkStats> link_stats() const override;
+    std::vector<PairStats> pair_stats() const override;
+    std::uint64_t events() const override { return m_actions.processed(); }
+    std::uint64_t bin_ps() const override { return m_bin_ps; }
+    const Topology& topology() const { return *m_topology; }
+    /// Progressive-filling rounds the solver ran (its work).
+    std::uint64_t solver_rounds() const { return m_solver.rounds(); }
+
+private:
+    friend struct FabricTargetPort<FlowFabric>;
+    friend struct FabricInitiatorPort<FlowFabric>;
+    FlowFabric(sc_core::sc_module_name name, const Params& params);
+
+    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill };
+    struct Action {
+        ActionKind kind;
+        std::uint32_t a;  // flow id or port
+        std::uint32_t b;  // a Finish's flow version, a Return's source port
+        tlm::tlm_generic_payload* trans;
+    };
+    /// A transaction in flight as a flow.
+    struct Flow {
+        tlm::tlm_generic_payload* trans = nullptr;
+        std::uint32_t src = 0, dst = 0;
+        std::uint64_t bytes = 0;         // payload bytes
+        std::uint32_t packets = 1;       // packets it stands for
+        std::uint32_t packet_bytes = 0;  // payload per packet but the last
+        bool read = false;
+        std::uint64_t start_ps = 0;      // issued
+        double remaining = 0;            // payload bytes not yet sent, as of anchor_ps
+        double rate = 0;                 // payload bytes per second since anchor_ps
+        std::uint64_t anchor_ps = 0;
+        std::uint32_t version = 0;       // bumped at every rate change: older Finish actions are stale
+        // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
+        // some of its packets at once: those go first as a burst, which only the links limit; the
+        // rest then go paced by the windows too, with the weights in `paced`.
+        std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
+        std::vector<FlowSolver::Use> paced;
+        std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
+        std::uint64_t round_trip_ps = 0; // a burst: when its packets are answered and the windows free
+        std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
+        std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
+    };
+    /// The writes a GPU sends through one output link, first come first served: a GPU issues a
+    /// write's packets at once, so they sit in its injection queue behind those issued before,
+    /// and only writes issued at the same time interleave (the packet fabric's virtual output
+    /// queues). The writes issued first are active; the rest wait until they have been sent.
+    struct Injection {
+        std::deque<std::uint32_t> waiting;
+        std::uint32_t active = 0;
+        std::uint64_t active_since = 0;  // when the active writes were issued
+    };
+    /// The links a GPU pair's packets take, with the share of them on each (routing.spread splits
+    /// them evenly over equal-cost next hops), and the first-choice path for latencies.
+    struct Route {
+        std::vector<std::pair<std::uint32_t, double>> links;  // (link, fraction of packets)
+        std::vector<std::uint32_t> path;                      // first choice at every node
+    };
+
+    tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                               sc_core::sc_time& delay);
+    tlm::tlm_sync_enum response(std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                sc_core::sc_time& delay);
+    void forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+    unsigned int forward_debug(tlm::tlm_generic_payload& trans);
+
+    void on_event();
+    void start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans);
+    std::uint32_t new_flow();
+    void activate(std::uint32_t id);
+    void sent(const Flow& f);
+    void schedule_solve();
+    void solve();
+    void finish(std::uint32_t id, std::uint32_t version);
+    void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
+    void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
+    void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
+    const Route& route(std::uint32_t src, std::uint32_t dst);
+    std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack);
+    std::uint32_t window_resource(std::uint32_t gpu, std::uint32_t window);
+    void count_links(const Flow& f);
+    void account_busy(std::uint32_t link, std::uint64_t now);
+    std::uint32_t ack_wire(const TopoLink& l) const { return m_ack_bytes ? m_ack_bytes : l.header; }
+    double credit_seconds(const TopoLink& l, std::uint64_t wire) const;
+
+    std::unique_ptr<Topology> m_topology;
+    std::uint64_t m_switch_latency_ps;
+    bool m_store_and_forward;
+    std::uint32_t m_flit;
+    std::uint32_t m_ack_bytes;
+    bool m_spread;
+    std::uint64_t m_bin_ps;
+    std::uint32_t m_header;          // link.header: the GPU ports' per-packet overhead
+    bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
+    std::uint32_t m_credits;         // credits per virtual channel
+    std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
+    std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
+    std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
+    static constexpr std::uint32_t kNoHolds = ~std::uint32_t(0);
+    std::vector<double> m_held;                   // per resource: what bursts hold of a window
+    std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
+    std::vector<std::uint32_t> m_free_holds;
+    struct Paced {
+        std::uint32_t resource;
+        double weight;       // per payload byte, as the solver takes it
+        double per_packet;   // what one packet holds of it
+    };
+    std::vector<Paced> m_paced;                   // scratch of start_flow
+
+    FlowSolver m_solver;
+    std::vector<Flow> m_flows;
+    std::vector<std::uint32_t> m_free_flows;
+    std::vector<std::uint32_t> m_next_version;  // per flow slot, survives reuse
+    std::uint64_t m_solve_at = ~std::uint64_t(0);
+    std::vector<std::int32_t> m_route_index;    // src * gpus + dst -> m_routes index (-1: not yet built)
+    std::vector<Route> m_routes;
+    std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // src * links + first link -> m_injection
+    std::vector<Injection> m_injection;
+    std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
+
+    // Per port: a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
+    std::vector<std::uint8_t> m_request_busy, m_response_busy;
+    std::vector<std::deque<std::pair<tlm::tlm_generic_payload*, std::uint32_t>>> m_request_queue;
+    std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
+
+    struct LinkCounters {
+        LinkStats s;
+        double load = 0;           // wire bytes per second now
+        std::uint64_t since = 0;   // load held since then
+    };
+    std::vector<LinkCounters> m_links;
+    std::unordered_map<std::uint64_t, PairStats> m_pairs;
+    TimingWheel<Action> m_actions;
+};
+
+}  // namespace eidola

@@ -1,0 +1,675 @@
+#include "eidola/flow_fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "eidola/flow_extension.h"
+#include "eidola/registry.h"
+#include "eidola/round_ps.h"
+#include "eidola/train_extension.h"
+
+namespace eidola {
+
+namespace {
+
+constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t ser_ps(double bytes, double bytes_per_s) { return round_ps(bytes * 1e12 / bytes_per_s); }
+
+std::unique_ptr<Topology> build_topology(const PacketFabricParams& p, const char* owner) {
+    try {
+        return std::make_unique<Topology>(p.topology_spec());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(owner) + ": " + e.what());
+    }
+}
+
+// The payload of each packet of a transaction but the last, and the number of packets: a train's
+// or a flow's as its extensions say, else one packet of the whole length.
+void packets_of(const tlm::tlm_generic_payload& t, std::uint64_t bytes, std::uint32_t& packets,
+                std::uint32_t& packet_bytes) {
+    packets = 1;
+    packet_bytes = std::uint32_t(std::min<std::uint64_t>(bytes, 0xFFFFFFFFu));
+    if (const TrainExtension* train = t.get_extension<TrainExtension>(); train && train->packets > 1) {
+        packets = train->packets;
+        packet_bytes = train->packet_bytes;
+    }
+}
+
+}  // namespace
+
+FlowFabric::FlowFabric(sc_core::sc_module_name name, const ParamSet& given)
+    : FlowFabric(name, Configured<Params>(given, static_cast<const char*>(name))) {}
+
+FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
+    : FabricShell(name, std::uint32_t(p.ports.get())),
+      m_topology(build_topology(p, static_cast<const char*>(name))),
+      m_switch_latency_ps(p.router.latency.get().value()),
+      m_store_and_forward(p.router.flow_control.get() == "store_and_forward"),
+      m_flit(std::uint32_t(p.link.flit.get())),
+      m_ack_bytes(std::uint32_t(p.link.ack.get())),
+      m_spread(p.spread.get()),
+      m_bin_ps(p.stats_bin.get().value()),
+      m_header(std::uint32_t(p.link.header.get())),
+      m_credit_bytes(p.router.buffer.in_bytes()),
+      m_credits(0),
+      m_credit_base(0),
+      m_actions(this, [](void* f) { static_cast<FlowFabric*>(f)->on_event(); }) {
+    const Topology& topo = *m_topology;
+    const std::uint32_t n = ports();
+    // Link resources first, in link order, so a resource index below links().size() is that link.
+    m_links.resize(topo.links().size());
+    for (std::size_t l = 0; l < topo.links().size(); ++l) {
+        const TopoLink& link = topo.links()[l];
+        m_solver.add_resource(link.bytes_per_s * link.lanes);
+        m_links[l].s.src = std::int32_t(link.src);
+        m_links[l].s.dst = std::int32_t(link.dst);
+        m_links[l].s.lanes = link.lanes;
+    }
+    // Every link's receiving buffer, per message class: a sender needs credits for a packet, and
+    // gets them back one credit round trip later, so a channel carries at most its credits per
+    // round trip (the packet fabric's limit when buffers do not cover the round trip).
+    std::uint64_t amount;
+    try {
+        amount = p.router.buffer.amount();
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(static_cast<const char*>(name)) + ": " + e.what());
+    }
+    m_credits = std::uint32_t(std::max<std::uint64_t>(1, m_credit_bytes ? amount / m_flit : amount));
+    m_credit_base = m_solver.resources();
+    for (std::size_t l = 0; l < topo.links().size(); ++l)
+        for (int cls = 0; cls < 2; ++cls) m_solver.add_resource(double(m_credits) * double(p.router.vcs.get()));
+    // The GPU ports: a fifo injection port sends one packet at a time per class, and a link-rate
+    // ejection port takes one at a time per class, at link.bandwidth; the defaults limit neither.
+    m_inject.assign(2 * std::size_t(n), -1);
+    m_eject.assign(2 * std::size_t(n), -1);
+    const double port_rate = p.link.bandwidth.get();
+    for (std::uint32_t g = 0; g < n; ++g)
+        for (std::uint32_t cls = 0; cls < 2; ++cls) {
+            if (p.router.injection.get() == "fifo") m_inject[2 * g + cls] = m_solver.add_resource(port_rate);
+            if (p.router.ejection.get() == "link") m_eject[2 * g + cls] = m_solver.add_resource(port_rate);
+        }
+    m_window.assign(n, -1);
+    m_route_index.assign(std::size_t(n) * n, -1);
+    m_request_busy.assign(n, 0);
+    m_response_busy.assign(n, 0);
+    m_request_queue.resize(n);
+    m_response_queue.resize(n);
+    std::uint64_t hop_ps = 0;
+    for (const TopoLink& l : topo.links()) hop_ps = std::max(hop_ps, l.latency_ps + m_switch_latency_ps);
+    m_actions.set_horizon(4 * hop_ps);  // deliveries and responses fall a route's latency ahead
+}
+
+FlowFabric::~FlowFabric() = default;
+
+// ---- TLM entry points -------------------------------------------------------------------------
+
+tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                       sc_core::sc_time& delay) {
+    if (phase == tlm::BEGIN_REQ) {
+        const std::int64_t dst = decode(trans.get_address());
+        if (dst < 0) {
+            trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+            return tlm::TLM_COMPLETED;
+        }
+        if (delay != sc_core::SC_ZERO_TIME) {  // a flow starts when its first byte may leave
+            errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(src) +
+                                                       "]: BEGIN_REQ with an annotated delay is not supported");
+            return tlm::TLM_COMPLETED;
+        }
+        start_flow(src, std::uint32_t(dst), trans);
+        phase = tlm::END_REQ;  // a flow enters at once; its rate says how fast it leaves
+        return tlm::TLM_UPDATED;
+    }
+    if (phase == tlm::END_RESP) {
+        m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, 0, nullptr});
+        return tlm::TLM_COMPLETED;
+    }
+    errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");
+    return tlm::TLM_COMPLETED;
+}
+
+tlm::tlm_sync_enum FlowFabric::response(std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                        sc_core::sc_time& delay) {
+    const std::uint64_t at = now_ps() + delay.value();
+    if (phase == tlm::END_REQ) {
+        m_actions.push(at, {ActionKind::RequestFree, dst, 0, nullptr});
+        return tlm::TLM_ACCEPTED;
+    }
+    if (phase == tlm::BEGIN_RESP) {
+        if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, dst, 0, nullptr});  // implies END_REQ
+        answered(dst, &trans, at);
+        return tlm::TLM_COMPLETED;
+    }
+    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators: illegal phase on the backward path");
+    return tlm::TLM_COMPLETED;
+}
+
+// A target's answer at `at`: its last packet's response crosses the reverse route at zero load
+// (a read's carries the data of its last packet; the bandwidth of the rest was the flow's).
+void FlowFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at) {
+    std::uint32_t src = 0;
+    if (!m_delivered.answered(dst, trans, src)) {
+        report_unknown_response(dst);
+        return;
+    }
+    const std::uint64_t bytes = trans->get_data_length();
+    std::uint32_t packets, packet_bytes;
+    packets_of(*trans, bytes, packets, packet_bytes);
+    const std::uint64_t last = bytes - std::uint64_t(packets - 1) * packet_bytes;
+    const bool read = trans->is_read();
+    m_actions.push(at + zero_load_ps(dst, src, read ? last : 0, !read), {ActionKind::Return, src, 0, trans});
+}
+
+void FlowFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    const std::int64_t dst = decode(trans.get_address());
+    if (dst < 0) {
+        trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return;
+    }
+    const std::uint64_t len = trans.get_data_length();
+    delay += ps_to_time(zero_load_ps(src, std::uint32_t(dst), trans.is_write() ? len : 0, false));
+    initiators[std::uint32_t(dst)]->b_transport(trans, delay);
+    delay += ps_to_time(zero_load_ps(std::uint32_t(dst), src, trans.is_read() ? len : 0, trans.is_write()));
+}
+
+unsigned int FlowFabric::forward_debug(tlm::tlm_generic_payload& trans) {
+    const std::int64_t dst = decode(trans.get_address());
+    return dst < 0 ? 0 : initiators[std::uint32_t(dst)]->transport_dbg(trans);
+}
+
+// ---- flows ------------------------------------------------------------------------------------
+
+// A new flow: its weight on every resource it uses, per payload byte.
+//   - a write puts (payload + a header per packet) on each forward link and an acknowledgement
+//     per packet on each reverse link; a read a header per packet forward and (payload + headers)
+//     back; with routing.spread, each link gets its share of the packets;
+//   - the GPU ports, where limited, the same as the first and last links;
+//   - the source's window (max_outstanding, when the GPU sends flows): one packet holds a slot
+//     for its zero-load round trip, so packets in flight = rate / packet x round trip.
+std::uint32_t FlowFabric::new_flow() {
+    if (m_free_flows.empty()) {
+        m_flows.emplace_back();
+        m_next_version.push_back(0);
+        return std::uint32_t(m_flows.size() - 1);
+    }
+    const std::uint32_t id = m_free_flows.back();
+    m_free_flows.pop_back();
+    return id;
+}
+
+void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans) {
+    const std::uint32_t id = new_flow();
+    Flow& f = m_flows[id];
+    f = Flow{};
+    f.trans = &trans;
+    f.src = src;
+    f.dst = dst;
+    f.bytes = trans.get_data_length();
+    f.read = trans.is_read();
+    packets_of(trans, f.bytes, f.packets, f.packet_bytes);
+    f.arrived_ps = now_ps();
+    f.version = m_next_version[id];
+    if (!f.read && src != dst) {  // a write waits behind the writes its GPU issued before on that link
+        const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + route(src, dst).path[0];
+        auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
+        if (fresh) m_injection.emplace_back();
+        f.queue = it->second;
+        Injection& q = m_injection[std::size_t(f.queue)];
+        if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
+            q.waiting.push_back(id);
+            return;
+        }
+        ++q.active;
+        q.active_since = f.arrived_ps;
+    }
+    activate(id);
+}
+
+// A write that left its injection queue: the writes issued next start when none is left before them.
+void FlowFabric::sent(const Flow& f) {
+    if (f.queue < 0) return;
+    Injection& q = m_injection[std::size_t(f.queue)];
+    if (--q.active || q.waiting.empty()) return;
+    q.active_since = m_flows[q.waiting.front()].arrived_ps;
+    while (!q.waiting.empty() && m_flows[q.waiting.front()].arrived_ps == q.active_since) {
+        const std::uint32_t next = q.waiting.front();
+        q.waiting.pop_front();
+        ++q.active;
+        activate(next);
+    }
+}
+
+// Flow `id` starts sending: its weights on the links, ports and windows it uses.
+void FlowFabric::activate(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    const std::uint32_t src = f.src, dst = f.dst;
+    const tlm::tlm_generic_payload& trans = *f.trans;
+    f.start_ps = f.anchor_ps = now_ps();
+    const double payload = double(std::max<std::uint64_t>(f.bytes, 1));
+    f.remaining = payload;
+
+    m_uses.clear();
+    m_paced.clear();
+    auto use = [&](std::uint32_t resource, double weight) {
+        for (FlowSolver::Use& u : m_uses)
+            if (u.resource == resource) {
+                u.weight += weight;
+                return;
+            }
+        m_uses.push_back({resource, weight});
+    };
+    auto pace = [&](std::uint32_t resource, double weight, double per_packet) {
+        for (Paced& p : m_paced)
+            if (p.resource == resource) {
+                p.weight += weight;
+                p.per_packet += per_packet;
+                return;
+            }
+        m_paced.push_back({resource, weight, per_packet});
+    };
+    const double n = double(f.packets), data = double(f.bytes);
+    std::uint64_t round_trip = 0;
+    if (src != dst) {
+        const std::uint64_t packet = std::min<std::uint64_t>(f.packet_bytes ? f.packet_bytes : f.bytes, f.bytes);
+        auto credits = [&](std::uint64_t wire) {
+            return double(m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1);
+        };
+        for (const auto& [link, share] : route(src, dst).links) {
+            const TopoLink& l = m_topology->links()[link];
+            const std::uint64_t wire = (f.read ? 0 : packet) + l.header;
+            use(link, share * ((f.read ? 0 : data) + n * l.header) / payload);
+            pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
+        }
+        for (const auto& [link, share] : route(dst, src).links) {
+            const TopoLink& l = m_topology->links()[link];
+            const std::uint64_t wire = f.read ? packet + l.header : ack_wire(l);
+            use(link, share * (f.read ? data + n * l.header : n * ack_wire(l)) / payload);
+            pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
+        }
+        const double req = ((f.read ? 0 : data) + n * m_header) / payload;
+        const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
+        if (m_inject[2 * src] >= 0) use(std::uint32_t(m_inject[2 * src]), req);
+        if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp);
+        if (m_eject[2 * dst] >= 0) use(std::uint32_t(m_eject[2 * dst]), req);
+        if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp);
+        round_trip = zero_load_ps(src, dst, f.read ? 0 : packet, false) + zero_load_ps(dst, src, f.read ? packet : 0, !f.read);
+        if (const FlowExtension* ext = trans.get_extension<FlowExtension>(); ext && ext->window > 0) {
+            // The GPU's window: packets in flight, rate / packet x round trip, at most `window`.
+            round_trip += ext->turnaround_ps;
+            pace(window_resource(src, ext->window), n * double(round_trip) * 1e-12 / payload, 1.0);
+        }
+    }
+    // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
+    // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
+    if (m_held.size() < m_solver.resources()) m_held.resize(m_solver.resources(), 0.0);
+    double burst = n;
+    for (const Paced& p : m_paced) {
+        if (!(p.per_packet > 0)) continue;
+        const double room = m_solver.capacity(p.resource) - m_solver.load(p.resource) - m_held[p.resource];
+        burst = std::min(burst, std::floor(std::max(0.0, room) / p.per_packet + 1e-9));
+    }
+    const std::uint64_t burst_packets = m_paced.empty() ? 0 : std::uint64_t(burst);
+    auto hold = [&](Flow& b, double packets) {
+        std::uint32_t list;
+        if (m_free_holds.empty()) {
+            list = std::uint32_t(m_holds.size());
+            m_holds.emplace_back();
+        } else {
+            list = m_free_holds.back();
+            m_free_holds.pop_back();
+        }
+        for (const Paced& p : m_paced) {
+            m_held[p.resource] += p.per_packet * packets;
+            m_holds[list].emplace_back(p.resource, p.per_packet * packets);
+        }
+        b.holds = list;
+        b.round_trip_ps = round_trip;
+    };
+    if (burst_packets == 0) {  // all paced
+        for (const Paced& p : m_paced) use(p.resource, p.weight);
+    } else if (burst_packets >= f.packets) {  // all at once
+        hold(f, n);
+    } else {  // a burst of the packets there is room for, then the rest paced
+        const std::uint64_t burst_bytes = burst_packets * f.packet_bytes;
+        f.remaining = double(burst_bytes);
+        f.paced_bytes = f.bytes - burst_bytes;
+        f.paced = m_uses;
+        for (const Paced& p : m_paced) {
+            bool merged = false;
+            for (FlowSolver::Use& u : f.paced)
+                if (u.resource == p.resource) {
+                    u.weight += p.weight;
+                    merged = true;
+                }
+            if (!merged) f.paced.push_back({p.resource, p.weight});
+        }
+        hold(f, double(burst_packets));
+    }
+    m_solver.add_flow(id, m_uses);
+    schedule_solve();
+}
+
+// Credit-seconds a packet of `wire` bytes holds on link `l`'s receiving buffer: its credits for
+// the zero-load credit round trip, serialisation + twice the link latency + the router latency.
+double FlowFabric::credit_seconds(const TopoLink& l, std::uint64_t wire) const {
+    const std::uint64_t credits = m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1;
+    const std::uint64_t round_trip = ser_ps(double(wire), l.bytes_per_s) + 2 * l.latency_ps + m_switch_latency_ps;
+    return double(credits) * double(round_trip) * 1e-12;
+}
+
+std::uint32_t FlowFabric::window_resource(std::uint32_t gpu, std::uint32_t window) {
+    if (m_window[gpu] < 0) m_window[gpu] = m_solver.add_resource(double(window));
+    return std::uint32_t(m_window[gpu]);
+}
+
+// Flows that start or end at the same time are solved once, after all of them.
+void FlowFabric::schedule_solve() {
+    const std::uint64_t now = now_ps();
+    if (m_solve_at == now) return;
+    m_solve_at = now;
+    m_actions.push(now, {ActionKind::Solve, 0, 0, nullptr});
+}
+
+void FlowFabric::solve() {
+    const std::uint64_t now = now_ps();
+    m_solve_at = kNever;
+    if (!m_solver.dirty()) return;
+    const std::uint32_t links = std::uint32_t(m_links.size());
+    m_solver.solve([&](std::uint32_t r) { if (r < links) account_busy(r, now); },
+                   [&](std::uint32_t id) {
+                       Flow& f = m_flows[id];
+                       f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
+                       f.anchor_ps = now;
+                       f.rate = m_solver.rate(id);
+                       f.version = ++m_next_version[id];
+                       const double left_ps = f.rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / f.rate;
+                       m_actions.push(now + std::uint64_t(std::ceil(left_ps)), {ActionKind::Finish, id, f.version, nullptr});
+                   });
+    for (std::uint32_t l = 0; l < links; ++l) {  // loads of the links just solved (since == now marks them)
+        if (m_links[l].since == now) m_links[l].load = m_solver.load(l);
+    }
+}
+
+// A flow's last byte has left its source: its last packet started P / rate before (at once for a
+// single packet) and is in at the target one zero-load latency after that. A burst's end starts
+// the flow's paced phase instead.
+void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
+    if (m_flows[id].version != version || !m_flows[id].trans) return;  // the rate changed since: a later Finish stands
+    Flow& f = m_flows[id];
+    const std::uint64_t now = now_ps();
+    if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
+        m_actions.push(now + f.round_trip_ps, {ActionKind::Refill, f.holds, 0, nullptr});
+        f.holds = kNoHolds;
+    }
+    m_solver.remove_flow(id);
+    schedule_solve();
+    if (f.paced_bytes) {
+        f.remaining = double(f.paced_bytes);
+        f.paced_bytes = 0;
+        f.anchor_ps = now;
+        f.rate = 0;
+        m_solver.add_flow(id, f.paced);
+        return;
+    }
+    f.version = ++m_next_version[id];  // no Finish of this flow stands any more
+    sent(f);
+    const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
+    std::uint64_t last_starts = now;
+    if (f.rate != FlowSolver::kUnlimited)
+        last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / f.rate));
+    const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false);
+    if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
+        ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
+    if (f.packets > 1 && !f.trans->get_extension<FlowExtension>()) {
+        // A train from a GPU that paces its own window: its acknowledgements come one packet apart.
+        if (TrainExtension* train = f.trans->get_extension<TrainExtension>(); train && f.rate != FlowSolver::kUnlimited)
+            train->spacing_ps = round_ps(double(f.packet_bytes) * 1e12 / f.rate);
+    }
+    count_links(f);
+    PairStats& pair = m_pairs[(std::uint64_t(f.src) << 32) | f.dst];
+    pair.src = std::int32_t(f.src);
+    pair.dst = std::int32_t(f.dst);
+    pair.bytes += f.read ? 0 : f.bytes;
+    pair.packets += f.packets;
+    // No queueing in a fluid: each packet takes the route's zero-load latency.
+    const double packet_latency =
+        double(zero_load_ps(f.src, f.dst, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false));
+    pair.latency_sum_ps += f.packets * packet_latency;
+    pair.latency_max_ps = std::max(pair.latency_max_ps, packet_latency);
+    m_actions.push(deliver, {ActionKind::Deliver, f.dst, f.src, f.trans});
+    f.trans = nullptr;
+    f.paced.clear();
+    m_free_flows.push_back(id);
+}
+
+// Per-link counts of a finished flow. Without spreading every packet of the flow crosses every
+// link of its route, so the counts are exactly the packet fabric's; with routing.spread a link
+// gets its share of the packets and bytes, rounded to the nearest whole.
+void FlowFabric::count_links(const Flow& f) {
+    if (f.src == f.dst) return;
+    for (int way = 0; way < 2; ++way) {
+        const bool forward = way == 0;
+        const Route& r = forward ? route(f.src, f.dst) : route(f.dst, f.src);
+        const bool data = forward != f.read;  // the direction carrying the payload
+        for (const auto& [link, share] : r.links) {
+            const bool whole = share >= 1.0;
+            const std::uint64_t pk = whole ? f.packets : std::uint64_t(std::floor(share * f.packets + 0.5));
+            const std::uint64_t payload = whole ? f.bytes : std::uint64_t(std::floor(share * double(f.bytes) + 0.5));
+            const TopoLink& l = m_topology->links()[link];
+            LinkStats& s = m_links[link].s;
+            if (data) {
+                s.bytes += payload;
+                s.wire_bytes += payload + pk * l.header;
+            } else {
+                s.wire_bytes += pk * (forward ? l.header : ack_wire(l));
+            }
+            s.packets += pk;
+        }
+    }
+}
+
+// The busy time a link's load since its last change adds, spread over the bins it covers.
+void FlowFabric::account_busy(std::uint32_t link, std::uint64_t now) {
+    LinkCounters& lc = m_links[link];
+    const TopoLink& l = m_topology->links()[link];
+    if (lc.load > 0 && now > lc.since) {
+        auto& bins = lc.s.busy_bins;
+        for (std::uint64_t t = lc.since; t < now;) {
+            const std::uint64_t bin = t / m_bin_ps, end = std::min(now, (bin + 1) * m_bin_ps);
+            if (bins.empty() || bins.back().first < bin) bins.emplace_back(bin, 0.0f);
+            bins.back().second += float(lc.load * double(end - t) / l.bytes_per_s);  // lane-ps busy
+            t = end;
+        }
+    }
+    lc.since = now;
+}
+
+// ---- delivery -----------------------------------------------------------------------------------
+
+void FlowFabric::on_event() {
+    const std::uint64_t now = now_ps();
+    Action a;
+    while (m_actions.pop_due(now, a)) {
+        switch (a.kind) {
+            case ActionKind::Solve: solve(); break;
+            case ActionKind::Finish: finish(a.a, a.b); break;
+            case ActionKind::Refill:
+                for (const auto& [resource, amount] : m_holds[a.a]) m_held[resource] -= amount;
+                m_holds[a.a].clear();
+                m_free_holds.push_back(a.a);
+                break;
+            case ActionKind::Deliver: deliver(a.a, a.trans, a.b); break;
+            case ActionKind::Return: give_back(a.a, a.trans); break;
+            case ActionKind::RequestFree:
+                m_request_busy[a.a] = false;
+                if (!m_request_queue[a.a].empty()) {
+                    const auto w = m_request_queue[a.a].front();
+                    m_request_queue[a.a].pop_front();
+                    deliver(a.a, w.first, w.second);
+                }
+                break;
+            case ActionKind::ResponseFree:
+                m_response_busy[a.a] = false;
+                if (!m_response_queue[a.a].empty()) {
+                    tlm::tlm_generic_payload* t = m_response_queue[a.a].front();
+                    m_response_queue[a.a].pop_front();
+                    give_back(a.a, t);
+                }
+                break;
+        }
+    }
+    m_actions.rearm(now);
+}
+
+// Sends a request on initiators[dst], one BEGIN_REQ at a time as the base protocol requires.
+void FlowFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
+    if (m_request_busy[dst]) {
+        m_request_queue[dst].emplace_back(trans, src);
+        return;
+    }
+    m_delivered.delivered(dst, trans, src);
+    tlm::tlm_phase phase = tlm::BEGIN_REQ;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    m_request_busy[dst] = true;
+    const std::uint64_t now = now_ps();
+    switch (target_of(dst).nb_transport_fw(*trans, phase, delay)) {
+        case tlm::TLM_ACCEPTED: return;
+        case tlm::TLM_UPDATED:
+            if (phase == tlm::END_REQ) {
+                if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
+                else m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, 0, nullptr});
+                return;
+            }
+            if (phase == tlm::BEGIN_RESP) break;
+            errors().report(ErrorKind::ModelError,
+                            std::string(name()) + ".initiators: target returned TLM_UPDATED with an illegal phase");
+            return;
+        case tlm::TLM_COMPLETED: break;
+    }
+    m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, 0, nullptr});
+    answered(dst, trans, now + delay.value());
+}
+
+// Sends a response on targets[src], one BEGIN_RESP at a time.
+void FlowFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) {
+    if (m_response_busy[src]) {
+        m_response_queue[src].push_back(trans);
+        return;
+    }
+    tlm::tlm_phase phase = tlm::BEGIN_RESP;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    m_response_busy[src] = true;
+    const tlm::tlm_sync_enum status = initiator_of(src).nb_transport_bw(*trans, phase, delay);
+    if (status == tlm::TLM_ACCEPTED) return;
+    if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
+    else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, 0, nullptr});
+}
+
+// ---- routes and latency ---------------------------------------------------------------------------
+
+// The links from GPU `src` to GPU `dst` with the share of packets on each: all on the first
+// choice at every node, or (routing.spread) split evenly over the equal-cost choices, as the
+// packet fabric's round robin does over many packets. Built once per pair, on first use.
+const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst) {
+    std::int32_t& index = m_route_index[std::size_t(src) * ports() + dst];
+    if (index >= 0) return m_routes[std::size_t(index)];
+    const Topology& topo = *m_topology;
+    Route r;
+    std::uint32_t node = src, n = 0;
+    while (node != dst) {
+        const std::uint32_t* choices = topo.next(node, dst, n);
+        if (n == 0) throw std::logic_error(std::string(name()) + ": no route from " + topo.node_name(node) +
+                                           " to gpu" + std::to_string(dst));
+        r.path.push_back(choices[0]);
+        node = topo.links()[choices[0]].dst;
+        if (r.path.size() > topo.links().size()) throw std::logic_error(std::string(name()) + ": routing loop");
+    }
+    // Shares: propagate packet fractions node by node, in order of distance along equal-cost routes.
+    std::vector<double> at_node(topo.nodes(), 0.0), on_link(topo.links().size(), 0.0);
+    std::vector<std::uint32_t> frontier{src}, next;
+    at_node[src] = 1.0;
+    for (std::size_t hop = 0; !frontier.empty() && hop <= topo.links().size(); ++hop) {
+        next.clear();
+        for (std::uint32_t v : frontier) {
+            if (v == dst || at_node[v] == 0) continue;
+            const std::uint32_t* choices = topo.next(v, dst, n);
+            const std::uint32_t used = m_spread ? n : std::min<std::uint32_t>(n, 1);
+            for (std::uint32_t k = 0; k < used; ++k) {
+                const std::uint32_t link = choices[k], to = topo.links()[link].dst;
+                on_link[link] += at_node[v] / used;
+                if (at_node[to] == 0 && to != dst) next.push_back(to);
+                at_node[to] += at_node[v] / used;
+            }
+            at_node[v] = 0;
+        }
+        std::sort(next.begin(), next.end());
+        next.erase(std::unique(next.begin(), next.end()), next.end());
+        frontier.swap(next);
+    }
+    for (std::uint32_t l = 0; l < on_link.size(); ++l)
+        if (on_link[l] > 0) r.links.emplace_back(l, on_link[l] > 1 - 1e-12 ? 1.0 : on_link[l]);
+    index = std::int32_t(m_routes.size());
+    m_routes.push_back(std::move(r));
+    return m_routes.back();
+}
+
+// A packet's zero-load latency from GPU `from` to GPU `to`, from its start at the source until its
+// tail is in the destination GPU (docs/router.md): cut-through (and wormhole, alike at zero load)
+// pays the serialisation of each link as the head's flit and the tail follows; store and forward
+// pays every link's whole serialisation. `ack`: a write's response, whose wire size is link.ack.
+std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack) {
+    if (from == to) return 0;
+    std::uint64_t head = 0, tail = 0;  // when the head / the tail may leave the current router
+    for (std::uint32_t link : route(from, to).path) {
+        const TopoLink& l = m_topology->links()[link];
+        const std::uint64_t wire = payload + (ack ? ack_wire(l) : l.header);
+        const std::uint64_t ser = ser_ps(double(wire), l.bytes_per_s);
+        if (m_store_and_forward) {
+            const std::uint64_t end = head + ser;
+            head = tail = end + l.latency_ps + m_switch_latency_ps;
+            continue;
+        }
+        const std::uint64_t flits = std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit);
+        const std::uint64_t last_flit = ser_ps(double(wire) - double(flits - 1) * m_flit, l.bytes_per_s);
+        const std::uint64_t end = std::max(head + ser, tail + last_flit);
+        head = head + ser_ps(double(std::min<std::uint64_t>(wire, m_flit)), l.bytes_per_s) + l.latency_ps +
+               m_switch_latency_ps;
+        tail = end + l.latency_ps + m_switch_latency_ps;
+    }
+    return std::max(head, tail);
+}
+
+// ---- statistics -----------------------------------------------------------------------------------
+
+std::vector<LinkStats> FlowFabric::link_stats() const {
+    std::vector<LinkStats> out;
+    const double unavailable = std::numeric_limits<double>::quiet_NaN();  // a fluid has no queues
+    for (std::size_t l = 0; l < m_links.size(); ++l) {
+        LinkStats s = m_links[l].s;
+        const TopoLink& link = m_topology->links()[l];
+        s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s);
+        s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+std::vector<PairStats> FlowFabric::pair_stats() const {
+    std::vector<PairStats> out;
+    for (const auto& entry : m_pairs) out.push_back(entry.second);
+    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
+        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+    });
+    return out;
+}
+
+namespace {
+const bool registered = register_model(model_info<FlowFabric>(
+    "FlowFabric", Role::Fabric,
+    "Flow-level fabric on the packet fabric's topologies: each transaction a flow, links shared max-min fairly"));
+}  // namespace
+
+}  // namespace eidola
