@@ -79,8 +79,13 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     }
     m_credits = std::uint32_t(std::max<std::uint64_t>(1, m_credit_bytes ? amount / m_flit : amount));
     m_credit_base = m_solver.resources();
+    // Each lane brings its own buffer (as in the packet fabric). With vcs 0 the packet fabric has a
+    // channel per output of the receiving router; here the link's flows share one channel's
+    // credits: exact for the flows of one output, conservative when a link's flows fan out.
+    const double channels = double(std::max<std::int64_t>(1, p.router.vcs.get()));
     for (std::size_t l = 0; l < topo.links().size(); ++l)
-        for (int cls = 0; cls < 2; ++cls) m_solver.add_resource(double(m_credits) * double(p.router.vcs.get()));
+        for (int cls = 0; cls < 2; ++cls)
+            m_solver.add_resource(double(m_credits) * double(topo.links()[l].lanes) * channels);
     // The GPU ports: a fifo injection port sends one packet at a time per class, and a link-rate
     // ejection port takes one at a time per class, at link.bandwidth; the defaults limit neither.
     m_inject.assign(2 * std::size_t(n), -1);
