@@ -149,3 +149,26 @@ def test_a_tampered_row_is_not_trusted(tmp_path, plat):  # type: ignore[no-untyp
 def test_resume_and_overwrite_together_are_refused(tmp_path, plat):  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match="--resume, --overwrite"):
         sweep(_write(tmp_path, _BASE), out=tmp_path / "out", resume=True, overwrite=True)
+
+
+def test_a_shorter_timeout_reruns_a_point_that_ran_longer(tmp_path, plat):  # type: ignore[no-untyped-def]
+    # A finished point records how long it ran (ran_s). Under a timeout no longer than that it would
+    # now be killed, so --resume runs it again; under a longer one it is reused. The recorded time is
+    # set by hand here (5 s), so the test does not depend on how fast this machine runs the point.
+    import json
+
+    doc = {**_BASE, "timeout": "60s"}
+    out = tmp_path / "out"
+    first = sweep(_write(tmp_path, doc), out=out, workers=2)
+    assert list(first["status"]) == ["ok"] * 4
+    slow = out / first["folder"][0] / "row.json"
+    row = json.loads(slow.read_text())
+    assert isinstance(row["ran_s"], float) and 0 < row["ran_s"] < 60
+    slow.write_text(json.dumps({**row, "ran_s": 5.0}))
+    longer = sweep(_write(tmp_path, {**doc, "timeout": "10s"}), out=out, workers=2, resume=True)
+    assert (longer.attrs["reused"], longer.attrs["ran"]) == (4, 0)
+    before = _rows(out)
+    shorter = sweep(_write(tmp_path, {**doc, "timeout": "5s"}), out=out, workers=2, resume=True)
+    assert (shorter.attrs["reused"], shorter.attrs["ran"]) == (3, 1)
+    after = _rows(out)
+    assert [k for k in before if after[k] != before[k]] == [first["folder"][0].split("/")[-1]]

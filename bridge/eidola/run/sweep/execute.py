@@ -191,6 +191,7 @@ class _Running:
     deadline: float | None
     held: set[int | signal.Signals]  # the signal mask before _start blocked SIGINT and SIGTERM around fork()
     data: bytearray = field(default_factory=bytearray)
+    started: float = field(default_factory=time.monotonic)  # when its child was forked (monotonic s)
 
 
 def _start(task: Task) -> _Running | dict[str, Any]:
@@ -242,10 +243,11 @@ def _fresh_folder(folder: Path) -> None:
         raise ConfigError(f"output folder (--out): cannot make the point folder {folder} ({e.strerror or e})") from None
 
 
-def _record(task: Task, outcome: dict[str, Any]) -> dict[str, Any]:
+def _record(task: Task, outcome: dict[str, Any], ran_s: float | None = None) -> dict[str, Any]:
     """The point's row (its inputs and `outcome`), also written to row.json in its folder."""
-    # timeout_s: the limit in force, which --resume compares with the spec's (not a table column).
-    row = {**row_template(task.point), **outcome, "timeout_s": task.spec.timeout_s}
+    # timeout_s: the limit in force, and ran_s: how long the point's process ran; --resume compares
+    # both with the spec's timeout (neither is a table column).
+    row = {**row_template(task.point), **outcome, "timeout_s": task.spec.timeout_s, "ran_s": ran_s}
     tmp = Path(task.folder) / (ROW_FILE + ".tmp")
     tmp.write_text(json.dumps(row, sort_keys=True) + "\n")
     tmp.replace(Path(task.folder) / ROW_FILE)  # atomic: a row.json is always whole
@@ -262,7 +264,7 @@ def _finish(run: _Running, timed_out: bool) -> dict[str, Any]:
         return _record(run.task, {"status": "timeout", "exit_status": 3,
                                   "error": f"killed after the spec's timeout of {run.task.spec.timeout_s:g} s"})
     if run.data:
-        return _record(run.task, pickle.loads(bytes(run.data)))
+        return _record(run.task, pickle.loads(bytes(run.data)), time.monotonic() - run.started)
     how = (f"was killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
            else f"exited with status {os.WEXITSTATUS(status)} without a result")
     return _record(run.task, {"status": "crashed", "exit_status": 3,

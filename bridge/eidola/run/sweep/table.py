@@ -44,7 +44,8 @@ def finished_rows(out: Path, spec: SweepSpec, points: list[Point]) -> dict[int, 
     trusted beyond that: the row is rebuilt from the spec (index, hash, axis values) and the file's
     status, exit status, error and metrics, each checked for its type; a file that fails a check is
     not a finished point, and the point runs again. A point that timed out is reused only if the spec's
-    timeout is no longer than the one it was killed at: a longer one may let it finish.
+    timeout is no longer than the one it was killed at: a longer one may let it finish. A point that
+    finished is reused only if it ran for less than the spec's timeout: a shorter one would now kill it.
     """
     rows: dict[int, dict[str, Any]] = {}
     for p in points:
@@ -83,6 +84,9 @@ def _trusted(row: object, point: Point, spec: SweepSpec) -> dict[str, Any] | Non
     killed_at = row.get("timeout_s")
     if status == "timeout" and (not _number(killed_at) or spec.timeout_s is None or spec.timeout_s > killed_at):
         return None
+    ran = row.get("ran_s")
+    if status != "timeout" and spec.timeout_s is not None and _number(ran) and ran >= spec.timeout_s:
+        return None  # it took longer than the timeout now allows: under it the point would time out
     return {**row_template(point), **metrics, "status": status, "exit_status": code, "error": error}
 
 
