@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gzip
 import json
 import os
 import random
@@ -36,7 +37,7 @@ from eidola.profile import ProfileBuilder
 
 REPO = Path(__file__).resolve().parents[1]
 
-CAMPAIGNS = ("platform", "profile", "csv", "cli", "sweep", "netsweep", "rundir", "memory")
+CAMPAIGNS = ("platform", "profile", "csv", "cli", "sweep", "import", "netsweep", "rundir", "memory")
 GOOD = {0, 2, 3}
 
 # ---------------------------------------------------------------- random values
@@ -218,6 +219,10 @@ class Workspace:
             finally:
                 sys.stdout = saved
         self.run_files = {p.name: p.read_bytes() for p in self.run_dir.iterdir() if p.is_file()}
+        # Traces for the import campaign: a gloo Kineto pair (small) and a Chakra ET, as shipped in tests/data.
+        self.kineto = [json.loads(gzip.decompress(p.read_bytes())) for p in
+                       sorted((REPO / "tests/data/kineto/gloo2").glob("rank-*.json.gz"))]
+        self.chakra = sorted((REPO / "tests/data/chakra/gloo4").glob("ALL_REDUCE.*.et"))
         self.sweeps = _sweep_specs(self)
         self.sweep_table = root / "sweep-table"
         _write_sweep_table(self.sweep_table)
@@ -545,13 +550,76 @@ def case_sweep(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     return argv
 
 
+_KINETO_KEYS = ["ts", "dur", "args", "name", "cat", "tid", "pid", "ph", "In msg nelems", "Out msg nelems", "dtype",
+                "Group size", "Process Group Ranks", "world_size", "rank", "traceEvents", "distributedInfo"]
+
+
+def _kineto_event_mutation(r: random.Random, doc: dict[str, Any]) -> dict[str, Any]:
+    """One to three events of a Kineto trace changed in structure (the rest left whole, so the trace
+    still parses far enough for the change to matter)."""
+    doc = copy.deepcopy(doc)
+    events = doc.get("traceEvents")
+    if not isinstance(events, list) or not events:
+        return doc
+    for _ in range(r.randrange(1, 4)):
+        i = r.randrange(len(events))
+        events[i] = _mutate_doc(r, events[i], _KINETO_KEYS)
+    return doc
+
+
+def case_import(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A Kineto trace (gloo, two ranks) or a Chakra ET mutated in structure, text or compression, through
+    `eidola import kineto|chakra` with random options (--ranks, --workgroups, --algorithm)."""
+    out = ["-o", str(d / "out.yaml")]
+    options: list[str] = []
+    for _ in range(r.randrange(0, 3)):
+        opt = r.choice(["--ranks", "--workgroups", "--algorithm", "--wait"])
+        options += [opt, r.choice({"--ranks": ["2", "4", "1", "0", "-1", "x", str(2**40)],
+                                   "--workgroups": ["1", "8", "0", "-2", "x", str(2**31)],
+                                   "--algorithm": ["ring", "direct", "tree"],
+                                   "--wait": ["poll", "syncmon", "spin"]}[opt])]
+    if r.random() < 0.2:
+        path = d / "trace.et"
+        path.write_bytes(_mutate_text(r, r.choice(ws.chakra).read_bytes().decode("latin-1")))
+        return ["import", "chakra", str(path), *options, *out]
+    docs = [copy.deepcopy(x) for x in ws.kineto]
+    which = r.randrange(len(docs))
+    kind = r.randrange(6)
+    paths = [d / f"rank-{i}.json.gz" for i in range(len(docs))]
+    for i, (doc, path) in enumerate(zip(docs, paths)):
+        data = json.dumps(doc).encode()
+        if i == which:
+            if kind <= 2:
+                data = json.dumps(_kineto_event_mutation(r, doc), default=str).encode()
+            elif kind == 3:
+                data = json.dumps(_mutate_doc(r, {k: v for k, v in doc.items() if k != "traceEvents"},
+                                              _KINETO_KEYS) | {"traceEvents": doc["traceEvents"]}, default=str).encode()
+            elif kind == 4:
+                data = _mutate_text(r, data.decode())
+        packed = gzip.compress(data, compresslevel=1, mtime=0)
+        if i == which and kind == 5:  # the compression itself: truncated, flipped bytes, trailing garbage
+            b = bytearray(packed)
+            how = r.randrange(3)
+            if how == 0:
+                b = b[:r.randrange(len(b))]
+            elif how == 1:
+                for _ in range(r.randrange(1, 8)):
+                    b[r.randrange(len(b))] = r.randrange(256)
+            else:
+                b += bytes(r.randrange(256) for _ in range(r.randrange(1, 64)))
+            packed = bytes(b)
+        path.write_bytes(packed)
+    files = [str(p) for p in paths] if r.random() < 0.7 else [str(paths[which])]
+    return ["import", "kineto", *files, "--compute", "host", *options, *out]
+
+
 #: Campaigns whose cases cost seconds (figures are drawn) run this fraction of --cases, so the test
 #: command's bounded run stays within its time budget.
 SHARE = {"rundir": 0.1, "netsweep": 0.5}
 
 CASES: dict[str, Callable[[random.Random, Workspace, Path], list[str]]] = {
     "platform": case_platform, "profile": case_profile, "csv": case_csv, "cli": case_cli,
-    "sweep": case_sweep, "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory}
+    "sweep": case_sweep, "import": case_import, "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory}
 
 
 # ---------------------------------------------------------------- running
