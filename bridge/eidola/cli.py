@@ -488,7 +488,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="kill each point's simulation past this wall time, e.g. 60s (default: limits.wall)")
     imp = sub.add_parser("import", help="turn measurements of a real run into a timing profile")
     kinds = imp.add_subparsers(dest="source", required=True)
-    ts = kinds.add_parser("timestamps", help="per-event timestamps CSV (see eidola.timestamps)")
+    ts = kinds.add_parser("timestamps", help="per-event timestamps CSV (docs/import.md; eidola.workload.importers.timestamps)")
     ts.add_argument("file", help="timestamps CSV file")
     ts.add_argument("-o", "--output", required=True, help="profile YAML file to write")
     ts.add_argument("--name", help="profile name (default: the CSV file's stem)")

@@ -94,6 +94,8 @@ def simple_bus_lib(request):
     """Builds examples/third_party_ip with its own CMakeLists (as a vendor would), once."""
     root = request.config.rootpath
     build = root / "build" / "third_party_ip"
-    subprocess.run(["cmake", "-S", root / "examples" / "third_party_ip", "-B", build], check=True, capture_output=True)
+    # Ninja, as scripts/test.sh configures the same folder: CMake refuses to switch a folder's generator.
+    subprocess.run(["cmake", "-S", root / "examples" / "third_party_ip", "-B", build, "-G", "Ninja"], check=True,
+                   capture_output=True)
     subprocess.run(["cmake", "--build", build], check=True, capture_output=True)
     return build / "libsimplebus.so"
