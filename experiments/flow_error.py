@@ -6,7 +6,7 @@ nothing else, and records flow / packet - 1 (the packet fabric is the reference)
 and direct all-reduce, ring all-gather, all-to-all; 32 workgroups per GPU, SyncMon waits (as
 bench/flow_fabric.py). Sizes go up by 4x from 64 KiB while 4x the packet fabric's wall time for
 the last size is at most --limit-s (32 s: its time grows by less than 4x per 4x of size, so the
-largest points take 8-25 s with two series running at once). These are reported measurements
+largest points took 8-29 s with two series running at once). These are reported measurements
 (docs/fabrics.md, "When to trust which model"), not tests.
 
 Writes flow_error.csv beside this file and docs/figures/flow-error.{png,svg}.
