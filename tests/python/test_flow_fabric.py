@@ -215,9 +215,10 @@ def _platform_path(name):
     return REPO / "platforms" / name
 
 
-# Single links (switch-8gpu with one lane per link: the packet fabric carries one lane through a
-# switch until issue 24 is closed). Targets from the issue: one flow 0.5%, a pair 1%, incast 2%,
-# collectives 3% at 1 MiB and above.
+# Single links (switch-8gpu with one lane per link, where the flow fabric's credit and window
+# arithmetic is checked link by link), and the switch as shipped, 4 lanes a link, for the ring
+# all-reduce (docs/fabrics.md gives its other patterns' errors on 4 lanes). Targets from the issue:
+# one flow 0.5%, a pair 1%, incast 2%, collectives 3% at 1 MiB and above.
 @pytest.mark.parametrize("name, overrides, pattern, nbytes, bound", [
     ("mi300x-8gpu.yaml", {}, "one", 4096, 0.005),
     ("mi300x-8gpu.yaml", {}, "one", 1 << 20, 0.005),
@@ -229,6 +230,7 @@ def _platform_path(name):
     ("switch-8gpu.yaml", {"fabric.link.count": 1}, "incast", 1 << 20, 0.02),
     ("mi300x-8gpu.yaml", {}, "ring", 1 << 20, 0.03),
     ("switch-8gpu.yaml", {"fabric.link.count": 1}, "ring", 1 << 20, 0.03),
+    ("switch-8gpu.yaml", {}, "ring", 1 << 20, 0.03),                             # 4 lanes a link
     ("mi300x-8gpu.yaml", {}, "all_gather", 1 << 20, 0.03),
     ("switch-8gpu.yaml", {"fabric.link.count": 1}, "direct", 1 << 20, 0.03),
 ])
