@@ -28,7 +28,9 @@ def build() -> Platform:
     fabric = p.add(models.PacketFabric("fabric", topology="custom", ports=gpus,
                                        custom={"switches": NODES + 1, "edges": edges},
                                        link={"bandwidth": "64GB/s", "latency": "250ns", "header": "85B"},
-                                       switch={"latency": "100ns", "buffer": 256}))
+                                       # 1 MiB per channel covers the 400 GB/s leaf-spine link's
+                                       # credit round trip, (ser + 2 x 1us + 100ns) x 400 GB/s = 840 KB.
+                                       switch={"latency": "100ns", "buffer": "1MiB"}))
     for i in range(gpus):
         gpu = p.add(models.EidolonGpu(f"gpu{i}", workgroups=4, max_outstanding=2048))
         p.connect(gpu.initiator, fabric.targets[i])
