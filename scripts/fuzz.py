@@ -102,6 +102,17 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
     return doc
 
 
+def _pop(doc: Any, path: tuple[Any, ...], lists: bool = True) -> None:
+    """Removes the node at `path` from its mapping (or, with `lists`, from its list)."""
+    parent = doc
+    for p in path[:-1]:
+        parent = parent[p]
+    if isinstance(parent, dict):
+        parent.pop(path[-1], None)
+    elif lists and isinstance(parent, list) and parent:
+        parent.pop(path[-1])
+
+
 def _mutate_doc(r: random.Random, doc: Any, keys: list[str]) -> Any:
     """One to three structural changes: a value replaced, a key removed or added, a subtree duplicated."""
     doc = copy.deepcopy(doc)
@@ -112,13 +123,7 @@ def _mutate_doc(r: random.Random, doc: Any, keys: list[str]) -> Any:
         if action <= 1 or not path:
             doc = _set(doc, path, _scalar(r)) if path else doc
         elif action == 2:
-            parent = doc
-            for p in path[:-1]:
-                parent = parent[p]
-            if isinstance(parent, dict):
-                parent.pop(path[-1], None)
-            elif isinstance(parent, list) and parent:
-                parent.pop(path[-1])
+            _pop(doc, path)
         elif action == 3:
             node = doc
             for p in path:
@@ -462,11 +467,7 @@ def _mutate_sweep(r: random.Random, doc: dict[str, Any]) -> Any:
         if action <= 1:
             _set(doc, path, _scalar(r))
         elif action == 2:
-            parent = doc
-            for p in path[:-1]:
-                parent = parent[p]
-            if isinstance(parent, dict):
-                parent.pop(path[-1], None)
+            _pop(doc, path, lists=False)
         else:
             node = doc
             for p in path:

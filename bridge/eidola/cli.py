@@ -299,8 +299,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     from .report.plots import TimelineView, load_run, plot_run
 
     d = Path(args.directory)
-    if not (d / "summary.json").exists():
-        raise ConfigError(f"{d}: not a run directory (no summary.json); write one with eidola run --out {d}")
     run = load_run(d)  # through the safe reader: a damaged folder is a ConfigError naming the file
     window = _window(args.window)
     if window is not None and window[1] == float("inf"):

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-__all__ = ["shown", "SHOWN_CHARS", "MemoryLimitExceeded",
+__all__ = ["shown", "cut", "SHOWN_CHARS", "MemoryLimitExceeded",
            "EidolaError", "ConfigError", "ProfileError", "SimulationError", "DeadlockError", "SimulationCrashed",
            "WallLimitExceeded"]
 
@@ -16,7 +16,11 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     Why: a message quotes what the user wrote so they can find it; a 5,000-character value quoted
     whole buries the message (and the file, key and expectation it names) under itself.
     """
-    text = repr(value)
+    return cut(repr(value), limit)
+
+
+def cut(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` cut to `limit` characters with an ellipsis and its full length (shown() of a rendered value)."""
     if len(text) <= limit:
         return text
     return f"{text[:limit - 1]}\u2026 ({len(text)} characters)"

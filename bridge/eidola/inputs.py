@@ -30,7 +30,8 @@ import yaml
 
 from .errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "max_input_bytes", "read_input", "read_input_gz",
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_YAML_DEPTH", "MAX_YAML_NODES", "max_input_bytes", "env_limit", "read_input",
+           "read_input_gz",
            "check_input",
            "decode_text", "load_yaml", "StrictLoader"]
 
@@ -68,14 +69,19 @@ class StrictLoader(_Loader):
         return mapping
 
 
+def env_limit(name: str, default: int, unit: str) -> int:
+    """A limit the environment may set: variable `name` if set (a positive integer of `unit`), else `default`."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"{name}: expected a positive number of {unit}, got {text!r}")
+    return int(text)
+
+
 def max_input_bytes() -> int:
     """The size limit of input files: EIDOLA_MAX_INPUT_BYTES if set (a positive integer), else 64 MiB."""
-    text = os.environ.get("EIDOLA_MAX_INPUT_BYTES", "").strip()
-    if not text:
-        return DEFAULT_MAX_INPUT_BYTES
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(f"EIDOLA_MAX_INPUT_BYTES: expected a positive number of bytes, got {text!r}")
-    return int(text)
+    return env_limit("EIDOLA_MAX_INPUT_BYTES", DEFAULT_MAX_INPUT_BYTES, "bytes")
 
 
 def check_input(path: str | os.PathLike[str], what: str, error: type[ConfigError] = ConfigError,

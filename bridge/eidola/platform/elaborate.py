@@ -158,7 +158,7 @@ def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gp
 
 def _check_memory(platform: Platform, values: dict[str, dict[str, Any]], gpus: int) -> None:
     """Refuses a platform whose estimated simulation memory (`memory.estimate`) exceeds limits.memory."""
-    limit = platform.limits.get("memory") or memory.default_limit()
+    limit = memory.limit_of(platform.limits)
     need, what, key = memory.estimate(list(platform.components.values()), values, gpus)
     if need > limit:
         loc = f"{platform.source}: "

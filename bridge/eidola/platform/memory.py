@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .model import Component
 
 __all__ = ["BASE", "PER_GPU", "PER_WORKGROUP", "PER_GPU_PAIR", "PER_LINK", "PER_QUEUE", "PER_ROUTE", "SLOT", "estimate",
-           "default_limit", "fabric_links", "format_bytes"]
+           "default_limit", "limit_of", "fabric_links", "format_bytes"]
 
 BASE = 4 * 2**20        #: the child's own memory before any model is built (bytes)
 PER_GPU = 14 * 2**10    #: an eidolon GPU, its memory model, SyncMon and initiator (bytes)
@@ -54,6 +54,11 @@ def default_limit() -> int:
     except (ValueError, OSError, AttributeError):
         total = 20 * 2**30
     return int(total * 0.8)
+
+
+def limit_of(limits: dict[str, Any]) -> int:
+    """A platform's memory limit in bytes: its ``limits.memory``, else `default_limit()`."""
+    return int(limits.get("memory") or default_limit())
 
 
 def format_bytes(n: float) -> str:

@@ -60,11 +60,12 @@ class _Op:
     flag: str
 
 
-def read_summary(run_dir: Path) -> dict[str, Any]:
-    """summary.json of a run directory, read through the safe reader; a ConfigError naming it if it is not one."""
+def read_summary(run_dir: Path, written_by: str = "eidola run --trace") -> dict[str, Any]:
+    """summary.json of a run directory, read through the safe reader; a ConfigError naming it if it is not one
+    (saying the folder is written by the command `written_by`)."""
     path = run_dir / "summary.json"
     if not path.exists() and not path.is_symlink():
-        raise ConfigError(f"{run_dir}: not a run directory (no summary.json); write one with eidola run --trace "
+        raise ConfigError(f"{run_dir}: not a run directory (no summary.json); write one with {written_by} "
                           f"--out {run_dir}")
     text = decode_text(read_input(path, "run summary (summary.json)"), str(path))
     try:

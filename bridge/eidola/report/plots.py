@@ -17,7 +17,6 @@ figures themselves, for notebooks and for tests that check what is drawn.
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -27,6 +26,7 @@ import numpy as np
 
 from ..errors import ConfigError, shown
 from ..inputs import decode_text, read_input
+from .compare import read_summary
 
 __all__ = ["plot_run", "load_run", "heatmap_matrix", "heatmap_field", "timeline_figure", "timeline_rows",
            "heatmap_figure", "link_time_figure", "latency_figure", "TimelineView", "TIMELINE_STYLE",
@@ -79,11 +79,8 @@ def load_run(directory: str | Path) -> SimpleNamespace:
         return np.atleast_1d(data)
 
     path = d / "summary.json"
-    try:
-        summary = json.loads(decode_text(read_input(path, "run summary"), str(path)))
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: not JSON ({e.msg})") from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("name"), str) or \
+    summary = read_summary(d, "eidola run")
+    if not isinstance(summary.get("name"), str) or \
             not isinstance(summary.get("kernel_time_ns"), (int, float)) or isinstance(summary["kernel_time_ns"], bool):
         raise ConfigError(f"{path}: expected a run summary with a name and kernel_time_ns (written by eidola run)")
     return SimpleNamespace(name=summary["name"], kernel_time_ns=summary["kernel_time_ns"], gpus=table("gpus"),

@@ -95,7 +95,7 @@ def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False
     """
     plan = platform.elaborate()
     encoded = encode_profile(profile, plan, seed=seed)
-    memory_b = int(platform.limits.get("memory") or memory.default_limit())
+    memory_b = memory.limit_of(platform.limits)
     wall = platform.limits.get("wall") if wall_s is None else wall_s
     plugins = _build_plugins(plan, wall, memory_b)
     return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)), memory_b)
@@ -111,7 +111,7 @@ def check(platform: Platform, profile: Profile | None) -> None:
         prepare(platform, profile, platform.seed)
         return
     _build_plugins(platform.elaborate(), platform.limits.get("wall"),
-                   int(platform.limits.get("memory") or memory.default_limit()))
+                   memory.limit_of(platform.limits))
 
 
 def _build_plugins(plan: Plan, wall_s: float | None, memory_b: int) -> dict[str, PluginBuild]:

@@ -87,17 +87,16 @@ def check_points(spec: SweepSpec, points: list[Point]) -> None:
     """Raises ConfigError, naming the spec file and the key, for the first point whose inputs are bad."""
     from ...workload.profile_yaml import load_profile
 
-    platforms: set[str] = set()
-    counts: dict[str, int] = {}  # platform (by its overrides) -> its GPU count
+    counts: dict[str, int] = {}  # platform (by its overrides and seed) -> its GPU count, once built
     generators: set[str] = set()
     profile_path: str | None = None
     for point in points:
         try:
             overrides, generator, seed = point_inputs(spec, point.values)
             key = canonical_json([overrides, seed])
-            if key not in platforms:
+            if key not in counts:
                 platform = _check_platform(spec, overrides, seed)
-                platforms.add(key)
+                counts[key] = len(platform.gpus())
                 if generator is None and profile_path is None:
                     profile_path = spec.profile_path or platform.profile
                     if not profile_path:

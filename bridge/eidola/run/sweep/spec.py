@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from ...inputs import decode_text, load_yaml, read_input
+from ...inputs import decode_text, env_limit, load_yaml, read_input
 from ...platform import units
 from ...platform.yaml_io import MAX_PLATFORM_NODES, reject_unknown_keys
 from .metrics import check_metrics
@@ -86,12 +86,7 @@ def max_points() -> int:
     Why a limit: a range such as {start: 0, stop: 1e12} or a grid of many long axes would
     otherwise expand until memory runs out before the first point runs.
     """
-    text = os.environ.get("EIDOLA_MAX_SWEEP_POINTS", "").strip()
-    if not text:
-        return DEFAULT_MAX_POINTS
-    if not text.isdigit() or int(text) < 1:
-        raise ConfigError(f"EIDOLA_MAX_SWEEP_POINTS: expected a positive number of points, got {text!r}")
-    return int(text)
+    return env_limit("EIDOLA_MAX_SWEEP_POINTS", DEFAULT_MAX_POINTS, "points")
 
 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...errors import ProfileError
+from ...errors import ProfileError, cut
 from ...inputs import read_input_gz
 from ..profile import Profile
 from .timeline import Coll, Item, Lane, Report, build_profile, check_ranks, check_workgroups, replicate
@@ -102,9 +102,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _short(v: Any) -> str:
-    """A value for a message, cut short (a field may hold a whole list)."""
-    text = json.dumps(v) if not isinstance(v, float) else repr(v)
-    return text if len(text) <= 40 else text[:37] + "..."
+    """A value of the trace for a message, as JSON writes it, cut short (a field may hold a whole list)."""
+    return cut(json.dumps(v) if not isinstance(v, float) else repr(v), 40)
 
 
 #: args the importer reads -> (check, what is expected)
