@@ -16,18 +16,8 @@ namespace {
 
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
-std::uint64_t ser_ps(double bytes, double bytes_per_s) { return round_ps(bytes * 1e12 / bytes_per_s); }
-
-std::unique_ptr<Topology> build_topology(const PacketFabricParams& p, const char* owner) {
-    try {
-        return std::make_unique<Topology>(p.topology_spec());
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string(owner) + ": " + e.what());
-    }
-}
-
 // The payload of each packet of a transaction but the last, and the number of packets: a train's
-// or a flow's as its extensions say, else one packet of the whole length.
+// as its train extension says (a flow in packets carries one too), else one packet of the whole length.
 void packets_of(const tlm::tlm_generic_payload& t, std::uint64_t bytes, std::uint32_t& packets,
                 std::uint32_t& packet_bytes) {
     packets = 1;
@@ -45,7 +35,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const ParamSet& given)
 
 FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
-      m_topology(build_topology(p, static_cast<const char*>(name))),
+      m_topology(p.make_topology(static_cast<const char*>(name))),
       m_switch_latency_ps(p.router.latency.get().value()),
       m_store_and_forward(p.router.flow_control.get() == "store_and_forward"),
       m_flit(std::uint32_t(p.link.flit.get())),
@@ -663,12 +653,7 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
 }
 
 std::vector<PairStats> FlowFabric::pair_stats() const {
-    std::vector<PairStats> out;
-    for (const auto& entry : m_pairs) out.push_back(entry.second);
-    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
-        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-    });
-    return out;
+    return sorted_pairs(m_pairs);
 }
 
 namespace {

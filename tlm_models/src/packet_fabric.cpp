@@ -18,6 +18,14 @@ std::size_t bucket_of(double ps) { return ps < 1 ? 0 : std::min<std::size_t>(kHi
 double bucket_value(std::size_t b) { return b == 0 ? 0 : std::exp2((double(b - 1) + 0.5) / 8); }
 }  // namespace
 
+std::unique_ptr<Topology> PacketFabricParams::make_topology(const char* owner) const {
+    try {
+        return std::make_unique<Topology>(topology_spec());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(owner) + ": " + e.what());
+    }
+}
+
 TopologySpec PacketFabricParams::topology_spec() const {
     TopologySpec spec;
     spec.kind = topology.get();
@@ -48,14 +56,6 @@ PacketFabric::FlowControl flow_control_of(const std::string& name) {
     return PacketFabric::FlowControl::CutThrough;
 }
 
-std::unique_ptr<Topology> build_topology(const PacketFabricParams& p, const char* owner) {
-    try {
-        return std::make_unique<Topology>(p.topology_spec());
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string(owner) + ": " + e.what());
-    }
-}
-
 }  // namespace
 
 PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
@@ -63,7 +63,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const ParamSet& given)
 
 PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
-      m_topology(build_topology(p, static_cast<const char*>(name))),
+      m_topology(p.make_topology(static_cast<const char*>(name))),
       m_switch_latency_ps(p.router.latency.get().value()),
       m_flow(flow_control_of(p.router.flow_control.get())),
       m_flit(std::uint32_t(p.link.flit.get())),
@@ -506,12 +506,7 @@ std::vector<LinkStats> PacketFabric::link_stats() const {
 }
 
 std::vector<PairStats> PacketFabric::pair_stats() const {
-    std::vector<PairStats> out;
-    for (const auto& entry : m_pairs) out.push_back(entry.second);
-    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
-        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-    });
-    return out;
+    return sorted_pairs(m_pairs);
 }
 
 namespace {

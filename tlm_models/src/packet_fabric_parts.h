@@ -21,10 +21,6 @@ inline constexpr std::size_t kHistBuckets = 8 * 64 + 1;  // eighth-octave bucket
 // dateline halves x 64).
 inline constexpr std::uint32_t kMaxVcs = 64;
 
-/// Picoseconds to send `bytes` at `bytes_per_s`.
-inline std::uint64_t ser_ps(double bytes, double bytes_per_s) {
-    return round_ps(bytes * 1e12 / bytes_per_s);
-}
 
 /// A packet in the fabric: one TLM transaction's request or response.
 struct PacketFabric::Packet {

@@ -3,8 +3,10 @@
 // simply not reported. Failures go to the Simulation's error collector (errors.h).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -57,6 +59,16 @@ struct PairStats {
     double latency_sum_ps = 0;  ///< summed request latency, injection to delivery
     double latency_max_ps = 0;  ///< longest request latency
 };
+/// The pairs of `by_pair` (keyed however the fabric likes), sorted by (src, dst): a deterministic table.
+inline std::vector<PairStats> sorted_pairs(const std::unordered_map<std::uint64_t, PairStats>& by_pair) {
+    std::vector<PairStats> out;
+    out.reserve(by_pair.size());
+    for (const auto& entry : by_pair) out.push_back(entry.second);
+    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
+        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+    });
+    return out;
+}
 /// Columns of the "pairs" result table, filled from PairStats.
 inline const std::vector<std::string> kPairColumns = {"src", "dst", "bytes", "packets", "latency_mean_ps",
                                                       "latency_max_ps"};

@@ -147,6 +147,8 @@ struct PacketFabricParams : ParamGroup {
 
     /// The topology these values describe.
     TopologySpec topology_spec() const;
+    /// That topology built, for the fabric named `owner` (its name prefixes a topology error).
+    std::unique_ptr<Topology> make_topology(const char* owner) const;
 };
 
 /// A packet-switched TLM-2.0 fabric over a Topology, with the same sockets as IdealFabric

@@ -15,4 +15,9 @@ inline std::uint64_t round_ps(double x) {
     return whole + (x - double(whole) >= 0.5 ? 1 : 0);
 }
 
+/// Picoseconds to send `bytes` at `bytes_per_s` (the packet and flow fabrics' serialisation).
+inline std::uint64_t ser_ps(double bytes, double bytes_per_s) {
+    return round_ps(bytes * 1e12 / bytes_per_s);
+}
+
 }  // namespace eidola
