@@ -141,9 +141,10 @@ def test_a_chain_of_puts_costs_one_one_way_trip_per_step(write_platform, kind):
     step = 4 * ser(P_MAX) + one_way(1) + M
     if kind != "put":
         step += ack_back(1) + ser(8) + one_way(1) + M
-    ops = res.ops
-    end_of_wait = {int(r["gpu"]): float(r["end_ns"]) for r in ops if (int(r["op"]) == 0) == (int(r["gpu"]) != 0)
-                   and (int(r["gpu"]) != 0 or int(r["op"]) == (1 if kind == "put" else 2))}
+    # GPU g > 0 waits first (op 0); GPU 0 waits last, after its put (op 1) or write and signal (op 2).
+    wait_op = {g: 0 for g in range(1, gpus)} | {0: 1 if kind == "put" else 2}
+    end_of_wait = {int(r["gpu"]): float(r["end_ns"]) for r in res.ops if int(r["op"]) == wait_op[int(r["gpu"])]}
+    # GPU g's predecessor's data lands g steps in; GPU 0's after all k = 4.
     assert end_of_wait == pytest.approx({g: (g if g else gpus) * step for g in range(gpus)}, abs=1e-3)
 
 
