@@ -27,12 +27,16 @@ void GpuInitiator::start(std::uint32_t w, const Op& op) {
     const OpKind kind = static_cast<OpKind>(op.kind);
     t.op = &op;
     t.kind = kind;
-    t.peer = op.peer;
+    // A multimem access is addressed to the issuer's own window (multimem_extension.h) and counted as
+    // traffic to itself: a fence or a workgroup-scope release waits for its acknowledgement.
+    const bool multimem = kind == OpKind::Multicast || kind == OpKind::ReduceLoad;
+    t.peer = multimem ? std::int32_t(m_core.index) : op.peer;
     t.nbytes = op.nbytes;
-    t.address = m_core.map.global(std::uint32_t(op.peer), op.offset);
+    t.address = m_core.map.global(std::uint32_t(t.peer), op.offset);
     t.left = kind == OpKind::Signal ? 8 : op.nbytes;
     t.in_flight = 0;
-    t.blocking = kind == OpKind::Read || (kind == OpKind::Write && static_cast<WriteMode>(op.mode) == WriteMode::Blocking);
+    t.blocking = kind == OpKind::Read || kind == OpKind::ReduceLoad ||
+                 (kind == OpKind::Write && static_cast<WriteMode>(op.mode) == WriteMode::Blocking);
     if (kind == OpKind::Put) {  // numbered here: every transaction of this put names it at the target
         if (m_put_ids.empty()) m_put_ids.resize(m_transfers.size());
         m_put_ids[w] = m_puts_started++;
@@ -129,11 +133,13 @@ void GpuInitiator::try_issue() {
         // all of it, and it waits for slots for all of it), so it is kept to a small share of its
         // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
         std::uint32_t packets = 1;
-        if (m_flow && kind != OpKind::Signal) {
+        // A multimem access goes packet by packet: the switch replicates or reduces each one.
+        const bool single = kind == OpKind::Signal || kind == OpKind::Multicast || kind == OpKind::ReduceLoad;
+        if (m_flow && !single) {
             // Flow mode: as much of the transfer as one flow may carry, in one transaction and one
             // outstanding slot; the flow fabric paces its packets by the window (FlowExtension).
             packets = std::uint32_t((std::min(t.left, m_flow) + m_max_payload - 1) / m_max_payload);
-        } else if (m_train > 1 && kind != OpKind::Signal && !trains_refused(t.peer)) {
+        } else if (m_train > 1 && !single && !trains_refused(t.peer)) {
             const std::uint64_t whole = (t.left + m_max_payload - 1) / m_max_payload;
             const std::uint64_t share = (t.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
             packets = std::uint32_t(std::max<std::uint64_t>(
@@ -163,7 +169,8 @@ void GpuInitiator::try_issue() {
         }
         p->peer = t.peer;
         p->resumes = t.blocking;
-        p->set_command(kind == OpKind::Read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+        const bool read = kind == OpKind::Read || kind == OpKind::ReduceLoad;
+        p->set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
         p->set_address(t.address);
         p->set_data_ptr(kind == OpKind::Signal ? p->word : m_pool.scratch());
         p->set_data_length(unsigned(n));
@@ -189,6 +196,16 @@ void GpuInitiator::try_issue() {
             p->landing.total_bytes = t.nbytes;
             p->set_extension(&p->landing);
             p->landing_attached = true;
+        } else if (kind == OpKind::Multicast || kind == OpKind::ReduceLoad) {
+            const std::vector<std::uint32_t>& members = m_core.multicast_groups[std::size_t(t.op->compare)];
+            p->multimem.kind = kind == OpKind::Multicast ? MultimemKind::Store : MultimemKind::LoadReduce;
+            p->multimem.group = std::uint32_t(t.op->compare);
+            p->multimem.members = members.data();
+            p->multimem.member_count = std::uint32_t(members.size());
+            p->multimem.initiator = m_core.index;
+            p->multimem.offset = m_core.map.local(t.address);
+            p->set_extension(&p->multimem);
+            p->multimem_attached = true;
         }
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
             if (m_no_trains.size() <= std::size_t(t.peer)) m_no_trains.resize(std::size_t(t.peer) + 1, false);
@@ -197,11 +214,11 @@ void GpuInitiator::try_issue() {
             continue;
         }
         m_issue_queue.pop_front();
-        if (kind != OpKind::Read) m_bytes_sent += n;
+        if (!read) m_bytes_sent += n;
         t.address += n;
         t.left -= n;
         if (t.blocking) ++t.in_flight;
-        if (kind != OpKind::Read) count_issued(w, t.peer, packets);
+        if (!read) count_issued(w, t.peer, packets);
         t.packets_issued += packets;
         const bool issued_all = t.left == 0;
         if (!issued_all) m_issue_queue.push_back(w);

@@ -9,6 +9,8 @@
 
 #include <map>
 
+#include "eidola/multimem_extension.h"
+#include "eidola/packet_pool.h"
 #include "eidola/registry.h"
 
 namespace eidola {
@@ -147,6 +149,20 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
         m_link_counters[l].s.lanes = topo.links()[l].lanes;
         if (topo.links()[l].lanes > 1) m_link_counters[l].lane_busy.assign(topo.links()[l].lanes, 0);
     }
+    m_reduce_bytes_per_s = p.router.nvls_reduce_bandwidth.get();
+    m_nvls_latency_ps = p.router.nvls_latency.get().value();
+    if (m_reduce_bytes_per_s > 0) {
+        // NVLS lives in one crossbar that every GPU reaches in one link (topology switch), where a
+        // multimem access meets every member's data; a fabric of several switches would need
+        // the reduction split over them, which no NVSwitch generation does across nodes either.
+        if (p.topology.get() != "switch")
+            throw std::invalid_argument(std::string(static_cast<const char*>(name)) +
+                                        ": fabric.switch.nvls needs topology: switch (one crossbar); this fabric "
+                                        "is " + p.topology.get());
+        m_switch_node = topo.gpus();
+        m_nvls_pool = std::make_unique<PacketPool>(kNvlsMaxBytes);
+        m_nvls_counters.enabled = true;
+    }
     m_spread_counter.assign(topo.nodes(), 0);
     m_blocked_request.assign(ports(), nullptr);
     m_blocked_response.assign(ports(), nullptr);
@@ -169,7 +185,9 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
             t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
-        if (!carries_train(gpu, std::uint32_t(dst), t)) {
+        if (is_multimem(t)) {  // to the switch's NVLS unit, which answers it (nvls_switch.cpp)
+            if (!nvls_accepts(gpu, t)) return tlm::TLM_COMPLETED;
+        } else if (!carries_train(gpu, std::uint32_t(dst), t)) {
             t.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);  // the sender goes packet by packet instead
             return tlm::TLM_COMPLETED;
         }
@@ -209,6 +227,12 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
 
 // LT traffic has no phases to hold back, so it crosses the fabric at its zero-load latency.
 void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_payload& t, sc_core::sc_time& delay) {
+    if (is_multimem(t)) {  // the NVLS unit serves the AT path only (an eidolon GPU is AT)
+        errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(gpu) +
+                                                   "]: a multimem access over b_transport (LT); NVLS needs AT");
+        t.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+        return;
+    }
     const std::int64_t dst = decode(t.get_address());
     if (dst < 0) {
         t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
@@ -246,6 +270,8 @@ void PacketFabric::on_event() {
                 arbitrate(a.a);
                 break;
             case ActionKind::Watchdog: watchdog(); break;
+            case ActionKind::NvlsIssue: nvls_issue(a.a); break;
+            case ActionKind::NvlsRespond: nvls_respond(a.a); break;
         }
     }
     m_actions.rearm(now);
@@ -310,7 +336,9 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     Packet probe;  // route first: the packet queues for its output
     probe.cls = cls;
     if (cls == 0) {
-        probe.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
+        // A multimem access goes to the switch's NVLS unit, whatever its address says.
+        probe.dst_gpu = m_reduce_bytes_per_s > 0 && is_multimem(*trans)
+                            ? m_switch_node : std::uint32_t(m_map.window_of(trans->get_address()));
     } else if (!m_delivered.find(gpu, trans, probe.dst_gpu)) {
         report_unknown_response(gpu);
         return true;  // nothing to queue; the run stops on the error
@@ -324,6 +352,24 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     if (in.class_held[cls] >= m_inject_depth * in.per_class) return false;
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
+    if (train) m_trains = true;
+    const std::uint32_t len = trans->get_data_length();
+    std::uint32_t dst = probe.dst_gpu;
+    if (cls == 0) {
+        enqueue(gpu, trans, cls, gpu, dst, trans->is_write() ? len : 0, false, packets, out, queue);
+    } else {
+        m_delivered.answered(gpu, trans, dst);
+        enqueue(gpu, trans, cls, gpu, dst, trans->is_read() ? len : 0, !trans->is_read(), packets, out, queue);
+    }
+    return true;
+}
+
+// Queues a packet at `node`'s injection port, in `queue`, bound for `out` (the caller checked for room).
+void PacketFabric::enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, std::uint8_t cls, std::uint32_t src,
+                           std::uint32_t dst, std::uint32_t payload, bool ack, std::uint32_t packets,
+                           std::uint32_t out, std::uint32_t queue) {
+    const std::uint32_t input = m_node_first_input[node];
+    Input& in = m_inputs[input];
     Queue& q = in.vcs[queue];
     in.class_held[cls] += packets;
     const std::uint32_t id = new_packet();
@@ -332,20 +378,12 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     p.trans = trans;
     p.cls = cls;
     p.train = packets;
-    if (train) m_trains = true;
-    const std::uint32_t len = trans->get_data_length();
-    if (cls == 0) {
-        p.src_gpu = gpu;
-        p.dst_gpu = std::uint32_t(m_map.window_of(trans->get_address()));
-        p.payload = trans->is_write() ? len : 0;
-    } else {
-        p.src_gpu = gpu;
-        m_delivered.answered(gpu, trans, p.dst_gpu);
-        p.payload = trans->is_read() ? len : 0;
-        p.ack = !trans->is_read();
-    }
+    p.src_gpu = src;
+    p.dst_gpu = dst;
+    p.payload = payload;
+    p.ack = ack;
     p.injected_ps = now_ps();
-    p.ready_ps = p.injected_ps;  // the GPU's own router port: no hop latency yet
+    p.ready_ps = p.injected_ps;  // the node's own router port: no hop latency yet
     p.tail_ps = p.injected_ps;   // and the whole packet is there
     p.first_in_ps = p.injected_ps;
     p.units = packets;
@@ -360,10 +398,10 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
         m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
     }
     if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
-    return true;
 }
 
 void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) {
+    if (gpu >= ports()) return;  // the switch's NVLS unit queues without limit: it is never blocked
     tlm::tlm_generic_payload*& blocked = cls == 0 ? m_blocked_request[gpu] : m_blocked_response[gpu];
     if (!blocked || !inject(gpu, blocked, cls)) return;
     tlm::tlm_generic_payload* t = blocked;
@@ -411,12 +449,16 @@ void PacketFabric::count_link(std::uint32_t link, std::uint32_t lane, const Pack
 
 // Hands a packet to its GPU: a request on initiators[gpu], a response on targets[gpu].
 void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
+    if (m_outputs[output].node >= ports()) {  // into the switch's NVLS unit
+        nvls_arrived(id);
+        return;
+    }
     Packet p = m_packets[id];
     m_free_packets.push_back(id);
     --m_in_flight;
     const std::uint64_t now = now_ps();
     m_last_progress_ps = now;
-    if (p.cls == 0) {
+    if (p.cls == 0 && p.src_gpu < ports()) {  // GPU pairs only: the NVLS unit's copies and reads are not one
         PairStats& pair = m_pairs[(std::uint64_t(p.src_gpu) << 32) | p.dst_gpu];
         pair.src = std::int32_t(p.src_gpu);
         pair.dst = std::int32_t(p.dst_gpu);

@@ -173,6 +173,16 @@ struct PacketFabric::LinkCounters {
     std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kHistBuckets, 0);
 };
 
+/// A multimem access the switch serves (nvls_switch.cpp): its copies or reads out to the members,
+/// and the one response it owes the requester once they are all answered.
+struct PacketFabric::NvlsOp {
+    tlm::tlm_generic_payload* parent = nullptr;  // the requester's transaction, answered last
+    std::uint32_t requester = 0;                 // the GPU it came from
+    std::uint32_t pending = 0;                   // member copies or reads not yet answered
+    std::uint32_t members = 0;                   // k
+    bool reduce = false;                         // a load-reduce (else a store)
+};
+
 /// One hop's timing (see flow_control.cpp).
 struct PacketFabric::Hop {
     std::uint64_t ser = 0;           // serialisation of the whole packet on the link

@@ -10,6 +10,7 @@ PacketPool::~PacketPool() {
         p->clear_extension<TrainExtension>();
         p->clear_extension<FlowExtension>();
         p->clear_extension<LandingFlagExtension>();
+        p->clear_extension<MultimemExtension>();
     }
 }
 
@@ -35,9 +36,11 @@ void PacketPool::free(tlm::tlm_generic_payload* trans) {
     if (p->packets > 1) p->clear_extension<TrainExtension>();
     if (p->flow_attached) p->clear_extension<FlowExtension>();
     if (p->landing_attached) p->clear_extension<LandingFlagExtension>();
+    if (p->multimem_attached) p->clear_extension<MultimemExtension>();
     p->atomic_attached = false;
     p->flow_attached = false;
     p->landing_attached = false;
+    p->multimem_attached = false;
     p->packets = 1;
     p->slots = 1;
     p->reset();

@@ -13,7 +13,7 @@ const std::vector<TableColumns>& result_tables() {
         {"gpus", &kGpuColumns},        {"workgroups", &kWorkgroupColumns},       {"links", &kLinkColumns},
         {"link_bins", &kLinkBinColumns}, {"pairs", &kPairColumns},               {"stuck", &kStuckColumns},
         {"flags", &kFlagColumns},      {"syncmon_trace", &kSyncmonTraceColumns}, {"ops", &kOpColumns},
-        {"traffic", &kTrafficColumns}, {"traffic_summary", &kTrafficSummaryColumns},
+        {"traffic", &kTrafficColumns}, {"traffic_summary", &kTrafficSummaryColumns}, {"nvls", &kNvlsColumns},
     };
     return tables;
 }

@@ -19,7 +19,9 @@
 namespace eidola {
 
 std::uint32_t PacketFabric::route(std::uint32_t node, const Packet& p, bool commit) {
-    if (node == p.dst_gpu) return m_node_first_output[node] + p.cls;  // eject to this GPU
+    if (node == p.dst_gpu) return m_node_first_output[node] + p.cls;  // eject to this GPU (or the NVLS unit)
+    // To the switch's NVLS unit (topology switch): a GPU's router has one link, to the switch.
+    if (p.dst_gpu >= m_topology->gpus()) return m_link_output[m_topology->out_links(node)[0]];
     std::uint32_t n;
     const std::uint32_t* candidates = m_topology->next(node, p.dst_gpu, n);
     if (n == 0) {
@@ -45,7 +47,8 @@ void PacketFabric::arrive(std::uint32_t id, std::uint32_t input, std::uint32_t v
     if (q.size == 1) q.head_since = now_ps();
     // A GPU takes a packet whole: without an ejection channel to stream it, it waits for its tail
     // (a train, for its first packet: the rest follow at its spacing).
-    if (!m_eject_link && m_outputs[p.out].link < 0)
+    // The switch's NVLS unit, too, takes a packet whole (it replicates or answers it as a unit).
+    if (m_outputs[p.out].link < 0 && (!m_eject_link || m_outputs[p.out].node >= ports()))
         p.ready_ps = std::max(p.ready_ps, p.train > 1 ? p.first_in_ps : p.tail_ps);
     if (q.size == 1) m_actions.push(p.ready_ps, {ActionKind::HeadReady, input, vc});
 }
@@ -269,6 +272,14 @@ void PacketFabric::arbitrate_ejection(std::uint32_t output) {
     Output& o = m_outputs[output];
     if (o.busy || o.requests.empty()) return;
     const std::uint64_t now = now_ps();
+    if (o.node >= ports()) {  // the switch's NVLS unit takes every packet in at once (its own queues)
+        while (!o.requests.empty()) {
+            const auto [input, vc] = o.requests.front();
+            o.requests.pop_front();
+            deliver(output, pop_head(input, vc, now));
+        }
+        return;
+    }
     if (!m_eject_link) {
         const auto [input, vc] = o.requests.front();
         o.requests.pop_front();

@@ -138,6 +138,17 @@ void Simulation::set_flags(const std::vector<std::string>& names) {
     m_impl->layout.flag_names = names;
 }
 
+void Simulation::set_multicast_groups(const std::vector<std::uint32_t>& members,
+                                      const std::vector<std::uint32_t>& first) {
+    auto& groups = m_impl->layout.multicast_groups;
+    groups.clear();
+    for (std::size_t g = 0; g + 1 < first.size(); ++g) {
+        if (first[g] > first[g + 1] || first[g + 1] > members.size())
+            throw std::invalid_argument("set_multicast_groups: group " + std::to_string(g) + " lies outside the members");
+        groups.emplace_back(members.begin() + first[g], members.begin() + first[g + 1]);
+    }
+}
+
 void Simulation::load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs,
                                std::uint64_t n_programs) {
     const Op* o = reinterpret_cast<const Op*>(ops);
@@ -316,6 +327,13 @@ Table Simulation::table(const std::string& which) const {
             for (const PairStats& p : f->pair_stats())
                 row({double(p.src), double(p.dst), double(p.bytes), double(p.packets),
                      p.packets ? p.latency_sum_ps / double(p.packets) : 0.0, p.latency_max_ps});
+    } else if (which == "nvls") {
+        for (const Fabric* f : s.fabrics) {
+            const NvlsCounters c = f->nvls_counters();
+            if (c.enabled)
+                row({double(c.stores), double(c.load_reduces), double(c.copies), double(c.copy_bytes),
+                     double(c.member_reads), double(c.reduced_bytes), double(c.reduce_busy_ps)});
+        }
     } else if (which == "stuck") {
         for (const StuckWait& w : s.monitor.stuck())
             row({double(w.gpu), double(w.wg), double(w.op), double(w.flag), double(w.cond), double(w.mode),

@@ -106,6 +106,23 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
             if (m_initiator->unacked(w) == 0) advance(w);
             else g.state = WgState::Fencing;
             return;
+        case OpKind::Multicast:
+        case OpKind::ReduceLoad:
+            // A multimem access always goes to the switch, the issuer's own copy included.
+            if (op.time2_ps > 0 && !g.held) {  // the wake-up delay knob, as for the transfers below
+                g.held = true;
+                g.state = WgState::Computing;
+                m_core.actions.push(now + std::uint64_t(op.time2_ps), {GpuActionKind::HoldDone, w});
+                return;
+            }
+            if (op.compare < 0 || std::uint64_t(op.compare) >= m_core.multicast_groups.size()) {
+                m_core.fail(m_core.name() + ": a multimem op names multicast group " + std::to_string(op.compare) +
+                            ", which the profile does not declare");
+                return;
+            }
+            g.state = WgState::Transferring;
+            m_initiator->start(w, op);
+            return;
         case OpKind::Write:
         case OpKind::Read:
         case OpKind::Put:

@@ -102,6 +102,8 @@ def elaborate(platform: Platform) -> Plan:
     for c in platform.components.values():
         if c.spec.name == "PacketFabric":
             _check_packet_fabric(platform, c, values[c.name], len(gpus), payload)
+        if c.spec.name in ("PacketFabric", "FlowFabric"):
+            _check_nvls(platform, c, values[c.name])
     _check_memory(platform, values, len(gpus))
     if not any(s.replays_profile for s in slots):
         raise ConfigError(f"platform {platform.name!r} has no eidolon GPU to run the profile")
@@ -154,6 +156,19 @@ def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gp
                 f"{flit} B, but one packet (gpus.max_payload {payload} B + link.header {max(headers)} B) needs "
                 f"{needed}; {v.get('switch.flow_control')} flow control moves whole packets (use a buffer of at "
                 f"least {needed * flit}B, or switch.flow_control: wormhole)")
+
+
+def _check_nvls(platform: Platform, c: Component, v: dict[str, Any]) -> None:
+    """fabric.switch.nvls (NVLink SHARP) is modelled in the packet fabric's single crossbar only."""
+    if not float(v.get("switch.nvls.reduce_bandwidth") or 0) > 0:
+        return
+    key = f"{_loc(platform)}{_key(platform, c, 'switch.nvls.reduce_bandwidth')}"
+    if c.spec.name == "FlowFabric":
+        raise ConfigError(f"{key}: the flow fabric does not model NVLS (fabric.switch.nvls) yet; use "
+                          "fabric.model: packet with topology: switch")
+    if v.get("topology") != "switch":
+        raise ConfigError(f"{key}: fabric.switch.nvls needs topology: switch (one crossbar every GPU reaches in "
+                          f"one link); this fabric's topology is {v.get('topology')}")
 
 
 def _check_memory(platform: Platform, values: dict[str, dict[str, Any]], gpus: int) -> None:

@@ -16,7 +16,7 @@ from ..errors import ConfigError, ProfileError
 from ..platform import catalog
 from ..platform.elaborate import Plan
 from ..workload import variability
-from ..workload.ops import Op
+from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from ..workload.table import OpTable
 from .encode_traffic import EncodedTraffic, encode_traffic
@@ -50,6 +50,7 @@ class EncodedProfile:
     buffer_offsets: dict[str, Any]       #: buffer name -> byte offset in every window
     window_bytes: int          #: bytes of each window the profile uses
     traffic: EncodedTraffic | None = None  #: the synthetic traffic section, if any
+    multicast_groups: tuple[tuple[int, ...], ...] = ()  #: member GPUs of each multicast group, by index
 
 
 def _ps(ns: float) -> int:
@@ -80,7 +81,9 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
         if not replays[g]:
             raise ConfigError(f"profile {profile.name!r} has a program for gpu {g} wg {w}, but GPU {g} is a plugin "
                               "model, which runs its own behaviour")
+    _check_nvls(profile, plan)
     flag_index = {name: i for i, name in enumerate(profile.flags)}
+    group_index = {name: i for i, (name, _) in enumerate(profile.multicast_groups)}
     offset = -(-8 * len(profile.flags) // BUFFER_ALIGN) * BUFFER_ALIGN
     buffers = {}
     for name, nbytes in profile.buffers:
@@ -94,8 +97,8 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     # One record per template, gathered by each row's ref; a transfer's row then supplies its peer,
     # its offset within the buffer and its size (the columnar profile: see workload/table.py).
     # A template is encoded as its op with peer, in-buffer offset and nbytes 0: a row supplies those.
-    records = np.array([_encode_op(OpTable.op_of(t, 0, 0, 0), flag_index, buffers, codes) for t in table.templates],
-                       dtype=OP_DTYPE)
+    records = np.array([_encode_op(OpTable.op_of(t, 0, 0, 0), flag_index, buffers, codes, group_index)
+                        for t in table.templates], dtype=OP_DTYPE)
     rows = table.rows
     ops_arr = records[rows[:, 0]]
     transfer = table.kind_mask("write", "read", "put")
@@ -110,7 +113,24 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
         progs["first"], progs["count"] = table.starts[:-1], np.diff(table.starts)
     _apply_variability(profile, ops_arr, progs, seed, min(clocks))
     traffic = encode_traffic(profile.traffic, plan, offset) if profile.traffic is not None else None
-    return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset, traffic)
+    return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset, traffic,
+                          tuple(members for _, members in profile.multicast_groups))
+
+
+def _check_nvls(profile: Profile, plan: Plan) -> None:
+    """Refuses multicast / reduce_load ops unless every fabric is a packet fabric with fabric.switch.nvls."""
+    used = next((t for t in profile.table.templates if isinstance(t, Op) and t.kind in MULTIMEM_KINDS), None)
+    if used is None:
+        return
+    for c in plan.components:
+        if c.role != "fabric":
+            continue
+        if c.spec.name != "PacketFabric" or not float(c.value("switch.nvls.reduce_bandwidth") or 0) > 0:
+            what = "a packet fabric without fabric.switch.nvls" if c.spec.name == "PacketFabric" else \
+                f"the {c.spec.name} fabric, which has no NVLS switch"
+            raise ConfigError(f"profile {profile.name!r}: op {used.kind} (group {used['group']!r}) needs an NVLS "
+                              f"switch (fabric.model: packet, topology: switch, fabric.switch.nvls: "
+                              f"{{reduce_bandwidth: ..., latency: ...}}); platform {plan.name!r} has {what}")
 
 
 def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]], progs: np.ndarray[Any, np.dtype[Any]],
@@ -137,13 +157,14 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
             view["time_ps"][c] = scaled.astype(np.int64)
         hold = holds.get(key)
         if hold:
-            comm = np.flatnonzero(np.isin(view["kind"], (kinds["write"], kinds["read"], kinds["put"], kinds["signal"])))
+            comm = np.flatnonzero(np.isin(view["kind"], [kinds[k] for k in ("write", "read", "put", "signal",
+                                                                             *MULTIMEM_KINDS)]))
             if comm.size:
                 view["time2_ps"][comm[0]] = _ps(hold)
 
 
 def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
-               codes: dict[str, dict[str, int]]) -> tuple[int, ...]:
+               codes: dict[str, dict[str, int]], group_index: dict[str, int]) -> tuple[int, ...]:
     """One op as an OP_DTYPE record: (kind, sub, mode, option, peer, offset, nbytes, value, compare, time_ps,
     time2_ps); field use per kind is documented at eidola::Op."""
     k = op.kind
@@ -160,6 +181,9 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
     if k == "put":  # compare holds the landing flag's window offset (see eidola::Op)
         return (kind, codes["atomic"][op["op"]], 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"],
                 op["value"], 8 * flag_index[op["flag"]], 0, 0)
+    if k in MULTIMEM_KINDS:  # compare holds the multicast group's index; no peer (see eidola::Op)
+        return (kind, 0, 0, 0, -1, buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, group_index[op["group"]],
+                0, 0)
     if k == "fence":
         return (kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if k == "signal":

@@ -73,6 +73,9 @@ class Result:
     #: latency_p99_ns, latency_max_ns, measured_packets, sources, window_ns; round_trip_mean_ns when reply=True
     traffic: dict[str, float] | None = None
     traffic_gpus: np.ndarray | None = None  #: with synthetic traffic: a row per generating GPU (see run.tables)
+    #: with an NVLS switch (fabric.switch.nvls): a row per such fabric, what its multimem unit did: stores,
+    #: load_reduces, copies, copy_bytes, member_reads, reduced_bytes, reduce_busy_ns
+    nvls: np.ndarray | None = None
 
     @classmethod
     def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw: Any) -> Result:
@@ -94,6 +97,8 @@ class Result:
                  for g, f, v in zip(flag_table.get("gpu", []), flag_table.get("flag", []), flag_table.get("value", []))}
         syncmon_trace = structured("syncmon_trace", tables["syncmon_trace"]) if "syncmon_trace" in tables else None
         profile = kw.get("profile")
+        if "nvls" in tables:
+            kw["nvls"] = structured("nvls", tables["nvls"])
         if "traffic" in tables and profile is not None and profile.traffic is not None:
             kw["traffic"], kw["traffic_gpus"] = traffic_figures(tables, profile.traffic.reply)
         return cls(name, kernel, gpus, structured("workgroups", tables["workgroups"]), links,
@@ -131,6 +136,8 @@ class Result:
                     out["detail"][i] = f"{op['flag']} {op['cond']} {op['value']} ({op['mode']})"
                 elif op.kind in ("write", "read"):
                     out["detail"][i] = f"{op['nbytes']} B to gpu {op['dst']}"
+                elif op.kind in ("multicast", "reduce_load"):
+                    out["detail"][i] = f"{op['nbytes']} B, group {op['group']}"
                 elif op.kind == "put":
                     out["detail"][i] = f"{op['nbytes']} B to gpu {op['dst']}, {op['op']} {op['value']}"
                 elif op.kind == "signal":
@@ -222,6 +229,8 @@ class Result:
             tables.append((self.pairs, "pairs"))
         if self.link_bins is not None and len(self.link_bins):
             tables.append((self.link_bins, "link_bins"))
+        if self.nvls is not None and len(self.nvls):
+            tables.append((self.nvls, "nvls"))
         for table, name in tables:
             with open(out / f"{name}.csv", "w", newline="") as f:
                 w = csv.writer(f)

@@ -74,6 +74,7 @@ def _warm(ns: Any) -> None:
     except Exception:  # the expected "no socket named ''"
         pass
     sim.set_flags(["f"])
+    sim.set_multicast_groups([0, 1], [0, 2])
     sim.set_tracing(False)
     sim.set_time_limit(0)
     sim.report_time_on_signal(0, 0)
@@ -166,6 +167,12 @@ def _set_traffic(ns: Any, sim: Any, t: EncodedTraffic) -> None:
                     t.spec.gpus)
 
 
+def _has_nvls(plan: Any) -> bool:
+    """Whether a fabric of `plan` has an NVLS switch (its "nvls" result table then has a row)."""
+    return any(c.role == "fabric" and c.spec.name == "PacketFabric" and float(c.value("switch.nvls.reduce_bandwidth")) > 0
+               for c in plan.components)
+
+
 def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
     """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables.
 
@@ -212,6 +219,10 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
             raise ConfigError(f"binding {i_name} -> {t_name}: {_condensed(e)}") from None
     encoded = run.encoded
     sim.set_flags(list(encoded.flags))
+    if encoded.multicast_groups:
+        members = [g for group in encoded.multicast_groups for g in group]
+        first = np.cumsum([0, *map(len, encoded.multicast_groups)]).tolist()
+        sim.set_multicast_groups(members, first)
     sim.set_tracing(run.trace)
     sim.report_time_on_signal(time_word, int(signal.SIGUSR1))
     sim.set_time_limit(round(run.sim_time_s * 1e12) if run.sim_time_s else 0)
@@ -223,7 +234,8 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
     ran = time.perf_counter()
     tables = {w: _table(sim, w) for w in ("gpus", "workgroups", "links", "link_bins", "pairs", "flags", "stuck")
               + (("ops", "syncmon_trace") if run.trace else ())
-              + (("traffic", "traffic_summary") if encoded.traffic is not None else ())}
+              + (("traffic", "traffic_summary") if encoded.traffic is not None else ())
+              + (("nvls",) if _has_nvls(plan) else ())}
     return {
         "timings": {"elaborate_s": built - clock, "simulate_s": ran - built, "tables_s": time.perf_counter() - ran},
         "status": int(status),

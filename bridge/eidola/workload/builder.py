@@ -318,6 +318,15 @@ class ProfileBuilder:
             raise ProfileError(f"profile {self.name!r}: {e}") from None
         return self
 
+    def multicast_group(self, name: str, gpus: Any) -> Self:
+        """Declare NVLS multicast group `name` of the member GPUs `gpus` (two or more, distinct, within the
+        profile's GPUs): the group multicast and reduce_load ops name, a multicast object of NVLink SHARP."""
+        try:
+            self._scope.declare_group(name, gpus)
+        except Invalid as e:
+            raise ProfileError(f"profile {self.name!r}: {e}") from None
+        return self
+
     def program(self, gpu: int, wg: int) -> ProgramBuilder:
         """The program of workgroup `wg` on GPU `gpu`, started if it was not.
 
@@ -386,4 +395,5 @@ class ProfileBuilder:
         table = OpTable.make(keys, starts, rows, tuple(self._store.templates))
         variability = Variability(self._dists.get("skew"), self._dists.get("jitter"), tuple(self._delays))
         return Profile(self.name, self.gpus, self.workgroups, tuple(self._scope.flags),
-                       tuple(self._scope.buffers.items()), table, variability)
+                       tuple(self._scope.buffers.items()), table, variability,
+                       multicast_groups=tuple(self._scope.groups.items()))

@@ -101,6 +101,7 @@ class Scope:
         self.gpus = gpus
         self.flags: dict[str, int] = {}
         self.buffers: dict[str, int] = {}
+        self.groups: dict[str, tuple[int, ...]] = {}  # multicast groups: name -> member GPUs
         self.interned: dict[Op, Op] = {}
         self.pairs: dict[tuple[str, Any], tuple[str, Any]] = {}  # (name, value) -> the one shared tuple
         self.memo: dict[int, Op] = {}  # the loader's: id(raw op) -> Op (the builder keeps its own in _Store)
@@ -116,6 +117,29 @@ class Scope:
         if name in self.flags or name in self.buffers:
             raise Invalid(f"buffer {name!r} is already declared as a {'flag' if name in self.flags else 'buffer'}")
         self.buffers[name] = check_int(f"buffer {name!r} nbytes", nbytes, lo=1)
+
+    def declare_group(self, name: Any, gpus: Any) -> None:
+        """Declares multicast group `name` of member GPUs `gpus` (at least two, distinct, each < the GPU count)."""
+        check_name("multicast group", name)
+        if name in self.groups:
+            raise Invalid(f"multicast group {name!r} is already declared")
+        if isinstance(gpus, (str, bytes)) or not hasattr(gpus, "__iter__"):
+            raise Invalid(f"multicast group {name!r}: gpus must be a list of GPU indices, got {gpus!r}")
+        members = tuple(check_int(f"multicast group {name!r} gpu", g, lo=0) for g in gpus)
+        if len(members) < 2:
+            raise Invalid(f"multicast group {name!r}: needs at least two GPUs, got {list(members)}")
+        for g in members:
+            if g >= self.gpus:
+                raise Invalid(f"multicast group {name!r}: gpu {g} is out of range (expected 0 <= gpu < {self.gpus})")
+        if len(set(members)) != len(members):
+            twice = next(g for g in members if members.count(g) > 1)
+            raise Invalid(f"multicast group {name!r}: gpu {twice} is listed twice (members must be distinct)")
+        self.groups[name] = members
+
+    def group(self, v: Any) -> str:
+        if type(v) is not str or v not in self.groups:
+            raise Invalid(f"multicast group {v!r} is not declared (declared: {', '.join(self.groups) or 'none'})")
+        return v
 
     def dst(self, v: object) -> int:
         v = check_int("dst", v, lo=I64_MIN)

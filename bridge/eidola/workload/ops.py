@@ -16,7 +16,7 @@ from ..platform import catalog
 from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_ns
 
 __all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "PUT_OPS", "WAKES",
-           "RELEASE_SCOPES", "LINE_FORMATS", "explicit_args", "op_method"]
+           "RELEASE_SCOPES", "LINE_FORMATS", "MULTIMEM_KINDS", "explicit_args", "op_method"]
 
 # The value sets shared with C++ are declared there (program.h) and read through the catalog.
 CONDS = catalog.enum("cond")            #: wait conditions, in the order of the C++ enum Cond
@@ -27,6 +27,7 @@ PUT_OPS = ("add", "set")                #: atomics a put's landing flag may appl
 #: generator sizes a put's nbytes as whole lines: wire = ceil(data / payload) x line (LL: 50% payload,
 #: LL128: 120/128 = 93.75%, RCCL's LL128: 56/64 = 87.5%).
 LINE_FORMATS = {"LL": (16, 8), "LL128": (128, 120), "LL128_rccl": (64, 56)}
+MULTIMEM_KINDS = ("multicast", "reduce_load")  #: op kinds served by an NVLS switch (multimem accesses)
 WAKES = ("all", "one")                                #: SyncMon wakes every waiter, or one
 RELEASE_SCOPES = catalog.enum("release_scope")  #: which earlier writes a signal waits for (C++ ReleaseScope)
 REQUIRED: Any = object()  #: marks an argument without a default
@@ -118,6 +119,25 @@ def _put(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any, flag: Any, v
     return _transfer("put", s, dst, buffer, offset, nbytes, (("flag", flag), ("value", value), ("op", op)))
 
 
+def _multimem(kind: str, s: Scope, group: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
+    group = s.group(group)
+    size = s.buffer(buffer)
+    offset = check_int("offset", offset)
+    nbytes = check_int("nbytes", nbytes, lo=1)
+    if offset + nbytes > size:
+        raise Invalid(f"offset {offset} + nbytes {nbytes} = {offset + nbytes} exceeds buffer {buffer!r} size {size}")
+    return s.intern(Op(kind, tuple(s.pair(n, v) for n, v in
+                                   (("group", group), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))))
+
+
+def _multicast(s: Scope, group: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
+    return _multimem("multicast", s, group, buffer, offset, nbytes)
+
+
+def _reduce_load(s: Scope, group: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
+    return _multimem("reduce_load", s, group, buffer, offset, nbytes)
+
+
 def _fence(s: Scope) -> Op:
     return s.intern(Op("fence", ()))
 
@@ -198,6 +218,19 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
            "for no earlier acknowledgement (a later fence or signal waits for its own). `nbytes` counts wire bytes: "
            "LL lines are 16 B carrying 8 B of data (50%), LL128 128 B carrying 120 B (93.75%; RCCL 64 B carrying "
            "56 B, 87.5%)."),
+    OpKind("multicast", (("group", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)),
+           _multicast,
+           "NVLink SHARP multimem.st: write `nbytes` at `offset` into `buffer` of every member of multicast group "
+           "`group` (the issuer's own copy too when it is a member: multimem.st writes every member): one store "
+           "to the switch, which sends a copy to each member. Posted, as a write; each packet is "
+           "acknowledged once every member has its copy, so a later fence or (workgroup-scope) signal covers all "
+           "the copies. Needs a fabric with fabric.switch.nvls."),
+    OpKind("reduce_load", (("group", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED)),
+           _reduce_load,
+           "NVLink SHARP multimem.ld_reduce: read the sum over every member of multicast group `group` of their "
+           "`nbytes` at `offset` in `buffer`: the switch reads each member's copy, sums them and answers with one "
+           "response of `nbytes`. Blocks as a read does: its packets are pipelined up to gpus.max_outstanding and "
+           "the workgroup goes on when the last answer is in. Needs a fabric with fabric.switch.nvls."),
     OpKind("fence", (), _fence,
            "Wait until every earlier write and signal of this workgroup is acknowledged."),
     OpKind("wait", (("flag", REQUIRED), ("cond", REQUIRED), ("value", REQUIRED), ("mode", "poll"), ("interval_ns", 100),

@@ -30,8 +30,8 @@ __all__ = ["Profile", "FORMAT_VERSION"]
 #: The eidola_profile version this writer speaks. Version 2 made writes posted and signals releases;
 #: version 1 files are read with their writes blocking, as they were then (see `_upgrade_v1`).
 FORMAT_VERSION = 2
-_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "variability", "traffic",
-             "programs")
+_TOP_KEYS = ("eidola_profile", "name", "gpus", "workgroups", "flags", "buffers", "multicast_groups", "variability",
+             "traffic", "programs")
 _PROGRAM_KEYS = ("gpu", "wg", "ops")
 
 
@@ -47,6 +47,8 @@ class Profile:
     table: OpTable            #: the programs, columnar (see `table`); `programs` gives them as Ops
     variability: Variability = NO_VARIABILITY  # see eidola.variability; falsy when the profile has none
     traffic: TrafficSpec | None = None  # synthetic traffic run beside the programs (see eidola.workload.traffic)
+    #: NVLS multicast groups, (name, member GPUs) in declaration order (multicast and reduce_load name one)
+    multicast_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @cached_property
     def _index(self) -> dict[tuple[int, int], int]:
@@ -88,6 +90,8 @@ class Profile:
             "eidola_profile": FORMAT_VERSION, "name": self.name, "gpus": self.gpus,
             "workgroups": self.workgroups, "flags": list(self.flags), "buffers": dict(self.buffers),
         }
+        if self.multicast_groups:
+            d["multicast_groups"] = {name: list(members) for name, members in self.multicast_groups}
         if self.variability:
             d["variability"] = self.variability.to_dict()
         if self.traffic is not None:
@@ -147,6 +151,11 @@ def _from_dict(d: Any, source: str) -> Profile:
             scope.declare_flag(f)
         for b, nbytes in buffers.items():
             scope.declare_buffer(b, nbytes)
+        groups = d.get("multicast_groups") or {}
+        if not isinstance(groups, dict):
+            raise Invalid(f"multicast_groups must be a mapping of name to a list of GPUs, got {type(groups).__name__}")
+        for g, members in groups.items():
+            scope.declare_group(g, members)
     except Invalid as e:
         raise ProfileError(_where(source, str(e))) from None
     variability = parse_variability(d.get("variability"), gpus, workgroups, _where(source, "variability"))
@@ -159,7 +168,7 @@ def _from_dict(d: Any, source: str) -> Profile:
         if traffic.gpus > gpus:
             raise ProfileError(_where(source, f"traffic: gpus = {traffic.gpus} but the profile has {gpus}"))
     return Profile(name, gpus, workgroups, tuple(scope.flags), tuple(scope.buffers.items()), OpTable.from_ops(programs),
-                   variability, traffic)
+                   variability, traffic, tuple(scope.groups.items()))
 
 
 def _upgrade_v1(programs: object) -> None:

@@ -170,6 +170,9 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
     write(f"eidola_profile: {FORMAT_VERSION}\nname: {_scalar(p.name)}\ngpus: {p.gpus}\nworkgroups: {p.workgroups}\n")
     write(f"flags: [{', '.join(map(_scalar, p.flags))}]\n")
     write("buffers: {" + ", ".join(f"{_scalar(n)}: {size}" for n, size in p.buffers) + "}\n")
+    if p.multicast_groups:
+        write("multicast_groups: {" + ", ".join(f"{_scalar(n)}: [{', '.join(map(str, members))}]"
+                                               for n, members in p.multicast_groups) + "}\n")
     if p.variability:
         # Before programs: the fast reader hands everything above "programs:" to the YAML loader.
         write(_render_variability(p.variability.to_dict()))

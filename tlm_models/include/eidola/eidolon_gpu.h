@@ -112,8 +112,11 @@ public:
     std::uint32_t index() const { return m_core.index; }
     /// Sets the platform's address map (before simulation).
     void set_address_map(const AddressMap& map) { m_core.map = map; }
-    /// Sets the window layout: flag words at offset 0.
-    void set_layout(const WindowLayout& layout) { m_core.memory.set_flag_count(layout.flag_count); }
+    /// Sets the window layout: flag words at offset 0, and the multicast groups multimem ops name.
+    void set_layout(const WindowLayout& layout) {
+        m_core.memory.set_flag_count(layout.flag_count);
+        m_core.multicast_groups = layout.multicast_groups;
+    }
     /// Loads one workgroup's program; `ops` must outlive the simulation.
     void load_program(std::uint32_t wg, const Op* ops, std::uint64_t count) { m_engine.load_program(wg, ops, count); }
     /// Reports workgroup progress to `monitor` for deadlock detection.

@@ -73,6 +73,21 @@ inline std::vector<PairStats> sorted_pairs(const std::unordered_map<std::uint64_
 inline const std::vector<std::string> kPairColumns = {"src", "dst", "bytes", "packets", "latency_mean_ps",
                                                       "latency_max_ps"};
 
+/// What a switch's NVLink SHARP unit did (multimem_extension.h).
+struct NvlsCounters {
+    bool enabled = false;              ///< the fabric has an NVLS switch (fabric.switch.nvls)
+    std::uint64_t stores = 0;          ///< multimem stores served (transactions, one per packet the GPUs sent)
+    std::uint64_t load_reduces = 0;    ///< multimem load-reduces served (transactions)
+    std::uint64_t copies = 0;          ///< writes the switch sent to members for the stores
+    std::uint64_t copy_bytes = 0;      ///< their data bytes
+    std::uint64_t member_reads = 0;    ///< reads the switch sent to members for the load-reduces
+    std::uint64_t reduced_bytes = 0;   ///< member data summed: k x n for a load-reduce of n bytes on k members
+    std::uint64_t reduce_busy_ps = 0;  ///< time the reduction engine was busy
+};
+/// Columns of the "nvls" result table, a row per fabric with NVLS, filled from NvlsCounters.
+inline const std::vector<std::string> kNvlsColumns = {"stores", "load_reduces", "copies", "copy_bytes",
+                                                      "member_reads", "reduced_bytes", "reduce_busy_ps"};
+
 /// A fabric model of this project.
 class Fabric {
 public:
@@ -87,6 +102,8 @@ public:
     virtual std::vector<PairStats> pair_stats() const { return {}; }
     /// Width of the over-time bins in LinkStats::busy_bins and byte_bins (0: none).
     virtual std::uint64_t bin_ps() const { return 0; }
+    /// What its NVLS switch did (NvlsCounters::enabled false: it has none).
+    virtual NvlsCounters nvls_counters() const { return {}; }
 };
 
 }  // namespace eidola

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <systemc>
 
@@ -50,6 +51,8 @@ struct GpuCore {
     EventHeap<GpuAction> actions;         ///< every part's pending actions, in time order
     ProgressMonitor* monitor = nullptr;   ///< deadlock detection across GPUs (none when used alone)
     std::uint64_t watchdog_ps = 0;        ///< how long silence may last before a stall or quiet-wait check
+    /// The profile's multicast groups, each its member GPUs (what a multimem op's MultimemExtension points to).
+    std::vector<std::vector<std::uint32_t>> multicast_groups;
     const sc_core::sc_object& owner;      ///< the EidolonGpu, for names in reports
     const ErrorReporter& reporter;        ///< where the parts report failures
 

@@ -22,6 +22,8 @@
 
 namespace eidola {
 
+class PacketPool;
+
 /// The packet fabric's parameters. Those of one topology are grouped in its own section; every
 /// section registers into the same list, under the dotted names the YAML uses.
 struct PacketFabricParams : ParamGroup {
@@ -101,6 +103,18 @@ struct PacketFabricParams : ParamGroup {
         ChoiceParam ejection{group, "switch.ejection", {"unlimited", "link"},
                              "unlimited: every input delivers into its GPU at once; link: one flit per cycle at "
                              "link.bandwidth, packets delivered one after another"};
+        /// NVLink SHARP: the switch's reduction engine.
+        BandwidthParam nvls_reduce_bandwidth{
+            group, "switch.nvls.reduce_bandwidth", 0,
+            "NVLink SHARP (topology switch only): bytes of member data the switch's one reduction engine sums per "
+            "second (a reduce_load of n bytes on k members is k x n bytes of work); 0: the switch has no NVLS and "
+            "refuses multicast and reduce_load",
+            0, 1e18};
+        /// NVLink SHARP: the switch's multimem latency.
+        TimeParam nvls_latency{group, "switch.nvls.latency", 0,
+                               "NVLink SHARP: latency of the switch's multimem unit, charged once per access: before "
+                               "a multicast's copies leave, and after a reduce_load's sum is done",
+                               0, 1.0};
     } router{*this};
 
     /// Equal-cost spreading.
@@ -168,6 +182,8 @@ public:
     std::uint64_t events() const override { return m_actions.processed(); }
     std::uint64_t bin_ps() const override { return m_bin_ps; }
     const Topology& topology() const { return *m_topology; }
+    /// What the switch's NVLS unit did (all zero without fabric.switch.nvls).
+    NvlsCounters nvls_counters() const override { return m_nvls_counters; }
 
     /// How a packet crosses a router (fabric.switch.flow_control).
     enum class FlowControl : std::uint8_t { CutThrough, Wormhole, StoreAndForward };
@@ -183,7 +199,8 @@ private:
     struct LinkCounters;
     struct Hop;
 
-    enum class ActionKind : std::uint8_t { Arrive, HeadReady, Arbitrate, EjectFree, Deliver, Watchdog };
+    enum class ActionKind : std::uint8_t { Arrive, HeadReady, Arbitrate, EjectFree, Deliver, Watchdog, NvlsIssue,
+                                           NvlsRespond };
     struct Action {
         ActionKind kind;
         std::uint32_t a;   // packet, input or output index
@@ -200,6 +217,9 @@ private:
 
     void on_event();
     bool inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls);
+    void enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, std::uint8_t cls, std::uint32_t src,
+                 std::uint32_t dst, std::uint32_t payload, bool ack, std::uint32_t packets, std::uint32_t out,
+                 std::uint32_t queue);
     void retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls);
     void deliver(std::uint32_t output, std::uint32_t packet);
     void watchdog();
@@ -223,6 +243,17 @@ private:
                              std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
                              std::uint64_t& credits_at, bool& in_flight);
     void end_credit_stall(Output& o, std::uint32_t link);
+
+    // NVLink SHARP at the switch (nvls_switch.cpp)
+    struct NvlsOp;
+    static constexpr std::uint32_t kNvlsMaxBytes = 1u << 20;  // the longest multimem transaction the unit takes
+    bool is_multimem(const tlm::tlm_generic_payload& t) const;
+    bool nvls_accepts(std::uint32_t gpu, tlm::tlm_generic_payload& t);
+    void nvls_arrived(std::uint32_t packet);
+    void nvls_issue(std::uint32_t op);
+    void nvls_respond(std::uint32_t op);
+    void inject_at_switch(tlm::tlm_generic_payload* trans, std::uint8_t cls, std::uint32_t dst, std::uint32_t payload,
+                          bool ack);
 
     // flow control (flow_control.cpp)
     Hop hop(const Packet& p, std::uint64_t start, std::uint32_t wire, double bytes_per_s,
@@ -268,6 +299,16 @@ private:
     bool m_reported_buffer = false;  // the too-small-buffer error is reported once
     bool m_trains = false;           // a train (train_extension.h) has been injected
     std::vector<bool> m_forwards;    // per node: some route passes through it (see carries_train)
+
+    // NVLink SHARP (fabric.switch.nvls): off when m_reduce_bytes_per_s is 0.
+    double m_reduce_bytes_per_s = 0;       // the reduction engine's rate (bytes of member data per second)
+    std::uint64_t m_nvls_latency_ps = 0;   // the multimem unit's latency, once per access
+    std::uint32_t m_switch_node = 0;       // the crossbar's node (topology switch)
+    std::uint64_t m_reduce_free_ps = 0;    // when the reduction engine is free again
+    std::vector<NvlsOp> m_nvls_ops;        // multimem accesses the switch is serving
+    std::vector<std::uint32_t> m_free_nvls;
+    std::unique_ptr<PacketPool> m_nvls_pool;  // the payloads of the switch's own copies and reads
+    NvlsCounters m_nvls_counters;
 
     TimingWheel<Action> m_actions;  // a wheel, not EventHeap: its actions fall at too many offsets for lanes
 };

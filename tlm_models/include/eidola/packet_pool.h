@@ -14,6 +14,7 @@
 #include "eidola/atomic_extension.h"
 #include "eidola/flow_extension.h"
 #include "eidola/landing_flag_extension.h"
+#include "eidola/multimem_extension.h"
 #include "eidola/train_extension.h"
 
 namespace eidola {
@@ -33,11 +34,13 @@ public:
     std::uint32_t slots = 1;             ///< outstanding slots it takes (its packets; one for a flow)
     bool flow_attached = false;          ///< `flow` is set as its extension (flow mode)
     bool landing_attached = false;       ///< `landing` is set as its extension (a put)
+    bool multimem_attached = false;      ///< `multimem` is set as its extension (a multicast or reduce_load)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
     TrainExtension train;                ///< attached to trains
     FlowExtension flow;                  ///< attached to flows (flow mode)
     LandingFlagExtension landing;        ///< attached to every transaction of a put
+    MultimemExtension multimem;          ///< attached to every transaction of a multimem op
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.

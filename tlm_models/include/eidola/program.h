@@ -11,9 +11,12 @@
 namespace eidola {
 
 /// What an op does.
-enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5, Fence = 6, Put = 7 };
+enum class OpKind : std::uint8_t {
+    Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5, Fence = 6, Put = 7, Multicast = 8, ReduceLoad = 9
+};
 /// Names of the OpKind values, indexed by value (the profile's op names).
-inline constexpr const char* kOpKindNames[] = {"compute", "write", "read", "signal", "wait", "local", "fence", "put"};
+inline constexpr const char* kOpKindNames[] = {"compute", "write", "read",  "signal",    "wait",
+                                               "local",   "fence", "put",   "multicast", "reduce_load"};
 
 /// When a write completes for its workgroup (Op::mode of a Write).
 /// Posted: once its packets are issued (a GPU store); Blocking: once every packet is acknowledged.
@@ -63,6 +66,9 @@ std::vector<EnumNames> shared_enums();
 ///   `option` (1: overlap, the workgroup goes on while the release waits for its writes' acknowledgements).
 /// - Put: a posted write (`peer`, `offset`, `nbytes`) carrying its own flag: once its last byte has landed, the
 ///   peer's flag at window offset `compare` gets AtomicOp `sub` (Add or Set) with `value`; no release.
+/// - Multicast / ReduceLoad: a multimem store / load-reduce (multimem_extension.h) of `nbytes` at window offset
+///   `offset` to multicast group `compare` (an index into WindowLayout::multicast_groups); `peer` is unused (-1).
+///   A Multicast is posted (acknowledged once every member has its copy); a ReduceLoad blocks as a Read does.
 /// - Fence: no operands; it completes once every earlier write and signal of the workgroup is acknowledged.
 /// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `option` (SyncMon wake-all 1, wake-one 0),
 ///   `value`, `time_ps` (poll interval), `time2_ps` (spin-yield maximum interval).
@@ -76,7 +82,7 @@ struct Op {
     std::uint64_t offset;   ///< byte offset in the window, or read count of a Local op
     std::uint64_t nbytes;   ///< payload bytes
     std::int64_t value;     ///< operand, wait value, cycles, or write count of a Local op
-    std::int64_t compare;   ///< compare-swap's expected value; a Put's flag offset
+    std::int64_t compare;   ///< compare-swap's expected value; a Put's flag offset; a multimem op's group
     std::int64_t time_ps;   ///< compute time, or poll interval
     std::int64_t time2_ps;  ///< spin-yield maximum interval
 };
@@ -95,6 +101,8 @@ static_assert(sizeof(ProgramEntry) == 24, "ProgramEntry layout is mirrored by th
 struct WindowLayout {
     std::uint64_t flag_count = 0;            ///< number of 8-byte flag words at offset 0
     std::vector<std::string> flag_names;     ///< for reports; may be empty
+    /// The profile's multicast groups: each its member GPUs, distinct (Multicast/ReduceLoad ops name one by index).
+    std::vector<std::vector<std::uint32_t>> multicast_groups;
 };
 
 /// Text of a condition ("==", ">=", ...).

@@ -42,6 +42,9 @@ public:
     void bind(const std::string& initiator, const std::string& target);
     /// Names the flag words at the start of every window (their count fixes the flag region).
     void set_flags(const std::vector<std::string>& names);
+    /// Declares the profile's multicast groups: group g's members are members[first[g] .. first[g+1]) (GPU
+    /// indices; `first` has one more entry than there are groups). Multimem ops name a group by its index.
+    void set_multicast_groups(const std::vector<std::uint32_t>& members, const std::vector<std::uint32_t>& first);
     /// Copies the programs: `ops` points to n_ops Op records, `programs` to n_programs ProgramEntry records.
     void load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs, std::uint64_t n_programs);
 
