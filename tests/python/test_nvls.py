@@ -258,7 +258,7 @@ def test_ops_on_a_switch_without_nvls_exit_2_naming_the_op(cli, write_platform, 
 
 def test_ops_on_the_ideal_fabric_are_refused(write_platform):
     plat = eidola.load_platform(write_platform(gpus=4, workgroups=1))
-    with pytest.raises(ConfigError, match="needs an NVLS switch.*the IdealFabric fabric, which has no NVLS switch"):
+    with pytest.raises(ConfigError, match=r"needs an NVLS switch.*the IdealFabric fabric, which has no NVLS switch"):
         eidola.simulate(plat, _all_reduce(4, 4 * 1024))
 
 

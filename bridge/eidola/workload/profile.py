@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
-from .ops import OP_KINDS, Op, explicit_args
+from .ops import MULTIMEM_KINDS, OP_KINDS, Op, explicit_args
 from .table import OpTable
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
@@ -78,6 +78,10 @@ class Profile:
         t = self.table
         used = {g for g, _ in t.keys}
         used.update(np.unique(t.rows[t.kind_mask("write", "read", "put", "signal"), 1]).tolist())
+        groups = dict(self.multicast_groups)  # a multimem op addresses every member of its group
+        for template in t.templates:
+            if isinstance(template, Op) and template.kind in MULTIMEM_KINDS:
+                used.update(groups[template["group"]])
         return frozenset(used)
 
     def ops_count(self) -> int:
