@@ -66,8 +66,9 @@ def _check_outputs(o: PerfOptions) -> None:
         raise ConfigError(f"--plot {o.plot}: expected a file ending in {', '.join(_PLOT_SUFFIXES)}")
 
 
-def perf(o: PerfOptions, out: TextIO = sys.stdout) -> list[PerfRow]:
-    """Runs the command: prints the table (or the comparison) on `out`; returns the simulated rows."""
+def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
+    """Runs the command: prints the table (or the comparison) on `out` (default: stdout); returns the simulated rows."""
+    out = sys.stdout if out is None else out
     channels = _int(o.channels, "--channels", 0)
     check_choices(o.op, o.algo, o.proto, o.fabric, channels)
     _check_outputs(o)
