@@ -58,7 +58,7 @@ def test_sizes_parse_as_nccl_tests_does(text, size):
 
 @pytest.mark.parametrize("text", ["8X", "", "G", "-1", "8 GiB", "0"])
 def test_a_bad_size_names_the_option(text):
-    with pytest.raises(ConfigError, match="^-e "):
+    with pytest.raises(ConfigError, match=r"^-e "):
         nccl_tests.parse_size(text, "-e")
 
 
@@ -121,7 +121,7 @@ def test_in_place_only_and_per_iteration_layouts(tmp_path):
                     "        1024           256     float    none      -1    12.50    0.08    0.06    N/A\n")
     log = read_log(only, "in-place")
     assert log.nranks == 4 and [r.time_us for r in log.rows] == [12.5]
-    with pytest.raises(ConfigError, match="inplace.log: has no out-of-place column"):
+    with pytest.raises(ConfigError, match=r"inplace\.log: has no out-of-place column"):
         read_log(only, "out-of-place")
     # nccl-tests -I 1: four per-iteration columns after each #wrong
     per = tmp_path / "per.log"

@@ -28,30 +28,40 @@ __all__ = ["CSV_COLUMNS", "CAL_RANGE", "Compared", "head_lines", "row_line", "tr
 #: The --csv header.
 CSV_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels", "fabric")
 CAL_RANGE = (64 * 2**10, 2**30)  #: sizes over which the calibration README takes its geometric mean, both ends included
-_EXTRA = "  %6s  %6s  %8s  %6s"  # algo, proto, channels, fabric: after nccl-tests' columns
+
+
+def _extra(algo: object, proto: object, channels: object, fabric: object) -> str:
+    """algo, proto, channels and fabric, after nccl-tests' columns."""
+    return f"  {algo!s:>6}  {proto!s:>6}  {channels!s:>8}  {fabric!s:>6}"
+
+
+def _lead(size: object, count: object, type_: str, redop: str, root: object, mark: str = "  ") -> str:
+    """nccl-tests' first five columns (``%12li  %12li  %8s  %6s  %6s``; a head line starts ``# %10s``)."""
+    first = f"# {size!s:>10}" if mark == "# " else f"{size!s:>12}"
+    return f"{first}  {count!s:>12}  {type_:>8}  {redop:>6}  {root!s:>6}"
 
 
 def head_lines() -> list[str]:
     """The column heads, as nccl-tests prints them (one group), with the extra columns."""
     return [
-        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s" % ("size", "count", "type", "redop", "root", "time", "algbw",
-                                                       "busbw") + _EXTRA % ("algo", "proto", "channels", "fabric"),
-        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s" % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)"),
+        _lead("size", "count", "type", "redop", "root", "# ") + f"  {'time':>7}  {'algbw':>6}  {'busbw':>6}"
+        + _extra("algo", "proto", "channels", "fabric"),
+        _lead("(B)", "(elements)", "", "", "", "# ") + f"  {'(us)':>7}  {'(GB/s)':>6}  {'(GB/s)':>6}",
     ]
 
 
 def row_line(op: str, row: PerfRow) -> str:
     """One data line: nccl-tests' columns, then algo, proto, channels and fabric."""
     f = nccl_tests.float_str
-    return ("%12d  %12d  %8s  %6s  %6d" % (row.size, row.count, "float", nccl_tests.redop(op), nccl_tests.root(op))
+    return (_lead(row.size, row.count, "float", nccl_tests.redop(op), nccl_tests.root(op))
             + f"  {f(row.time_us, 7)}  {f(row.algbw, 6)}  {f(row.busbw, 6)}"
-            + _EXTRA % (row.plan.algo, row.plan.proto, row.plan.channels, row.fabric))
+            + _extra(row.plan.algo, row.plan.proto, row.plan.channels, row.fabric))
 
 
 def trailer(rows: Sequence[PerfRow]) -> list[str]:
     """``# Avg bus bandwidth    : X`` (``%g`` of the mean busbw) and the closing ``#``."""
     avg = sum(r.busbw for r in rows) / len(rows) if rows else 0.0
-    return ["# %-20s : %g" % ("Avg bus bandwidth", avg), "#"]
+    return [f"# {'Avg bus bandwidth':<20} : {avg:g}", "#"]
 
 
 def write_csv(path: str | Path, rows: Sequence[PerfRow]) -> None:
@@ -91,17 +101,17 @@ def geomean_abs(errors: Sequence[float]) -> float | None:
 
 def compare_head() -> list[str]:
     """The column heads of the comparison."""
-    return ["# %10s  %12s  %10s  %10s  %9s" % ("size", "count", "measured", "predicted", "error")
-            + _EXTRA % ("algo", "proto", "channels", "fabric"),
-            "# %10s  %12s  %10s  %10s  %9s" % ("(B)", "(elements)", "(us)", "(us)", "")]
+    return [f"# {'size':>10}  {'count':>12}  {'measured':>10}  {'predicted':>10}  {'error':>9}"
+            + _extra("algo", "proto", "channels", "fabric"),
+            f"# {'(B)':>10}  {'(elements)':>12}  {'(us)':>10}  {'(us)':>10}"]
 
 
 def compare_line(c: Compared) -> str:
     """One size: measured and predicted time, the signed error in per cent, and how it was run."""
     p = c.predicted
-    return ("%12d  %12d  %10s  %10s  %+8.2f%%" % (p.size, p.count, nccl_tests.float_str(c.measured_us, 10),
-                                                  nccl_tests.float_str(p.time_us, 10), 100 * c.error)
-            + _EXTRA % (p.plan.algo, p.plan.proto, p.plan.channels, p.fabric))
+    f = nccl_tests.float_str
+    return (f"{p.size:>12}  {p.count:>12}  {f(c.measured_us, 10)}  {f(p.time_us, 10)}  {100 * c.error:+8.2f}%"
+            + _extra(p.plan.algo, p.plan.proto, p.plan.channels, p.fabric))
 
 
 def compare_trailer(compared: Sequence[Compared]) -> list[str]:
