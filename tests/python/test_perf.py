@@ -225,6 +225,34 @@ def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root)
     assert f"nGpus {gpus} minBytes 16384 maxBytes 262144" in out
 
 
+@pytest.mark.parametrize("op,steps,factor", [("all_reduce", 6, 1.5), ("all_gather", 3, 0.75),
+                                              ("reduce_scatter", 3, 0.75), ("broadcast", 3, 1.0)])
+def test_ring_times_derived_on_the_ideal_fabric(tmp_path, capsys, op, steps, factor):
+    # The textbook ring on the ideal fabric, one channel (4 KiB is below the auto rule's 64 KiB per
+    # rank and channel), latency L = 500 ns each way, memory latency M = 300 ns, memory bandwidth
+    # too high to matter: every step costs D = 3L + 2M (the write's acknowledgement 2L + M, then the
+    # flag's L + M) and the last signal's acknowledgement adds L (test_collectives derives this):
+    # T = steps x D + L. Steps on 4 ranks: all_reduce 2(P-1) = 6; all_gather, reduce_scatter and
+    # the broadcast's chain from root 0 P-1 = 3.
+    L, M, P, size = 500, 300, 4, 4096
+    time_ns = steps * (3 * L + 2 * M) + L  # all_reduce 13 100 ns, the others 6 800 ns
+    plat = tmp_path / "ideal.yaml"
+    plat.write_text("eidola: 1\nname: ideal-4\ngpus: {count: 4, workgroups: 1, max_outstanding: 4096, "
+                    "memory: {latency: 300ns, bandwidth: 1000TB/s}}\nfabric: {model: ideal, latency: 500ns}\n")
+    table = tmp_path / "t.csv"
+    code, out, err = _main(capsys, "perf", plat, "--op", op, "-b", "4K", "-e", "4K", "--csv", table)
+    assert code == 0, err
+    with open(table) as fh:
+        (row,) = list(csv.DictReader(fh))
+    algbw = size / (time_ns * 1e-9) / 1e9  # all_reduce: 0.3127 GB/s; the others 0.6024 GB/s
+    assert float(row["time_us"]) == time_ns / 1000
+    assert float(row["algbw_GBps"]) == pytest.approx(algbw, rel=1e-12)
+    assert float(row["busbw_GBps"]) == pytest.approx(algbw * factor, rel=1e-12)
+    (printed,) = _data_rows(out)
+    assert printed[5:8] == [f"{time_ns / 1000:.2f}", f"{algbw:.2f}", f"{algbw * factor:.2f}"]
+    assert (row["algo"], row["channels"], row["fabric"], P) == ("ring", "1", "ideal", 4)
+
+
 # --- compare -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,times", [("nccl-tests-all_reduce-8gpu.log", NCCL_TIMES),
@@ -252,6 +280,23 @@ def test_compare_errors_and_geometric_means(repo, tmp_path, capsys, name, times,
     assert f"# geometric mean of |error|, all 5 sizes: {100 * every:.2f}%" in out
     assert f"# geometric mean of |error|, 64 KiB to 1 GiB (3 sizes): {100 * cal:.2f}%" in out
     assert f"{column} column" in out
+
+
+def test_our_own_table_reads_back_as_a_log(repo, tmp_path, capsys):
+    # eidola perf's output is in nccl-tests' format: read back, each size's "measured" time is the
+    # printed one (two decimals), so predicted and measured differ by at most its rounding, 0.005 us.
+    plat = repo / "platforms/mi300x-8gpu.yaml"
+    code, out, err = _main(capsys, "perf", plat, "--op", "alltoall", "-b", "1K", "-e", "1M", "-f", "32")
+    assert code == 0, err
+    own = tmp_path / "own.log"
+    own.write_text(out)
+    log = read_log(own)
+    assert log.nranks == 8 and log.column == "the only" and [r.size for r in log.rows] == [1024, 32768, 1048576]
+    code, out, err = _main(capsys, "perf", plat, "--op", "alltoall", "--compare", own)
+    assert code == 0, err
+    rows = _data_rows(out)
+    assert len(rows) == 3 and all(abs(float(r[3]) - float(r[2])) <= 0.005 for r in rows)
+    assert "64 KiB to 1 GiB (1 size):" in out
 
 
 def test_plot_with_measured_points(repo, tmp_path, capsys):
@@ -310,3 +355,13 @@ def _ideal(tmp_path):
     path = tmp_path / "ideal.yaml"
     path.write_text("eidola: 1\nname: ideal-4\ngpus: {count: 4, workgroups: 4}\nfabric: {model: ideal, latency: 500ns}\n")
     return path
+
+
+def test_a_plugin_fabric_runs_as_it_is(repo, simple_bus_lib, capsys):
+    # vendor::AtBus adds 500 ns each way, like the ideal fabric of the derivation above: one row,
+    # fabric "plugin"; the flow fabric cannot replace a third-party interconnect.
+    plat = repo / "examples/third_party_ip/simple-bus-at.yaml"
+    code, out, err = _main(capsys, "perf", plat, "--op", "all_gather", "-b", "4K", "-e", "4K")
+    assert code == 0, err
+    assert [r[-1] for r in _data_rows(out)] == ["plugin"] and "plugin for every size" in out
+    _bad(capsys, ["--fabric flow", "plugin fabric"], "perf", plat, "--op", "all_gather", "--fabric", "flow")

@@ -120,8 +120,12 @@ def compare_trailer(compared: Sequence[Compared]) -> list[str]:
     lo, hi = CAL_RANGE
     inside = [c.error for c in compared if lo <= c.predicted.size <= hi]
     cal = geomean_abs(inside)
-    return [f"# geometric mean of |error|, all {len(compared)} sizes: " + _percent(every),
-            f"# geometric mean of |error|, 64 KiB to 1 GiB ({len(inside)} sizes): " + _percent(cal), "#"]
+    return [f"# geometric mean of |error|, all {_sizes(len(compared))}: " + _percent(every),
+            f"# geometric mean of |error|, 64 KiB to 1 GiB ({_sizes(len(inside))}): " + _percent(cal), "#"]
+
+
+def _sizes(n: int) -> str:
+    return f"{n} size" if n == 1 else f"{n} sizes"
 
 
 def _percent(value: float | None) -> str:
