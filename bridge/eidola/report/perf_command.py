@@ -91,7 +91,7 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
             f"# nThread 1 nGpus {gpus} minBytes {lo} maxBytes {hi} "
             f"step: {f}(factor)" if log is None else
             f"# nThread 1 nGpus {gpus}, sizes of {o.compare} ({log.tool}, {log.column} column)",
-            f"# collectives: {SOURCE}; {config}",
+            f"# collectives: {SOURCE}.build_collective; {config}",
             f"# fabric: {fabrics.rule()}",
             "# time: one simulation per size, from the kernel's start to its last workgroup's end; "
             f"algbw = size / time (GB/s = 1e9 B/s), busbw = algbw x {_factor_text(o.op, gpus)}",

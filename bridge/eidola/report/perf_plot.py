@@ -25,6 +25,10 @@ def plot_perf(path: str | Path, rows: Sequence[PerfRow], title: str,
     sizes = [r.size for r in rows]
     bw.plot(sizes, [r.busbw for r in rows], "o-", label="simulated")
     tm.plot(sizes, [r.time_us for r in rows], "o-", label="simulated")
+    flow = [r for r in rows if r.fabric == "flow"]
+    if flow and len(flow) < len(rows):  # --fabric auto switched: show where
+        bw.plot([r.size for r in flow], [r.busbw for r in flow], "o", mfc="white", color="C0", label="(flow fabric)")
+        tm.plot([r.size for r in flow], [r.time_us for r in flow], "o", mfc="white", color="C0", label="(flow fabric)")
     if measured:
         ms = [s for s, _ in measured]
         bw.plot(ms, [s / (t * 1e3) * factor for s, t in measured], "x", markersize=8, label=measured_label)

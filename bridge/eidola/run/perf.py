@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, SimulationError
@@ -86,12 +85,14 @@ class Fabrics:
     path: str                      #: the platform file
     overrides: dict[str, Any]      #: --set KEY=VALUE
     choice: str = "auto"           #: --fabric
-    base: Platform = field(init=False)
+    base: Platform = field(init=False)   #: the platform as given (with --set)
+    native: str = field(init=False)      #: its fabric: ideal | packet | flow | plugin | a model's name
+    switchable: bool = field(init=False)  #: whether sizes may run on the packet or the flow fabric
     _variants: dict[str, Platform] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.base = load_platform(self.path, self.overrides)
-        self.native = _fabric_name(self.base)  # ideal | packet | flow | plugin | a model name
+        self.native = _fabric_name(self.base)
         fixed = "fabric.model" in self.overrides
         self.switchable = self.native in ("packet", "flow") and self.base.shorthand is not None and not fixed
         if fixed and self.choice != "auto":
@@ -172,8 +173,3 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
         if done is not None:
             done(row)
     return rows
-
-
-def platform_label(path: str | Path, platform: Platform) -> str:
-    """``name (path)`` for the header."""
-    return f"{platform.name} ({path})"
