@@ -300,7 +300,7 @@ OK_OP = "[compute, {ns: 5}]"
 
 
 @pytest.mark.parametrize("bad_op, fragments", [
-    ("[fly, {to: moon}]", ["op 1:", "unknown op kind 'fly'", "allowed: compute, write, read, signal, fence, wait, local"]),
+    ("[fly, {to: moon}]", ["op 1:", "unknown op kind 'fly'", "allowed: compute, write, read, signal, put, fence, wait, local"]),
     ("[write, {dst: 0, buffer: data, offset: 0, size: 8}]",
      ["op 1 (write)", "unknown argument 'size'", "allowed: dst, buffer, offset, nbytes"]),
     ("[write, {dst: 0, buffer: data, offset: 0}]", ["op 1 (write)", "missing argument 'nbytes'"]),

@@ -399,7 +399,7 @@ def latency_figure(run: Any) -> Any | None:
     plt = _pyplot()
     t = _tables(run)
     ops = t.ops
-    sel = np.isin(ops["kind"], ["write", "read", "signal"])
+    sel = np.isin(ops["kind"], ["write", "read", "put", "signal"])
     if not sel.any():
         return None
     durations = (ops["end_ns"][sel] - ops["begin_ns"][sel]) / 1000
@@ -408,7 +408,8 @@ def latency_figure(run: Any) -> Any | None:
         lo, hi = lo - 0.005, hi + 0.005
     edges = np.linspace(lo, hi, 41)
     fig, ax = plt.subplots(figsize=(6, 4.2), dpi=120)
-    for kind, hatch, color in (("write", None, "0.35"), ("signal", "///", "0.8"), ("read", "...", "white")):
+    for kind, hatch, color in (("write", None, "0.35"), ("put", "\\\\", "0.6"), ("signal", "///", "0.8"),
+                               ("read", "...", "white")):
         k = ops["kind"][sel] == kind
         if k.any():
             ax.hist(durations[k], bins=edges, color=color, hatch=hatch, edgecolor="black", alpha=0.9, label=kind)

@@ -98,8 +98,8 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
                        dtype=OP_DTYPE)
     rows = table.rows
     ops_arr = records[rows[:, 0]]
-    transfer = table.kind_mask("write", "read")
-    peer = table.kind_mask("write", "read", "signal")
+    transfer = table.kind_mask("write", "read", "put")
+    peer = table.kind_mask("write", "read", "put", "signal")
     ops_arr["peer"][peer] = rows[peer, 1]
     ops_arr["offset"][transfer] += rows[transfer, 2].astype(np.uint64)
     ops_arr["nbytes"][transfer] = rows[transfer, 3]
@@ -137,7 +137,7 @@ def _apply_variability(profile: Profile, ops_arr: np.ndarray[Any, np.dtype[Any]]
             view["time_ps"][c] = scaled.astype(np.int64)
         hold = holds.get(key)
         if hold:
-            comm = np.flatnonzero(np.isin(view["kind"], (kinds["write"], kinds["read"], kinds["signal"])))
+            comm = np.flatnonzero(np.isin(view["kind"], (kinds["write"], kinds["read"], kinds["put"], kinds["signal"])))
             if comm.size:
                 view["time2_ps"][comm[0]] = _ps(hold)
 
@@ -157,6 +157,9 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
         return (kind, 0, mode, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
     if k == "read":
         return (kind, 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+    if k == "put":  # compare holds the landing flag's window offset (see eidola::Op)
+        return (kind, codes["atomic"][op["op"]], 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"],
+                op["value"], 8 * flag_index[op["flag"]], 0, 0)
     if k == "fence":
         return (kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if k == "signal":

@@ -131,6 +131,8 @@ class Result:
                     out["detail"][i] = f"{op['flag']} {op['cond']} {op['value']} ({op['mode']})"
                 elif op.kind in ("write", "read"):
                     out["detail"][i] = f"{op['nbytes']} B to gpu {op['dst']}"
+                elif op.kind == "put":
+                    out["detail"][i] = f"{op['nbytes']} B to gpu {op['dst']}, {op['op']} {op['value']}"
                 elif op.kind == "signal":
                     out["detail"][i] = f"{op['op']} {op['value']} on gpu {op['dst']}"
         return out

@@ -1,7 +1,7 @@
 """The profile builder: declare flags and buffers, then append ops to each workgroup's program.
 
 ``ProfileBuilder(gpus, workgroups)`` hands out one `ProgramBuilder` per (gpu, wg); its op methods
-(compute, write, read, signal, wait, local) are made from the op table (`ops.OP_KINDS`), and each
+(compute, write, read, put, signal, wait, local) are made from the op table (`ops.OP_KINDS`), and each
 checks its op at once, so a ProfileError names the gpu, wg and op index. `programs_at` hands out a
 `bulk.ProgramSet` instead: the same methods, each appending one op to many programs at once from
 numpy columns, for generators whose per-op Python calls would cost more than the ops themselves.
@@ -25,7 +25,7 @@ from .bulk import ProgramSet, program_ids
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, op_method
 from .profile import Profile
-from .table import ROW, OpTable, Signal, Template, Transfer, split
+from .table import ROW, OpTable, Put, Signal, Template, Transfer, split
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
 
 __all__ = ["ProfileBuilder", "ProgramBuilder", "ProgramSet"]
@@ -47,6 +47,7 @@ class _Store:
         self.memo: dict[Hashable, int] = {}  # (kind, args, arg types) -> ref of a non-transfer, non-signal op
         self.signals: dict[tuple[Any, ...], int] = {}  # (flag, op, value, compare, scope, overlap, types) -> ref
         self.transfers: dict[tuple[str, str, bool | None], tuple[int, int]] = {}  # -> (ref, buffer size)
+        self.puts: dict[tuple[str, str, int, str], tuple[int, int]] = {}  # (buffer, flag, value, op) -> (ref, size)
         # Ops in call order: (program ids, ops per program or None for one each, their rows). A ProgramSet
         # adds one segment per op call; flush() adds the rows ProgramBuilders kept since the last flush.
         self.segments: list[tuple[NDArray[np.int64], NDArray[np.int64] | None, NDArray[np.int64]]] = []
@@ -69,6 +70,8 @@ class _Store:
         ref = self.ref(t)
         if isinstance(t, Transfer):
             self.transfers[t.kind, t.buffer, t.blocking] = (ref, self.scope.buffers[t.buffer])
+        elif isinstance(t, Put) and type(t.value) is int:
+            self.puts[t.buffer, t.flag, t.value, t.op_name] = (ref, self.scope.buffers[t.buffer])
         elif isinstance(t, Signal) and type(t.value) is int and (t.compare is None or type(t.compare) is int):
             self.signals[t.flag, t.op, t.value, t.compare, t.scope, t.overlap, str, str, str, bool] = ref
         return ref, dst, offset, nbytes
@@ -181,10 +184,21 @@ class ProgramBuilder:
             return self
         return self._add("read", dst, buffer, offset, nbytes)
 
+    def put(self, dst: Any, buffer: Any, offset: Any, nbytes: Any, flag: Any, value: Any = 1, op: Any = "add") -> Self:
+        # As write: a put whose (buffer, flag, value, op) was checked before only needs its row's bounds.
+        if type(buffer) is str and type(flag) is str and type(value) is int and type(op) is str and \
+                self._fast_row(self._store.puts.get((buffer, flag, value, op)), dst, offset, nbytes):
+            return self
+        return self._add("put", dst, buffer, offset, nbytes, flag, value, op)
+
     def _fast_transfer(self, key: tuple[str, str, bool | None], dst: Any, offset: Any, nbytes: Any) -> bool:
         """Appends a write or read to a buffer seen before with plain in-bounds ints (the bounds of
         ops._transfer); False if anything else, for the full check."""
-        found = self._transfers.get(key)
+        return self._fast_row(self._transfers.get(key), dst, offset, nbytes)
+
+    def _fast_row(self, found: tuple[int, int] | None, dst: Any, offset: Any, nbytes: Any) -> bool:
+        """Appends the row (ref, dst, offset, nbytes) of a template seen before, `found` = (ref, buffer size), if
+        dst, offset and nbytes are plain in-bounds ints; False if anything else, for the full check."""
         if (found is None or type(dst) is not int or type(offset) is not int or type(nbytes) is not int
                 or not 0 <= dst < self._gpus or offset < 0 or nbytes < 1 or offset + nbytes > found[1]):
             return False
@@ -216,7 +230,7 @@ class ProgramBuilder:
         store = self._store
         key: Hashable | None = None
         ref: int | None = None
-        if kind not in ("write", "read", "signal"):
+        if kind not in ("write", "read", "put", "signal"):
             try:
                 key = (kind, args, tuple(map(type, args)))
                 ref = store.memo.get(key)
@@ -243,7 +257,7 @@ class ProgramBuilder:
 
 
 for _kind in OP_KINDS.values():
-    if _kind.name in ("write", "read", "signal"):  # written out above, with a fast path; same signature and doc
+    if _kind.name in ("write", "read", "put", "signal"):  # written out above, with a fast path; same signature and doc
         getattr(ProgramBuilder, _kind.name).__doc__ = _kind.doc
         continue
     setattr(ProgramBuilder, _kind.name, op_method(_kind, "ProgramBuilder", _kind.doc))

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["ProgramSet", "program_ids"]
 
 #: Argument positions whose values live in the op's row (see table.py) rather than in its template.
-_ROW_ARGS: dict[str, tuple[int, ...]] = {"write": (0, 2, 3), "read": (0, 2, 3), "signal": (0,)}
+_ROW_ARGS: dict[str, tuple[int, ...]] = {"write": (0, 2, 3), "read": (0, 2, 3), "put": (0, 2, 3), "signal": (0,)}
 _COLUMN = (np.ndarray, list, tuple)  # argument types taken as one value per program
 
 
@@ -167,7 +167,7 @@ class ProgramSet:
         for i in firsts:
             op = self._check_at(kind, i, args, columns)
             refs.append(store.op_row(op)[0])
-            if kind in ("write", "read"):
+            if kind in ("write", "read", "put"):
                 sizes.append(store.scope.buffers[op.args[1][1]])
         inverse: NDArray[np.int64] | None = None  # per program: its op body's place in refs (None: all the first)
         if first_of is not None:
@@ -189,7 +189,7 @@ class ProgramSet:
 
     def _fill_rows(self, kind: str, rows: NDArray[np.int64], args: tuple[Any, ...], columns: list[bool],
                    sizes: list[int], inverse: NDArray[np.int64] | None) -> None:
-        """Checks the per-program numbers of a write, read or signal as columns and puts them in `rows`."""
+        """Checks the per-program numbers of a write, read, put or signal as columns and puts them in `rows`."""
         n = len(rows)
         row_at = _ROW_ARGS[kind]
         cols = []

@@ -15,13 +15,18 @@ from typing import Any
 from ..platform import catalog
 from .checks import I64_MIN, MAX_CYCLES, MAX_NS, Invalid, Scope, check_choice, check_int, check_ns
 
-__all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "WAKES", "RELEASE_SCOPES",
-           "explicit_args", "op_method"]
+__all__ = ["Op", "OpKind", "OP_KINDS", "REQUIRED", "CONDS", "WAIT_MODES", "SIGNAL_OPS", "PUT_OPS", "WAKES",
+           "RELEASE_SCOPES", "LINE_FORMATS", "explicit_args", "op_method"]
 
 # The value sets shared with C++ are declared there (program.h) and read through the catalog.
 CONDS = catalog.enum("cond")            #: wait conditions, in the order of the C++ enum Cond
 WAIT_MODES = catalog.enum("wait_mode")  #: how a workgroup waits (the C++ enum WaitMode)
 SIGNAL_OPS = catalog.enum("atomic")     #: atomics of a signal (the C++ enum AtomicOp)
+PUT_OPS = ("add", "set")                #: atomics a put's landing flag may apply (no cas: nothing to compare)
+#: Wire line formats of the flag-in-data protocols: name -> (line bytes, payload bytes per line). A
+#: generator sizes a put's nbytes as whole lines: wire = ceil(data / payload) x line (LL: 50% payload,
+#: LL128: 120/128 = 93.75%, RCCL's LL128: 56/64 = 87.5%).
+LINE_FORMATS = {"LL": (16, 8), "LL128": (128, 120), "LL128_rccl": (64, 56)}
 WAKES = ("all", "one")                                #: SyncMon wakes every waiter, or one
 RELEASE_SCOPES = catalog.enum("release_scope")  #: which earlier writes a signal waits for (C++ ReleaseScope)
 REQUIRED: Any = object()  #: marks an argument without a default
@@ -106,6 +111,13 @@ def _signal(s: Scope, dst: Any, flag: Any, op: Any, value: Any, compare: Any, sc
                                   ("scope", scope), ("overlap", overlap))))
 
 
+def _put(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any, flag: Any, value: Any, op: Any) -> Op:
+    flag = s.flag(flag)
+    value = check_int("value", value, lo=I64_MIN)
+    op = check_choice("op", op, PUT_OPS)
+    return _transfer("put", s, dst, buffer, offset, nbytes, (("flag", flag), ("value", value), ("op", op)))
+
+
 def _fence(s: Scope) -> Op:
     return s.intern(Op("fence", ()))
 
@@ -178,6 +190,14 @@ OP_KINDS: dict[str, OpKind] = {k.name: k for k in (
            "Atomically add/set/compare-and-swap GPU `dst`'s copy of `flag`, as a release: it is issued once every "
            "earlier write of the workgroup is acknowledged (`scope='peer'`: only earlier writes to `dst`). Posted. "
            "`overlap=True`: the workgroup goes on while the release waits (held releases go out in program order)."),
+    OpKind("put", (("dst", REQUIRED), ("buffer", REQUIRED), ("offset", REQUIRED), ("nbytes", REQUIRED),
+                   ("flag", REQUIRED), ("value", 1), ("op", "add")), _put,
+           "Write `nbytes` wire bytes at `offset` into GPU `dst`'s copy of `buffer`, carrying its own flag (NCCL's "
+           "LL/LL128 protocols): once every byte has landed in `dst`'s memory, `dst`'s copy of `flag` is atomically "
+           "`op` ('add' or 'set') `value`, waking waiters as any flag update does. Posted and no release: it waits "
+           "for no earlier acknowledgement (a later fence or signal waits for its own). `nbytes` counts wire bytes: "
+           "LL lines are 16 B carrying 8 B of data (50%), LL128 128 B carrying 120 B (93.75%; RCCL 64 B carrying "
+           "56 B, 87.5%)."),
     OpKind("fence", (), _fence,
            "Wait until every earlier write and signal of this workgroup is acknowledged."),
     OpKind("wait", (("flag", REQUIRED), ("cond", REQUIRED), ("value", REQUIRED), ("mode", "poll"), ("interval_ns", 100),

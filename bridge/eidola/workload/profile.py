@@ -75,7 +75,7 @@ class Profile:
         """The GPUs the profile involves: those that run a program and those its ops address."""
         t = self.table
         used = {g for g, _ in t.keys}
-        used.update(np.unique(t.rows[t.kind_mask("write", "read", "signal"), 1]).tolist())
+        used.update(np.unique(t.rows[t.kind_mask("write", "read", "put", "signal"), 1]).tolist())
         return frozenset(used)
 
     def ops_count(self) -> int:

@@ -17,7 +17,7 @@ from ..errors import ProfileError
 from ..inputs import decode_text, load_yaml, read_input
 from .ops import Op, explicit_args
 from .profile import FORMAT_VERSION, Profile
-from .table import Signal, Transfer
+from .table import Put, Signal, Transfer
 
 __all__ = ["load_profile", "write_profile"]
 
@@ -187,6 +187,9 @@ def write_profile(p: Profile, write: Callable[[str], object]) -> None:
         if isinstance(t, Transfer):
             tail = f", blocking: {_scalar(True)}}}]\n" if t.blocking else "}]\n"
             parts.append((f"  - [{t.kind}, {{dst: ", f", buffer: {_scalar(t.buffer)}, offset: ", tail))
+        elif isinstance(t, Put):  # dst, offset and nbytes vary: the text after nbytes is rendered once
+            rest = _render(t.op(0, 0, 0)).partition("nbytes: 0")[2]
+            parts.append(("  - [put, {dst: ", f", buffer: {_scalar(t.buffer)}, offset: ", rest + "\n"))
         elif isinstance(t, Signal):  # only dst varies: the text after it is rendered once
             head, _, rest = _render(t.make(0)).partition("dst: 0")
             parts.append((f"  - {head}dst: ", rest + "\n", ""))

@@ -2,8 +2,9 @@
 
 A row is (ref, dst, offset, nbytes). `ref` indexes the table's templates: a template is either a
 whole `Op` (compute, signal, wait, fence, local: these repeat verbatim across workgroups, so the
-row's other columns are 0), or a `Transfer` (a write or read to one buffer), whose row carries the
-per-op dst, offset and nbytes, or a `Signal`, whose row carries its dst. Programs are contiguous row ranges in (gpu, wg) order.
+row's other columns are 0), or a `Transfer` (a write or read to one buffer) or a `Put` (a put to one
+buffer with one flag update), whose row carries the per-op dst, offset and nbytes, or a `Signal`,
+whose row carries its dst. Programs are contiguous row ranges in (gpu, wg) order.
 
 Why: a 1,024-GPU profile has millions of ops; one Python object per op made building, encoding
 and comparing them slow and large. `Op` objects are made only when asked for (`op`, `program`).
@@ -19,9 +20,10 @@ from numpy.typing import NDArray
 
 from .ops import Op
 
-__all__ = ["OpTable", "Transfer", "Signal", "ROW", "split"]
+__all__ = ["OpTable", "Transfer", "Put", "Signal", "ROW", "split", "TRANSFER_KINDS"]
 
 ROW = 4  #: int64 columns per op: ref, dst, offset, nbytes
+TRANSFER_KINDS = ("write", "read", "put")  #: op kinds whose row carries dst, offset and nbytes
 
 
 class Transfer(NamedTuple):
@@ -38,6 +40,21 @@ class Transfer(NamedTuple):
         if self.kind == "write":
             args += (("blocking", self.blocking),)
         return Op(self.kind, args)
+
+
+class Put(NamedTuple):
+    """The template of a put: everything but its dst, offset and nbytes (the flag update it carries)."""
+
+    buffer: str
+    flag: str
+    value: int
+    op_name: str         #: the flag's atomic, "add" or "set"
+    kind: str = "put"
+
+    def op(self, dst: int, offset: int, nbytes: int) -> Op:
+        """The Op of one row with this template."""
+        return Op("put", (("dst", dst), ("buffer", self.buffer), ("offset", offset), ("nbytes", nbytes),
+                          ("flag", self.flag), ("value", self.value), ("op", self.op_name)))
 
 
 class Signal(NamedTuple):
@@ -57,7 +74,7 @@ class Signal(NamedTuple):
                              ("compare", self.compare), ("scope", self.scope), ("overlap", self.overlap)))
 
 
-Template = Op | Transfer | Signal
+Template = Op | Transfer | Put | Signal
 
 
 def split(op: Op) -> tuple[Template, int, int, int]:
@@ -65,6 +82,9 @@ def split(op: Op) -> tuple[Template, int, int, int]:
     if op.kind in ("write", "read"):
         (_, dst), (_, buffer), (_, offset), (_, nbytes) = op.args[:4]
         return Transfer(op.kind, buffer, op.args[4][1] if op.kind == "write" else None), dst, offset, nbytes
+    if op.kind == "put":
+        (_, dst), (_, buffer), (_, offset), (_, nbytes), (_, flag), (_, value), (_, atomic) = op.args
+        return Put(buffer, flag, value, atomic), dst, offset, nbytes
     if op.kind == "signal":
         return Signal(*(v for _, v in op.args[1:])), op.args[0][1], 0, 0
     return op, 0, 0, 0
@@ -80,7 +100,7 @@ class OpTable:
         self.keys = keys              #: (gpu, wg) of each program with ops, sorted
         self.starts = starts          #: first row of each program, and the row count at the end
         self.rows = rows              #: shape (ops, ROW), read-only
-        self.templates = templates    #: ref -> Op or Transfer
+        self.templates = templates    #: ref -> Op, Transfer, Put or Signal
         self._programs: dict[int, tuple[Op, ...]] = {}
 
     @classmethod
