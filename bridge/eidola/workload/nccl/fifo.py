@@ -136,7 +136,8 @@ class Side:
         self.n += 1
 
 
-def primitive(ps: ProgramSet, recv: Side | None, send: Side | None, data: Ints, local_ns: Ints | float) -> None:
+def primitive(ps: ProgramSet, recv: Side | None, send: Side | None, data: Ints,
+              local_ns: NDArray[np.float64] | float) -> None:
     """One NCCL primitive on one unit (send, recvReduceSend, recvCopySend, recv, ...), per program of `ps`.
 
     Order as in ``prims_*.h``: wait for the unit to arrive, wait for the send slot's credit, then the

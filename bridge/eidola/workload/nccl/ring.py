@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .fifo import Conn, Ints, primitive, split
 from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protocol
@@ -51,16 +52,16 @@ def _gather(p: Ints, i: int, k: int) -> Ints:
 
 
 def _ar(k: int) -> list[Prim]:
-    return ([(False, True, 1, _behind)] + [(True, True, 2, _behind)] * (k - 2) + [(True, True, 3, _behind)]
+    return list[Prim]([(False, True, 1, _behind)] + [(True, True, 2, _behind)] * (k - 2) + [(True, True, 3, _behind)]
             + [(True, True, 2, _ag_after_rs)] * (k - 2) + [(True, False, 2, _ag_after_rs)])
 
 
 def _ag(k: int) -> list[Prim]:
-    return [(False, True, 2, _gather)] + [(True, True, 2, _gather)] * (k - 2) + [(True, False, 2, _gather)]
+    return list[Prim]([(False, True, 2, _gather)] + [(True, True, 2, _gather)] * (k - 2) + [(True, False, 2, _gather)])
 
 
 def _rs(k: int) -> list[Prim]:
-    return [(False, True, 1, _behind)] + [(True, True, 2, _behind)] * (k - 2) + [(True, False, 3, _behind)]
+    return list[Prim]([(False, True, 1, _behind)] + [(True, True, 2, _behind)] * (k - 2) + [(True, False, 3, _behind)])
 
 
 #: op -> the primitives of one loop for k ranks
@@ -77,7 +78,8 @@ class Geometry:
         self.blocks = blocks  #: blocks per loop
         part = -(-S // C)  # the largest channel part
         self.loops = max(1, -(-part // (blocks * chunk)))  #: loops per channel
-        block = -(-(-(-part // self.loops)) // blocks)  # the largest block
+        loop = -(-part // self.loops)  # the largest loop
+        block = -(-loop // blocks)  # the largest block
         if simple:
             full = proto.step_data * self.unit_steps
             slices = CHUNK_STEPS[op] // self.unit_steps
@@ -92,9 +94,9 @@ def geometry(op: str, proto: Protocol, S: int, C: int, blocks: int) -> Geometry:
     return Geometry(op, proto, S, C, blocks)
 
 
-def local_ns(local: int, data: Ints, ns_per_byte: float) -> Ints:
-    """The local memory time of moving `local` bytes per byte of `data` at the channel's share of bandwidth."""
-    out: Ints = local * data * ns_per_byte
+def local_ns(local: int, data: Ints, ns_per_byte: float) -> NDArray[np.float64]:
+    """The local memory time (ns) of moving `local` bytes per byte of `data` at the channel's share of bandwidth."""
+    out: NDArray[np.float64] = (local * ns_per_byte) * data.astype(np.float64)
     return out
 
 

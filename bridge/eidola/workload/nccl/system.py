@@ -97,7 +97,7 @@ def stride_cycles(k: int) -> list[list[int]]:
     return [[(i * s) % k for i in range(k)] for s in range(1, k) if math.gcd(s, k) == 1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def hamiltonian_cycles(k: int, budget: int = 200_000) -> list[list[int]] | None:
     """k-1 directed rings through all k GPUs that together use every directed link exactly once (a Hamiltonian
     decomposition of the complete digraph: it exists for every k but 4 and 6), found by a deterministic
