@@ -176,24 +176,71 @@ def test_simple_step_adds_the_release_round_trip(write_platform):
     assert res.kernel_time_ns == pytest.approx(2 * (k - 1) * (3 * L + 2 * M) + (2 * L + M), abs=1e-3)
 
 
+# One link of a packet fabric (tests/python/test_put.py's derivation): 64 GB/s, 100 ns, header 16 B, router
+# 50 ns, flit 16 B; 256 B packets serialise in (256 + 16) / 64 = 4.25 ns; a packet arrives ser + 150 ns after it
+# starts; an acknowledgement (one flit) takes 0.25 + 150 ns back.
+B_LINK, HDR, HOP, FLIT = 64.0, 16, 150.0, 0.25
+
+
+def _ser(payload):
+    return (payload + HDR) / B_LINK
+
+
+def _packets(wire):
+    full, last = divmod(wire, 256)
+    return full * _ser(256) + (_ser(last) if last else 0.0)
+
+
+@pytest.mark.parametrize("proto,wake", [
+    ("LL", _packets(4096 * 2) + HOP + M),                  # 512 lines = 8,192 B: one one-way trip
+    ("LL128", _packets(35 * 128) + HOP + M),               # ceil(4096 / 120) = 35 lines of 128 B
+    ("Simple", _packets(4096) + HOP + M + (FLIT + HOP) + _ser(8) + HOP + M),  # + the ack, then the counter
+])
+def test_one_step_of_each_protocol_on_one_link(write_platform, proto, wake):
+    # A 2-GPU broadcast of 4096 B on one channel: one unit from GPU 0 to GPU 1, whose one wait ends when
+    # the unit's flag lands (LL/LL128: the put's last byte; Simple: the counter after the release).
+    plat = eidola.load_platform(write_platform(f"""
+        eidola: 1
+        gpus: {{count: 2, workgroups: 1, max_outstanding: 1024, max_payload: 256B,
+               memory: {{latency: {M:g}ns, bandwidth: 1000TB/s}}}}
+        fabric:
+          model: packet
+          topology: fully_connected
+          link: {{bandwidth: {B_LINK:g}GB/s, latency: 100ns, header: {HDR}B, count: 1}}
+          switch: {{latency: 50ns, buffer: 64}}
+        """))
+    prof, plan = build_collective(plat, "broadcast", 4096, proto=proto, channels=1)
+    assert plan == Plan("ring", proto, 1)
+    res = eidola.simulate(plat, prof)
+    receiver = res.workgroups[res.workgroups["gpu"] == 1]
+    assert float(receiver["wait_ns"][0]) == pytest.approx(wake, abs=1e-3)
+
+
 # --- the tuner -----------------------------------------------------------------------------------------------------
 
 
 def test_tuner_picks_ring_LL_at_1KiB_and_ring_Simple_at_1GiB(write_platform):
     sys = System.of(_h100_like(write_platform))
     assert sys.gpu_bw == 450e9 and sys.channels == 16
-    # 1 KiB: ring LL 6.6 + 14 x 0.6 = 15.0 us (+ 1024 B at min(141, 225) x 8/14 GB/s: 0.013 us); tree LL
+    # 1 KiB: ring LL 6.6 + 14 x 0.6 = 15.0 us (+ 1024 B at min(141, 450 / 4) x 8/14 GB/s: 0.016 us); tree LL
     # 6.8 + 14 x 0.6 = 15.2 us; ring LL128 14 + 14 x 1.9 = 40.6 us; ring Simple 8.4 + 14 x 3.4 = 56 us.
-    assert tuner.predict(sys, "all_reduce", 8, "ring", "LL", 16).latency_us == pytest.approx(15.0)
+    ring_ll = tuner.predict(sys, "all_reduce", 8, "ring", "LL", 16)
+    assert ring_ll.latency_us == pytest.approx(15.0) and ring_ll.algbw_GBps == pytest.approx(112.5 * 8 / 14)
     assert tuner.predict(sys, "all_reduce", 8, "tree", "LL", 16).latency_us == pytest.approx(15.2)
     assert tuner.choose(sys, "all_reduce", 1024, 8) == ("ring", "LL", 1)
     # 1 GiB: ring Simple 56 + 2^30 B / (450 x 8/14 GB/s) = 4231.7 us; ring LL128 40.6 + 2^30 / (min(414,
-    # 16 x 36.7) x 8/14) = 4579.4 us; tree Simple 8.4 + 14 x 4 + 2^30 / (450 x 0.92 / 2) = 5251.6 us.
+    # 16 x 36.7) x 8/14) = 4579.4 us; tree Simple 8.4 + 14 x 4 + 2^30 / (450 x 0.92 / 2) = 5251.6 us
+    # (no tree correction: log2(2^30 / 64) = 24 is past NCCL's table).
     simple = tuner.predict(sys, "all_reduce", 8, "ring", "Simple", 16)
     assert simple.time_us(1 << 30) == pytest.approx(56 + (1 << 30) / (450e3 * 8 / 14))
     ll128 = tuner.predict(sys, "all_reduce", 8, "ring", "LL128", 16)
     assert ll128.time_us(1 << 30) == pytest.approx(40.6 + (1 << 30) / (414e3 * 8 / 14))
+    tree = tuner.predict(sys, "all_reduce", 8, "tree", "Simple", 16)
+    assert tree.time_us(1 << 30) == pytest.approx(64.4 + (1 << 30) / (450e3 * 0.92 / 2))
     assert tuner.choose(sys, "all_reduce", 1 << 30, 8) == ("ring", "Simple", 16)
+    # 4 MiB: tree LL128's bandwidth is corrected by NCCL's factor 0.7 (LL128 row, entry log2(4 MiB / 64) = 16).
+    t = tuner.predict(sys, "all_reduce", 8, "tree", "LL128", 16)
+    assert t.time_us(4 << 20) == pytest.approx(t.latency_us + (4 << 20) / (t.algbw_GBps * 0.7 * 1e3))
 
 
 def test_overrides_are_honoured_and_bad_ones_named(write_platform):

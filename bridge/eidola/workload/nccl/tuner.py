@@ -6,10 +6,13 @@ time of a collective is always the simulation of the profile it chose (docs/coll
 
 - latency (us): base[algo][proto] + steps x hop[link][algo][proto]; ring steps 2(k-1) for all_reduce,
   k-1 for all_gather, reduce_scatter and broadcast; tree all_reduce 2(k-1) chain hops within a node.
-- bus bandwidth with C channels: C x (GPU link bandwidth / the library's channel count); LL half of it,
-  capped per generation (llMaxBw); LL128 0.92 of it, capped at C x the per-channel LL128 cap; tree
-  Simple 0.92 of it, tree LL 1/3.8 (capped as LL), tree LL128 7/9 (one node). The algorithm bandwidth
-  is the bus bandwidth x k / steps for a ring (k / 2(k-1) for all_reduce) and x 1/2 for a tree.
+- bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
+  B / 4 for all_reduce, B / 3 for the others, capped per generation (llMaxBw; NCCL.md's "half the link
+  rate" is the line's payload share; tuning.cc also charges LL's polling); ring LL128 0.92 B, capped at
+  C x the per-channel LL128 cap; ring Simple B. Tree: 0.92 B for Simple, then LL 1/3.8 of that (capped
+  as LL), LL128 7/9 (one node, capped at 7/9 x C x the LL128 cap), each x NCCL's tree correction
+  factor for medium sizes. The algorithm bandwidth is the bus bandwidth x k / steps for a ring
+  (k / 2(k-1) for all_reduce) and x 1/2 for a tree.
 - channels: while ``bytes < channels x threads x threshold`` drop one channel (down to 1); thresholds
   8 B per thread for LL (x k for ring LL) and LL128, 64 B for Simple; threads per channel NCCL 512
   (LL, Simple) and 640 (LL128); RCCL 256 (assumed: RCCL's default block size on MI300X).
@@ -22,8 +25,8 @@ from dataclasses import dataclass
 from ...errors import ConfigError
 from .system import System
 
-__all__ = ["BASE_LAT", "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "Choice", "predict",
-           "choose", "reduce_channels", "ALGOS"]
+__all__ = ["BASE_LAT", "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
+           "predict", "choose", "reduce_channels", "ALGOS"]
 
 ALGOS = ("ring", "tree", "nvls")  #: the algorithms a user may name (nvls is refused: not modelled yet)
 _P = ("LL", "LL128", "Simple")
@@ -40,6 +43,11 @@ HOP_LAT = {"nvlink": {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0)},
 LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0}
 #: LL128's per-channel ring bandwidth cap, GB/s (ampere, cdna3: assumed 20, NCCL's pre-Hopper figure).
 LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 40.0, "cdna3": 20.0}
+#: NCCL's tree correction factor per protocol (LL, LL128, Simple), indexed by log2(bytes / 64) below 22:
+#: "trees are not perfectly sticking to the model for medium sizes" (``tuning.cc``).
+TREE_CORRECTION = ((1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0),
+                   (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0),
+                   (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9))
 #: Threads per channel: library -> (LL, LL128, Simple).
 THREADS = {"nccl": (512, 640, 512), "rccl": (256, 256, 256)}
 #: Bytes per thread below which a channel is dropped: (LL, LL128, Simple); ring LL multiplies by k.
@@ -56,8 +64,12 @@ class Choice:
     algbw_GBps: float
 
     def time_us(self, nbytes: int) -> float:
-        """The model's time for `nbytes`."""
-        return self.latency_us + nbytes / (self.algbw_GBps * 1e3)
+        """The model's time for `nbytes` (a tree's bandwidth corrected for medium sizes as NCCL does)."""
+        bw = self.algbw_GBps
+        log_size = max(nbytes >> 6, 1).bit_length() - 1
+        if self.algo == "tree" and log_size < len(TREE_CORRECTION[0]):
+            bw *= TREE_CORRECTION[_P.index(self.proto)][log_size]
+        return self.latency_us + nbytes / (bw * 1e3)
 
 
 def _steps(op: str, k: int) -> int:
@@ -71,12 +83,14 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
     bus = channels * sys.gpu_bw / sys.channels / 1e9  # GB/s
     if algo == "ring":
         latency = BASE_LAT[sys.library]["ring"][p] + _steps(op, k) * hop
-        bw = {"LL": min(LL_MAX_BW[sys.arch], bus * 0.5), "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]),
-              "Simple": bus}[proto]
+        bw = {"LL": min(LL_MAX_BW[sys.arch], bus / (4 if op == "all_reduce" else 3)),
+              "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
         ratio = k / _steps(op, k)
     else:  # a chain inside one node: up and down, 2(k-1) hops
         latency = BASE_LAT[sys.library]["tree"][p] + 2 * (k - 1) * hop
-        bw = {"LL": min(LL_MAX_BW[sys.arch], bus / 3.8), "LL128": bus * 7 / 9, "Simple": bus * 0.92}[proto]
+        tree = bus * 0.92
+        bw = {"LL": min(LL_MAX_BW[sys.arch], tree / 3.8),
+              "LL128": min(tree * 7 / 9, channels * LL128_CHANNEL_BW[sys.arch] * 7 / 9), "Simple": tree}[proto]
         ratio = 0.5
     return Choice(algo, proto, latency, bw * ratio)
 
