@@ -43,6 +43,7 @@ EidolonGpu::EidolonGpu(sc_core::sc_module_name name, const Params& p)
     m_core.memory.configure(p.memory_latency.get().value(), p.memory_bandwidth.get());
     m_core.syncmon.set_capacity(std::uint64_t(p.syncmon_entries.get()));
     m_core.watchdog_ps = p.watchdog.get().value();
+    m_launch_ps = p.launch.get().value();
     m_engine.connect(m_initiator);
     initiator.bind(m_initiator);
     target.bind(m_target);
@@ -57,10 +58,11 @@ void EidolonGpu::set_traffic(const TrafficSpec& spec, std::vector<std::int32_t> 
 // The one process of the GPU: runs every due action of every part, then packetises.
 void EidolonGpu::on_event() {
     const std::uint64_t now = now_ps();
-    if (!m_core.started) {  // the first run, at time 0, starts every workgroup
+    if (!m_core.started) {  // the first run, at time 0, starts every workgroup (after the kernel launch)
         m_core.started = true;
-        m_engine.start_all();
-        if (m_traffic) m_traffic->start();
+        if (m_launch_ps == 0) m_engine.start_all();
+        else m_core.actions.push(m_launch_ps, {GpuActionKind::Launch, 0});
+        if (m_traffic) m_traffic->start();  // synthetic traffic is no kernel: it starts at time 0
     }
     GpuAction a;
     m_core.running = true;
@@ -74,6 +76,7 @@ void EidolonGpu::on_event() {
             case GpuActionKind::PollIssue: m_engine.issue_poll(a.arg); break;
             case GpuActionKind::PollDone: m_engine.poll_done(a.arg); break;
             case GpuActionKind::QuietWatch: m_engine.quiet_watch(); break;
+            case GpuActionKind::Launch: m_engine.start_all(); break;
             case GpuActionKind::Issue: break;  // try_issue below
             case GpuActionKind::EndReq: m_initiator.end_request(); break;
             case GpuActionKind::Response: m_initiator.response_arrived(a.packet); break;
@@ -82,6 +85,7 @@ void EidolonGpu::on_event() {
             case GpuActionKind::Drained: m_engine.writes_drained(a.arg); break;
             case GpuActionKind::Serve: m_target.serve(a.arg); break;
             case GpuActionKind::NextResponse: m_target.next_response(); break;
+            case GpuActionKind::Land: m_target.land(a.arg); break;
             case GpuActionKind::Generate:
                 if (m_traffic->create()) m_initiator.traffic_queued();
                 break;

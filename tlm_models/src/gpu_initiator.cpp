@@ -33,6 +33,10 @@ void GpuInitiator::start(std::uint32_t w, const Op& op) {
     t.left = kind == OpKind::Signal ? 8 : op.nbytes;
     t.in_flight = 0;
     t.blocking = kind == OpKind::Read || (kind == OpKind::Write && static_cast<WriteMode>(op.mode) == WriteMode::Blocking);
+    if (kind == OpKind::Put) {  // numbered here: every transaction of this put names it at the target
+        if (m_put_ids.empty()) m_put_ids.resize(m_transfers.size());
+        m_put_ids[w] = m_puts_started++;
+    }
     m_issue_queue.push_back(w);
 }
 
@@ -175,6 +179,16 @@ void GpuInitiator::try_issue() {
             std::memcpy(p->word, &op.value, 8);  // a target ignoring the extension sees a write of the operand
             p->set_extension(&p->atomic);
             p->atomic_attached = true;
+        } else if (kind == OpKind::Put) {
+            const Op& op = *t.op;
+            p->landing.flag_address = m_core.map.global(std::uint32_t(op.peer), std::uint64_t(op.compare));
+            p->landing.op = static_cast<AtomicOp>(op.sub);
+            p->landing.value = op.value;
+            p->landing.initiator = m_core.index;
+            p->landing.put_id = m_put_ids[w];
+            p->landing.total_bytes = t.nbytes;
+            p->set_extension(&p->landing);
+            p->landing_attached = true;
         }
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
             if (m_no_trains.size() <= std::size_t(t.peer)) m_no_trains.resize(std::size_t(t.peer) + 1, false);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "eidola/atomic_extension.h"
+#include "eidola/landing_flag_extension.h"
 #include "eidola/round_ps.h"
 #include "eidola/train_extension.h"
 
@@ -36,6 +37,7 @@ void MemoryAccess::read(tlm::tlm_generic_payload& t, std::uint64_t window_offset
     length = t.get_data_length();
     packets = train_packets(t);
     atomic = command == tlm::TLM_WRITE_COMMAND ? t.get_extension<AtomicExtension>() : nullptr;
+    landing = command == tlm::TLM_WRITE_COMMAND ? t.get_extension<LandingFlagExtension>() : nullptr;
 }
 
 void GpuMemory::perform(const MemoryAccess& a, bool count) {
@@ -75,6 +77,14 @@ std::int64_t GpuMemory::poll_flag(std::uint64_t index) {
 void GpuMemory::local_atomic(std::uint64_t index, const AtomicExtension& atomic) {
     ++m_counters.atomics;
     m_counters.bytes_written += 8;
+    m_flags[index] = atomic.apply(m_flags[index]);
+}
+
+void GpuMemory::landing_atomic(std::uint64_t index, AtomicOp op, std::int64_t value) {
+    ++m_counters.atomics;
+    AtomicExtension atomic;
+    atomic.op = op;
+    atomic.operand = value;
     m_flags[index] = atomic.apply(m_flags[index]);
 }
 

@@ -2,6 +2,7 @@
 
 #include "eidola/flow_extension.h"
 #include "eidola/traffic_generator.h"
+#include "eidola/train_extension.h"
 #include "eidola/workgroup_engine.h"
 
 namespace eidola {
@@ -47,6 +48,14 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
         } else {
             done = m_core.memory.schedule(at, access.length);
         }
+        const TrainExtension* train = access.landing && !flow && access.packets > 1
+                                          ? trans.get_extension<TrainExtension>() : nullptr;
+        if (train && train->spacing_ps) {  // a put's train: when its last packet will be in (see m_later)
+            if (m_last_landed.size() <= slot) m_last_landed.resize(slot + 1, 0);
+            const std::uint64_t last_bytes = access.length - std::uint64_t(access.packets - 1) * train->packet_bytes;
+            m_last_landed[slot] =
+                m_core.memory.unqueued_done(at + std::uint64_t(access.packets - 1) * train->spacing_ps, last_bytes);
+        }
         m_core.actions.push(done, {GpuActionKind::Serve, slot});
         phase = tlm::END_REQ;  // the memory queues requests itself: accept at once
         return tlm::TLM_UPDATED;
@@ -71,7 +80,49 @@ void GpuTarget::serve(std::uint32_t slot) {
     m_free_slots.push_back(slot);
     m_core.memory.perform(access);
     if (access.command == tlm::TLM_WRITE_COMMAND) wrote(access.offset, access.length);
+    if (access.landing) {
+        const std::uint64_t last = slot < m_last_landed.size() ? m_last_landed[slot] : 0;
+        if (last > now_ps()) {  // a train whose last packet is not in yet: its bytes count when it is
+            std::uint32_t index;
+            if (m_free_later.empty()) {
+                index = std::uint32_t(m_later.size());
+                m_later.emplace_back();
+            } else {
+                index = m_free_later.back();
+                m_free_later.pop_back();
+            }
+            m_later[index] = LaterLanding{*access.landing, access.length};
+            m_core.actions.push(last, {GpuActionKind::Land, index});
+        } else {
+            landed(*access.landing, access.length);
+        }
+        if (slot < m_last_landed.size()) m_last_landed[slot] = 0;
+    }
     send_response(access.trans);
+}
+
+// A put's bytes landed: once all of them are in (its parts may come in any order), its flag changes.
+void GpuTarget::landed(const LandingFlagExtension& put, std::uint64_t bytes) {
+    if (bytes < put.total_bytes) {  // one of several parts: count it, and go on only with the last
+        const auto key = std::make_pair(put.initiator, put.put_id);
+        std::uint64_t& in = m_landing[key];
+        in += bytes;
+        if (in < put.total_bytes) return;
+        m_landing.erase(key);
+    }
+    const std::uint64_t flag = m_core.map.local(put.flag_address) / 8;
+    if (flag >= m_core.memory.flag_count()) {
+        m_core.fail(m_core.name() + ".target: a put's landing flag is outside the flag words");
+        return;
+    }
+    m_core.memory.landing_atomic(flag, put.op, put.value);
+    m_engine.flag_written(flag);
+}
+
+void GpuTarget::land(std::uint32_t index) {
+    const LaterLanding later = m_later[index];
+    m_free_later.push_back(index);
+    landed(later.put, later.bytes);
 }
 
 void GpuTarget::next_response() {
@@ -108,7 +159,11 @@ void GpuTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& d
     const std::uint64_t done = m_core.memory.schedule(now, trans.get_data_length()) + delay.value();
     const std::uint64_t offset = m_core.map.local(trans.get_address());
     m_core.memory.perform(trans, offset);
-    if (trans.is_write()) wrote(offset, trans.get_data_length());
+    if (trans.is_write()) {
+        wrote(offset, trans.get_data_length());
+        if (const LandingFlagExtension* l = trans.get_extension<LandingFlagExtension>())
+            landed(*l, trans.get_data_length());
+    }
     delay = ps_to_time(done - now);
 }
 

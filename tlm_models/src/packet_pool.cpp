@@ -9,6 +9,7 @@ PacketPool::~PacketPool() {
         p->clear_extension<AtomicExtension>();
         p->clear_extension<TrainExtension>();
         p->clear_extension<FlowExtension>();
+        p->clear_extension<LandingFlagExtension>();
     }
 }
 
@@ -33,8 +34,10 @@ void PacketPool::free(tlm::tlm_generic_payload* trans) {
     if (p->atomic_attached) p->clear_extension<AtomicExtension>();
     if (p->packets > 1) p->clear_extension<TrainExtension>();
     if (p->flow_attached) p->clear_extension<FlowExtension>();
+    if (p->landing_attached) p->clear_extension<LandingFlagExtension>();
     p->atomic_attached = false;
     p->flow_attached = false;
+    p->landing_attached = false;
     p->packets = 1;
     p->slots = 1;
     p->reset();

@@ -108,6 +108,7 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
             return;
         case OpKind::Write:
         case OpKind::Read:
+        case OpKind::Put:
         case OpKind::Signal: {
             if (op.time2_ps > 0 && !g.held) {  // the wake-up delay knob: hold this op back once
                 g.held = true;
@@ -145,6 +146,10 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
                 } else {
                     bool is_read = static_cast<OpKind>(op.kind) == OpKind::Read;
                     memory.count_local(is_read ? 1 : 0, is_read ? 0 : 1, n);
+                    if (static_cast<OpKind>(op.kind) == OpKind::Put) {  // its data and flag land together
+                        memory.landing_atomic(std::uint64_t(op.compare) / 8, static_cast<AtomicOp>(op.sub), op.value);
+                        flag_written(std::uint64_t(op.compare) / 8);
+                    }
                 }
                 g.state = WgState::Computing;
                 m_core.actions.push(memory.schedule(now, n), {GpuActionKind::Resume, w});

@@ -60,6 +60,11 @@ struct EidolonGpuParams : ParamGroup {
                    "this many bytes, each one flow taking one outstanding slot, and the fabric models what "
                    "max_outstanding does to its packets; 0: packets (or trains)",
                    0, 1 << 30};
+    /// Kernel launch latency.
+    TimeParam launch{*this, "launch", 0,
+                     "kernel launch latency: every workgroup's program starts this long after time zero, as a kernel "
+                     "launched at time zero",
+                     0, 1.0};
     /// Memory latency.
     TimeParam memory_latency{*this, "memory.latency", 300e-9, "latency of an access to this GPU's memory", 0, 1.0};
     /// Memory bandwidth.
@@ -162,6 +167,7 @@ private:
     GpuInitiator m_initiator;
     GpuTarget m_target;
     std::unique_ptr<TrafficGenerator> m_traffic;  // after m_initiator: it goes first, detaching its stamps
+    std::uint64_t m_launch_ps = 0;                // when the workgroups' programs start (the kernel launch)
 };
 
 }  // namespace eidola

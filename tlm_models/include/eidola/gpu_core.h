@@ -21,11 +21,11 @@ class ProgressMonitor;
 /// What a GPU's event heap can hold; EidolonGpu::on_event hands each to the part that owns it.
 enum class GpuActionKind : std::uint8_t {
     // WorkgroupEngine
-    Resume, HoldDone, ArmDone, WaitDone, Recheck, PollIssue, PollDone, QuietWatch,
+    Resume, HoldDone, ArmDone, WaitDone, Recheck, PollIssue, PollDone, QuietWatch, Launch,
     // GpuInitiator
     Issue, EndReq, Response, Watchdog, Drained, TrainDone,
     // GpuTarget
-    Serve, NextResponse,
+    Serve, NextResponse, Land,
     // TrafficGenerator
     Generate,
 };

@@ -44,7 +44,8 @@ public:
     GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_initiator_socket<>& socket,
                  const InitiatorConfig& config);
 
-    /// Queues workgroup `wg`'s transfer `op` (a remote write, read or signal) for packetising.
+    /// Queues workgroup `wg`'s transfer `op` (a remote write, read, put or signal) for packetising. A put goes
+    /// as a posted write whose every transaction carries a LandingFlagExtension naming it.
     void start(std::uint32_t wg, const Op& op);
     /// Transactions in flight from this GPU.
     std::uint32_t outstanding() const { return m_outstanding; }
@@ -199,6 +200,9 @@ private:
     std::vector<Posts> m_posts;
     std::uint32_t m_posts_pending = 0;  // held signals not yet released, all workgroups (0: skip the check)
     std::uint32_t m_posts_unsent = 0;   // held signals not yet sent
+    // Per workgroup, the number of the put it is issuing (made on the first put, as m_posts is).
+    std::vector<std::uint64_t> m_put_ids;
+    std::uint64_t m_puts_started = 0;   // puts this GPU has started: the next put's number
 };
 
 }  // namespace eidola

@@ -7,6 +7,8 @@
 
 #include <tlm>
 
+#include "eidola/program.h"
+
 namespace eidola {
 
 /// Access counters of one memory.
@@ -20,6 +22,7 @@ struct MemoryCounters {
 };
 
 class AtomicExtension;
+class LandingFlagExtension;
 
 /// What the memory needs of a transaction, read from its payload and extensions in one go.
 /// Why: between a request's arrival and its completion a large platform runs every other GPU, so
@@ -28,6 +31,7 @@ class AtomicExtension;
 struct MemoryAccess {
     tlm::tlm_generic_payload* trans = nullptr;  ///< the transaction (answered, and read data filled, here)
     const AtomicExtension* atomic = nullptr;    ///< its atomic, for a write that carries one
+    const LandingFlagExtension* landing = nullptr;  ///< its put's landing flag, for a write that carries one
     std::uint64_t offset = 0;                   ///< its offset in this GPU's window
     std::uint64_t length = 0;                   ///< its data length
     std::uint32_t packets = 1;                  ///< accesses it stands for (a train's packets)
@@ -65,6 +69,11 @@ public:
     std::uint64_t schedule_spread(std::uint64_t first_ps, std::uint64_t arrival_ps, std::uint64_t nbytes,
                                   std::uint64_t last_bytes);
 
+    /// When `nbytes` arriving at `arrival_ps` would be in the memory if it were free: its service and latency,
+    /// without reserving anything (the last packet of a train, which the memory booked with the train's first).
+    std::uint64_t unqueued_done(std::uint64_t arrival_ps, std::uint64_t nbytes) const {
+        return arrival_ps + std::uint64_t(double(nbytes) * m_ps_per_byte + 0.5) + m_latency_ps;
+    }
     /// Performs an access: reads fill data, writes and atomics update flags. The caller answers it
     /// (see GpuTarget::nb_transport_fw for why not here). `count`: false for debug transport,
     /// which must not disturb the statistics.
@@ -83,6 +92,8 @@ public:
     std::int64_t peek_flag(std::uint64_t index) const { return m_flags[index]; }
     /// Applies a local atomic to flag `index`.
     void local_atomic(std::uint64_t index, const AtomicExtension& atomic);
+    /// Applies a put's landing flag update to flag `index` (counted as an atomic; its bytes are the put's own).
+    void landing_atomic(std::uint64_t index, AtomicOp op, std::int64_t value);
     /// Counts local data traffic (a Local op or a local write/read).
     void count_local(std::uint64_t reads, std::uint64_t writes, std::uint64_t nbytes);
 

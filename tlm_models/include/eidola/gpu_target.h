@@ -1,17 +1,21 @@
 // The target side of an eidolon GPU: incoming writes, reads and atomics from peers are served by
 // the GPU's memory (in turn, at its latency and bandwidth), and flag words they change wake the
 // workgroups waiting on them. AT requests are accepted at once and answered one BEGIN_RESP at a
-// time; LT callers (b_transport) are served at the time of the call.
+// time; LT callers (b_transport) are served at the time of the call. A put's transactions carry a
+// LandingFlagExtension: its flag changes once the last of its bytes is in the memory.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include <tlm>
 
 #include "eidola/bound_interface.h"
 #include "eidola/gpu_core.h"
+#include "eidola/landing_flag_extension.h"
 
 namespace eidola {
 
@@ -24,6 +28,8 @@ public:
 
     /// The memory finished the incoming request in `slot`: apply it and respond.
     void serve(std::uint32_t slot);
+    /// A put's train whose last packet landed after the train was served: its bytes count now (see m_later).
+    void land(std::uint32_t index);
     /// The response channel is free again (END_RESP arrived): send the next queued response.
     void next_response();
     /// Bytes written into this GPU by peers.
@@ -41,6 +47,7 @@ private:
     void send_response(tlm::tlm_generic_payload* trans);
     inline void wrote(std::uint64_t offset, std::uint64_t length);
     inline void stamp(tlm::tlm_generic_payload& trans, std::uint64_t at);
+    void landed(const LandingFlagExtension& put, std::uint64_t bytes);
 
     GpuCore& m_core;
     WorkgroupEngine& m_engine;
@@ -52,6 +59,17 @@ private:
     bool m_response_pending = false;                     // BEGIN_RESP sent, END_RESP not yet seen
     std::uint64_t m_bytes_written = 0;
     std::uint64_t m_traffic_received = 0;
+    // A train of a put is served when its first packet is in, but its last lands (packets - 1) x spacing
+    // later: its bytes count only then, so the flag never changes before the put's last byte is in.
+    struct LaterLanding {
+        LandingFlagExtension put;  // a copy: the payload goes back to its initiator with the response
+        std::uint64_t bytes;
+    };
+    std::vector<std::uint64_t> m_last_landed;  // slot -> when a put train's last packet is in memory (0: not one)
+    std::vector<LaterLanding> m_later;         // index -> a landing waiting for its Land action
+    std::vector<std::uint32_t> m_free_later;
+    // Puts partly landed: (initiator GPU, put id) -> bytes in so far. Ordered, so nothing depends on hashing.
+    std::map<std::pair<std::uint32_t, std::uint64_t>, std::uint64_t> m_landing;
 };
 
 }  // namespace eidola

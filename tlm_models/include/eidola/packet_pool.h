@@ -13,6 +13,7 @@
 
 #include "eidola/atomic_extension.h"
 #include "eidola/flow_extension.h"
+#include "eidola/landing_flag_extension.h"
 #include "eidola/train_extension.h"
 
 namespace eidola {
@@ -31,10 +32,12 @@ public:
     std::uint64_t seq = 0;               ///< its first packet's number among its workgroup's (what a release covers)
     std::uint32_t slots = 1;             ///< outstanding slots it takes (its packets; one for a flow)
     bool flow_attached = false;          ///< `flow` is set as its extension (flow mode)
+    bool landing_attached = false;       ///< `landing` is set as its extension (a put)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
     TrainExtension train;                ///< attached to trains
     FlowExtension flow;                  ///< attached to flows (flow mode)
+    LandingFlagExtension landing;        ///< attached to every transaction of a put
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.

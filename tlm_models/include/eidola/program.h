@@ -11,9 +11,9 @@
 namespace eidola {
 
 /// What an op does.
-enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5, Fence = 6 };
+enum class OpKind : std::uint8_t { Compute = 0, Write = 1, Read = 2, Signal = 3, Wait = 4, Local = 5, Fence = 6, Put = 7 };
 /// Names of the OpKind values, indexed by value (the profile's op names).
-inline constexpr const char* kOpKindNames[] = {"compute", "write", "read", "signal", "wait", "local", "fence"};
+inline constexpr const char* kOpKindNames[] = {"compute", "write", "read", "signal", "wait", "local", "fence", "put"};
 
 /// When a write completes for its workgroup (Op::mode of a Write).
 /// Posted: once its packets are issued (a GPU store); Blocking: once every packet is acknowledged.
@@ -61,6 +61,8 @@ std::vector<EnumNames> shared_enums();
 /// - Write/Read: `peer`, `offset` (byte offset in the peer's window), `nbytes`; a write's `mode` is its WriteMode.
 /// - Signal: `peer`, `offset` (the flag's offset), `sub` (AtomicOp), `value`, `compare`, `mode` (ReleaseScope),
 ///   `option` (1: overlap, the workgroup goes on while the release waits for its writes' acknowledgements).
+/// - Put: a posted write (`peer`, `offset`, `nbytes`) carrying its own flag: once its last byte has landed, the
+///   peer's flag at window offset `compare` gets AtomicOp `sub` (Add or Set) with `value`; no release.
 /// - Fence: no operands; it completes once every earlier write and signal of the workgroup is acknowledged.
 /// - Wait: `offset` (the flag's offset), `sub` (Cond), `mode` (WaitMode), `option` (SyncMon wake-all 1, wake-one 0),
 ///   `value`, `time_ps` (poll interval), `time2_ps` (spin-yield maximum interval).
@@ -74,7 +76,7 @@ struct Op {
     std::uint64_t offset;   ///< byte offset in the window, or read count of a Local op
     std::uint64_t nbytes;   ///< payload bytes
     std::int64_t value;     ///< operand, wait value, cycles, or write count of a Local op
-    std::int64_t compare;   ///< compare-swap's expected value
+    std::int64_t compare;   ///< compare-swap's expected value; a Put's flag offset
     std::int64_t time_ps;   ///< compute time, or poll interval
     std::int64_t time2_ps;  ///< spin-yield maximum interval
 };
