@@ -158,22 +158,27 @@ def test_sender_issues_exactly_the_fifo_depth_then_waits_for_credit(write_platfo
 def test_ring_allreduce_LL_takes_2k_minus_2_one_way_trips(write_platform, k):
     # One channel, one LL unit per step. Send j (j = 0 .. 2k-3) of every rank is put at j (L + M) and
     # lands at (j+1)(L + M), waking the next rank's receive j at once (its wait was armed earlier and its
-    # flag read M < L + M had finished). The last receive wakes at 2(k-1)(L + M); its credit put is then
-    # acknowledged 2L + M later, when the kernel ends (a kernel ends once its stores are acknowledged).
+    # flag read M < L + M had finished). Sends from the 9th on first check their credit: the credit is
+    # there already, but the wait reads the head flag (M), so each of the 2(k-1) - 8 such sends adds M.
+    # The last receive wakes at 2(k-1)(L + M) + that; its credit put is then acknowledged 2L + M later,
+    # when the kernel ends (a kernel ends once its stores are acknowledged).
     plat = _ideal(write_platform, k)
     prof, plan = build_collective(plat, "all_reduce", 8 * k, proto="LL", channels=1, algo="ring")
     res = eidola.simulate(plat, prof)
-    assert res.kernel_time_ns == pytest.approx(2 * (k - 1) * (L + M) + (2 * L + M), abs=1e-3)
+    sends = 2 * (k - 1)
+    assert res.kernel_time_ns == pytest.approx(sends * (L + M) + max(sends - 8, 0) * M + (2 * L + M), abs=1e-3)
 
 
 def test_simple_step_adds_the_release_round_trip(write_platform):
     # The same ring with Simple: each send is a write, acknowledged 2L + M after issue, then the
-    # step-counter signal, landing L + M later: a step is 3L + 2M instead of LL's L + M.
+    # step-counter signal, landing L + M later: a step is 3L + 2M instead of LL's L + M. A Simple unit
+    # is a slice of 2 steps, so the FIFO holds 4: sends 5 and 6 of the 6 read their (present) credit, M each.
     k = 4
     plat = _ideal(write_platform, k)
     prof, _ = build_collective(plat, "all_reduce", 8 * k, proto="Simple", channels=1, algo="ring")
     res = eidola.simulate(plat, prof)
-    assert res.kernel_time_ns == pytest.approx(2 * (k - 1) * (3 * L + 2 * M) + (2 * L + M), abs=1e-3)
+    sends = 2 * (k - 1)
+    assert res.kernel_time_ns == pytest.approx(sends * (3 * L + 2 * M) + (sends - 4) * M + (2 * L + M), abs=1e-3)
 
 
 # One link of a packet fabric (tests/python/test_put.py's derivation): 64 GB/s, 100 ns, header 16 B, router
