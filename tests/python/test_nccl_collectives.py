@@ -82,6 +82,26 @@ def test_all_gather_and_reduce_scatter_send_k_minus_1_blocks(write_platform):
         assert res.gpus["bytes_sent"].tolist() == [(k - 1) * C * (2 * block + 8)] * k
 
 
+def test_tree_broadcast_and_alltoall_bytes(write_platform):
+    # k = 4, one channel, LL (wire = 2 x data), S = 4000 B: one LL step per hop. Credits are 8 B per unit received.
+    k, S = 4, 4000
+    plat = _ideal(write_platform, k)
+    sent = {}
+    for op, algo in (("all_reduce", "tree"), ("broadcast", "auto")):
+        prof, plan = build_collective(plat, op, S, algo=algo, proto="LL", channels=1)
+        sent[op] = eidola.simulate(plat, prof).gpus["bytes_sent"].tolist()
+    # Tree (a chain 0-1-2-3, root 0): S goes up from 3, 2, 1 and down from 0, 1, 2; each receiver credits its sender.
+    assert sent["all_reduce"] == [2 * S + 8, 2 * (2 * S + 8), 2 * (2 * S + 8), 2 * S + 8]
+    # Broadcast along 0 -> 1 -> 2 -> 3: every rank but the last forwards S; every rank but the root credits.
+    assert sent["broadcast"] == [2 * S, 2 * S + 8, 2 * S + 8, 8]
+    # All-to-all: S / k to each of the k-1 peers (one channel each), a Simple write and its counter, and a credit
+    # for each unit received: (k-1) x (S/k + 8 + 8).
+    prof, plan = build_collective(plat, "alltoall", S, proto="Simple", channels=k - 1)
+    assert plan == Plan("p2p", "Simple", k - 1)
+    res = eidola.simulate(plat, prof)
+    assert res.gpus["bytes_sent"].tolist() == [(k - 1) * (S // k + 16)] * k
+
+
 # --- the channel split ---------------------------------------------------------------------------------------
 
 
