@@ -4,7 +4,7 @@ The model predicts ``time = latency + bytes / bandwidth`` for every enabled (alg
 takes the least; then it drops channels for small messages. Its prediction is never reported: the
 time of a collective is always the simulation of the profile it chose (docs/collectives.md).
 
-- latency (us): base[algo][proto] + steps x hop[link][algo][proto]; ring steps 2(k-1) for all_reduce,
+- latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
   k-1 for all_gather, reduce_scatter and broadcast; tree all_reduce 2(k-1) chain hops within a node.
 - bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
   B / 4 for all_reduce, B / 3 for the others, capped per generation (llMaxBw; NCCL.md's "half the link
