@@ -1,17 +1,15 @@
 """Where ``eidola perf`` gets its collectives: ``build_collective(platform, op, nbytes, gpus, algo, proto,
 channels) -> (Profile, Plan)``, and the names ``OPS`` and ``Plan`` that go with it.
 
-Every other module of ``eidola perf`` imports them from here only. For now they come from the
-textbook collectives (`perf_textbook`); at the merge of issue 26 the lead replaces the import
-line below ``# the source`` by ``from ..workload.nccl import OPS, Plan, build_collective``, the
-collectives as NCCL and RCCL run them (same signature, same results' types). The printed header
-names the module they came from (`SOURCE`).
+Every other module of ``eidola perf`` imports them from here only. They are the collectives as
+NCCL and RCCL run them (`eidola.workload.nccl`: channels, FIFOs, LL/LL128/Simple, the tuner). The
+printed header names the module they came from (`SOURCE`).
 """
 
 from __future__ import annotations
 
 # the source
-from .perf_textbook import OPS, Plan, build_collective
+from ..workload.nccl import OPS, Plan, build_collective
 
 __all__ = ["OPS", "ALGOS", "PROTOS", "Plan", "build_collective", "SOURCE"]
 
