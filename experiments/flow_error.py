@@ -10,7 +10,7 @@ largest points took 8-29 s with two series running at once). These are reported 
 (docs/fabrics.md, "When to trust which model"), not tests.
 
 Writes flow_error.csv beside this file and docs/figures/flow-error.{png,svg}.
-Run: .venv/bin/python experiments/flow_error.py [--jobs 2] [--limit-s 32] [--plot-only]
+Run: .venv/bin/python experiments/flow_error.py [--jobs 2] [--limit-s 32] [--plot-only] [--reuse-packet]
 """
 
 from __future__ import annotations
@@ -41,8 +41,13 @@ def _profile(pattern: str, gpus: int, nbytes: int):  # type: ignore[no-untyped-d
     return make(gpus, nbytes, workgroups=WORKGROUPS, mode="syncmon")
 
 
-def series(pattern: str, platform: str, limit_s: float) -> list[dict[str, object]]:
-    """One pattern on one platform, 64 KiB up by 4x while 4x the last packet run fits `limit_s`."""
+def series(pattern: str, platform: str, limit_s: float,
+           known: dict[tuple[str, str, int], tuple[float, float]]) -> list[dict[str, object]]:
+    """One pattern on one platform, 64 KiB up by 4x while 4x the last packet run fits `limit_s`.
+
+    `known`: packet-fabric (wall s, kernel ns) by (pattern, platform, nbytes), taken instead of
+    running the packet fabric again (--reuse-packet).
+    """
     import eidola
     rows: list[dict[str, object]] = []
     gpus, nbytes = PLATFORMS[platform], 64 * KIB
@@ -50,6 +55,9 @@ def series(pattern: str, platform: str, limit_s: float) -> list[dict[str, object
         profile = _profile(pattern, gpus, nbytes)
         times = {}
         for model in ("packet", "flow"):
+            if model == "packet" and (pattern, platform, nbytes) in known:
+                times[model] = known[(pattern, platform, nbytes)]
+                continue
             plat = eidola.load_platform(ROOT / "platforms" / platform, overrides={"fabric.model": model})
             start = time.perf_counter()
             result = eidola.simulate(plat, profile)
@@ -65,11 +73,16 @@ def series(pattern: str, platform: str, limit_s: float) -> list[dict[str, object
         nbytes *= 4
 
 
-def measure(jobs: int, limit_s: float) -> list[dict[str, object]]:
+def measure(jobs: int, limit_s: float, reuse_packet: bool) -> list[dict[str, object]]:
     """Runs every (pattern, platform) series, `jobs` at a time, each in its own process."""
     work = [(pattern, platform) for platform in PLATFORMS for pattern in PATTERNS]
+    known: dict[tuple[str, str, int], tuple[float, float]] = {}
+    if reuse_packet and CSV.exists():
+        with CSV.open(newline="") as f:
+            for r in csv.DictReader(f):
+                known[(r["pattern"], r["platform"], int(r["nbytes"]))] = (float(r["packet_wall_s"]), float(r["packet_ns"]))
     with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(series, pattern, platform, limit_s) for pattern, platform in work]
+        futures = [pool.submit(series, pattern, platform, limit_s, known) for pattern, platform in work]
         return [row for future in futures for row in future.result()]
 
 
@@ -129,9 +142,12 @@ def main() -> int:
     parser.add_argument("--limit-s", type=float, default=32.0,
                         help="run the next size while 4x the last packet-fabric wall time is at most this")
     parser.add_argument("--plot-only", action="store_true", help="redraw from flow_error.csv")
+    parser.add_argument("--reuse-packet", action="store_true",
+                        help="take the packet fabric's times from flow_error.csv where it has the point "
+                             "(after a change to the flow fabric only)")
     args = parser.parse_args()
     if not args.plot_only:
-        measured = measure(args.jobs, args.limit_s)
+        measured = measure(args.jobs, args.limit_s, args.reuse_packet)
         with CSV.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIELDS)
             writer.writeheader()
