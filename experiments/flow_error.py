@@ -121,6 +121,7 @@ def plot(rows: list[dict[str, str]]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     plt.rcParams["svg.fonttype"] = "none"  # text as text: a small SVG
+    plt.rcParams["svg.hashsalt"] = "flow-error"  # fixed ids: reruns give the same file
     sizes = sorted({int(r["nbytes"]) for r in rows})
     fig, axes = plt.subplots(1, len(PATTERNS), figsize=(13, 3.0), dpi=90, sharey=True)
     for ax, pattern in zip(axes, PATTERNS, strict=True):
