@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import eidola
-from eidola.generators import direct_allreduce, ring_allreduce
+from eidola.generators import all_gather, direct_allreduce, ring_allreduce
+from eidola.profile import ProfileBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
@@ -69,11 +70,67 @@ def flow_fabric_section(quick: bool = False) -> list[str]:
     return rows + [""]
 
 
+def _neighbour_rounds(gpus: int, rounds: int, workgroups: int = 4, neighbours: int = 4) -> Any:
+    """Each workgroup, `rounds` times: a 64 KiB write to each of the next `neighbours` GPUs, a signal
+    to each, then a wait for its neighbours' signals: the same flows per GPU and round at any size."""
+    b = ProfileBuilder(gpus=gpus, workgroups=workgroups, name=f"neighbours-{gpus}")
+    chunk = 64 << 10
+    b.buffer("halo", nbytes=neighbours * workgroups * chunk)
+    for w in range(workgroups):
+        b.flag(f"got{w}")
+    for g in range(gpus):
+        for w in range(workgroups):
+            p = b.program(gpu=g, wg=w)
+            for r in range(rounds):
+                for k in range(1, neighbours + 1):
+                    p.write(dst=(g + k) % gpus, buffer="halo", offset=((k - 1) * workgroups + w) * chunk, nbytes=chunk)
+                    p.signal(dst=(g + k) % gpus, flag=f"got{w}", op="add", value=1)
+                p.wait(flag=f"got{w}", cond=">=", value=neighbours * (r + 1), mode="syncmon")
+    return b.build()
+
+
+def scaling_section(quick: bool = False) -> list[str]:
+    """Cost per event of the flow fabric from 8 to 1,024 GPUs on a switch, and the event count
+    against the packet fabric at 256 MiB."""
+    rows = ["## Flow fabric: cost per event from 8 to 1,024 GPUs", "",
+            "switch-8gpu.yaml with `gpus.count` set, flow fabric; every GPU's 4 workgroups write 64 KiB to each of "
+            "the next 4 GPUs, signal them and wait for theirs, for R = 4,096 / GPUs rounds and again for 2R (the "
+            "same number of flows at every size). Cost per event: the extra wall time of the 2R run over its "
+            "extra kernel events (`res.wall_s`, `res.events`; the fastest of 3 runs each), so building the "
+            "platform and reading results, which grow with the GPUs, are left out; the ratio is against 8 GPUs "
+            "in this run.", "",
+            "| GPUs | rounds | events (2R) | wall s (R / 2R) | us per event | ratio to 8 GPUs |",
+            "|---|---|---|---|---|---|"]
+    base = 0.0
+    for gpus in ((8, 64, 256) if quick else (8, 64, 256, 1024)):
+        rounds = max(1, 4096 // gpus // (4 if quick else 1))
+        plat = eidola.load_platform(ROOT / "platforms" / "switch-8gpu.yaml",
+                                    overrides={"fabric.model": "flow", "gpus.count": gpus, "fabric.stats.bin": "100us"})
+        # The fastest of three runs each: the machine is shared, and a slow run says nothing.
+        once = min((eidola.simulate(plat, _neighbour_rounds(gpus, rounds)) for _ in range(3)), key=lambda r: r.wall_s)
+        twice = min((eidola.simulate(plat, _neighbour_rounds(gpus, 2 * rounds)) for _ in range(3)),
+                    key=lambda r: r.wall_s)
+        cost = (twice.wall_s - once.wall_s) / (twice.events - once.events) * 1e6
+        base = base or cost
+        rows.append(f"| {gpus:,} | {rounds} / {2 * rounds} | {twice.events:,} | {once.wall_s:.2f} / {twice.wall_s:.2f} | "
+                    f"{cost:.3f} | **{cost / base:.2f}x** |")
+    mib = 16 if quick else 256
+    profile = all_gather(8, mib * MIB, workgroups=WORKGROUPS, mode="syncmon")
+    wp, kp, ep = _run("mi300x-8gpu.yaml", {"fabric.model": "packet"}, profile)
+    wf, kf, ef = _run("mi300x-8gpu.yaml", {"fabric.model": "flow"}, profile)
+    rows += ["", f"Kernel events at {mib} MiB (ring all-gather, mi300x-8gpu.yaml, {WORKGROUPS} workgroups, SyncMon): "
+             f"packet {ep:,} ({wp:.1f} s), flow {ef:,} ({wf:.2f} s): **{ep / ef:,.0f}x fewer** "
+             f"(kernel time {kp / 1e3:.1f} us against {kf / 1e3:.1f} us, {kf / kp - 1:+.2%}).", ""]
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="smaller messages, for a smoke test")
+    parser.add_argument("--scaling-only", action="store_true", help="only the cost per event and the event count")
     args = parser.parse_args()
-    print("\n".join(flow_fabric_section(args.quick)))
+    rows = [] if args.scaling_only else flow_fabric_section(args.quick)
+    print("\n".join(rows + scaling_section(args.quick)))
     return 0
 
 

@@ -321,9 +321,9 @@ def main() -> int:
     from large_message import large_message_section
 
     body += large_message_section(args.quick)
-    from flow_fabric import flow_fabric_section
+    from flow_fabric import flow_fabric_section, scaling_section
 
-    body += flow_fabric_section(args.quick)
+    body += flow_fabric_section(args.quick) + scaling_section(args.quick)
     if not args.quick:
         body += callgrind()
     plot_scaling(points)

@@ -1,4 +1,4 @@
-"""The ``eidola`` command: run, validate, describe, plot, import, compare, sweep and netsweep.
+"""The ``eidola`` command: run, validate, describe, plot, import, compare, sweep, netsweep and perf.
 
 Exit status: 0 ok; 2 bad input (one message naming the file and key or profile op); 3 the
 simulation failed (deadlock, protocol violation, model error), with a report; 1 internal error.
@@ -391,6 +391,43 @@ def _cmd_netsweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_perf(args: argparse.Namespace) -> int:
+    from .report.perf_command import PerfOptions, perf
+
+    perf(PerfOptions(args.platform, args.op, args.minbytes, args.maxbytes, args.stepfactor, args.ngpus, args.algo,
+                     args.proto, args.channels, args.fabric, _overrides(args.set), args.csv, args.plot, args.compare,
+                     args.column))
+    return 0
+
+
+def _perf_parser(sub: Any) -> None:
+    pf = sub.add_parser("perf", help="a collective at each message size, printed as nccl-tests prints it",
+                        description="Simulate one collective at each message size and print the nccl-tests table "
+                                    "(docs/perf.md); with --compare LOG, set the simulation beside a real "
+                                    "nccl-tests or rccl-tests run.")
+    pf.add_argument("platform", help="platform YAML file")
+    pf.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, alltoall or broadcast")
+    pf.add_argument("-b", "--minbytes", help="smallest size: bytes with an optional K, M or G (powers of 2), "
+                                             "as nccl-tests reads it (default 8)")
+    pf.add_argument("-e", "--maxbytes", help="largest size (default 256M)")
+    pf.add_argument("-f", "--stepfactor", help="multiplication factor between sizes, >= 2 (default 2)")
+    pf.add_argument("-g", "--ngpus", help="GPUs taking part: the first N of the platform (default: all of them, "
+                                          "or the LOG's ranks with --compare)")
+    pf.add_argument("--algo", default="auto", help="auto, ring, tree or nvls (default auto: the tuner chooses)")
+    pf.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default auto)")
+    pf.add_argument("--channels", default="0", help="channels (workgroups per GPU); 0 lets the tuner choose")
+    pf.add_argument("--fabric", default="auto",
+                    help="auto (packet fabric up to 64 MiB written in all, flow above), packet or flow")
+    pf.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a platform key")
+    pf.add_argument("--csv", metavar="FILE",
+                    help="write size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric")
+    pf.add_argument("--plot", metavar="FILE", help="draw busbw and time against size (.png, .svg or .pdf)")
+    pf.add_argument("--compare", metavar="LOG", help="a real nccl-tests or rccl-tests output: simulate its sizes and "
+                                                    "print measured and predicted time and the error")
+    pf.add_argument("--column", default="out-of-place",
+                    help="the LOG's column to compare with: out-of-place (default) or in-place")
+
+
 def _netsweep_option(message: str) -> str:
     """"--cycle: " for a traffic error about the cycle, and so on: the option the user typed."""
     for key in ("packet", "duration", "warmup", "cycle", "rate", "seed", "hotspots", "pattern"):
@@ -505,6 +542,7 @@ def _parser() -> argparse.ArgumentParser:
         if source == "kineto":
             k.add_argument("--compute", default="device", choices=("device", "host"),
                            help="compute phases from GPU kernels (device) or CPU ops (host, CPU-only traces)")
+    _perf_parser(sub)
     cmp = sub.add_parser("compare", help="per collective: traced duration against the simulated one")
     cmp.add_argument("run_dir", help="a run directory written by eidola run --trace")
     cmp.add_argument("traces", nargs="+", help="the Kineto traces the profile was imported from")
@@ -550,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     handler = {"run": _cmd_run, "validate": _cmd_validate, "describe": _cmd_describe, "plot": _cmd_plot,
                "import": _cmd_import, "compare": _cmd_compare, "sweep": _cmd_sweep,
-               "sweep plot": _cmd_sweep_plot, "netsweep": _cmd_netsweep}[args.command]
+               "sweep plot": _cmd_sweep_plot, "netsweep": _cmd_netsweep, "perf": _cmd_perf}[args.command]
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread (main() called from a library): leave signals alone

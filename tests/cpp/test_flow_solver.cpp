@@ -1,5 +1,6 @@
 // FlowSolver against weighted max-min fair allocations worked out by hand, and its incremental
 // recomputation against solving everything afresh. No SystemC: the solver is plain arithmetic.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -112,6 +113,53 @@ int main() {
             for (int r = 0; r < kResources; ++r) {
                 if (inc.load(std::uint32_t(r)) > cap[std::size_t(r)] * (1 + 1e-9)) {
                     std::printf("FAIL resource %d over capacity\n", r);
+                    ++failures;
+                }
+            }
+        }
+    }
+    {
+        // Max-min optimality on random small instances, checked from its definition rather than
+        // against another solver: the allocation is feasible (no resource over capacity), and every
+        // flow has a bottleneck, a resource it uses that is full and on which no flow has a higher
+        // rate (the rates are what progressive filling equalises; the weights only say what a unit
+        // of rate takes of the resource). Then no flow's rate can rise without lowering that of a
+        // flow whose rate is no higher, which is the definition.
+        std::mt19937_64 rng(2525);
+        for (int instance = 0; instance < 500; ++instance) {
+            FlowSolver s;
+            const int resources = 2 + int(rng() % 5), flows = 2 + int(rng() % 7);
+            std::vector<double> cap;
+            for (int r = 0; r < resources; ++r) {
+                cap.push_back(1 + double(rng() % 50));
+                s.add_resource(cap.back());
+            }
+            std::vector<std::vector<FlowSolver::Use>> uses(static_cast<std::size_t>(flows));
+            for (int f = 0; f < flows; ++f) {
+                while (uses[std::size_t(f)].empty())  // every flow uses at least one resource
+                    for (int r = 0; r < resources; ++r)
+                        if (rng() % 3 == 0) uses[std::size_t(f)].push_back({std::uint32_t(r), 0.25 + double(rng() % 12) / 4});
+                s.add_flow(std::uint32_t(f), uses[std::size_t(f)]);
+            }
+            solve(s);
+            std::vector<double> load(std::size_t(resources), 0.0), top(std::size_t(resources), 0.0);
+            for (int f = 0; f < flows; ++f)
+                for (const FlowSolver::Use& u : uses[std::size_t(f)]) {
+                    load[u.resource] += s.rate(std::uint32_t(f)) * u.weight;
+                    top[u.resource] = std::max(top[u.resource], s.rate(std::uint32_t(f)));
+                }
+            for (int r = 0; r < resources; ++r)
+                if (load[std::size_t(r)] > cap[std::size_t(r)] * (1 + 1e-9)) {
+                    std::printf("FAIL instance %d: resource %d over capacity\n", instance, r);
+                    ++failures;
+                }
+            for (int f = 0; f < flows; ++f) {
+                const double rate = s.rate(std::uint32_t(f));
+                bool bottleneck = false;
+                for (const FlowSolver::Use& u : uses[std::size_t(f)])
+                    bottleneck |= load[u.resource] >= cap[u.resource] * (1 - 1e-9) && rate >= top[u.resource] * (1 - 1e-9);
+                if (!(rate > 0) || !bottleneck) {
+                    std::printf("FAIL instance %d: flow %d (rate %.9g) has no bottleneck\n", instance, f, rate);
                     ++failures;
                 }
             }

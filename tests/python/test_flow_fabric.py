@@ -249,3 +249,21 @@ def test_close_to_the_packet_fabric(name, overrides, pattern, nbytes, bound):
         prof = direct_allreduce(gpus=8, nbytes=nbytes, workgroups=8)
     error = _compare(_platform_path(name), prof, overrides)
     assert math.isfinite(error) and abs(error) <= bound, f"{error:+.3%}"
+
+
+def test_a_thousand_gpus_fit_in_memory(repo):
+    # Every GPU sending flows needs a data area as large as a flow (gpus.flow, 64 MiB); one area
+    # per process serves them all, where one per GPU ran out of address space at GPU 301 of 1,024
+    # under the run's default memory limit. One 4 KiB write as a flow: 16 packets at the
+    # lane rate and one zero-load round trip on switch-8gpu's figures (4 lanes of 100 GB/s, 150 ns
+    # links, 100 ns switch, 16-byte headers and acknowledgements).
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml",
+                                overrides={"fabric.model": "flow", "gpus.count": 1024, "gpus.workgroups": 1})
+    b = ProfileBuilder(gpus=1024, workgroups=1, name="far")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).write(dst=1023, buffer="data", offset=0, nbytes=4096)
+    res = eidola.simulate(plat, b.build())
+    lane = 100e9
+    zl2 = lambda wire: wire / lane * 1e9 + 2 * (150 + 100) + 16 / lane * 1e9  # noqa: E731
+    expected = 15 * 272 / (4 * lane) * 1e9 + zl2(272) + M + P / MEM * 1e9 + zl2(16)  # the 4 lanes share the stream
+    assert res.kernel_time_ns == pytest.approx(expected, rel=1e-3)

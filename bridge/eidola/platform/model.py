@@ -130,6 +130,8 @@ class Platform:
     seed: int = 1                                                   #: seed of every random choice
     check_protocol: bool = False                                    #: insert the base-protocol checker on bindings
     limits: dict[str, float] = field(default_factory=dict)          #: run limits: "wall" (seconds) kills a run past it
+    #: the ``collectives:`` section as given (library, channels, link_type, protocols, arch; see platform.collectives)
+    collectives: dict[str, Any] = field(default_factory=dict)
     source: str | None = field(default=None, compare=False)         #: the YAML file it came from
     shorthand: dict[str, Any] | None = field(default=None, compare=False)     #: the effective YAML (gpus/fabric form)
 

@@ -19,6 +19,7 @@ import yaml
 from ..errors import ConfigError, shown
 from ..inputs import decode_text, load_yaml, read_input
 from . import catalog, units
+from .collectives import parse_collectives
 from .model import Component, Platform, SocketRef
 from .plugin import PluginSpec, parse_plugin, plugin_model
 
@@ -34,7 +35,8 @@ DEFAULT_FLOW = "64MiB"
 DEFAULT_FLOW_WATCHDOG = "1s"
 #: Packet fabric keys that a flow fabric accepts and ignores (no buffers, channels or deadlocks in a fluid).
 FLOW_IGNORED_KEYS = ("watchdog",)
-_TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits")
+_TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits",
+             "collectives")
 #: The most GPUs a platform may have: validation takes time in proportion (about 0.3 ms a GPU).
 MAX_GPUS = 16384
 #: The longest wall-time limit a platform may set (a day).
@@ -68,7 +70,8 @@ def describe(platform: Platform) -> dict[str, Any]:
     return {"eidola": SCHEMA_VERSION, "name": platform.name, "address_map": dict(platform.address_map),
             "components": comps, "connections": [[str(i), str(t)] for i, t in platform.connections],
             "check_protocol": platform.check_protocol, "profile": platform.profile, "seed": platform.seed,
-            **({"limits": _limits_yaml(platform.limits)} if platform.limits else {})}
+            **({"limits": _limits_yaml(platform.limits)} if platform.limits else {}),
+            **({"collectives": dict(platform.collectives)} if platform.collectives else {})}
 
 
 def to_yaml(platform: Platform, path: str | Path | None = None) -> str:
@@ -226,7 +229,8 @@ def _settings(doc: dict[str, Any], source: str) -> Platform:
         if source != "<dict>" and not Path(profile).is_absolute():
             profile = str(Path(source).parent / profile)
     return Platform(name, address_map=dict(amap), profile=profile, seed=seed, check_protocol=check, source=source,
-                    limits=parse_limits(doc.get("limits"), f"{loc}limits"))
+                    limits=parse_limits(doc.get("limits"), f"{loc}limits"),
+                    collectives=parse_collectives(doc.get("collectives"), f"{loc}collectives"))
 
 
 def parse_limits(raw: object, where: str) -> dict[str, float]:
@@ -267,7 +271,7 @@ def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     """Builds a Platform from the general form: a list of components and a list of connections."""
     loc = _loc(source)
     allowed = ("eidola", "name", "address_map", "components", "connections", "check_protocol", "profile", "seed",
-               "limits")
+               "limits", "collectives")
     reject_unknown_keys(doc, allowed, loc)
     base = Path(source).parent if source != "<dict>" else Path.cwd()
     plat = _settings(doc, source)
@@ -407,5 +411,6 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
                         .format(plat.stride())},
         "fabric": fabric_out, "check_protocol": check, "profile": profile, "seed": seed,
         **({"limits": _limits_yaml(plat.limits)} if plat.limits else {}),
+        **({"collectives": dict(plat.collectives)} if plat.collectives else {}),
     }
     return plat

@@ -20,7 +20,7 @@
 namespace eidola {
 
 /// A pooled payload with the issuing workgroup. Bulk data has no meaning in an eidolon, so
-/// writes and reads of buffers share one scratch area per pool; only a signal's 8-byte operand
+/// writes and reads of buffers share one scratch area (one per process); only a signal's 8-byte operand
 /// is the packet's own. Why: it keeps a GPU's pool small enough to stay in cache with 1,024 GPUs.
 class Packet : public tlm::tlm_generic_payload {
 public:
@@ -48,14 +48,21 @@ class PacketPool : public tlm::tlm_mm_interface {
 public:
     explicit PacketPool(std::uint64_t max_payload) { set_max_payload(max_payload); }
     ~PacketPool() override;
-    /// Sets the size of the shared data area (the largest transaction). Zeroed by calloc, so a
-    /// large area (a flow's) costs memory only where a read touches it.
+    /// Makes the shared data area at least `max_payload` bytes (the largest transaction). One area
+    /// serves every pool of the process: its bytes mean nothing, and a flow's (gpus.flow, 64 MiB
+    /// by default) per GPU would take 64 GiB of address space on 1,024 GPUs. Zeroed by calloc, so
+    /// a large area costs memory only where a read touches it. Pools are sized while the platform
+    /// is built, before any transaction points into the area.
     void set_max_payload(std::uint64_t max_payload) {
-        m_scratch.reset(static_cast<unsigned char*>(std::calloc(std::max<std::uint64_t>(max_payload, 1), 1)));
-        if (!m_scratch) throw std::bad_alloc();
+        Area& area = shared_area();
+        const std::uint64_t size = std::max<std::uint64_t>(max_payload, 1);
+        if (area.size >= size) return;
+        area.data.reset(static_cast<unsigned char*>(std::calloc(size, 1)));
+        if (!area.data) throw std::bad_alloc();
+        area.size = size;
     }
     /// The data area that bulk writes and reads point into.
-    unsigned char* scratch() { return m_scratch.get(); }
+    unsigned char* scratch() { return shared_area().data.get(); }
 
     /// A packet with reference count 1, its extensions cleared.
     Packet* allocate();
@@ -67,7 +74,14 @@ private:
     struct Free {
         void operator()(unsigned char* p) const { std::free(p); }
     };
-    std::unique_ptr<unsigned char, Free> m_scratch;
+    struct Area {
+        std::unique_ptr<unsigned char, Free> data;
+        std::uint64_t size = 0;
+    };
+    static Area& shared_area() {
+        static Area area;
+        return area;
+    }
     std::vector<std::unique_ptr<Packet>> m_all;
     std::vector<Packet*> m_free;
 };

@@ -1,0 +1,62 @@
+"""The platform's ``collectives:`` section: whose library runs the collectives, and on what.
+
+Python-only (no C++ model reads it): `eidola.workload.nccl` builds the collectives from it. Every key
+is optional; what is left out is derived from the rest of the platform there (docs/collectives.md).
+
+```yaml
+collectives:
+  library: nccl        # nccl | rccl: whose constants and tuning model
+  channels: 24         # the library's channel count on this system (its maximum)
+  link_type: nvlink    # nvlink | pcie | network | xgmi: the tuner's per-hop latencies (default from topology)
+  protocols: [LL, LL128, Simple]   # the protocols enabled
+  arch: hopper         # ampere | hopper | blackwell | cdna3: the tuner's per-generation bandwidth caps
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError, shown
+
+__all__ = ["COLLECTIVES_KEYS", "LIBRARIES", "LINK_TYPES", "ARCHS", "parse_collectives", "MAX_CHANNELS"]
+
+#: The keys of the section, each with its doc line (shown by errors and docs).
+COLLECTIVES_KEYS = {
+    "library": "nccl | rccl: whose constants and tuning model",
+    "channels": "the library's channel count on this system (its maximum), 1 to 128",
+    "link_type": "nvlink | pcie | network | xgmi: the tuner's per-hop latencies (default from the topology)",
+    "protocols": "the protocols enabled, a list of LL, LL128, Simple",
+    "arch": "ampere | hopper | blackwell | cdna3: the GPU generation for the tuner's bandwidth caps",
+}
+LIBRARIES = ("nccl", "rccl")  #: the libraries modelled
+LINK_TYPES = ("nvlink", "pcie", "network", "xgmi")  #: the link types of the tuning tables
+ARCHS = ("ampere", "hopper", "blackwell", "cdna3")  #: GPU generations with tuning caps
+MAX_CHANNELS = 128  #: RCCL's MAXCHANNELS (NCCL's is 32 or 64): no library runs more
+_PROTOCOLS = ("LL", "LL128", "Simple")
+
+
+def parse_collectives(raw: object, where: str) -> dict[str, Any]:
+    """The checked section as given (no defaults filled in); ConfigError names the key and what was expected."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping with keys {', '.join(COLLECTIVES_KEYS)}, got {shown(raw)}")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in COLLECTIVES_KEYS:
+            raise ConfigError(f"{where}: unknown key {shown(key)}; expected one of: {', '.join(COLLECTIVES_KEYS)}")
+        choices = {"library": LIBRARIES, "link_type": LINK_TYPES, "arch": ARCHS}.get(key)
+        if choices is not None and value not in choices:
+            raise ConfigError(f"{where}.{key}: expected one of {', '.join(choices)}, got {shown(value)}")
+        if key == "channels" and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 1 <= value <= MAX_CHANNELS):
+            raise ConfigError(f"{where}.channels: expected an integer from 1 to {MAX_CHANNELS}, got {shown(value)}")
+        if key == "protocols":
+            if (not isinstance(value, list) or not value or any(p not in _PROTOCOLS for p in value)
+                    or len(set(value)) != len(value)):
+                raise ConfigError(f"{where}.protocols: expected a non-empty list of distinct protocols from "
+                                  f"{', '.join(_PROTOCOLS)}, got {shown(value)}")
+            value = list(value)
+        out[key] = value
+    return out

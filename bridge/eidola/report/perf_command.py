@@ -1,0 +1,178 @@
+"""``eidola perf``: the sweep (``-b -e -f``) or the comparison with a real log (``--compare LOG``).
+
+Options are checked before anything is simulated, each error naming its option (exit status 2).
+Rows print as they finish, so a long sweep shows progress; the CSV and the figure are written at
+the end. See docs/perf.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import ConfigError
+from ..run import nccl_tests
+from ..run.perf import Fabrics, PerfRow, check_choices, run_sizes
+from ..run.perf_source import SOURCE
+from . import perf_table
+from .nccl_log import NcclLog, read_log
+
+__all__ = ["PerfOptions", "perf"]
+
+DEFAULT_SIZES = ("8", "256M", "2")  #: -b, -e and -f when not given (nccl-tests' README example)
+_PLOT_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+@dataclass
+class PerfOptions:
+    """The command's options, as typed (sizes and numbers still text, so errors can quote them)."""
+
+    platform: str
+    op: str
+    minbytes: str | None = None
+    maxbytes: str | None = None
+    stepfactor: str | None = None
+    ngpus: str | None = None
+    algo: str = "auto"
+    proto: str = "auto"
+    channels: str = "0"
+    fabric: str = "auto"
+    overrides: dict[str, Any] | None = None
+    csv: str | None = None
+    plot: str | None = None
+    compare: str | None = None
+    column: str = "out-of-place"
+
+
+def _int(text: str, option: str, lo: int) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise ConfigError(f"{option} {text!r}: expected a whole number") from None
+    if value < lo:
+        raise ConfigError(f"{option} {text!r}: expected a number >= {lo}")
+    return value
+
+
+def _check_outputs(o: PerfOptions) -> None:
+    """The output paths can be written, before minutes of simulation are spent."""
+    for option, path in (("--csv", o.csv), ("--plot", o.plot)):
+        if path is not None and not Path(path).parent.is_dir():
+            raise ConfigError(f"{option} {path}: no folder {Path(path).parent}")
+    if o.plot is not None and Path(o.plot).suffix.lower() not in _PLOT_SUFFIXES:
+        raise ConfigError(f"--plot {o.plot}: expected a file ending in {', '.join(_PLOT_SUFFIXES)}")
+
+
+def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
+    """Runs the command: prints the table (or the comparison) on `out` (default: stdout); returns the simulated rows."""
+    out = sys.stdout if out is None else out
+    channels = _int(o.channels, "--channels", 0)
+    check_choices(o.op, o.algo, o.proto, o.fabric, channels)
+    _check_outputs(o)
+    log = None
+    if o.compare is not None:
+        given = [opt for opt, v in (("-b", o.minbytes), ("-e", o.maxbytes), ("-f", o.stepfactor)) if v is not None]
+        if given:
+            raise ConfigError(f"{given[0]}: with --compare the sizes are the LOG's; leave out -b, -e and -f")
+        log = read_log(o.compare, o.column)
+    elif o.column != "out-of-place":
+        raise ConfigError("--column: chooses the LOG's column of --compare; give --compare LOG")
+    b, e, f = (v if v is not None else d for v, d in zip((o.minbytes, o.maxbytes, o.stepfactor), DEFAULT_SIZES))
+    lo, hi = (0, 0) if log else (nccl_tests.parse_size(b, "-b"), nccl_tests.parse_size(e, "-e"))
+    sizes = [] if log else nccl_tests.sizes(lo, hi, _int(f, "-f", -2**62))
+    fabrics = Fabrics(o.platform, o.overrides or {}, o.fabric)
+    available = len(fabrics.base.eidolons())
+    gpus = _gpus(o, log, available)
+    config = f"algo {o.algo}, proto {o.proto}, channels {channels or 'auto'}"
+    head = [f"# eidola perf: {o.op} simulated on {fabrics.base.name} ({o.platform}), {gpus} of {available} GPUs",
+            f"# nThread 1 nGpus {gpus} minBytes {lo} maxBytes {hi} "
+            f"step: {f}(factor)" if log is None else
+            f"# nThread 1 nGpus {gpus}, sizes of {o.compare} ({log.tool}, {log.column} column)",
+            f"# collectives: {SOURCE}.build_collective; {config}",
+            f"# fabric: {fabrics.rule()}",
+            "# time: one simulation per size, from the kernel's start to its last workgroup's end; "
+            f"algbw = size / time (GB/s = 1e9 B/s), busbw = algbw x {_factor_text(o.op, gpus)}",
+            "#"]
+    print("\n".join(head), file=out, flush=True)
+    if log is None:
+        rows = _sweep(fabrics, o, sizes, gpus, channels, out)
+        measured: list[tuple[int, float]] = []
+    else:
+        rows, measured = _compare(fabrics, o, log, gpus, channels, out)
+    if o.csv is not None:
+        perf_table.write_csv(o.csv, rows)
+    if o.plot is not None:
+        from .perf_plot import plot_perf
+
+        plot_perf(o.plot, rows, f"{o.op}, {fabrics.base.name}, {gpus} GPUs", measured,
+                  f"measured ({Path(o.compare).name})" if o.compare else "measured")
+    return rows
+
+
+def _factor_text(op: str, n: int) -> str:
+    return {"all_reduce": f"2(n-1)/n = {nccl_tests.bus_factor(op, n):.4g}",
+            "broadcast": "1"}.get(op, f"(n-1)/n = {nccl_tests.bus_factor(op, n):.4g}")
+
+
+def _gpus(o: PerfOptions, log: NcclLog | None, available: int) -> int:
+    """-g, else the log's ranks, else the platform's GPUs; a log whose ranks differ from -g is refused."""
+    g = _int(o.ngpus, "-g", 2) if o.ngpus is not None else None
+    if log is not None and log.nranks is not None:
+        if g is not None and g != log.nranks:
+            raise ConfigError(f"-g {g}: {o.compare} was measured on {log.nranks} ranks; leave out -g or give "
+                              f"-g {log.nranks}")
+        g = log.nranks
+        if g > available:
+            raise ConfigError(f"--compare {o.compare}: measured on {g} ranks, but {o.platform} has {available} GPUs")
+    g = available if g is None else g
+    if not 2 <= g <= available:
+        raise ConfigError(f"-g {g}: expected 2 to {available} GPUs ({o.platform} has {available})")
+    return g
+
+
+def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, channels: int,
+           out: TextIO) -> list[PerfRow]:
+    print("\n".join(perf_table.head_lines()), file=out, flush=True)
+    points = [nccl_tests.columns(o.op, s, gpus) for s in sizes]
+    for (size, _), swept in zip(points, sizes):
+        if size == 0:
+            print(f"# {swept} B: 0 B per rank after nccl-tests' rounding (a 16-byte multiple per rank); "
+                  "nothing to simulate", file=out)
+    rows = run_sizes(fabrics, o.op, points, gpus, o.algo, o.proto, channels,
+                     done=lambda r: print(perf_table.row_line(o.op, r), file=out, flush=True))
+    print("\n".join(perf_table.trailer(rows)), file=out)
+    return rows
+
+
+def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels: int,
+             out: TextIO) -> tuple[list[PerfRow], list[tuple[int, float]]]:
+    if log.test is not None and log.test.removesuffix("_perf") != o.op:
+        raise ConfigError(f"--op {o.op}: {o.compare} is a run of {log.test}")
+    reduces = o.op in nccl_tests.REDUCTIONS
+    for r in log.rows:
+        if (r.redop != "none") != reduces:
+            raise ConfigError(f"{o.compare}:{r.line}: redop {r.redop!r} is not a {o.op} "
+                              f"({'a reduction' if reduces else 'no reduction, redop none'} expected)")
+    times: dict[int, list[float]] = {}
+    counts: dict[int, int] = {}
+    for r in log.rows:
+        if r.size > 0:
+            times.setdefault(r.size, []).append(r.time_us)
+            counts.setdefault(r.size, r.count)
+    if not times:
+        raise ConfigError(f"{o.compare}: every data line has size 0; nothing to compare")
+    measured = {s: sum(t) / len(t) for s, t in times.items()}  # a size repeated (stress cycles): the mean
+    print("\n".join(perf_table.compare_head()), file=out, flush=True)
+    compared: list[perf_table.Compared] = []
+
+    def done(row: PerfRow) -> None:
+        c = perf_table.Compared(measured[row.size], row)
+        compared.append(c)
+        print(perf_table.compare_line(c), file=out, flush=True)
+
+    rows = run_sizes(fabrics, o.op, sorted(counts.items()), gpus, o.algo, o.proto, channels, done=done)
+    print("\n".join(perf_table.compare_trailer(compared)), file=out)
+    return rows, sorted(measured.items())

@@ -1,0 +1,108 @@
+"""nccl-tests' conventions, as its sources (NVIDIA/nccl-tests 2.19, src/common.cu, util.cu and
+the per-collective src/*.cu) define them: size parsing, the size sweep, the size and count
+columns of each collective, bus bandwidth, and how numbers are printed.
+
+- ``-b``/``-e`` sizes: a number with an optional K, M or G (either case), powers of 2
+  (``parsesize``: 8G = 8 x 2^30); a fraction is allowed (``1.5K`` = 1536) and truncated to bytes.
+- the sweep: ``size = minBytes; size <= maxBytes; size *= factor``.
+- per size, elements ``count = size / 4`` (float); each collective's ``GetCollByteCount`` gives
+  send and receive counts and the count it passes to NCCL (the printed count); the printed size
+  is ``max(send, receive) x 4``. Collectives that split a buffer among ranks round each rank's
+  share down to a multiple of 16 bytes (``(count/nranks) & ~3`` for 4-byte elements).
+- ``algbw = size / time`` in GB/s (10^9 B/s); ``busbw = algbw x factor``: all_reduce 2(n-1)/n,
+  all_gather, reduce_scatter and alltoall (n-1)/n, broadcast 1 (``*GetBw``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import ConfigError
+
+__all__ = ["ELEMENT", "REDUCTIONS", "parse_size", "sizes", "columns", "bus_factor", "redop", "root", "float_str",
+           "algbw"]
+
+ELEMENT = 4  #: bytes per element: nccl-tests' default type, float
+REDUCTIONS = ("all_reduce", "reduce_scatter")  #: the collectives with a reduction operator (redop sum)
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*$")
+_UNIT = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+MAX_SIZE = 2**50  #: a size past this is a typing mistake, not a message
+
+
+def parse_size(text: str, option: str) -> int:
+    """A size as nccl-tests reads ``-b``/``-e``: ``8``, ``64K``, ``1.5M``, ``8G`` (K, M, G are 2^10, 2^20, 2^30)."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ConfigError(f"{option} {text!r}: expected a size in bytes with an optional K, M or G "
+                          "(powers of 2, as nccl-tests reads them), e.g. 8, 64K, 8G")
+    size = int(float(m.group(1)) * _UNIT[m.group(2).lower()])
+    if not 1 <= size <= MAX_SIZE:
+        raise ConfigError(f"{option} {text!r}: expected a size from 1 B to {MAX_SIZE // 2**30} GiB")
+    return size
+
+
+def sizes(minbytes: int, maxbytes: int, factor: int) -> list[int]:
+    """The sizes nccl-tests runs for ``-b minbytes -e maxbytes -f factor``."""
+    if minbytes > maxbytes:
+        raise ConfigError(f"-b {minbytes} is larger than -e {maxbytes}: expected minBytes <= maxBytes")
+    if factor < 2:
+        raise ConfigError(f"-f {factor}: expected a multiplication factor of at least 2")
+    out, size = [], minbytes
+    while size <= maxbytes:
+        out.append(size)
+        size *= factor
+    return out
+
+
+def columns(op: str, size: int, nranks: int) -> tuple[int, int]:
+    """(size, count) as nccl-tests prints them for a swept `size` of collective `op` on `nranks` ranks."""
+    count = size // ELEMENT
+    align = ~(16 // ELEMENT - 1)
+    if op in ("all_reduce", "broadcast"):
+        send = recv = param = count
+    elif op == "all_gather":
+        param = send = (count // nranks) & align
+        recv = send * nranks
+    elif op == "reduce_scatter":
+        param = recv = (count // nranks) & align
+        send = recv * nranks
+    elif op == "alltoall":
+        param = (count // nranks) & align
+        send = recv = param * nranks
+    else:
+        raise ConfigError(f"--op {op!r}: not a collective nccl-tests knows")
+    return max(send, recv) * ELEMENT, param
+
+
+def bus_factor(op: str, nranks: int) -> float:
+    """busbw / algbw: all_reduce 2(n-1)/n; all_gather, reduce_scatter and alltoall (n-1)/n; broadcast 1."""
+    if op == "all_reduce":
+        return 2 * (nranks - 1) / nranks
+    if op == "broadcast":
+        return 1.0
+    return (nranks - 1) / nranks
+
+
+def algbw(size: int, time_us: float) -> float:
+    """Algorithm bandwidth in GB/s (10^9 B/s) of `size` bytes in `time_us` microseconds."""
+    return size / (time_us * 1e-6) / 1e9
+
+
+def redop(op: str) -> str:
+    """The redop column: ``sum`` for reductions, ``none`` otherwise."""
+    return "sum" if op in REDUCTIONS else "none"
+
+
+def root(op: str) -> int:
+    """The root column: 0 for broadcast, -1 for collectives without a root."""
+    return 0 if op == "broadcast" else -1
+
+
+def float_str(value: float, width: int) -> str:
+    """A number in `width` characters as nccl-tests prints times and bandwidths (``getFloatStr``):
+    two decimals if they fit, else one, else none, else an exponent."""
+    for spec in (".2f", ".1f", ".0f"):
+        text = f"{value:{width}{spec}}"
+        if len(text) <= width:
+            return text
+    return f"{value:{width}{'.1e' if width >= 7 else '.0e'}}"

@@ -1,0 +1,175 @@
+"""``eidola perf``: one simulated collective per message size, as nccl-tests measures them.
+
+Each size is built as the library runs it (`perf_source.build_collective`) and simulated on the
+platform (`simulate`): every reported time is a simulation, from the kernel's start to its last
+workgroup's end. The fabric model of each size:
+
+- ``--fabric packet`` or ``flow`` switches the platform's ``fabric.model`` for every size;
+- ``--fabric auto`` runs the packet fabric while the collective writes at most
+  `AUTO_PACKET_BYTES` in all (the sum of every write's bytes over all GPUs) and the flow fabric
+  above. Why that line: the packet fabric costs 9 to 32 ms of wall time per MiB written on the
+  8- and 16-GPU platforms (bench/RESULTS.md: 0.13 to 0.45 s per MiB of an 8-GPU all-reduce's
+  message, which writes 14 times its message), so 64 MiB is 0.6 to 2 s a point; the flow fabric
+  agrees with it within a few per cent from a few MiB up (docs/fabrics.md) at a small fraction of
+  the cost. An 8-GPU all-reduce goes to the flow fabric from 8 MiB up.
+- a platform whose fabric is ideal stays ideal, and a plugin fabric stays the plugin (cycle-level,
+  like the packet fabric; ``--fabric flow`` on it is refused); a platform written in the general
+  (components) form keeps its fabric.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError, SimulationError
+from ..platform import load_platform
+from ..platform.model import Platform
+from ..workload.profile import Profile
+from . import nccl_tests
+from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
+
+__all__ = ["AUTO_PACKET_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices", "written_bytes", "run_sizes"]
+
+AUTO_PACKET_BYTES = 64 * 2**20  #: --fabric auto: the packet fabric up to this many bytes written in all, flow above
+FABRICS = ("auto", "packet", "flow")  #: what --fabric may say
+_MODEL_NAMES = {"IdealFabric": "ideal", "PacketFabric": "packet", "FlowFabric": "flow"}
+
+
+@dataclass(frozen=True)
+class PerfRow:
+    """One size's result: what nccl-tests prints for it, and how it was run."""
+
+    size: int          #: bytes: nccl-tests' size column, the size simulated
+    count: int         #: elements (float): nccl-tests' count column
+    time_us: float     #: the simulated time
+    plan: Plan         #: algorithm, protocol and channels
+    fabric: str        #: packet | flow | ideal | plugin
+    busbw_factor: float  #: busbw / algbw for this collective and GPU count
+    wall_s: float = 0.0  #: what the simulation cost
+
+    @property
+    def algbw(self) -> float:
+        """GB/s: size / time."""
+        return nccl_tests.algbw(self.size, self.time_us)
+
+    @property
+    def busbw(self) -> float:
+        """GB/s: algbw x the collective's bus factor."""
+        return self.algbw * self.busbw_factor
+
+
+def check_choices(op: str, algo: str, proto: str, fabric: str, channels: int) -> None:
+    """Each named choice is one the command knows; ConfigError naming the option otherwise."""
+    for option, value, allowed in (("--op", op, OPS), ("--algo", algo, ALGOS), ("--proto", proto, PROTOS),
+                                   ("--fabric", fabric, FABRICS)):
+        if value not in allowed:
+            raise ConfigError(f"{option} {value!r}: expected one of {', '.join(allowed)}")
+    if channels < 0:
+        raise ConfigError(f"--channels {channels}: expected a number of channels >= 1 (or 0 to let the tuner choose)")
+
+
+def written_bytes(profile: Profile) -> int:
+    """Bytes the profile's writes and reads move across the fabric, all GPUs together."""
+    table = profile.table
+    mask = table.kind_mask("write", "read", "put")
+    return int(table.rows[mask, 3].sum()) if len(table) else 0
+
+
+@dataclass
+class Fabrics:
+    """The platform as given, and its packet and flow variants, each loaded once when first asked for."""
+
+    path: str                      #: the platform file
+    overrides: dict[str, Any]      #: --set KEY=VALUE
+    choice: str = "auto"           #: --fabric
+    base: Platform = field(init=False)   #: the platform as given (with --set)
+    native: str = field(init=False)      #: its fabric: ideal | packet | flow | plugin | a model's name
+    switchable: bool = field(init=False)  #: whether sizes may run on the packet or the flow fabric
+    _variants: dict[str, Platform] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.base = load_platform(self.path, self.overrides)
+        self.native = _fabric_name(self.base)
+        fixed = "fabric.model" in self.overrides
+        self.switchable = self.native in ("packet", "flow") and self.base.shorthand is not None and not fixed
+        if fixed and self.choice != "auto":
+            raise ConfigError(f"--fabric {self.choice} and --set fabric.model={self.overrides['fabric.model']}: "
+                              "give the fabric once")
+        if self.choice == "flow" and self.native == "plugin":
+            raise ConfigError(f"--fabric flow: {self.path} has a plugin fabric, which runs as it is (cycle-level, like "
+                              "the packet fabric); the flow fabric replaces only the packet fabric")
+        if self.choice != "auto" and not self.switchable and self.choice != self.native:
+            why = ("its fabric is given in the components form" if self.base.shorthand is None
+                   else f"its fabric is {self.native}")
+            raise ConfigError(f"--fabric {self.choice}: {self.path} cannot switch to the {self.choice} fabric ({why}); "
+                              "use --fabric auto")
+
+    def rule(self) -> str:
+        """How this run chooses each size's fabric, for the printed header."""
+        if self.choice != "auto":
+            return f"{self.choice} for every size (--fabric {self.choice})"
+        if not self.switchable:
+            return f"{self.native} for every size (the platform's own fabric)"
+        return (f"auto: packet while the collective writes at most {AUTO_PACKET_BYTES // 2**20} MiB in all GPUs "
+                "together, flow above")
+
+    def choose(self, written: int) -> str:
+        """The fabric a collective that writes `written` bytes in all runs on."""
+        if self.choice != "auto":
+            return self.choice
+        if not self.switchable:
+            return self.native
+        return "packet" if written <= AUTO_PACKET_BYTES else "flow"
+
+    def platform(self, fabric: str) -> Platform:
+        """The platform with `fabric` as its fabric model (the base one where that is its own)."""
+        if not self.switchable or fabric == self.native:
+            return self.base
+        if fabric not in self._variants:
+            self._variants[fabric] = load_platform(self.path, {**self.overrides, "fabric.model": fabric})
+        return self._variants[fabric]
+
+
+def _fabric_name(platform: Platform) -> str:
+    fabric = next((c for c in platform.components.values() if c.role == "fabric"), None)
+    if fabric is None:
+        return "none"
+    if fabric.spec.plugin:
+        return "plugin"
+    return _MODEL_NAMES.get(fabric.model, fabric.model)
+
+
+def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus: int, algo: str = "auto",
+              proto: str = "auto", channels: int = 0, done: Callable[[PerfRow], None] | None = None) -> list[PerfRow]:
+    """Simulates collective `op` at each (size, count) of `points` (nccl-tests' size and count columns) on `gpus` GPUs.
+
+    Sizes of 0 bytes are left out (nothing moves). `done` is called with each row as it is
+    finished, so a long sweep prints as it goes. A simulation that fails raises its
+    SimulationError (exit status 3) naming the size.
+    """
+    from .simulate import simulate  # loads cppyy only when a simulation is asked for
+
+    rows = []
+    factor = nccl_tests.bus_factor(op, gpus)
+    for size, count in points:
+        if size <= 0:
+            continue
+        profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels)
+        fabric = fabrics.choose(written_bytes(profile))
+        start = time.perf_counter()
+        try:
+            result = simulate(fabrics.platform(fabric), profile)
+        except SimulationError as e:
+            raise type(e)(f"size {size} B ({op}, {fabric} fabric): {e}", e.report) from None
+        if result.partial:
+            raise SimulationError(f"size {size} B ({op}, {fabric} fabric): stopped at limits.sim_time with workgroups "
+                                  "unfinished; raise or remove limits.sim_time")
+        row = PerfRow(size, count, result.kernel_time_ns / 1000, plan, fabric, factor,
+                      time.perf_counter() - start)
+        rows.append(row)
+        if done is not None:
+            done(row)
+    return rows

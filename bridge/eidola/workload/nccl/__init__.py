@@ -1,0 +1,105 @@
+"""Collectives as NCCL and RCCL run them: channels, connection FIFOs with credits, LL/LL128/Simple, a tuner.
+
+`build_collective(platform, op, nbytes)` returns one collective as a profile (and the `Plan` the
+tuner or the caller chose): channel c is workgroup c of every GPU; each connection is an 8-slot FIFO
+whose receiver returns credits; LL and LL128 steps are `put`s that carry their own flag, Simple
+steps are writes then a release signal. Simulate the profile on the platform for the collective's
+time: the tuner only chooses (docs/collectives.md). The textbook schedules in `workload.collectives`
+stay as they are.
+
+Files: `protocols` (wire formats, FIFO geometry), `fifo` (a connection and one primitive), `ring`
+(ring all-reduce, all-gather, reduce-scatter, broadcast), `tree` (chain all-reduce), `p2p`
+(all-to-all), `tuner` (NCCL's tuning model), `system` (what a platform gives them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ...errors import ConfigError, ProfileError
+from ..builder import ProfileBuilder
+from . import p2p, ring, tree, tuner
+from .protocols import protocol
+from .system import System
+
+if TYPE_CHECKING:
+    from ...platform.model import Platform
+    from ..profile import Profile
+
+__all__ = ["OPS", "Plan", "build_collective", "System"]
+
+#: The collectives, by their nccl-tests names.
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the collective runs: algorithm, protocol and channels (workgroups per GPU)."""
+
+    algo: str  #: "ring" or "tree" ("p2p" for alltoall)
+    proto: str  #: "LL", "LL128" or "Simple"
+    channels: int  #: channels = workgroups of every GPU that run it
+
+
+def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None = None, algo: str = "auto",
+                     proto: str = "auto", channels: int = 0) -> tuple[Profile, Plan]:
+    """One collective as the library runs it, on the first `gpus` GPUs of `platform` (default all), as a profile.
+
+    op: one of OPS. nbytes: the nccl-tests size (all_reduce: the buffer per rank; all_gather: the
+    gathered output per rank; reduce_scatter: the input per rank; alltoall: the per-rank send total;
+    broadcast: the buffer, from GPU 0). algo / proto: "auto" (the tuner's choice) or a name;
+    channels: 0 (the tuner's count) or a count. Bad values raise ConfigError naming the option.
+    """
+    if op not in OPS:
+        raise ConfigError(f"op: expected one of {', '.join(OPS)}, got {op!r}")
+    if type(nbytes) is not int or nbytes < 1:
+        raise ConfigError(f"nbytes: expected an integer number of bytes >= 1, got {nbytes!r}")
+    sys = System.of(platform)
+    k = sys.gpus if gpus is None else gpus
+    if type(k) is not int or not 2 <= k <= sys.gpus:
+        raise ConfigError(f"gpus: expected an integer from 2 to the platform's {sys.gpus} GPUs, got {gpus!r}")
+    if op == "alltoall":
+        plan = _p2p_plan(sys, nbytes, k, algo, proto, channels)
+    else:
+        plan = Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
+    b = ProfileBuilder(gpus=k, workgroups=plan.channels, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
+    p = protocol(plan.proto, sys.library)
+    try:
+        if op == "alltoall":
+            chunk = p2p.P2P_CHUNK[sys.link_type]
+            p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, "")
+        else:
+            rings = sys.rings(k, plan.channels)
+            if op == "broadcast":
+                ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, "")
+            elif plan.algo == "tree":
+                tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, "")
+            else:
+                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, "")
+    except ProfileError as e:  # a bug of ours, not the user's: say which collective made it
+        raise ProfileError(f"{op} of {nbytes} B ({plan}): {e}") from None
+    return b.build(), plan
+
+
+def _p2p_plan(sys: System, nbytes: int, k: int, algo: str, proto: str, channels: int) -> Plan:
+    """All-to-all: no tuning model in NCCL; LL up to the p2p LL threshold per peer, else Simple; channels
+    per peer as `p2p.per_peer_channels`, rounded to whole peers."""
+    if algo not in ("auto", "p2p"):
+        raise ConfigError(f"algo: alltoall runs point-to-point; expected auto or p2p, got {algo!r}")
+    per_peer = -(-nbytes // k)
+    if proto == "auto":
+        proto = "LL" if per_peer <= p2p.P2P_LL_THRESHOLD and "LL" in sys.protocols else "Simple"
+    elif proto not in ("LL", "LL128", "Simple") or proto not in sys.protocols:
+        raise ConfigError(f"proto: expected auto or an enabled protocol ({', '.join(sys.protocols)}), got {proto!r}")
+    if type(channels) is not int or channels < 0:
+        raise ConfigError(f"channels: expected 0 (the tuner's count) or a positive integer, got {channels!r}")
+    if channels:
+        m = channels // (k - 1)
+        if m < 1 or m * (k - 1) != channels or channels > sys.workgroups:
+            raise ConfigError(f"channels: alltoall on {k} GPUs needs a multiple of {k - 1} (one set per peer) up "
+                              f"to {sys.workgroups}, got {channels}")
+    else:
+        m = p2p.per_peer_channels(sys.channels, k, per_peer, p2p.P2P_CHUNK[sys.link_type])
+        m = max(1, min(m, sys.workgroups // (k - 1)))
+    return Plan("p2p", proto, m * (k - 1))

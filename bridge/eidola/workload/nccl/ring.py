@@ -1,0 +1,153 @@
+"""Ring all-reduce, all-gather, reduce-scatter and the broadcast chain, as NCCL's ``src/device/*.h`` run them.
+
+Channel c is workgroup c of every GPU, with its own ring order (`System.rings`) and its own FIFO per
+connection. The buffer of S bytes is split into C channel parts, each part into L loops, each loop
+into k blocks (one per rank; broadcast: 1), each block into the protocol's units; at every level the
+pieces are equal but the first (total mod parts) are a byte longer (`fifo.split`). L is the fewest
+loops whose blocks fit one chunk: 4 Simple steps (2 MiB; broadcast 1 step) or one LL/LL128 step.
+A Simple chunk is cut into slices of max(block / 2, 1 MiB / 32) (``prims_simple.h``), one FIFO
+unit of 2 steps each; an LL or LL128 chunk is one unit of one step.
+
+Per loop, ring position p (0..k-1 along the channel's ring) runs the primitives of `SCHEDULES`,
+primitive i on block `block(p, i)`, receiving from p-1 and sending to p+1; consecutive loops follow
+at once, so they pipeline through the 8 FIFO slots. All-reduce is send; k-2 recvReduceSend;
+recvReduceCopySend; k-2 recvCopySend; recv: 2(k-1) sends per chunk.
+
+Each primitive's local memory traffic costs the workgroup ``local x bytes / (memory bandwidth / C)``:
+the C channels share the GPU's memory bandwidth, and local counts the bytes it moves in local memory
+per byte of data: 1 per read of the received slot, 1 per read of the rank's own input, 1 per write
+of its output (a reduce reads two and writes one: 3). The write into the peer goes over the fabric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .fifo import Conn, Ints, primitive, split
+from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protocol
+
+if TYPE_CHECKING:
+    from ..builder import ProfileBuilder
+
+__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "local_ns"]
+
+#: One primitive: (receives, sends, local bytes per data byte, block(p, i, k) -> the block it moves)
+Prim = tuple[bool, bool, int, Callable[[Ints, int, int], Ints]]
+
+
+def _behind(p: Ints, i: int, k: int) -> Ints:
+    return (p - 1 - i) % k  # reduce-scatter blocks: send p-1, then p-2, ..., ending with the own block p
+
+
+def _ag_after_rs(p: Ints, i: int, k: int) -> Ints:
+    return (p - (i - k + 1)) % k  # all-reduce's all-gather half: forward p, then p-1, ...; receive p+1 last
+
+
+def _gather(p: Ints, i: int, k: int) -> Ints:
+    return (p - i) % k  # all-gather: send the own block p, then forward p-1, p-2, ...
+
+
+def _ar(k: int) -> list[Prim]:
+    return list[Prim]([(False, True, 1, _behind)] + [(True, True, 2, _behind)] * (k - 2) + [(True, True, 3, _behind)]
+            + [(True, True, 2, _ag_after_rs)] * (k - 2) + [(True, False, 2, _ag_after_rs)])
+
+
+def _ag(k: int) -> list[Prim]:
+    return list[Prim]([(False, True, 2, _gather)] + [(True, True, 2, _gather)] * (k - 2) + [(True, False, 2, _gather)])
+
+
+def _rs(k: int) -> list[Prim]:
+    return list[Prim]([(False, True, 1, _behind)] + [(True, True, 2, _behind)] * (k - 2) + [(True, False, 3, _behind)])
+
+
+#: op -> the primitives of one loop for k ranks
+SCHEDULES: dict[str, Callable[[int], list[Prim]]] = {"all_reduce": _ar, "all_gather": _ag, "reduce_scatter": _rs}
+
+
+class Geometry:
+    """How a buffer of S bytes splits for one op and protocol on C channels: loops, blocks and units."""
+
+    def __init__(self, op: str, proto: Protocol, S: int, C: int, blocks: int) -> None:
+        simple = not proto.flag_in_data
+        self.unit_steps = SLICE_STEPS[op] if simple else 1  #: FIFO steps per unit
+        chunk = proto.step_data * (CHUNK_STEPS[op] if simple else 1)  # the largest block of a loop
+        self.blocks = blocks  #: blocks per loop
+        part = -(-S // C)  # the largest channel part
+        self.loops = max(1, -(-part // (blocks * chunk)))  #: loops per channel
+        loop = -(-part // self.loops)  # the largest loop
+        block = -(-loop // blocks)  # the largest block
+        if simple:
+            full = proto.step_data * self.unit_steps
+            slices = CHUNK_STEPS[op] // self.unit_steps
+            size = max(-(-block // slices), full // SIMPLE_SLICE_FLOOR_DIV)
+            self.units = max(1, -(-block // size))  #: units per block
+        else:
+            self.units = 1
+
+
+def geometry(op: str, proto: Protocol, S: int, C: int, blocks: int) -> Geometry:
+    """The split of S bytes for `op` on C channels in `blocks` blocks per loop."""
+    return Geometry(op, proto, S, C, blocks)
+
+
+def local_ns(local: int, data: Ints, ns_per_byte: float) -> NDArray[np.float64]:
+    """The local memory time (ns) of moving `local` bytes per byte of `data` at the channel's share of bandwidth."""
+    out: NDArray[np.float64] = (local * ns_per_byte) * data.astype(np.float64)
+    return out
+
+
+def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Protocol, mem_bw: float,
+         prefix: str) -> None:
+    """Append ring `op` (all_reduce, all_gather, reduce_scatter) of S bytes on the GPUs of `rings` (one ring
+    order per channel) to workgroup c of every GPU, c the channel."""
+    C, k = len(rings), len(rings[0])
+    geo = geometry(op, proto, S, C, k)
+    order = np.array(rings, dtype=np.int64)  # [channel, position] -> GPU
+    pos = np.argsort(order, axis=1)  # [channel, GPU] -> position
+    G, Ch = np.repeat(np.arange(k), C), np.tile(np.arange(C), k)
+    ps = b.programs_at(G, Ch)
+    P = pos[Ch, G]
+    conn = Conn(b, f"{prefix}ring", proto, geo.unit_steps, C)
+    send = conn.side(ps, Ch, order[Ch, (P + 1) % k])
+    recv = conn.side(ps, Ch, order[Ch, (P - 1) % k])
+    ns_per_byte = C / mem_bw * 1e9
+    part = split(S, C, Ch)
+    prims = SCHEDULES[op](k)
+    for loop in range(geo.loops):
+        loop_bytes = split(part, geo.loops, loop)
+        for i, (r, s, local, block_of) in enumerate(prims):
+            block = split(loop_bytes, k, block_of(P, i, k))
+            for u in range(geo.units):
+                data = split(block, geo.units, u)
+                primitive(ps, recv if r else None, send if s else None, data, local_ns(local, data, ns_per_byte))
+
+
+def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
+              prefix: str) -> None:
+    """Append a broadcast of S bytes from GPU `root`: per channel a chain along its ring from the root; the root
+    sends, the others recvCopySend, the last receives (NCCL's ring broadcast)."""
+    C, k = len(rings), len(rings[0])
+    geo = geometry("broadcast", proto, S, C, 1)
+    order = np.array([r[r.index(root):] + r[:r.index(root)] for r in rings], dtype=np.int64)  # root at position 0
+    conn = Conn(b, f"{prefix}bcast", proto, geo.unit_steps, C)
+    ns_per_byte = C / mem_bw * 1e9
+    # (positions, receives, sends, local bytes per byte): the root, the middle of the chain, its end
+    for positions, r, s, local in (([0], False, True, 1), (list(range(1, k - 1)), True, True, 2),
+                                   ([k - 1], True, False, 2)):
+        if not positions:
+            continue
+        Pp = np.repeat(np.array(positions, dtype=np.int64), C)
+        Ch = np.tile(np.arange(C), len(positions))
+        ps = b.programs_at(order[Ch, Pp], Ch)
+        send = conn.side(ps, Ch, order[Ch, (Pp + 1) % k]) if s else None
+        recv = conn.side(ps, Ch, order[Ch, (Pp - 1) % k]) if r else None
+        part = split(S, C, Ch)
+        for loop in range(geo.loops):
+            block = split(part, geo.loops, loop)
+            for u in range(geo.units):
+                data = split(block, geo.units, u)
+                primitive(ps, recv, send, data, local_ns(local, data, ns_per_byte))

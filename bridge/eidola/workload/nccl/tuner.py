@@ -1,0 +1,132 @@
+"""NCCL's tuning model (``src/graph/tuning.cc``, ``src/enqueue.cc``): it CHOOSES algorithm, protocol and channels.
+
+The model predicts ``time = latency + bytes / bandwidth`` for every enabled (algorithm, protocol) and
+takes the least; then it drops channels for small messages. Its prediction is never reported: the
+time of a collective is always the simulation of the profile it chose (docs/collectives.md).
+
+- latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
+  k-1 for all_gather, reduce_scatter and broadcast; tree all_reduce 2(k-1) chain hops within a node.
+- bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
+  B / 4 for all_reduce, B / 3 for the others, capped per generation (llMaxBw; NCCL.md's "half the link
+  rate" is the line's payload share; tuning.cc also charges LL's polling); ring LL128 0.92 B, capped at
+  C x the per-channel LL128 cap; ring Simple B. Tree: 0.92 B for Simple, then LL 1/3.8 of that (capped
+  as LL), LL128 7/9 (one node, capped at 7/9 x C x the LL128 cap), each x NCCL's tree correction
+  factor for medium sizes. The algorithm bandwidth is the bus bandwidth x k / steps for a ring
+  (k / 2(k-1) for all_reduce) and x 1/2 for a tree.
+- channels: while ``bytes < channels x threads x threshold`` drop one channel (down to 1); thresholds
+  8 B per thread for LL (x k for ring LL) and LL128, 64 B for Simple; threads per channel NCCL 512
+  (LL, Simple) and 640 (LL128); RCCL 256 (assumed: RCCL's default block size on MI300X).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import ConfigError
+from .system import System
+
+__all__ = ["BASE_LAT", "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
+           "predict", "choose", "reduce_channels", "ALGOS"]
+
+ALGOS = ("ring", "tree", "nvls")  #: the algorithms a user may name (nvls is refused: not modelled yet)
+_P = ("LL", "LL128", "Simple")
+#: Base latency, us: library -> algo -> (LL, LL128, Simple). RCCL's are 12 / 12 / 17 for every algorithm.
+BASE_LAT = {"nccl": {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4)},
+            "rccl": {"ring": (12.0, 12.0, 17.0), "tree": (12.0, 12.0, 17.0)}}
+#: Per-hop latency, us: link -> algo -> (LL, LL128, Simple). xGMI: RCCL's ring 0.8 (LL) / 2.1 (Simple);
+#: its LL128 and tree figures are assumed equal to the ring's Simple / ring's (RCCL runs LL and Simple there).
+HOP_LAT = {"nvlink": {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0)},
+           "pcie": {"ring": (1.0, 2.5, 5.7), "tree": (1.0, 1.9, 4.0)},
+           "network": {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0)},
+           "xgmi": {"ring": (0.8, 2.1, 2.1), "tree": (0.8, 2.1, 2.1)}}
+#: LL's bus bandwidth cap per GPU generation, GB/s (cdna3: assumed Hopper's).
+LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0}
+#: LL128's per-channel ring bandwidth cap, GB/s (ampere, cdna3: assumed 20, NCCL's pre-Hopper figure).
+LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 40.0, "cdna3": 20.0}
+#: NCCL's tree correction factor per protocol (LL, LL128, Simple), indexed by log2(bytes / 64) below 22:
+#: "trees are not perfectly sticking to the model for medium sizes" (``tuning.cc``).
+TREE_CORRECTION = ((1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0),
+                   (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0),
+                   (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9))
+#: Threads per channel: library -> (LL, LL128, Simple).
+THREADS = {"nccl": (512, 640, 512), "rccl": (256, 256, 256)}
+#: Bytes per thread below which a channel is dropped: (LL, LL128, Simple); ring LL multiplies by k.
+THRESHOLD = (8, 8, 64)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One candidate and what the model predicts for it (never reported as the collective's time)."""
+
+    algo: str
+    proto: str
+    latency_us: float
+    algbw_GBps: float
+
+    def time_us(self, nbytes: int) -> float:
+        """The model's time for `nbytes` (a tree's bandwidth corrected for medium sizes as NCCL does)."""
+        bw = self.algbw_GBps
+        log_size = max(nbytes >> 6, 1).bit_length() - 1
+        if self.algo == "tree" and log_size < len(TREE_CORRECTION[0]):
+            bw *= TREE_CORRECTION[_P.index(self.proto)][log_size]
+        return self.latency_us + nbytes / (bw * 1e3)
+
+
+def _steps(op: str, k: int) -> int:
+    return 2 * (k - 1) if op == "all_reduce" else k - 1
+
+
+def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) -> Choice:
+    """The model's latency and algorithm bandwidth for (algo, proto) with `channels` channels on k GPUs."""
+    p = _P.index(proto)
+    hop = HOP_LAT[sys.link_type][algo][p]
+    bus = channels * sys.gpu_bw / sys.channels / 1e9  # GB/s
+    if algo == "ring":
+        latency = BASE_LAT[sys.library]["ring"][p] + _steps(op, k) * hop
+        bw = {"LL": min(LL_MAX_BW[sys.arch], bus / (4 if op == "all_reduce" else 3)),
+              "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
+        ratio = k / _steps(op, k)
+    else:  # a chain inside one node: up and down, 2(k-1) hops
+        latency = BASE_LAT[sys.library]["tree"][p] + 2 * (k - 1) * hop
+        tree = bus * 0.92
+        bw = {"LL": min(LL_MAX_BW[sys.arch], tree / 3.8),
+              "LL128": min(tree * 7 / 9, channels * LL128_CHANNEL_BW[sys.arch] * 7 / 9), "Simple": tree}[proto]
+        ratio = 0.5
+    return Choice(algo, proto, latency, bw * ratio)
+
+
+def reduce_channels(sys: System, algo: str, proto: str, k: int, nbytes: int, channels: int) -> int:
+    """NCCL's channel drop for small messages: while nbytes < channels x threads x threshold, one channel fewer."""
+    p = _P.index(proto)
+    threads = THREADS[sys.library][p]
+    threshold = THRESHOLD[p] * (k if algo == "ring" and proto == "LL" else 1)
+    nc = channels
+    while nc > 1 and nbytes < nc * threads * threshold:
+        nc -= 1
+    return nc
+
+
+def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto: str = "auto",
+           channels: int = 0) -> tuple[str, str, int]:
+    """(algo, proto, channels) for `op` of `nbytes` on k GPUs: the model's least time among the enabled
+    protocols and the algorithms `op` has, honouring any explicit choice; channels 0: the tuner's count."""
+    if algo not in ("auto", *ALGOS):
+        raise ConfigError(f"algo: expected auto, {', '.join(ALGOS)}, got {algo!r}")
+    if algo == "nvls":
+        raise ConfigError("algo: nvls (NVLink SHARP) is not modelled yet; expected auto, ring or tree")
+    if proto not in ("auto", *_P):
+        raise ConfigError(f"proto: expected auto, {', '.join(_P)}, got {proto!r}")
+    if proto != "auto" and proto not in sys.protocols:
+        raise ConfigError(f"proto: {proto} is not enabled on this platform (collectives.protocols: "
+                          f"{', '.join(sys.protocols)})")
+    if type(channels) is not int or not 0 <= channels <= sys.workgroups:
+        raise ConfigError(f"channels: expected 0 (the tuner's count) or an integer from 1 to the GPU's "
+                          f"{sys.workgroups} workgroups, got {channels!r}")
+    algos = ("ring", "tree") if op == "all_reduce" else ("ring",)
+    if algo == "tree" and op != "all_reduce":
+        raise ConfigError(f"algo: tree runs all_reduce only; {op} runs ring")
+    cands = [predict(sys, op, k, a, p, sys.channels) for a in (algos if algo == "auto" else (algo,))
+             for p in (sys.protocols if proto == "auto" else (proto,))]
+    best = min(cands, key=lambda c: (c.time_us(nbytes), _P.index(c.proto), c.algo))
+    nc = channels or reduce_channels(sys, best.algo, best.proto, k, nbytes, sys.channels)
+    return best.algo, best.proto, nc

@@ -1,0 +1,258 @@
+"""Issue 25's validation table: the flow fabric against the packet fabric, and both against wire bounds.
+
+Every case runs one profile on a shipped platform twice, with `fabric.model` switched and nothing
+else, and checks flow / packet - 1 against the issue's bound for its row. Nothing is derived from
+the flow fabric's own output: each case also checks the packet fabric (and the flow fabric)
+against a bound worked out by hand from the platform file, so a change that moved both fabrics
+the same wrong way would still fail.
+
+Wire arithmetic (docs/fabrics.md): a write of n packets of payload P puts n (P + h) bytes on every
+link of its route and an acknowledgement of `ack` bytes per packet on the reverse route; a link of
+`lanes` lanes at B bytes/s carries lanes x B. A packet of L wire bytes crosses H hops at zero load
+in zl(L, H) = L/B + H (lat + sw) + (H - 1) F/B (cut-through, F = 16-byte flits). So a stream of
+n packets through a bottleneck of wire W bytes per packet takes about n W / (lanes B) plus one
+packet's trip, the target memory (M + P / 5.3 TB/s) and the acknowledgement's trip.
+
+The cases the flow fabric does not meet yet are marked xfail(strict): each says what it measured
+and why (docs/fabrics.md, "When to trust which model"); if one starts to pass, the mark must go.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import eidola
+from eidola.generators import all_gather, all_to_all, direct_allreduce, reduce_scatter, ring_allreduce
+from eidola.profile import ProfileBuilder
+
+MIB = 1 << 20
+P = 256                 # max_payload on every shipped platform
+M = 300.0 + P / 5.3e12 * 1e9  # target memory: latency + one packet at 5.3 TB/s, ns
+FLIT = 16
+
+# The shipped platforms' link figures (platforms/*.yaml), per direction:
+# (lane bandwidth B, lanes, latency ns, header h, ack bytes, switch latency ns, hops GPU to GPU)
+MI300X = dict(B=64e9, lanes=1, lat=250.0, h=85, ack=16, sw=100.0, hops=1)
+SWITCH = dict(B=100e9, lanes=4, lat=150.0, h=16, ack=16, sw=100.0, hops=2)
+
+
+def _zl(link: dict, wire: float) -> float:
+    hops = link["hops"]
+    return wire / link["B"] * 1e9 + hops * (link["lat"] + link["sw"]) + (hops - 1) * FLIT / link["B"] * 1e9
+
+
+def _stream_ns(link: dict, wire_bytes: float) -> float:
+    """Wire bytes through one link direction at its full rate, ns."""
+    return wire_bytes / (link["lanes"] * link["B"]) * 1e9
+
+
+def _tail_ns(link: dict) -> float:
+    """The last packet's trip, the target's memory and the acknowledgement's trip back, ns."""
+    return _zl(link, P + link["h"]) + M + _zl(link, link["ack"])
+
+
+def _writes(gpus: int, transfers: list[tuple[int, int, int]], read: bool = False):
+    """One workgroup per (src, dst, nbytes) transfer, all issued at time 0."""
+    b = ProfileBuilder(gpus=gpus, workgroups=len(transfers), name="transfers")
+    b.buffer("data", nbytes=max(n for _, _, n in transfers))
+    for w, (src, dst, n) in enumerate(transfers):
+        program = b.program(gpu=src, wg=w)
+        (program.read if read else program.write)(dst=dst, buffer="data", offset=0, nbytes=n)
+    return b.build()
+
+
+def _skewed_all_to_all(gpus: int, nbytes: int, heavy: int = 4):
+    """All-to-all of `nbytes` per GPU (nbytes / gpus to each peer), except GPU 0 sends `heavy` times as much."""
+    b = ProfileBuilder(gpus=gpus, workgroups=gpus - 1, name="skewed-all-to-all")
+    b.buffer("recv", nbytes=heavy * nbytes // gpus)
+    for g in range(gpus):
+        for k in range(1, gpus):
+            n = nbytes // gpus * (heavy if g == 0 else 1)
+            b.program(gpu=g, wg=k - 1).write(dst=(g + k) % gpus, buffer="recv", offset=0, nbytes=n)
+    return b.build()
+
+
+def _both(repo, platform: str, profile, overrides: dict | None = None) -> tuple[float, float]:
+    """(packet, flow) kernel times of `profile` on `platform`, ns."""
+    times = []
+    for model in ("packet", "flow"):
+        plat = eidola.load_platform(repo / "platforms" / platform, overrides={**(overrides or {}), "fabric.model": model})
+        times.append(eidola.simulate(plat, profile).kernel_time_ns)
+    return times[0], times[1]
+
+
+def _check(packet: float, flow: float, bound: float, floor_ns: float, ceiling_ns: float | None = None) -> None:
+    # The wire bound first (both fabrics), then the agreement.
+    assert packet >= floor_ns * (1 - 1e-6), f"packet {packet:.1f} ns below the wire bound {floor_ns:.1f} ns"
+    assert flow >= floor_ns * (1 - 1e-6), f"flow {flow:.1f} ns below the wire bound {floor_ns:.1f} ns"
+    if ceiling_ns is not None:
+        assert packet <= ceiling_ns, f"packet {packet:.1f} ns above wire + latency {ceiling_ns:.1f} ns"
+    error = flow / packet - 1
+    assert abs(error) <= bound, f"flow / packet - 1 = {error:+.3%} (bound {bound:.1%})"
+
+
+# ---- single flows, pairs, incast and outcast: wire time plus one tail, each within 0.5% --------------
+
+def test_one_flow_latency_bound(repo):
+    # One 4 KiB write on one MI300X link: 16 packets back to back, then the tail.
+    n = 4096 // P
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _writes(8, [(0, 3, 4096)]))
+    expected = (n - 1) * (P + MI300X["h"]) / MI300X["B"] * 1e9 + _tail_ns(MI300X)
+    assert packet == pytest.approx(expected, rel=0.005)
+    _check(packet, flow, 0.005, expected * 0.995)
+
+
+def test_one_flow_bandwidth_bound(repo):
+    n = 16 * MIB // P
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _writes(8, [(0, 3, 16 * MIB)]))
+    wire = _stream_ns(MI300X, n * (P + MI300X["h"]))
+    _check(packet, flow, 0.005, wire, wire + _tail_ns(MI300X) * 1.01)
+
+
+def test_one_read_flow(repo):
+    # A 1 MiB read: headers out, the data (P + h per packet) back over the reverse link.
+    n = MIB // P
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _writes(8, [(0, 3, MIB)], read=True))
+    wire = _stream_ns(MI300X, n * (P + MI300X["h"]))
+    _check(packet, flow, 0.005, wire)
+
+
+def test_one_flow_window_limited(repo):
+    # max_outstanding 64 on a switch lane path: at most 64 packets per round trip (zero-load RTT
+    # = tail), far below the link: n / 64 round trips.
+    n = MIB // P
+    packet, flow = _both(repo, "switch-8gpu.yaml", _writes(8, [(0, 3, MIB)]), {"gpus.max_outstanding": 64})
+    window_ns = n / 64 * _tail_ns(SWITCH)
+    _check(packet, flow, 0.005, window_ns * 0.99)
+    assert packet > 3 * _stream_ns(SWITCH, n * (P + SWITCH["h"]))  # the window, not the link, binds
+
+
+@pytest.mark.parametrize("platform, link", [("mi300x-8gpu.yaml", MI300X), ("switch-8gpu.yaml", SWITCH)])
+def test_bidirectional_pair(repo, platform, link):
+    # 0 -> 3 and 3 -> 0 at once: each link direction carries one flow's data and the other's
+    # acknowledgements, n (P + h + ack) wire bytes.
+    n = 16 * MIB // P
+    packet, flow = _both(repo, platform, _writes(8, [(0, 3, 16 * MIB), (3, 0, 16 * MIB)]))
+    wire = _stream_ns(link, n * (P + link["h"] + link["ack"]))
+    _check(packet, flow, 0.01, wire, wire + _tail_ns(link) * 1.01)
+
+
+@pytest.mark.parametrize("pattern", ["incast", "outcast"])
+def test_incast_and_outcast_on_the_switch(repo, pattern):
+    # 7 to 1 (or 1 to 7) with 2 MiB each: the switch's link into (out of) GPU 0, 4 lanes, carries
+    # 7 n (P + h) bytes; then one tail.
+    n = 2 * MIB // P
+    transfers = [(g, 0, 2 * MIB) if pattern == "incast" else (0, g, 2 * MIB) for g in range(1, 8)]
+    packet, flow = _both(repo, "switch-8gpu.yaml", _writes(8, transfers))
+    wire = _stream_ns(SWITCH, 7 * n * (P + SWITCH["h"]))
+    assert packet == pytest.approx(wire + _tail_ns(SWITCH), rel=0.005)
+    _check(packet, flow, 0.02, wire)
+
+
+def test_outcast_on_separate_links(repo):
+    # MI300X: GPU 0's seven links each carry one 2 MiB flow: one flow's time.
+    n = 2 * MIB // P
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _writes(8, [(0, g, 2 * MIB) for g in range(1, 8)]))
+    wire = _stream_ns(MI300X, n * (P + MI300X["h"]))
+    _check(packet, flow, 0.02, wire, wire + _tail_ns(MI300X) * 1.01)
+
+
+# ---- collectives: within 3% at 1 MiB and above ---------------------------------------------------------
+
+def _floor(link: dict, sent: float, acks: bool = True) -> float:
+    """The busiest link direction at full rate: `sent` bytes of data with their headers, plus (acks)
+    the acknowledgements of as many bytes received the other way, where those share the direction:
+    on a switch a GPU's one uplink carries both; on MI300X a ring's link g -> g+1 carries no
+    acknowledgements (those of g's receipts go to g-1), a direct exchange's link g -> k does."""
+    n = sent / P
+    return _stream_ns(link, n * (P + link["h"] + (link["ack"] if acks else 0)))
+
+
+W = 8  # workgroups per GPU
+# Why the direct exchanges on MI300X are off (docs/fabrics.md, "When to trust which model").
+ROUND_ROBIN = ("each workgroup sends to one peer at a time and the packet fabric's GPU takes a packet from each "
+               "in turn, so the link with the most workgroups on it sets every workgroup's pace; the flow "
+               "fabric shares each link on its own")
+
+
+@pytest.mark.parametrize("name, platform, link, make, gpus, nbytes, sent, acks", [
+    # sent: the bytes each GPU sends through its busiest link direction
+    ("ring all-reduce", "switch-8gpu.yaml", SWITCH, ring_allreduce, 8, MIB, 2 * 7 / 8 * MIB, True),
+    ("ring all-reduce", "switch-8gpu.yaml", SWITCH, ring_allreduce, 8, 16 * MIB, 2 * 7 / 8 * 16 * MIB, True),
+    ("ring all-reduce", "mi300x-8gpu.yaml", MI300X, ring_allreduce, 8, 16 * MIB, 2 * 7 / 8 * 16 * MIB, False),
+    ("reduce-scatter", "switch-8gpu.yaml", SWITCH, reduce_scatter, 8, MIB, 7 / 8 * MIB, True),
+    ("reduce-scatter", "mi300x-8gpu.yaml", MI300X, reduce_scatter, 8, 16 * MIB, 7 / 8 * 16 * MIB, False),
+    ("all-gather", "mi300x-8gpu.yaml", MI300X, all_gather, 8, MIB, 7 / 8 * MIB, False),
+    ("direct all-reduce", "switch-8gpu.yaml", SWITCH, direct_allreduce, 8, 16 * MIB, 2 * 7 / 8 * 16 * MIB, True),
+    # direct on MI300X: each of a GPU's 7 links carries 2/8 of S each way
+    pytest.param("direct all-reduce", "mi300x-8gpu.yaml", MI300X, direct_allreduce, 8, 16 * MIB, 2 / 8 * 16 * MIB, True,
+                 marks=pytest.mark.xfail(strict=True, reason=ROUND_ROBIN + " (measured -21% with 8 workgroups, -5% with 32)")),
+])
+def test_collective(repo, name, platform, link, make, gpus, nbytes, sent, acks):
+    packet, flow = _both(repo, platform, make(gpus, nbytes, workgroups=W))
+    _check(packet, flow, 0.03, _floor(link, sent, acks))
+
+
+def test_ring_allreduce_hierarchical(repo):
+    # 16 GPUs over two nodes: the ring crosses the NICs (50 GB/s, 85-byte headers) twice; each
+    # crossing GPU's NIC carries 2 (P-1)/P S of data and headers.
+    nbytes = MIB
+    packet, flow = _both(repo, "hierarchical-16gpu.yaml", ring_allreduce(16, nbytes, workgroups=W))
+    nic = dict(MI300X, B=50e9, lanes=1)
+    _check(packet, flow, 0.03, _stream_ns(nic, 2 * 15 / 16 * nbytes / P * (P + 85)))
+
+
+@pytest.mark.xfail(strict=True, reason="measured +3.6% (docs/fabrics.md): the GPU's shared injection buffer and "
+                   "round-robin issue, which the flow fabric does not model, at 128 KiB per peer")
+def test_direct_allreduce_mi300x_1mib(repo):
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", direct_allreduce(8, MIB, workgroups=W))
+    _check(packet, flow, 0.03, _floor(MI300X, 2 / 8 * MIB))
+
+
+@pytest.mark.xfail(strict=True, reason="measured -26.5% (docs/fabrics.md): the packet fabric's GPU issues the first "
+                   "workgroups' writes whole into its injection buffer, then round robin; the workgroups' "
+                   "chains drift apart over the 14 steps and the last one ends ragged")
+def test_ring_allreduce_switch_32_workgroups_16mib(repo):
+    nbytes = 16 * MIB
+    packet, flow = _both(repo, "switch-8gpu.yaml", ring_allreduce(8, nbytes, workgroups=32, mode="syncmon"))
+    _check(packet, flow, 0.03, _floor(SWITCH, 2 * 7 / 8 * nbytes))
+
+
+# ---- all-to-all, uniform and skewed: 5% at 16 MiB and above, 15% below 1 MiB -------------------------------
+
+def test_all_to_all_switch(repo):
+    # Each uplink: 7/8 S of data and headers out, acknowledgements of 7/8 S coming in.
+    nbytes = 16 * MIB
+    packet, flow = _both(repo, "switch-8gpu.yaml", all_to_all(8, nbytes, workgroups=W))
+    _check(packet, flow, 0.05, _floor(SWITCH, 7 / 8 * nbytes))
+
+
+def test_all_to_all_hierarchical_small(repo):
+    # 256 KiB: the 8 remote peers' shares, 8/16 S, leave through one 50 GB/s NIC.
+    nbytes = 256 << 10
+    packet, flow = _both(repo, "hierarchical-16gpu.yaml", all_to_all(16, nbytes, workgroups=W))
+    nic = dict(MI300X, B=50e9, lanes=1)
+    _check(packet, flow, 0.15, _stream_ns(nic, 8 / 16 * nbytes / P * (P + 85)))
+
+
+@pytest.mark.xfail(strict=True, reason=ROUND_ROBIN + " (measured -17% with 8 workgroups, -5..-8% with 32)")
+def test_all_to_all_mi300x(repo):
+    nbytes = 16 * MIB
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", all_to_all(8, nbytes, workgroups=W))
+    _check(packet, flow, 0.05, _floor(MI300X, nbytes / 8))
+
+
+@pytest.mark.parametrize("platform, nbytes, bound", [
+    ("mi300x-8gpu.yaml", 16 * MIB, 0.05),
+    ("switch-8gpu.yaml", 16 * MIB, 0.05),
+    ("mi300x-8gpu.yaml", 256 << 10, 0.15),
+])
+def test_skewed_all_to_all(repo, platform, nbytes, bound):
+    # GPU 0 sends 4x: on MI300X its link to each peer carries 4 S/8 of data and headers plus the
+    # acknowledgements of the S/8 coming back; on the switch its uplink carries 7 of those.
+    packet, flow = _both(repo, platform, _skewed_all_to_all(8, nbytes))
+    link = MI300X if platform.startswith("mi300x") else SWITCH
+    per_link = 1 if link is MI300X else 7
+    n = 4 * nbytes / 8 / P
+    wire = _stream_ns(link, per_link * (n * (P + link["h"]) + n / 4 * link["ack"]))
+    _check(packet, flow, bound, wire, wire + _tail_ns(link) * 1.01 + 2000)

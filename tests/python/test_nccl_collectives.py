@@ -1,0 +1,315 @@
+"""NCCL/RCCL collectives (eidola.workload.nccl) checked against derivations: bytes, credits, channels, timing, tuner.
+
+Timing cases use the ideal fabric (docs/fabrics.md "Ideal"): every packet and every acknowledgement
+takes L one way, with no bandwidth limit; a memory access takes M. From test_put.py: a put lands (and
+wakes a SyncMon waiter) L + M after it is issued; a write is acknowledged 2L + M after it is issued;
+a signal lands L + M after it goes. Memory bandwidth 1000 TB/s makes every reduction's compute delay
+round to 0 ps, so the timing is the protocol's alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eidola
+from eidola.errors import ConfigError
+from eidola.profile import ProfileBuilder
+from eidola.workload.nccl import Plan, build_collective, tuner
+from eidola.workload.nccl.fifo import Conn, primitive
+from eidola.workload.nccl.protocols import protocol
+from eidola.workload.nccl.system import System, hamiltonian_cycles
+
+L, M = 500.0, 300.0  # ideal fabric latency and memory latency, ns
+
+
+def _ideal(write_platform, gpus, collectives="", workgroups=32):
+    return eidola.load_platform(write_platform(f"""
+        eidola: 1
+        name: ideal-{gpus}
+        gpus: {{count: {gpus}, workgroups: {workgroups}, max_outstanding: 4096, max_payload: 256B,
+               memory: {{latency: {M:g}ns, bandwidth: 1000TB/s}}}}
+        fabric: {{model: ideal, latency: {L:g}ns}}
+        {collectives}
+        """))
+
+
+def _h100_like(write_platform, extra=""):
+    # 8 GPUs on NVSwitch, 18 lanes of 25 GB/s each: 450 GB/s per GPU; NCCL with 16 channels, Hopper.
+    return eidola.load_platform(write_platform("""
+        eidola: 1
+        name: h100-like
+        gpus: {count: 8, workgroups: 132, memory: {latency: 300ns, bandwidth: 3.35TB/s}}
+        fabric:
+          model: packet
+          topology: switch
+          link: {bandwidth: 25GB/s, latency: 150ns, header: 16B, count: 18}
+          switch: {latency: 100ns, buffer: 192}
+        collectives: {library: nccl, channels: 16, link_type: nvlink, arch: hopper""" + extra + "}\n"))
+
+
+# --- bytes on the wire -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("proto,wire_per_block,flag_bytes", [
+    ("LL", 1200 * 16 // 8, 0),        # 150 lines of 16 B: wire = 2 x data
+    ("LL128", 1200 * 128 // 120, 0),  # 10 lines of 128 B: wire = 128/120 x data
+    ("Simple", 1200, 8),              # the data, then an 8-byte step-counter store per slice
+])
+def test_ring_allreduce_sends_the_formula_per_protocol(write_platform, proto, wire_per_block, flag_bytes):
+    # k = 4 ranks, C = 2 channels, S = k x C x 1200 B: every block of every channel is 1200 B, one unit
+    # (an LL step holds 32 KiB, an LL128 step 576,000 B, a Simple slice at least 32 KiB).
+    k, C, block = 4, 2, 1200
+    S = k * C * block
+    plat = _ideal(write_platform, k)
+    prof, plan = build_collective(plat, "all_reduce", S, proto=proto, channels=C, algo="ring")
+    assert plan == Plan("ring", proto, C)
+    res = eidola.simulate(plat, prof)
+    steps = 2 * (k - 1)  # sends per channel; as many receives, each returning one 8-byte credit
+    data = 2 * (k - 1) / k * S
+    assert steps * C * block == data
+    expected = steps * C * (wire_per_block + flag_bytes) + steps * C * 8
+    assert res.gpus["bytes_sent"].tolist() == [expected] * k
+    assert res.gpus["bytes_received"].tolist() == [expected] * k
+
+
+def test_all_gather_and_reduce_scatter_send_k_minus_1_blocks(write_platform):
+    k, C, block = 4, 2, 4000  # LL: 500 lines a block
+    plat = _ideal(write_platform, k)
+    for op in ("all_gather", "reduce_scatter"):
+        prof, _ = build_collective(plat, op, k * C * block, proto="LL", channels=C)
+        res = eidola.simulate(plat, prof)
+        assert res.gpus["bytes_sent"].tolist() == [(k - 1) * C * (2 * block + 8)] * k
+
+
+def test_tree_broadcast_and_alltoall_bytes(write_platform):
+    # k = 4, one channel, LL (wire = 2 x data), S = 4000 B: one LL step per hop. Credits are 8 B per unit received.
+    k, S = 4, 4000
+    plat = _ideal(write_platform, k)
+    sent = {}
+    for op, algo in (("all_reduce", "tree"), ("broadcast", "auto")):
+        prof, plan = build_collective(plat, op, S, algo=algo, proto="LL", channels=1)
+        sent[op] = eidola.simulate(plat, prof).gpus["bytes_sent"].tolist()
+    # Tree (a chain 0-1-2-3, root 0): S goes up from 3, 2, 1 and down from 0, 1, 2; each receiver credits its sender.
+    assert sent["all_reduce"] == [2 * S + 8, 2 * (2 * S + 8), 2 * (2 * S + 8), 2 * S + 8]
+    # Broadcast along 0 -> 1 -> 2 -> 3: every rank but the last forwards S; every rank but the root credits.
+    assert sent["broadcast"] == [2 * S, 2 * S + 8, 2 * S + 8, 8]
+    # All-to-all: S / k to each of the k-1 peers (one channel each), a Simple write and its counter, and a credit
+    # for each unit received: (k-1) x (S/k + 8 + 8).
+    prof, plan = build_collective(plat, "alltoall", S, proto="Simple", channels=k - 1)
+    assert plan == Plan("p2p", "Simple", k - 1)
+    res = eidola.simulate(plat, prof)
+    assert res.gpus["bytes_sent"].tolist() == [(k - 1) * (S // k + 16)] * k
+
+
+# --- the channel split ---------------------------------------------------------------------------------------
+
+
+def _put_bytes(prof, gpu, wg):
+    return sum(op["nbytes"] for op in prof.program(gpu, wg) if op.kind == "put" and op["buffer"].endswith("fifo"))
+
+
+def test_channels_each_carry_their_share_first_ones_a_byte_more(write_platform):
+    # S = 2 x (3 x 8) x 64 + 5 bytes on k = 2, C = 3: channel parts 1029 B (c < 5 mod 3 = 2) ... split(S, 3):
+    # 3077 = 3 x 1025 + 2 -> 1026, 1026, 1025. Each part splits into k = 2 blocks, a byte more first.
+    k, C, S = 2, 3, 3077
+    prof, plan = build_collective(_ideal(write_platform, k), "all_reduce", S, proto="LL", channels=C)
+    parts = [1026, 1026, 1025]
+    assert plan.channels == C and sum(parts) == S
+    for c, part in enumerate(parts):
+        blocks = [part - part // 2, part // 2]  # block 0 takes the odd byte
+        lines = [-(-b // 8) for b in blocks]
+        # Rank p sends block p-1 then (the all-gather half) its own block p: both blocks once each.
+        for gpu in range(k):
+            assert _put_bytes(prof, gpu, c) == 16 * sum(lines)
+    assert prof.workgroups == C
+
+
+@pytest.mark.parametrize("nbytes,proto,expected", [
+    (1024, "LL", 1),         # ring LL: 8 B x k = 64 B per thread, 512 threads: 32,768 B per channel
+    (65536, "LL", 2),        # 65536 < 2 x 32768 is false: stops at 2
+    (200_000, "LL", 6),      # 6 x 32768 = 196,608 <= 200,000 < 7 x 32768
+    (20_000, "LL128", 3),    # 8 B x 640 threads = 5,120 B per channel: 3 x 5120 <= 20,000 < 4 x 5120
+    (307_200, "Simple", 9),  # 64 B x 512 threads = 32,768 B per channel: 9 x 32768 <= 307,200 < 10 x 32768
+    (1 << 30, "Simple", 16),  # no drop: the platform's 16
+])
+def test_tuner_drops_channels_by_the_thread_threshold_rule(write_platform, nbytes, proto, expected):
+    sys = System.of(_h100_like(write_platform))
+    assert tuner.reduce_channels(sys, "ring", proto, 8, nbytes, sys.channels) == expected
+    assert tuner.choose(sys, "all_reduce", nbytes, 8, "ring", proto)[2] == expected
+
+
+# --- the FIFO's credits -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("proto,unit_steps,depth", [("LL", 1, 8), ("Simple", 2, 4)])
+def test_sender_issues_exactly_the_fifo_depth_then_waits_for_credit(write_platform, proto, unit_steps, depth):
+    # The receiver is busy for D = 1 ms before it consumes anything. With `depth` units (8 steps) the
+    # sender never needs a credit and finishes within a few round trips; one unit more and it must
+    # wait for the receiver's first credit, which cannot leave before D.
+    D = 1e6
+    plat = _ideal(write_platform, 2, workgroups=1)
+    for units, waits in ((depth, False), (depth + 1, True)):
+        b = ProfileBuilder(gpus=2, workgroups=1, name="credits")
+        conn = Conn(b, "x", protocol(proto), unit_steps, 1)
+        tx, rx = b.programs_at(0, 0), b.programs_at(1, 0)
+        ch = np.zeros(1, dtype=np.int64)
+        send, recv = conn.side(tx, ch, np.array([1])), conn.side(rx, ch, np.array([0]))
+        rx.compute(ns=D)
+        for _ in range(units):
+            primitive(tx, None, send, np.array([4096]), 0.0)
+            primitive(rx, recv, None, np.array([4096]), 0.0)
+        res = eidola.simulate(plat, b.build())
+        sender = float(res.gpus["finish_ns"][0])
+        if waits:
+            # At D the receiver's first wait finds unit 0 there after its flag read M, and puts the credit,
+            # which lands L + M later; the sender's next unit then goes: LL's put is acknowledged 2L + M
+            # later; Simple's write is, and only then its signal goes, itself acknowledged 2L + M later.
+            tail = (2 * L + M) * (2 if proto == "Simple" else 1)
+            assert sender == pytest.approx(D + M + (L + M) + tail, abs=1e-3)
+        else:
+            assert sender < 20 * (L + M)
+
+
+# --- the pipeline's time -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_ring_allreduce_LL_takes_2k_minus_2_one_way_trips(write_platform, k):
+    # One channel, one LL unit per step. Send j (j = 0 .. 2k-3) of every rank is put at j (L + M) and
+    # lands at (j+1)(L + M), waking the next rank's receive j at once (its wait was armed earlier and its
+    # flag read M < L + M had finished). Sends from the 9th on first check their credit: the credit is
+    # there already, but the wait reads the head flag (M), so each of the 2(k-1) - 8 such sends adds M.
+    # The last receive wakes at 2(k-1)(L + M) + that; its credit put is then acknowledged 2L + M later,
+    # when the kernel ends (a kernel ends once its stores are acknowledged).
+    plat = _ideal(write_platform, k)
+    prof, plan = build_collective(plat, "all_reduce", 8 * k, proto="LL", channels=1, algo="ring")
+    res = eidola.simulate(plat, prof)
+    sends = 2 * (k - 1)
+    assert res.kernel_time_ns == pytest.approx(sends * (L + M) + max(sends - 8, 0) * M + (2 * L + M), abs=1e-3)
+
+
+def test_simple_step_adds_the_release_round_trip(write_platform):
+    # The same ring with Simple: each send is a write, acknowledged 2L + M after issue, then the
+    # step-counter signal, landing L + M later: a step is 3L + 2M instead of LL's L + M. A Simple unit
+    # is a slice of 2 steps, so the FIFO holds 4: sends 5 and 6 of the 6 read their (present) credit, M each.
+    k = 4
+    plat = _ideal(write_platform, k)
+    prof, _ = build_collective(plat, "all_reduce", 8 * k, proto="Simple", channels=1, algo="ring")
+    res = eidola.simulate(plat, prof)
+    sends = 2 * (k - 1)
+    assert res.kernel_time_ns == pytest.approx(sends * (3 * L + 2 * M) + (sends - 4) * M + (2 * L + M), abs=1e-3)
+
+
+# One link of a packet fabric (tests/python/test_put.py's derivation): 64 GB/s, 100 ns, header 16 B, router
+# 50 ns, flit 16 B; 256 B packets serialise in (256 + 16) / 64 = 4.25 ns; a packet arrives ser + 150 ns after it
+# starts; an acknowledgement (one flit) takes 0.25 + 150 ns back.
+B_LINK, HDR, HOP, FLIT = 64.0, 16, 150.0, 0.25
+
+
+def _ser(payload):
+    return (payload + HDR) / B_LINK
+
+
+def _packets(wire):
+    full, last = divmod(wire, 256)
+    return full * _ser(256) + (_ser(last) if last else 0.0)
+
+
+@pytest.mark.parametrize("proto,wake", [
+    ("LL", _packets(4096 * 2) + HOP + M),                  # 512 lines = 8,192 B: one one-way trip
+    ("LL128", _packets(35 * 128) + HOP + M),               # ceil(4096 / 120) = 35 lines of 128 B
+    ("Simple", _packets(4096) + HOP + M + (FLIT + HOP) + _ser(8) + HOP + M),  # + the ack, then the counter
+])
+def test_one_step_of_each_protocol_on_one_link(write_platform, proto, wake):
+    # A 2-GPU broadcast of 4096 B on one channel: one unit from GPU 0 to GPU 1, whose one wait ends when
+    # the unit's flag lands (LL/LL128: the put's last byte; Simple: the counter after the release).
+    plat = eidola.load_platform(write_platform(f"""
+        eidola: 1
+        gpus: {{count: 2, workgroups: 1, max_outstanding: 1024, max_payload: 256B,
+               memory: {{latency: {M:g}ns, bandwidth: 1000TB/s}}}}
+        fabric:
+          model: packet
+          topology: fully_connected
+          link: {{bandwidth: {B_LINK:g}GB/s, latency: 100ns, header: {HDR}B, count: 1}}
+          switch: {{latency: 50ns, buffer: 64}}
+        """))
+    prof, plan = build_collective(plat, "broadcast", 4096, proto=proto, channels=1)
+    assert plan == Plan("ring", proto, 1)
+    res = eidola.simulate(plat, prof)
+    receiver = res.workgroups[res.workgroups["gpu"] == 1]
+    assert float(receiver["wait_ns"][0]) == pytest.approx(wake, abs=1e-3)
+
+
+# --- the tuner -----------------------------------------------------------------------------------------------------
+
+
+def test_tuner_picks_ring_LL_at_1KiB_and_ring_Simple_at_1GiB(write_platform):
+    sys = System.of(_h100_like(write_platform))
+    assert sys.gpu_bw == 450e9 and sys.channels == 16
+    # 1 KiB: ring LL 6.6 + 14 x 0.6 = 15.0 us (+ 1024 B at min(141, 450 / 4) x 8/14 GB/s: 0.016 us); tree LL
+    # 6.8 + 14 x 0.6 = 15.2 us; ring LL128 14 + 14 x 1.9 = 40.6 us; ring Simple 8.4 + 14 x 3.4 = 56 us.
+    ring_ll = tuner.predict(sys, "all_reduce", 8, "ring", "LL", 16)
+    assert ring_ll.latency_us == pytest.approx(15.0) and ring_ll.algbw_GBps == pytest.approx(112.5 * 8 / 14)
+    assert tuner.predict(sys, "all_reduce", 8, "tree", "LL", 16).latency_us == pytest.approx(15.2)
+    assert tuner.choose(sys, "all_reduce", 1024, 8) == ("ring", "LL", 1)
+    # 1 GiB: ring Simple 56 + 2^30 B / (450 x 8/14 GB/s) = 4231.7 us; ring LL128 40.6 + 2^30 / (min(414,
+    # 16 x 36.7) x 8/14) = 4579.4 us; tree Simple 8.4 + 14 x 4 + 2^30 / (450 x 0.92 / 2) = 5251.6 us
+    # (no tree correction: log2(2^30 / 64) = 24 is past NCCL's table).
+    simple = tuner.predict(sys, "all_reduce", 8, "ring", "Simple", 16)
+    assert simple.time_us(1 << 30) == pytest.approx(56 + (1 << 30) / (450e3 * 8 / 14))
+    ll128 = tuner.predict(sys, "all_reduce", 8, "ring", "LL128", 16)
+    assert ll128.time_us(1 << 30) == pytest.approx(40.6 + (1 << 30) / (414e3 * 8 / 14))
+    tree = tuner.predict(sys, "all_reduce", 8, "tree", "Simple", 16)
+    assert tree.time_us(1 << 30) == pytest.approx(64.4 + (1 << 30) / (450e3 * 0.92 / 2))
+    assert tuner.choose(sys, "all_reduce", 1 << 30, 8) == ("ring", "Simple", 16)
+    # 4 MiB: tree LL128's bandwidth is corrected by NCCL's factor 0.7 (LL128 row, entry log2(4 MiB / 64) = 16).
+    t = tuner.predict(sys, "all_reduce", 8, "tree", "LL128", 16)
+    assert t.time_us(4 << 20) == pytest.approx(t.latency_us + (4 << 20) / (t.algbw_GBps * 0.7 * 1e3))
+
+
+def test_overrides_are_honoured_and_bad_ones_named(write_platform):
+    plat = _h100_like(write_platform)
+    _, plan = build_collective(plat, "all_reduce", 1 << 20, algo="tree", proto="LL128", channels=5)
+    assert plan == Plan("tree", "LL128", 5)
+    for kwargs, word in ((dict(proto="LL256"), "proto"), (dict(algo="nvls"), "nvls"), (dict(channels=-1), "channels"),
+                         (dict(algo="tree", op="all_gather"), "tree"), (dict(op="gather"), "op"),
+                         (dict(gpus=9), "gpus"), (dict(nbytes=0), "nbytes")):
+        args = {"op": "all_reduce", "nbytes": 1024, **kwargs}
+        with pytest.raises(ConfigError, match=word):
+            build_collective(plat, **args)
+
+
+def test_rccl_constants_and_no_LL128_on_mi300x():
+    plat = eidola.load_platform("platforms/mi300x-8gpu.yaml")
+    sys = System.of(plat)
+    assert (sys.library, sys.link_type, sys.protocols, sys.channels) == ("rccl", "xgmi", ("LL", "Simple"), 28)
+    # RCCL: base 12 us for LL, xGMI ring hop 0.8 us: 12 + 14 x 0.8 = 23.2 us
+    assert tuner.predict(sys, "all_reduce", 8, "ring", "LL", 28).latency_us == pytest.approx(23.2)
+    with pytest.raises(ConfigError, match="LL128 is not enabled"):
+        build_collective(plat, "all_reduce", 1024, proto="LL128")
+
+
+def test_rings_spread_over_every_link_of_a_fully_connected_node():
+    # 7 rings through 8 GPUs using each of the 56 directed links once; 28 channels = 4 per link.
+    cycles = hamiltonian_cycles(8)
+    assert cycles is not None and len(cycles) == 7
+    arcs = [(r[i], r[(i + 1) % 8]) for r in cycles for i in range(8)]
+    assert sorted(arcs) == [(a, b) for a in range(8) for b in range(8) if a != b]
+    rings = System.of(eidola.load_platform("platforms/mi300x-8gpu.yaml")).rings(8, 28)
+    load = {}
+    for r in rings:
+        for i in range(8):
+            load[r[i], r[(i + 1) % 8]] = load.get((r[i], r[(i + 1) % 8]), 0) + 1
+    assert set(load.values()) == {4} and len(load) == 56
+
+
+def test_collectives_section_is_checked(write_platform):
+    base = "eidola: 1\ngpus: {count: 2}\nfabric: {model: ideal}\n"
+    for section, key in (("{channels: 0}", "collectives.channels"), ("{library: mpi}", "collectives.library"),
+                         ("{protocols: [LL, LL]}", "collectives.protocols"), ("{threads: 3}", "unknown key")):
+        with pytest.raises(ConfigError, match=key):
+            eidola.load_platform(write_platform(base + f"collectives: {section}\n"))
+    plat = eidola.load_platform(write_platform(base + "collectives: {library: rccl, channels: 4}\n"))
+    assert plat.collectives == {"library": "rccl", "channels": 4}
+    assert "collectives" in plat.effective_yaml()
