@@ -70,14 +70,20 @@ def _compute(s: Scope, ns: Any, cycles: Any) -> Op:
     return s.intern(Op("compute", (("ns", ns), ("cycles", cycles))))
 
 
-def _transfer(kind: str, s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any,
-              extra: tuple[tuple[str, Any], ...] = ()) -> Op:
-    dst = s.dst(dst)
+def _span(s: Scope, buffer: Any, offset: Any, nbytes: Any) -> tuple[int, int]:
+    """The checked (offset, nbytes) of an access to `buffer`: both ints, and inside the buffer."""
     size = s.buffer(buffer)
     offset = check_int("offset", offset)
     nbytes = check_int("nbytes", nbytes, lo=1)
     if offset + nbytes > size:
         raise Invalid(f"offset {offset} + nbytes {nbytes} = {offset + nbytes} exceeds buffer {buffer!r} size {size}")
+    return offset, nbytes
+
+
+def _transfer(kind: str, s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any,
+              extra: tuple[tuple[str, Any], ...] = ()) -> Op:
+    dst = s.dst(dst)
+    offset, nbytes = _span(s, buffer, offset, nbytes)
     # Interned: large profiles repeat the same transfer (and the same argument pairs) across GPUs
     # and workgroups, so sharing the objects keeps a 1,024-GPU profile's memory down.
     return s.intern(Op(kind, tuple(s.pair(n, v) for n, v in
@@ -121,11 +127,7 @@ def _put(s: Scope, dst: Any, buffer: Any, offset: Any, nbytes: Any, flag: Any, v
 
 def _multimem(kind: str, s: Scope, group: Any, buffer: Any, offset: Any, nbytes: Any) -> Op:
     group = s.group(group)
-    size = s.buffer(buffer)
-    offset = check_int("offset", offset)
-    nbytes = check_int("nbytes", nbytes, lo=1)
-    if offset + nbytes > size:
-        raise Invalid(f"offset {offset} + nbytes {nbytes} = {offset + nbytes} exceeds buffer {buffer!r} size {size}")
+    offset, nbytes = _span(s, buffer, offset, nbytes)
     return s.intern(Op(kind, tuple(s.pair(n, v) for n, v in
                                    (("group", group), ("buffer", buffer), ("offset", offset), ("nbytes", nbytes)))))
 
