@@ -433,10 +433,15 @@ def test_nccl_source_refuses_what_the_platform_does_not_run(repo, capsys):
                            (["LL128 is not enabled", "LL, Simple"], ("--proto", "LL128")),
                            (["tree runs all_reduce only"], ("--algo", "tree", "--op", "all_gather")),
                            (["304 workgroups", "305"], ("--channels", "305")),
-                           (["multiple of 7", "got 5"], ("--op", "alltoall", "--channels", "5"))):
+                           (["multiple of 7", "got 5"], ("--op", "alltoall", "--channels", "5")),
+                           (["point-to-point", "'ring'"], ("--op", "alltoall", "--algo", "ring")),
+                           (["expected auto, ring, tree", "'p2p'"], ("--algo", "p2p"))):
         op = () if "--op" in extra else ("--op", "all_reduce")
         _bad(capsys, needles, "perf", plat, *op, "-b", "1K", "-e", "1K", *extra)
-    # what it runs, it runs as told
+    # what it runs, it runs as told: alltoall's algorithm may be named as its algo column prints it
+    code, out, err = _main(capsys, "perf", plat, "--op", "alltoall", "-b", "1K", "-e", "1K", "--algo", "p2p")
+    assert code == 0, err
+    assert [r[-4:-1] for r in _data_rows(out)] == [["p2p", "LL", "7"]]
     loaded = load_platform(plat)
     for kwargs, expected in ((dict(channels=4), Plan("ring", "Simple", 4)),
                              (dict(proto="LL"), Plan("ring", "LL", 28)),
