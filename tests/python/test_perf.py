@@ -17,7 +17,7 @@ from eidola.platform import load_platform
 from eidola.report.nccl_log import read_log
 from eidola.run import nccl_tests
 from eidola.run.perf import AUTO_PACKET_BYTES, Fabrics, written_bytes
-from eidola.run.perf_source import build_collective
+from eidola.run.perf_source import Plan, build_collective
 
 MIB = 2**20
 # The fixtures' out-of-place and in-place times (us), as written into tests/data/nccl/*.log.
@@ -165,13 +165,46 @@ def test_a_malformed_data_line_is_named(repo, tmp_path, line, needle):
 def test_auto_fabric_follows_the_bytes_written(repo):
     path = repo / "platforms/mi300x-8gpu.yaml"
     fabrics = Fabrics(str(path), {}, "auto")
-    # A ring all-reduce of S on 8 GPUs writes 2 x 7/8 x S per GPU, 14 S in all.
-    small, _ = build_collective(fabrics.base, "all_reduce", 4 * MIB)
-    large, _ = build_collective(fabrics.base, "all_reduce", 8 * MIB)
-    assert written_bytes(small) == 14 * 4 * MIB and written_bytes(large) == 14 * 8 * MIB
+    # RCCL's tuner on MI300X (28 channels, base latency LL 12 / Simple 17 us, xGMI hop 0.8 / 2.1 us, 448 GB/s
+    # per GPU): ring LL 23.2 us + S / 64 GB/s (min(141, 448 / 4) x 8/14), ring Simple 46.4 us + S / 256 GB/s
+    # (448 x 8/14): Simple from S = 23.2 us x 256/3 GB/s = 1.98 MB, on all 28 channels (S >= 28 x 256 threads x 64 B).
+    # A Simple ring all-reduce of S on k = 8 GPUs writes 2(k-1)/k x S per GPU, 14 S in all, and per unit (a slice
+    # of max(block / 2, 32 KiB)) an 8 B step counter and an 8 B credit. 4 MiB: blocks of 4 MiB / 28 / 8 = 18,725 B,
+    # one slice each; 8 MiB: 37,450 B, two slices. Units: 8 GPUs x 28 channels x 14 sends x slices.
+    k, C = 8, 28
+    expected = {}
+    for size, slices in ((4 * MIB, 1), (8 * MIB, 2)):
+        profile, plan = build_collective(fabrics.base, "all_reduce", size)
+        assert (plan.algo, plan.proto, plan.channels) == ("ring", "Simple", C)
+        expected[size] = 2 * (k - 1) * size + 2 * 8 * (k * C * 2 * (k - 1) * slices)
+        assert written_bytes(profile) == expected[size]
+    assert expected[4 * MIB] == 58_770_432 and expected[8 * MIB] == 117_540_864
     assert AUTO_PACKET_BYTES == 64 * MIB
-    assert fabrics.choose(written_bytes(small)) == "packet" and fabrics.choose(written_bytes(large)) == "flow"
+    assert fabrics.choose(expected[4 * MIB]) == "packet" and fabrics.choose(expected[8 * MIB]) == "flow"
+    # LL writes 16-byte lines of 8 B: twice its data. Forced on 16 channels, 2 and 4 MiB fill blocks of 16 and
+    # 32 KiB (at most one LL step: one unit a block), so 28 S of lines and an 8 B credit per unit; no counters.
+    # 2 MiB writes 56 MiB (packet), 4 MiB 112 MiB (flow): LL moves the switch down to 64 MiB / 28 = 2.3 MiB.
+    for size, fabric in ((2 * MIB, "packet"), (4 * MIB, "flow")):
+        profile, plan = build_collective(fabrics.base, "all_reduce", size, proto="LL", channels=16)
+        assert written_bytes(profile) == 2 * 2 * (k - 1) * size + 8 * k * 16 * 2 * (k - 1)
+        assert fabrics.choose(written_bytes(profile)) == fabric
     assert Fabrics(str(path), {}, "flow").choose(1) == "flow"
+
+
+@pytest.mark.parametrize("proto", ["LL", "Simple"])
+def test_written_bytes_are_what_the_gpus_send(tmp_path, proto):
+    # The rule's bytes, read from the profile, are every byte the simulation counts as sent: data (LL: its
+    # lines), Simple's step counters (8 B signals) and the credits (8 B puts). Ring all-gather of 4 x 1000 B
+    # on 4 GPUs, one channel: each GPU sends k-1 = 3 blocks of 1000 B (LL: 125 lines of 16 B) and returns
+    # 3 credits.
+    from eidola.run.simulate import simulate
+
+    plat = load_platform(_ideal(tmp_path))
+    profile, plan = build_collective(plat, "all_gather", 4000, proto=proto, channels=1)
+    assert plan == Plan("ring", proto, 1)
+    per_gpu = 3 * (2000 if proto == "LL" else 1000 + 8) + 3 * 8
+    assert written_bytes(profile) == 4 * per_gpu
+    assert int(simulate(plat, profile).gpus["bytes_sent"].sum()) == 4 * per_gpu
 
 
 def test_auto_fabric_in_the_table_and_an_ideal_platform_stays_ideal(repo, write_platform, capsys):
@@ -187,6 +220,19 @@ def test_auto_fabric_in_the_table_and_an_ideal_platform_stays_ideal(repo, write_
 
 
 # --- the table and the CSV ---------------------------------------------------------------------------
+
+# The plans RCCL's tuner gives at 16 KiB and 256 KiB on mi300x-8gpu (28 channels, 256 threads each, LL and
+# Simple): ring LL below its Simple crossover (all_reduce 1.98 MB, the others above 2 MB: base latency 12 against
+# 17 us, xGMI hop 0.8 against 2.1 us), on as many channels as leave each at least 256 threads x 8 B x k bytes:
+# 16 KiB a channel on 8 GPUs (16 KiB: 1, 256 KiB: 16), 8 KiB on 4 (2, and 32 capped at 28). alltoall is
+# point-to-point: LL while each peer's block is at most 16 KiB (2 KiB; 32 KiB is Simple), one channel per peer
+# (a block under one 512 KiB chunk): 7.
+PLANS = {"all_reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
+         "all_gather": (("ring", "LL", "1"), ("ring", "LL", "16")),
+         "reduce_scatter": (("ring", "LL", "2"), ("ring", "LL", "28")),
+         "alltoall": (("p2p", "LL", "7"), ("p2p", "Simple", "7")),
+         "broadcast": (("ring", "LL", "1"), ("ring", "LL", "16"))}
+
 
 @pytest.mark.parametrize("op,gpus,redop,root", [("all_reduce", 8, "sum", "-1"), ("all_gather", 8, "none", "-1"),
                                                ("reduce_scatter", 4, "sum", "-1"), ("alltoall", 8, "none", "-1"),
@@ -206,7 +252,7 @@ def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root)
         lines = list(reader)
     assert len(lines) == 2
     busbws = []
-    for printed, line in zip(rows, lines):
+    for printed, line, plan in zip(rows, lines, PLANS[op]):
         size, count, type_, red, rt, time_us, alg, bus, algo, proto, channels, fabric = printed
         # count: elements of 4 bytes, per rank's share for the collectives that split the buffer
         assert int(count) == (int(size) // 4 if op in ("all_reduce", "broadcast") else int(size) // 4 // gpus)
@@ -218,37 +264,58 @@ def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root)
         assert float(time_us) == pytest.approx(t, abs=0.005)
         assert float(alg) == pytest.approx(float(line[2]), abs=0.005)
         assert float(bus) == pytest.approx(float(line[3]), abs=0.005)
-        assert [algo, proto, channels, fabric] == line[4:] and proto == "Simple"
-        assert algo == ("direct" if op == "alltoall" else "ring")
+        assert [algo, proto, channels, fabric] == line[4:]
+        # at most 28 x 256 KiB of LL lines and credits written: the packet fabric
+        assert (algo, proto, channels, fabric) == (*plan, "packet")
         busbws.append(float(line[3]))
     assert f"# Avg bus bandwidth    : {sum(busbws) / 2:g}" in out
     assert f"nGpus {gpus} minBytes 16384 maxBytes 262144" in out
 
 
-@pytest.mark.parametrize("op,steps,factor", [("all_reduce", 6, 1.5), ("all_gather", 3, 0.75),
-                                              ("reduce_scatter", 3, 0.75), ("broadcast", 3, 1.0)])
-def test_ring_times_derived_on_the_ideal_fabric(tmp_path, capsys, op, steps, factor):
-    # The textbook ring on the ideal fabric, one channel (4 KiB is below the auto rule's 64 KiB per
-    # rank and channel), latency L = 500 ns each way, memory latency M = 300 ns, memory bandwidth
-    # too high to matter: every step costs D = 3L + 2M (the write's acknowledgement 2L + M, then the
-    # flag's L + M) and the last signal's acknowledgement adds L (test_collectives derives this):
-    # T = steps x D + L. Steps on 4 ranks: all_reduce 2(P-1) = 6; all_gather, reduce_scatter and
-    # the broadcast's chain from root 0 P-1 = 3.
-    L, M, P, size = 500, 300, 4, 4096
-    time_ns = steps * (3 * L + 2 * M) + L  # all_reduce 13 100 ns, the others 6 800 ns
+def _ideal_ns(op, proto, steps, block, local):
+    """The ring's time on `_ideal` (one channel, one unit a step; docs/collectives.md, test_nccl_collectives):
+    an LL step is a put landing L + M after it goes, a Simple step a write acknowledged 2L + M later and then
+    its counter landing L + M after that (3L + 2M). Each send past the FIFO's depth (LL 8 steps, Simple 4
+    slices of 2 steps; broadcast's slices are one step: 8) first reads its credit, already back: M. The last
+    receive then does its local memory work (`local` bytes a byte of its `block`, at 1000 TB/s on its one
+    channel) and returns its credit, a put acknowledged 2L + M later, when the kernel ends."""
+    L, M = 500, 300
+    step, depth = (L + M, 8) if proto == "LL" else (3 * L + 2 * M, 4 if op != "broadcast" else 8)
+    return steps * step + max(steps - depth, 0) * M + local * block / 1e15 * 1e9 + (2 * L + M)
+
+
+@pytest.mark.parametrize("proto", ["LL", "Simple"])
+@pytest.mark.parametrize("op,steps,factor,block,local", [
+    ("all_reduce", 6, 1.5, 1024, 2), ("all_gather", 3, 0.75, 1024, 2), ("reduce_scatter", 3, 0.75, 1024, 3),
+    ("broadcast", 3, 1.0, 4096, 2)])
+def test_ring_times_derived_on_the_ideal_fabric(tmp_path, capsys, op, steps, factor, block, local, proto):
+    # The NCCL ring on the ideal fabric (L = 500 ns each way, M = 300 ns, memory at 1000 TB/s), forced to one
+    # channel and `proto`, 4 KiB on P = 4 ranks: 4 blocks of 1 KiB (broadcast: one of 4 KiB), each one unit
+    # (an LL step holds 32 KiB, a Simple slice at least 32 KiB). Sends on the critical path: all_reduce
+    # 2(P-1) = 6; all_gather, reduce_scatter and the broadcast's chain from root 0 P-1 = 3. The last receive's
+    # local work: a recv copies (2 bytes a byte), reduce_scatter's recvReduceCopy reduces (3), some ps.
+    # LL: all_reduce 6 x 800 + 1300 = 6100 ns, the others 3700 ns; Simple: 6 x 2100 + 2 x 300 + 1300 =
+    # 14 500 ns, the others 7600 ns.
+    P, size = 4, 4096
+    time_ns = _ideal_ns(op, proto, steps, block, local)
+    assert round(time_ns) == {("LL", 6): 6100, ("LL", 3): 3700, ("Simple", 6): 14500, ("Simple", 3): 7600}[
+        proto, steps]
     plat = _ideal(tmp_path)
     table = tmp_path / "t.csv"
-    code, out, err = _main(capsys, "perf", plat, "--op", op, "-b", "4K", "-e", "4K", "--csv", table)
+    code, out, err = _main(capsys, "perf", plat, "--op", op, "-b", "4K", "-e", "4K", "--proto", proto,
+                           "--channels", "1", "--csv", table)
     assert code == 0, err
     with open(table) as fh:
         (row,) = list(csv.DictReader(fh))
-    algbw = size / (time_ns * 1e-9) / 1e9  # all_reduce: 0.3127 GB/s; the others 0.6024 GB/s
-    assert float(row["time_us"]) == time_ns / 1000
+    t_us = float(row["time_us"])
+    assert t_us == pytest.approx(time_ns / 1000, abs=1e-6)  # SystemC's 1 ps resolution
+    algbw = size / (t_us * 1e-6) / 1e9  # LL all_reduce: 0.6715 GB/s; the others 1.107 GB/s
+    assert algbw == pytest.approx(size / time_ns, rel=1e-6)
     assert float(row["algbw_GBps"]) == pytest.approx(algbw, rel=1e-12)
     assert float(row["busbw_GBps"]) == pytest.approx(algbw * factor, rel=1e-12)
     (printed,) = _data_rows(out)
     assert printed[5:8] == [f"{time_ns / 1000:.2f}", f"{algbw:.2f}", f"{algbw * factor:.2f}"]
-    assert (row["algo"], row["channels"], row["fabric"], P) == ("ring", "1", "ideal", 4)
+    assert (row["algo"], row["proto"], row["channels"], row["fabric"], P) == ("ring", proto, "1", "ideal", 4)
 
 
 # --- compare -------------------------------------------------------------------------------------------
@@ -282,7 +349,8 @@ def test_compare_errors_and_geometric_means(repo, tmp_path, capsys, name, times,
 
 def test_a_repeated_size_is_compared_at_its_mean(tmp_path, capsys):
     # rccl-tests' stress cycles print a size again: it is compared at the mean of its times. On the
-    # ideal 4-GPU platform of the derivation above the all_reduce of 4 KiB takes 13.1 us.
+    # ideal 4-GPU platform of the derivation above the tuner runs the all_reduce of 4 KiB as ring LL on
+    # the one channel (ring LL's model latency 6.6 + 6 x 0.6 us is the least; no bandwidth limit): 6.1 us.
     plat = _ideal(tmp_path)
     row = "        4096          1024     float     sum      -1  {t:7.2f}    0.31    0.47       0" + \
         "  {t:7.2f}    0.31    0.47       0\n"
@@ -293,7 +361,9 @@ def test_a_repeated_size_is_compared_at_its_mean(tmp_path, capsys):
     assert code == 0, err
     (printed,) = _data_rows(out)
     measured = (10.0 + 16.2) / 2
-    assert printed[2:5] == [f"{measured:.2f}", "13.10", f"{100 * (13.1 / measured - 1):+.2f}%"]
+    predicted = _ideal_ns("all_reduce", "LL", 6, 1024, 2) / 1000
+    assert printed[2:5] == [f"{measured:.2f}", "6.10", f"{100 * (predicted / measured - 1):+.2f}%"]
+    assert printed[5:] == ["ring", "LL", "1", "ideal"]
 
 
 def test_our_own_table_reads_back_as_a_log(repo, tmp_path, capsys):
@@ -355,14 +425,29 @@ def test_a_malformed_log_exits_2_naming_file_and_line(repo, tmp_path, capsys):
          "--compare", path)
 
 
-def test_textbook_source_refuses_what_it_does_not_have(repo):
-    plat = load_platform(repo / "platforms/mi300x-8gpu.yaml")
-    with pytest.raises(ConfigError, match="--proto LL"):
-        build_collective(plat, "all_reduce", 1024, proto="LL")
-    with pytest.raises(ConfigError, match="--algo tree"):
-        build_collective(plat, "all_reduce", 1024, algo="tree")
-    _, plan = build_collective(plat, "all_reduce", 64 * MIB, channels=4)
-    assert (plan.algo, plan.proto, plan.channels) == ("ring", "Simple", 4)
+def test_nccl_source_refuses_what_the_platform_does_not_run(repo, capsys):
+    # NVLS (NVLink SHARP, issue 27) is not modelled yet; RCCL on MI300X runs LL and Simple only (LL128 off);
+    # tree runs all_reduce only; channels are workgroups (304 per MI300X GPU); alltoall takes one set per peer.
+    plat = repo / "platforms/mi300x-8gpu.yaml"
+    for needles, extra in ((["nvls", "not modelled"], ("--algo", "nvls")),
+                           (["LL128 is not enabled", "LL, Simple"], ("--proto", "LL128")),
+                           (["tree runs all_reduce only"], ("--algo", "tree", "--op", "all_gather")),
+                           (["304 workgroups", "305"], ("--channels", "305")),
+                           (["multiple of 7", "got 5"], ("--op", "alltoall", "--channels", "5")),
+                           (["point-to-point", "'ring'"], ("--op", "alltoall", "--algo", "ring")),
+                           (["expected auto, ring, tree", "'p2p'"], ("--algo", "p2p"))):
+        op = () if "--op" in extra else ("--op", "all_reduce")
+        _bad(capsys, needles, "perf", plat, *op, "-b", "1K", "-e", "1K", *extra)
+    # what it runs, it runs as told: alltoall's algorithm may be named as its algo column prints it
+    code, out, err = _main(capsys, "perf", plat, "--op", "alltoall", "-b", "1K", "-e", "1K", "--algo", "p2p")
+    assert code == 0, err
+    assert [r[-4:-1] for r in _data_rows(out)] == [["p2p", "LL", "7"]]
+    loaded = load_platform(plat)
+    for kwargs, expected in ((dict(channels=4), Plan("ring", "Simple", 4)),
+                             (dict(proto="LL"), Plan("ring", "LL", 28)),
+                             (dict(algo="tree", proto="Simple", channels=3), Plan("tree", "Simple", 3))):
+        _, plan = build_collective(loaded, "all_reduce", 64 * MIB, **kwargs)
+        assert plan == expected
 
 
 def _ideal(tmp_path):

@@ -6,12 +6,14 @@ workgroup's end. The fabric model of each size:
 
 - ``--fabric packet`` or ``flow`` switches the platform's ``fabric.model`` for every size;
 - ``--fabric auto`` runs the packet fabric while the collective writes at most
-  `AUTO_PACKET_BYTES` in all (the sum of every write's bytes over all GPUs) and the flow fabric
-  above. Why that line: the packet fabric costs 9 to 32 ms of wall time per MiB written on the
-  8- and 16-GPU platforms (bench/RESULTS.md: 0.13 to 0.45 s per MiB of an 8-GPU all-reduce's
-  message, which writes 14 times its message), so 64 MiB is 0.6 to 2 s a point; the flow fabric
-  agrees with it within a few per cent from a few MiB up (docs/fabrics.md) at a small fraction of
-  the cost. An 8-GPU all-reduce goes to the flow fabric from 8 MiB up.
+  `AUTO_PACKET_BYTES` in all (every byte its GPUs send: data or LL lines, step counters,
+  credits) and the flow fabric above. Why that line: the packet fabric costs 9 to 32 ms of wall
+  time per MiB written on the 8- and 16-GPU platforms (bench/RESULTS.md: 0.13 to 0.45 s per MiB
+  of an 8-GPU all-reduce's message, which writes 14 times its message), so 64 MiB is 0.6 to 2 s
+  a point; the flow fabric agrees with it within a few per cent from a few MiB up
+  (docs/fabrics.md) at a small fraction of the cost. An 8-GPU all-reduce goes to the flow fabric
+  from 8 MiB up on mi300x-8gpu (Simple, 14 times its size written); forced to LL, whose lines
+  double the data, from 4 MiB.
 - a platform whose fabric is ideal stays ideal, and a plugin fabric stays the plugin (cycle-level,
   like the packet fabric; ``--fabric flow`` on it is refused); a platform written in the general
   (components) form keeps its fabric.
@@ -31,8 +33,9 @@ from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
 
-__all__ = ["AUTO_PACKET_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices", "written_bytes", "run_sizes"]
+__all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices", "written_bytes", "run_sizes"]
 
+SIGNAL_BYTES = 8  #: bytes a signal writes: one flag word (an 8-byte atomic)
 AUTO_PACKET_BYTES = 64 * 2**20  #: --fabric auto: the packet fabric up to this many bytes written in all, flow above
 FABRICS = ("auto", "packet", "flow")  #: what --fabric may say
 _MODEL_NAMES = {"IdealFabric": "ideal", "PacketFabric": "packet", "FlowFabric": "flow"}
@@ -72,10 +75,16 @@ def check_choices(op: str, algo: str, proto: str, fabric: str, channels: int) ->
 
 
 def written_bytes(profile: Profile) -> int:
-    """Bytes the profile's writes and reads move across the fabric, all GPUs together."""
+    """Bytes the profile's writes, puts, reads and signals move across the fabric, all GPUs together.
+
+    A signal is an 8-byte atomic store (Simple's step counter after every slice): it is a packet like
+    a credit's 8-byte put, so it counts as the GPU counts it in ``bytes_sent``.
+    """
     table = profile.table
-    mask = table.kind_mask("write", "read", "put")
-    return int(table.rows[mask, 3].sum()) if len(table) else 0
+    if not len(table):
+        return 0
+    transfers = int(table.rows[table.kind_mask("write", "read", "put"), 3].sum())
+    return transfers + SIGNAL_BYTES * int(table.kind_mask("signal").sum())
 
 
 @dataclass
