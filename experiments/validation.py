@@ -23,10 +23,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from eidola.report.perf_command import PerfOptions, perf  # noqa: E402
-from eidola.run.perf import Fabrics, PerfRow, run_sizes  # noqa: E402
+from eidola.report.perf_command import PerfOptions, perf
+from eidola.run.perf import Fabrics, PerfRow, run_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "experiments" / "validation"
@@ -81,33 +81,52 @@ def packet_at_switch(s: System, rows: list[PerfRow]) -> tuple[int, float, float]
     return first.size, first.time_us, packet.time_us
 
 
-def figure(s: System, rows: list[PerfRow], points: list[tuple[int, float]]) -> None:
-    """Predicted busbw against size, the calibration points and the alpha-beta line through them."""
+def figure(s: System, rows: list[PerfRow], points: list[tuple[int, float]],
+           switch: tuple[int, float, float] | None) -> None:
+    """Left: predicted busbw against size, the calibration points and the alpha-beta line through them.
+    Right: predicted time / alpha-beta time - 1 (or, with no points, the predicted time)."""
     factor = rows[0].busbw_factor
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     sizes = [r.size for r in rows]
-    ax.plot(sizes, [r.busbw for r in rows], "o-", ms=3, label="predicted (eidola perf)")
-    switches = [(r.size, r.busbw, f"{r.plan.proto}") for a, r in zip(rows, rows[1:]) if a.plan.proto != r.plan.proto]
-    for size, bw, proto in switches:
-        ax.annotate(f"→{proto}", (size, bw), textcoords="offset points", xytext=(-30, 8), fontsize=8)
+    ax.plot(sizes, [r.busbw for r in rows], "o-", ms=3, label="predicted (eidola perf, --fabric auto)")
+    for a, r in zip(rows, rows[1:]):
+        if a.plan.proto != r.plan.proto:
+            ax.annotate(f"{a.plan.proto}→{r.plan.proto}", (r.size, r.busbw), textcoords="offset points",
+                        xytext=(-62, 6), fontsize=8)
     flow = next((r for r in rows if r.fabric == "flow"), None)
     if flow is not None:
-        ax.axvline(flow.size, color="grey", ls=":", lw=1)
-        ax.text(flow.size, ax.get_ylim()[1] * 0.02, " flow fabric →", fontsize=8, color="grey")
+        for axis in (ax, ax2):
+            axis.axvline(flow.size, color="grey", ls=":", lw=1)
+        ax.text(flow.size, 0, " flow fabric →", fontsize=8, color="grey", va="bottom")
+    if switch is not None:
+        size, _, packet_us = switch
+        ax.plot([size], [size / packet_us / 1e3 * factor], "x", color="k", ms=8,
+                label=f"the packet fabric at {_size(size)}")
     if points:
         a, b = alpha_beta(points)
         ax.plot(sizes, [sz / (a + sz / b) / 1e3 * factor for sz in sizes], "--", color="C2",
                 label=f"alpha-beta through the points (a = {a:.1f} us, B = {b / 1e3:.0f} GB/s)")
         ax.plot([p[0] for p in points], [p[0] / p[1] / 1e3 * factor for p in points], "s", color="C3", ms=8,
                 label="calibration points (measured)")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
+        ax2.plot(sizes, [100 * (r.time_us / (a + r.size / b) - 1) for r in rows], "o-", ms=3)
+        if switch is not None:
+            ax2.plot([switch[0]], [100 * (switch[2] / (a + switch[0] / b) - 1)], "x", color="k", ms=8)
+        ax2.axhline(0, color="C2", ls="--", lw=1)
+        ax2.set_ylabel("predicted / alpha-beta - 1 (%)")
+    else:
+        ax2.plot(sizes, [r.time_us for r in rows], "o-", ms=3)
+        ax2.set_yscale("log")
+        ax2.set_ylabel("predicted time (us)")
+    for axis in (ax, ax2):
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel("message size (bytes)")
+        axis.grid(True, which="both", alpha=0.3)
     ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title(f"all_reduce, {s.platform}, {s.gpus} GPUs" + ("" if points else " (no calibration point: all predicted)"))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    title = f"all_reduce, {s.platform}, {s.gpus} GPUs"
+    fig.suptitle(title + ("" if points else ": no calibration point, everything predicted"), fontsize=11)
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(FIGURES / f"validation-{s.platform}.png", dpi=110)
+    fig.savefig(FIGURES / f"validation-{s.platform}.png", dpi=100)
     plt.close(fig)
 
 
@@ -155,7 +174,7 @@ def main(names: list[str]) -> None:
             size, flow_us, packet_us = switch
             print(f"fabric switch at {_size(size)}: flow {flow_us:.2f} us, packet {packet_us:.2f} us "
                   f"(flow / packet - 1 = {flow_us / packet_us - 1:+.2%})")
-        figure(s, rows, points)
+        figure(s, rows, points, switch)
         print("\n".join(table(rows, points)))
 
 
