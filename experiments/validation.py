@@ -86,7 +86,7 @@ def figure(s: System, rows: list[PerfRow], points: list[tuple[int, float]],
     """Left: predicted busbw against size, the calibration points and the alpha-beta line through them.
     Right: predicted time / alpha-beta time - 1 (or, with no points, the predicted time)."""
     factor = rows[0].busbw_factor
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.8))
     sizes = [r.size for r in rows]
     ax.plot(sizes, [r.busbw for r in rows], "o-", ms=3, label="predicted (eidola perf, --fabric auto)")
     for a, r in zip(rows, rows[1:]):
@@ -124,8 +124,8 @@ def figure(s: System, rows: list[PerfRow], points: list[tuple[int, float]],
     ax.set_ylabel("bus bandwidth (GB/s)")
     title = f"all_reduce, {s.platform}, {s.gpus} GPUs"
     fig.suptitle(title + ("" if points else ": no calibration point, everything predicted"), fontsize=11)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(FIGURES / f"validation-{s.platform}.png", dpi=100)
     plt.close(fig)
 
