@@ -325,6 +325,9 @@ def main() -> int:
 
     body += flow_fabric_section(args.quick) + scaling_section(args.quick)
     if not args.quick:
+        from perf_sweep import section as perf_sweep_section
+
+        body += perf_sweep_section()
         body += callgrind()
     plot_scaling(points)
     text = "\n".join(header + body)

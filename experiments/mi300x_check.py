@@ -31,7 +31,8 @@ def all_to_all_link_gbs(nbytes: int) -> tuple[float, float]:
     prof = all_to_all(gpus=P, nbytes=nbytes, workgroups=W, mode="syncmon", schedule="pinned")
     res = eidola.simulate(plat, prof, trace=True)
     releases = np.array([prof.program(int(r["gpu"]), int(r["wg"]))[int(r["op"])].kind == "signal" for r in res.ops])
-    data_end_ns = res.ops["end_ns"][releases].max()
+    launch_ns = float(plat.eidolons()[0].resolved()["launch"]) * 1e9  # the data flow from the kernel's start
+    data_end_ns = res.ops["end_ns"][releases].max() - launch_ns
     rate = res.links["bytes"] / data_end_ns  # bytes per ns = GB/s
     return float(rate.mean()), float(rate.min())
 
