@@ -170,9 +170,10 @@ def _floor(link: dict, sent: float, acks: bool = True) -> float:
 
 W = 8  # workgroups per GPU
 # Why the direct exchanges on MI300X are off (docs/fabrics.md, "When to trust which model").
-ROUND_ROBIN = ("each workgroup sends to one peer at a time and the packet fabric's GPU takes a packet from each "
-               "in turn, so the link with the most workgroups on it sets every workgroup's pace; the flow "
-               "fabric shares each link on its own")
+ROUND_ROBIN = ("each workgroup writes to every peer in turn, starting one further on than the workgroup before, so "
+               "with more workgroups than links some share a link; in the packet fabric they issue at its pace "
+               "and fall behind, one write after another, while the flow fabric runs a workgroup's posted writes "
+               "all at once")
 
 
 @pytest.mark.parametrize("name, platform, link, make, gpus, nbytes, sent, acks", [
@@ -218,6 +219,15 @@ def test_ring_allreduce_switch_32_workgroups_16mib(repo):
     _check(packet, flow, 0.03, _floor(SWITCH, 2 * 7 / 8 * nbytes))
 
 
+@pytest.mark.xfail(strict=True, reason="measured +20.4% (docs/fabrics.md): packet 92.6 us, flow 111.5 us, wire 82.6 us; "
+                   "the ring's error on the switch depends on the workgroups' chains (how the GPU issues their "
+                   "writes) both ways, and crosses zero near the 8 workgroups tested above")
+def test_ring_allreduce_switch_2_workgroups_16mib(repo):
+    nbytes = 16 * MIB
+    packet, flow = _both(repo, "switch-8gpu.yaml", ring_allreduce(8, nbytes, workgroups=2))
+    _check(packet, flow, 0.03, _floor(SWITCH, 2 * 7 / 8 * nbytes))
+
+
 # ---- all-to-all, uniform and skewed: 5% at 16 MiB and above, 15% below 1 MiB -------------------------------
 
 def test_all_to_all_switch(repo):
@@ -235,10 +245,14 @@ def test_all_to_all_hierarchical_small(repo):
     _check(packet, flow, 0.15, _stream_ns(nic, 8 / 16 * nbytes / P * (P + 85)))
 
 
-@pytest.mark.xfail(strict=True, reason=ROUND_ROBIN + " (measured -17% with 8 workgroups, -5..-8% with 32)")
-def test_all_to_all_mi300x(repo):
+@pytest.mark.parametrize("workgroups", [
+    7,  # one workgroup per link at every turn of the rotation: measured +0.07%
+    pytest.param(W, marks=pytest.mark.xfail(strict=True, reason=ROUND_ROBIN + " (measured -17% with 8 workgroups, "
+                                                 "-5..-8% with 32)")),
+])
+def test_all_to_all_mi300x(repo, workgroups):
     nbytes = 16 * MIB
-    packet, flow = _both(repo, "mi300x-8gpu.yaml", all_to_all(8, nbytes, workgroups=W))
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", all_to_all(8, nbytes, workgroups=workgroups))
     _check(packet, flow, 0.05, _floor(MI300X, nbytes / 8))
 
 
