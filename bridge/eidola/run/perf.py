@@ -24,9 +24,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError, SimulationError
 from ..platform import load_platform
 from ..platform.model import Platform
+from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
@@ -72,10 +75,24 @@ def check_choices(op: str, algo: str, proto: str, fabric: str, channels: int) ->
 
 
 def written_bytes(profile: Profile) -> int:
-    """Bytes the profile's writes and reads move across the fabric, all GPUs together."""
+    """Bytes the fabric writes into or reads out of GPU memories for the profile, all GPUs together.
+
+    A write, put or read of n bytes counts n. A multimem op counts a copy per member, as the switch
+    does the work: a multicast of n bytes to a group of k writes k x n (n cross the issuer's link to
+    the switch, k x n the switch's links to the members), a reduce_load of n bytes reads k x n from
+    the members (and answers with n, not counted again, as a read's answer is not).
+    """
     table = profile.table
+    if not len(table):
+        return 0
     mask = table.kind_mask("write", "read", "put")
-    return int(table.rows[mask, 3].sum()) if len(table) else 0
+    total = int(table.rows[mask, 3].sum())
+    sizes = dict(profile.multicast_groups)
+    uses = np.bincount(table.rows[:, 0], minlength=len(table.templates))
+    for ref, t in enumerate(table.templates):
+        if isinstance(t, Op) and t.kind in MULTIMEM_KINDS and uses[ref]:
+            total += int(uses[ref]) * int(t["nbytes"]) * len(sizes[t["group"]])
+    return total
 
 
 @dataclass
