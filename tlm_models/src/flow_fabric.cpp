@@ -221,12 +221,10 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.arrived_ps = now_ps();
     f.version = m_next_version[id];
     f.multimem = trans.get_extension<MultimemExtension>();
-    // A write (or a multimem store, which leaves by the same link) waits behind the writes its GPU
-    // issued before on that link.
-    const bool store = f.multimem && !f.read;
-    if (store || (!f.read && src != dst && !f.multimem)) {
-        const std::uint32_t first = store ? m_uplink[src] : route(src, dst).path[0];
-        const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + first;
+    // A write waits behind the writes its GPU issued before on that link. A multimem access does
+    // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
+    if (!f.read && src != dst && !f.multimem) {
+        const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + route(src, dst).path[0];
         auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
         if (fresh) m_injection.emplace_back();
         f.queue = it->second;
