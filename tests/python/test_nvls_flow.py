@@ -13,11 +13,11 @@ The packet fabric gives the same up to a packet time (the packets' own interleav
 
 import numpy as np
 import pytest
+from conftest import REPO
+from test_nvls import LAT, P_MAX, SER, SW, F, M, _one, _platform, _yaml
 
 import eidola
-from conftest import REPO
 from eidola.workload.nccl import build_collective
-from test_nvls import F, LAT, M, P_MAX, SER, SW, _one, _platform, _yaml
 
 T_ST = 2 * SER + 2 * F + 4 * (LAT + SW) + M  # + the unit's latency L
 

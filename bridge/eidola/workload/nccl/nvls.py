@@ -62,7 +62,8 @@ def chunks(part: int, k: int, g: int) -> list[tuple[int, int]]:
     for start in range(0, part, loop):
         chunk = NVLS_CHUNK
         if part - start < loop:  # the last loop: its remainder over k, rounded up to the alignment
-            chunk = -(-(-(-(part - start) // k)) // NVLS_ALIGN) * NVLS_ALIGN
+            share = -(-(part - start) // k)  # the remainder over k, rounded up
+            chunk = -(-share // NVLS_ALIGN) * NVLS_ALIGN
         first = start + g * chunk
         n = min(chunk, part - first)
         if n > 0:

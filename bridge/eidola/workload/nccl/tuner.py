@@ -35,7 +35,8 @@ from ...errors import ConfigError
 from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
 from .system import System
 
-__all__ = ["NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT", "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
+__all__ = ["NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
+           "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
            "predict", "choose", "reduce_channels", "ALGOS"]
 
 ALGOS = ("ring", "tree", "nvls")  #: the algorithms a user may name
