@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "eidola/flow_extension.h"
+#include "eidola/packet_pool.h"
 #include "eidola/registry.h"
 #include "eidola/round_ps.h"
 #include "eidola/train_extension.h"
@@ -95,6 +96,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     std::uint64_t hop_ps = 0;
     for (const TopoLink& l : topo.links()) hop_ps = std::max(hop_ps, l.latency_ps + m_switch_latency_ps);
     m_actions.set_horizon(4 * hop_ps);  // deliveries and responses fall a route's latency ahead
+    setup_nvls(p);
 }
 
 FlowFabric::~FlowFabric() = default;
@@ -114,6 +116,7 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
                                                        "]: BEGIN_REQ with an annotated delay is not supported");
             return tlm::TLM_COMPLETED;
         }
+        if (trans.get_extension<MultimemExtension>() && !nvls_accepts(src, trans)) return tlm::TLM_COMPLETED;
         start_flow(src, std::uint32_t(dst), trans);
         phase = tlm::END_REQ;  // a flow enters at once; its rate says how fast it leaves
         return tlm::TLM_UPDATED;
@@ -150,6 +153,10 @@ void FlowFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, st
         report_unknown_response(dst);
         return;
     }
+    if (src == ports()) {  // a member answered the switch's NVLS unit
+        nvls_answered(dst, trans, at);
+        return;
+    }
     const std::uint64_t bytes = trans->get_data_length();
     std::uint32_t packets, packet_bytes;
     packets_of(*trans, bytes, packets, packet_bytes);
@@ -159,6 +166,12 @@ void FlowFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, st
 }
 
 void FlowFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    if (trans.get_extension<MultimemExtension>()) {  // the NVLS unit serves the AT path only (an eidolon GPU is AT)
+        errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(src) +
+                                                   "]: a multimem access over b_transport (LT); NVLS needs AT");
+        trans.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+        return;
+    }
     const std::int64_t dst = decode(trans.get_address());
     if (dst < 0) {
         trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
@@ -207,7 +220,10 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     packets_of(trans, f.bytes, f.packets, f.packet_bytes);
     f.arrived_ps = now_ps();
     f.version = m_next_version[id];
-    if (!f.read && src != dst) {  // a write waits behind the writes its GPU issued before on that link
+    f.multimem = trans.get_extension<MultimemExtension>();
+    // A write waits behind the writes its GPU issued before on that link. A multimem access does
+    // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
+    if (!f.read && src != dst && !f.multimem) {
         const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + route(src, dst).path[0];
         auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
         if (fresh) m_injection.emplace_back();
@@ -248,23 +264,14 @@ void FlowFabric::activate(std::uint32_t id) {
 
     m_uses.clear();
     m_paced.clear();
-    auto use = [&](std::uint32_t resource, double weight) {
-        for (FlowSolver::Use& u : m_uses)
-            if (u.resource == resource) {
-                u.weight += weight;
-                return;
-            }
-        m_uses.push_back({resource, weight});
-    };
-    auto pace = [&](std::uint32_t resource, double weight, double per_packet) {
-        for (Paced& p : m_paced)
-            if (p.resource == resource) {
-                p.weight += weight;
-                p.per_packet += per_packet;
-                return;
-            }
-        m_paced.push_back({resource, weight, per_packet});
-    };
+    auto use = [&](std::uint32_t resource, double weight) { add_use(resource, weight); };
+    auto pace = [&](std::uint32_t resource, double weight, double per_packet) { add_pace(resource, weight, per_packet); };
+    if (f.multimem) {
+        std::uint64_t round_trip = 0;
+        nvls_uses(f, round_trip);
+        launch(id, round_trip);
+        return;
+    }
     const double n = double(f.packets), data = double(f.bytes);
     std::uint64_t round_trip = 0;
     if (src != dst) {
@@ -297,6 +304,33 @@ void FlowFabric::activate(std::uint32_t id) {
             pace(window_resource(src, ext->window), n * double(round_trip) * 1e-12 / payload, 1.0);
         }
     }
+    launch(id, round_trip);
+}
+
+void FlowFabric::add_use(std::uint32_t resource, double weight) {
+    for (FlowSolver::Use& u : m_uses)
+        if (u.resource == resource) {
+            u.weight += weight;
+            return;
+        }
+    m_uses.push_back({resource, weight});
+}
+
+void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_packet) {
+    for (Paced& p : m_paced)
+        if (p.resource == resource) {
+            p.weight += weight;
+            p.per_packet += per_packet;
+            return;
+        }
+    m_paced.push_back({resource, weight, per_packet});
+}
+
+// Flow `id` with its uses (m_uses) and windows (m_paced) gathered: the packets there is room for
+// in the windows go as a burst, the rest paced; `round_trip` is how long a packet holds its room.
+void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
+    Flow& f = m_flows[id];
+    const double n = double(f.packets);
     // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
     if (m_held.size() < m_solver.resources()) m_held.resize(m_solver.resources(), 0.0);
@@ -324,7 +358,7 @@ void FlowFabric::activate(std::uint32_t id) {
         b.round_trip_ps = round_trip;
     };
     if (burst_packets == 0) {  // all paced
-        for (const Paced& p : m_paced) use(p.resource, p.weight);
+        for (const Paced& p : m_paced) add_use(p.resource, p.weight);
     } else if (burst_packets >= f.packets) {  // all at once
         hold(f, n);
     } else {  // a burst of the packets there is room for, then the rest paced
@@ -415,6 +449,13 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     std::uint64_t last_starts = now;
     if (f.rate != FlowSolver::kUnlimited)
         last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / f.rate));
+    if (f.multimem) {
+        nvls_sent(f, last_starts);
+        f.trans = nullptr;
+        f.paced.clear();
+        m_free_flows.push_back(id);
+        return;
+    }
     const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false);
     if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
         ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
@@ -497,6 +538,7 @@ void FlowFabric::on_event() {
                 m_free_holds.push_back(a.a);
                 break;
             case ActionKind::Deliver: deliver(a.a, a.trans, a.b); break;
+            case ActionKind::NvlsIn: nvls_in(a.a); break;
             case ActionKind::Return: give_back(a.a, a.trans); break;
             case ActionKind::RequestFree:
                 m_request_busy[a.a] = false;

@@ -133,9 +133,10 @@ void GpuInitiator::try_issue() {
         // all of it, and it waits for slots for all of it), so it is kept to a small share of its
         // transfer and of the outstanding window, where the error stays within 1% (docs/fabrics.md).
         std::uint32_t packets = 1;
-        // A multimem access goes packet by packet: the switch replicates or reduces each one.
+        // A multimem access goes packet by packet (the switch replicates or reduces each one),
+        // except as a flow: the flow fabric's switch replicates or reduces a whole flow.
         const bool single = kind == OpKind::Signal || kind == OpKind::Multicast || kind == OpKind::ReduceLoad;
-        if (m_flow && !single) {
+        if (m_flow && kind != OpKind::Signal) {
             // Flow mode: as much of the transfer as one flow may carry, in one transaction and one
             // outstanding slot; the flow fabric paces its packets by the window (FlowExtension).
             packets = std::uint32_t((std::min(t.left, m_flow) + m_max_payload - 1) / m_max_payload);

@@ -159,13 +159,10 @@ def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gp
 
 
 def _check_nvls(platform: Platform, c: Component, v: dict[str, Any]) -> None:
-    """fabric.switch.nvls (NVLink SHARP) is modelled in the packet fabric's single crossbar only."""
+    """fabric.switch.nvls (NVLink SHARP) is modelled in a single crossbar only (packet and flow fabrics)."""
     if not float(v.get("switch.nvls.reduce_bandwidth") or 0) > 0:
         return
     key = f"{_loc(platform)}{_key(platform, c, 'switch.nvls.reduce_bandwidth')}"
-    if c.spec.name == "FlowFabric":
-        raise ConfigError(f"{key}: the flow fabric does not model NVLS (fabric.switch.nvls) yet; use "
-                          "fabric.model: packet with topology: switch")
     if v.get("topology") != "switch":
         raise ConfigError(f"{key}: fabric.switch.nvls needs topology: switch (one crossbar every GPU reaches in "
                           f"one link); this fabric's topology is {v.get('topology')}")

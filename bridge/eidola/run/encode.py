@@ -118,18 +118,20 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
 
 
 def _check_nvls(profile: Profile, plan: Plan) -> None:
-    """Refuses multicast / reduce_load ops unless every fabric is a packet fabric with fabric.switch.nvls."""
+    """Refuses multicast / reduce_load ops unless every fabric is a packet or flow fabric with fabric.switch.nvls."""
     used = next((t for t in profile.table.templates if isinstance(t, Op) and t.kind in MULTIMEM_KINDS), None)
     if used is None:
         return
     for c in plan.components:
         if c.role != "fabric":
             continue
-        if c.spec.name != "PacketFabric" or not float(c.value("switch.nvls.reduce_bandwidth") or 0) > 0:
-            what = "a packet fabric without fabric.switch.nvls" if c.spec.name == "PacketFabric" else \
+        switch = c.spec.name in ("PacketFabric", "FlowFabric")
+        if not switch or not float(c.value("switch.nvls.reduce_bandwidth") or 0) > 0:
+            kind = "packet" if c.spec.name == "PacketFabric" else "flow"
+            what = f"a {kind} fabric without fabric.switch.nvls" if switch else \
                 f"the {c.spec.name} fabric, which has no NVLS switch"
             raise ConfigError(f"profile {profile.name!r}: op {used.kind} (group {used['group']!r}) needs an NVLS "
-                              f"switch (fabric.model: packet, topology: switch, fabric.switch.nvls: "
+                              f"switch (fabric.model: packet or flow, topology: switch, fabric.switch.nvls: "
                               f"{{reduce_bandwidth: ..., latency: ...}}); platform {plan.name!r} has {what}")
 
 

@@ -26,9 +26,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import ConfigError, SimulationError
 from ..platform import load_platform
 from ..platform.model import Platform
+from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
@@ -75,16 +78,26 @@ def check_choices(op: str, algo: str, proto: str, fabric: str, channels: int) ->
 
 
 def written_bytes(profile: Profile) -> int:
-    """Bytes the profile's writes, puts, reads and signals move across the fabric, all GPUs together.
+    """Bytes the fabric writes into or reads out of GPU memories for the profile, all GPUs together.
 
-    A signal is an 8-byte atomic store (Simple's step counter after every slice): it is a packet like
-    a credit's 8-byte put, so it counts as the GPU counts it in ``bytes_sent``.
+    A write, put or read of n bytes counts n. A signal is an 8-byte atomic store (Simple's step
+    counter after every slice): a packet like a credit's 8-byte put, so it counts as the GPU counts it
+    in ``bytes_sent``. A multimem op counts a copy per member, as the switch does the work: a multicast
+    of n bytes to a group of k writes k x n (n cross the issuer's link to the switch, k x n the
+    switch's links to the members), a reduce_load of n bytes reads k x n from the members (and answers
+    with n, not counted again, as a read's answer is not).
     """
     table = profile.table
     if not len(table):
         return 0
-    transfers = int(table.rows[table.kind_mask("write", "read", "put"), 3].sum())
-    return transfers + SIGNAL_BYTES * int(table.kind_mask("signal").sum())
+    mask = table.kind_mask("write", "read", "put")
+    total = int(table.rows[mask, 3].sum()) + SIGNAL_BYTES * int(table.kind_mask("signal").sum())
+    sizes = dict(profile.multicast_groups)
+    uses = np.bincount(table.rows[:, 0], minlength=len(table.templates))
+    for ref, t in enumerate(table.templates):
+        if isinstance(t, Op) and t.kind in MULTIMEM_KINDS and uses[ref]:
+            total += int(uses[ref]) * int(t["nbytes"]) * len(sizes[t["group"]])
+    return total
 
 
 @dataclass

@@ -169,8 +169,8 @@ def _set_traffic(ns: Any, sim: Any, t: EncodedTraffic) -> None:
 
 def _has_nvls(plan: Any) -> bool:
     """Whether a fabric of `plan` has an NVLS switch (its "nvls" result table then has a row)."""
-    return any(c.role == "fabric" and c.spec.name == "PacketFabric" and float(c.value("switch.nvls.reduce_bandwidth")) > 0
-               for c in plan.components)
+    return any(c.role == "fabric" and c.spec.name in ("PacketFabric", "FlowFabric")
+               and float(c.value("switch.nvls.reduce_bandwidth")) > 0 for c in plan.components)
 
 
 def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:

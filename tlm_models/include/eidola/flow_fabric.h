@@ -5,7 +5,9 @@
 // flow puts on a link per payload byte as its weight; rates are recomputed when a flow starts or
 // ends. A flow's first packet takes the route's zero-load latency (the packet fabric's own
 // formula), its last byte leaves at the flow's rate and the response comes back over the reverse
-// route at zero-load latency. What it leaves out: queueing (short flows get their fair rate at
+// route at zero-load latency. With fabric.switch.nvls (topology switch), a multimem access is one
+// flow through the switch that uses the requester's link, every member's links and (a
+// load-reduce) the switch's reduction engine at once (flow_nvls.cpp). What it leaves out: queueing (short flows get their fair rate at
 // once and never wait), head-of-line blocking, back-pressure and per-input-port arbitration.
 // See docs/fabrics.md, "Flow".
 #pragma once
@@ -22,12 +24,15 @@
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/flow_solver.h"
+#include "eidola/multimem_extension.h"
 #include "eidola/packet_fabric.h"
 #include "eidola/params.h"
 #include "eidola/timing_wheel.h"
 #include "eidola/topology.h"
 
 namespace eidola {
+
+class PacketPool;
 
 /// A flow-level TLM-2.0 fabric over the packet fabric's Topology and parameters (the same
 /// platform file runs on either). b_transport on targets[i] is forwarded at zero-load latency.
@@ -46,6 +51,8 @@ public:
     std::uint64_t events() const override { return m_actions.processed(); }
     std::uint64_t bin_ps() const override { return m_bin_ps; }
     const Topology& topology() const { return *m_topology; }
+    /// What the switch's NVLS unit did (all zero without fabric.switch.nvls).
+    NvlsCounters nvls_counters() const override { return m_nvls_counters; }
     /// Progressive-filling rounds the solver ran (its work).
     std::uint64_t solver_rounds() const { return m_solver.rounds(); }
 
@@ -54,7 +61,7 @@ private:
     friend struct FabricInitiatorPort<FlowFabric>;
     FlowFabric(sc_core::sc_module_name name, const Params& params);
 
-    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill };
+    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn };
     struct Action {
         ActionKind kind;
         std::uint32_t a;  // flow id or port
@@ -83,6 +90,18 @@ private:
         std::uint64_t round_trip_ps = 0; // a burst: when its packets are answered and the windows free
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
+        const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
+    };
+    /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
+    /// and the answers it waits for before it answers the requester.
+    struct NvlsOp {
+        tlm::tlm_generic_payload* parent = nullptr;
+        std::uint32_t requester = 0;
+        std::uint32_t pending = 0;      // members yet to answer
+        bool reduce = false;            // a load-reduce (else a store)
+        std::uint64_t last = 0;         // payload of its last packet
+        std::uint32_t members = 0;
+        std::uint64_t late = 0;         // how much later than due its copies or reads went out
     };
     /// The writes a GPU sends through one output link, first come first served: a GPU issues a
     /// write's packets at once, so they sit in its injection queue behind those issued before,
@@ -111,6 +130,9 @@ private:
     void start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans);
     std::uint32_t new_flow();
     void activate(std::uint32_t id);
+    void launch(std::uint32_t id, std::uint64_t round_trip);
+    void add_use(std::uint32_t resource, double weight);
+    void add_pace(std::uint32_t resource, double weight, double per_packet);
     void sent(const Flow& f);
     void schedule_solve();
     void solve();
@@ -119,6 +141,16 @@ private:
     void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
     void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
     const Route& route(std::uint32_t src, std::uint32_t dst);
+
+    // NVLink SHARP at the switch (flow_nvls.cpp)
+    void setup_nvls(const Params& p);
+    bool nvls_accepts(std::uint32_t src, tlm::tlm_generic_payload& trans);
+    void nvls_uses(Flow& f, std::uint64_t& round_trip);
+    void nvls_sent(Flow& f, std::uint64_t last_starts);
+    void nvls_answered(std::uint32_t member, tlm::tlm_generic_payload* child, std::uint64_t at);
+    void nvls_in(std::uint32_t op);
+    void nvls_count_links(const Flow& f);
+    std::uint64_t link_ps(std::uint32_t link, std::uint64_t payload, bool ack) const;
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack);
     std::uint32_t window_resource(std::uint32_t gpu, std::uint32_t window);
     void count_links(const Flow& f);
@@ -173,6 +205,17 @@ private:
     };
     std::vector<LinkCounters> m_links;
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
+
+    // NVLink SHARP (fabric.switch.nvls): off when m_reduce_bytes_per_s is 0.
+    double m_reduce_bytes_per_s = 0;          // the reduction engine's rate (bytes of member data per second)
+    std::uint64_t m_nvls_latency_ps = 0;      // the multimem unit's latency, once per access
+    std::uint32_t m_reduce_resource = 0;      // the reduction engine in the solver
+    std::vector<std::uint32_t> m_uplink, m_downlink;  // per GPU: its link to / from the switch
+    std::vector<NvlsOp> m_nvls_ops;
+    std::vector<std::uint32_t> m_free_nvls;
+    std::unique_ptr<PacketPool> m_nvls_pool;  // the payloads of the switch's own copies and reads
+    NvlsCounters m_nvls_counters;
+
     TimingWheel<Action> m_actions;
 };
 

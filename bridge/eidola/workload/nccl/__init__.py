@@ -8,7 +8,8 @@ time: the tuner only chooses (docs/collectives.md). The textbook schedules in `w
 stay as they are.
 
 Files: `protocols` (wire formats, FIFO geometry), `fifo` (a connection and one primitive), `ring`
-(ring all-reduce, all-gather, reduce-scatter, broadcast), `tree` (chain all-reduce), `p2p`
+(ring all-reduce, all-gather, reduce-scatter, broadcast), `tree` (chain all-reduce), `nvls` (NVLink
+SHARP all-reduce, all-gather, reduce-scatter through the switch), `p2p`
 (all-to-all), `tuner` (NCCL's tuning model), `system` (what a platform gives them).
 """
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigError, ProfileError
 from ..builder import ProfileBuilder
-from . import p2p, ring, tree, tuner
+from . import nvls, p2p, ring, tree, tuner
 from .protocols import protocol
 from .system import System
 
@@ -37,7 +38,7 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 class Plan:
     """How the collective runs: algorithm, protocol and channels (workgroups per GPU)."""
 
-    algo: str  #: "ring" or "tree" ("p2p" for alltoall)
+    algo: str  #: "ring", "tree" or "nvls" ("p2p" for alltoall)
     proto: str  #: "LL", "LL128" or "Simple"
     channels: int  #: channels = workgroups of every GPU that run it
 
@@ -71,7 +72,9 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
             p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, "")
         else:
             rings = sys.rings(k, plan.channels)
-            if op == "broadcast":
+            if plan.algo == "nvls":
+                nvls.nvls(b, op, nbytes, k, plan.channels, "")
+            elif op == "broadcast":
                 ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, "")
             elif plan.algo == "tree":
                 tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, "")

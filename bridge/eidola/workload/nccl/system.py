@@ -10,7 +10,8 @@ channels, link type, protocols and GPU generation, filling in what the section l
 - link_type: xgmi for RCCL on a fully connected fabric, network for a hierarchical one, else nvlink;
 - protocols: LL, LL128 and Simple for NCCL on NVLink, LL and Simple otherwise (NCCL enables LL128
   on NVLink paths only; RCCL had it off on MI300X);
-- arch: hopper for NCCL, cdna3 for RCCL.
+- arch: hopper for NCCL, cdna3 for RCCL;
+- nvls: whether the fabric is one switch with fabric.switch.nvls (the NVLS collectives need it).
 
 Ring orders (`rings`): on a fully connected fabric each channel's ring takes other links, as RCCL's
 hand-made rings do; elsewhere every channel follows GPU order (a switch gives every pair the same path).
@@ -46,6 +47,7 @@ class System:
     arch: str  #: GPU generation for the tuner's caps
     fully_connected: bool  #: one link per GPU pair: rings are spread over the links
     launch_ns: float  #: gpus.launch if the platform has it (reported; the GPU model applies it)
+    nvls: bool = False  #: its switch reduces and multicasts (fabric.switch.nvls): NVLS collectives can run
 
     @staticmethod
     def of(platform: Platform) -> System:
@@ -77,11 +79,13 @@ class System:
         default_protocols = ("LL", "LL128", "Simple") if library == "nccl" and link_type == "nvlink" else ("LL", "Simple")
         workgroups = int(g["workgroups"])
         channels = min(int(sec.get("channels", 16 if library == "nccl" else 28)), workgroups)
+        nvls = model in ("PacketFabric", "FlowFabric") and topology == "switch" and \
+            float(fab.get("switch.nvls.reduce_bandwidth") or 0) > 0
         return System(gpus=n, workgroups=workgroups, mem_bw=float(g["memory.bandwidth"]), gpu_bw=gpu_bw,
                       library=library, channels=channels, link_type=link_type,
                       protocols=tuple(sec.get("protocols", default_protocols)),
                       arch=sec.get("arch", "hopper" if library == "nccl" else "cdna3"), fully_connected=fully,
-                      launch_ns=float(g.get("launch", 0.0)) * 1e9)
+                      launch_ns=float(g.get("launch", 0.0)) * 1e9, nvls=nvls)
 
     def rings(self, k: int, channels: int) -> list[list[int]]:
         """The ring order (GPUs 0..k-1) of each channel: spread over the links of a fully connected fabric

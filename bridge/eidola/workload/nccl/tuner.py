@@ -13,6 +13,15 @@ time of a collective is always the simulation of the profile it chose (docs/coll
   as LL), LL128 7/9 (one node, capped at 7/9 x C x the LL128 cap), each x NCCL's tree correction
   factor for medium sizes. The algorithm bandwidth is the bus bandwidth x k / steps for a ring
   (k / 2(k-1) for all_reduce) and x 1/2 for a tree.
+- NVLS (Simple only; all_reduce, all_gather, reduce_scatter): latency 0 + the NVLS per-hop figure once
+  (25 us on NVLink), whatever k. NCCL's NVLS graph has a channel per GPU (head, k of them), and its search
+  gives each one G / (k + 1) of the GPU's NVSwitch bandwidth G (every GPU carries each head's data, the
+  head's twice); a channel's bus bandwidth is that x the efficiency (Hopper 0.85, Blackwell 0.74) x
+  (heads - 1) / heads, x 2 for all_reduce ("pipelines two operations") or x (k - 1) / k otherwise; the bus
+  bandwidth is heads x that. all_reduce's algorithm bandwidth is the bus bandwidth x k / 2(k-1); NCCL does
+  not convert all_gather's and reduce_scatter's. NVLS needs an NVSwitch with multicast (here
+  fabric.switch.nvls), NVLink, a Hopper or later GPU and more than 2 GPUs in the node (NCCL 2.21-2.23's
+  ``ncclNvlsInit``; master needs 2). Its channels: `nvls.nvls_channels`, at most 16.
 - channels: while ``bytes < channels x threads x threshold`` drop one channel (down to 1); thresholds
   8 B per thread for LL (x k for ring LL) and LL128, 64 B for Simple; threads per channel NCCL 512
   (LL, Simple) and 640 (LL128); RCCL 256 (assumed: RCCL's default block size on MI300X).
@@ -23,12 +32,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import ConfigError
+from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
 from .system import System
 
-__all__ = ["BASE_LAT", "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
+__all__ = ["NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
+           "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
            "predict", "choose", "reduce_channels", "ALGOS"]
 
-ALGOS = ("ring", "tree", "nvls")  #: the algorithms a user may name (nvls is refused: not modelled yet)
+ALGOS = ("ring", "tree", "nvls")  #: the algorithms a user may name
+#: NVLS bandwidth efficiency per GPU generation (``nvlsEfficiency``); generations without NVLS absent.
+NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
+#: NVLS latency, us, per link type (Simple; base latency 0): NVLink 25 (network 18 is for several nodes).
+NVLS_HOP_LAT = {"nvlink": 25.0}
+#: The fewest GPUs in the node for NVLS (NCCL 2.21-2.23: ``gpuCount <= 2`` turns it off).
+NVLS_MIN_NODE_GPUS = 3
 _P = ("LL", "LL128", "Simple")
 #: Base latency, us: library -> algo -> (LL, LL128, Simple). RCCL's are 12 / 12 / 17 for every algorithm.
 BASE_LAT = {"nccl": {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4)},
@@ -77,8 +94,16 @@ def _steps(op: str, k: int) -> int:
 
 
 def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) -> Choice:
-    """The model's latency and algorithm bandwidth for (algo, proto) with `channels` channels on k GPUs."""
+    """The model's latency and algorithm bandwidth for (algo, proto) with `channels` channels on k GPUs
+    (NVLS: its own channels, one per GPU, whatever `channels` says)."""
     p = _P.index(proto)
+    if algo == "nvls":
+        heads = k
+        per_head = sys.gpu_bw / (heads + 1) / 1e9  # GB/s
+        channel = per_head * NVLS_EFFICIENCY[sys.arch] * (heads - 1) / heads * (2 if op == "all_reduce" else (k - 1) / k)
+        nvls_bus = heads * channel
+        return Choice("nvls", "Simple", NVLS_HOP_LAT[sys.link_type],
+                      nvls_bus * k / _steps(op, k) if op == "all_reduce" else nvls_bus)
     hop = HOP_LAT[sys.link_type][algo][p]
     bus = channels * sys.gpu_bw / sys.channels / 1e9  # GB/s
     if algo == "ring":
@@ -93,6 +118,21 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
               "LL128": min(tree * 7 / 9, channels * LL128_CHANNEL_BW[sys.arch] * 7 / 9), "Simple": tree}[proto]
         ratio = 0.5
     return Choice(algo, proto, latency, bw * ratio)
+
+
+def nvls_eligible(sys: System, op: str) -> str:
+    """Why NVLS cannot run `op` on `sys` ("" when it can)."""
+    if not sys.nvls:
+        return "needs an NVLS switch (fabric.switch.nvls on a topology: switch fabric); this platform's fabric has none"
+    if op not in NVLS_OPS:
+        return f"runs {', '.join(NVLS_OPS)}; {op} does not run by NVLS"
+    if "Simple" not in sys.protocols:
+        return "runs Simple, which collectives.protocols leaves out"
+    if sys.arch not in NVLS_EFFICIENCY or sys.link_type not in NVLS_HOP_LAT:
+        return f"needs NVLink and a Hopper or later GPU (collectives.arch {sys.arch}, link_type {sys.link_type})"
+    if sys.gpus < NVLS_MIN_NODE_GPUS:
+        return f"needs at least {NVLS_MIN_NODE_GPUS} GPUs in the node (NCCL turns it off below)"
+    return ""
 
 
 def reduce_channels(sys: System, algo: str, proto: str, k: int, nbytes: int, channels: int) -> int:
@@ -113,7 +153,13 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
     if algo not in ("auto", *ALGOS):
         raise ConfigError(f"algo: expected auto, {', '.join(ALGOS)}, got {algo!r}")
     if algo == "nvls":
-        raise ConfigError("algo: nvls (NVLink SHARP) is not modelled yet; expected auto, ring or tree")
+        why = nvls_eligible(sys, op)
+        if why:
+            raise ConfigError(f"algo: nvls {why}")
+        if proto not in ("auto", "Simple"):
+            raise ConfigError(f"proto: nvls runs Simple only, got {proto}")
+        if channels > NVLS_CHANNELS:
+            raise ConfigError(f"channels: nvls runs at most {NVLS_CHANNELS} channels, got {channels}")
     if proto not in ("auto", *_P):
         raise ConfigError(f"proto: expected auto, {', '.join(_P)}, got {proto!r}")
     if proto != "auto" and proto not in sys.protocols:
@@ -125,8 +171,12 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
     algos = ("ring", "tree") if op == "all_reduce" else ("ring",)
     if algo == "tree" and op != "all_reduce":
         raise ConfigError(f"algo: tree runs all_reduce only; {op} runs ring")
+    if algo == "auto" and not nvls_eligible(sys, op):
+        algos = (*algos, "nvls")
     cands = [predict(sys, op, k, a, p, sys.channels) for a in (algos if algo == "auto" else (algo,))
-             for p in (sys.protocols if proto == "auto" else (proto,))]
+             for p in (sys.protocols if proto == "auto" else (proto,)) if a != "nvls" or p == "Simple"]
     best = min(cands, key=lambda c: (c.time_us(nbytes), _P.index(c.proto), c.algo))
+    if best.algo == "nvls":
+        return "nvls", "Simple", channels or nvls_channels(nbytes, k, min(NVLS_CHANNELS, sys.workgroups))
     nc = channels or reduce_channels(sys, best.algo, best.proto, k, nbytes, sys.channels)
     return best.algo, best.proto, nc
