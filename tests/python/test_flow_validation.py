@@ -32,7 +32,7 @@ FLIT = 16
 
 # The shipped platforms' link figures (platforms/*.yaml), per direction:
 # (lane bandwidth B, lanes, latency ns, header h, ack bytes, switch latency ns, hops GPU to GPU)
-MI300X = dict(B=64e9, lanes=1, lat=250.0, h=85, ack=16, sw=100.0, hops=1)
+MI300X = dict(B=64e9, lanes=1, lat=174.0, h=85, ack=16, sw=100.0, hops=1)
 SWITCH = dict(B=100e9, lanes=4, lat=150.0, h=16, ack=16, sw=100.0, hops=2)
 
 
