@@ -426,10 +426,10 @@ def test_a_malformed_log_exits_2_naming_file_and_line(repo, tmp_path, capsys):
 
 
 def test_nccl_source_refuses_what_the_platform_does_not_run(repo, capsys):
-    # NVLS (NVLink SHARP, issue 27) is not modelled yet; RCCL on MI300X runs LL and Simple only (LL128 off);
+    # NVLS needs an NVLS switch, which a fully connected node has not; RCCL on MI300X runs LL and Simple only (LL128 off);
     # tree runs all_reduce only; channels are workgroups (304 per MI300X GPU); alltoall takes one set per peer.
     plat = repo / "platforms/mi300x-8gpu.yaml"
-    for needles, extra in ((["nvls", "not modelled"], ("--algo", "nvls")),
+    for needles, extra in ((["nvls needs an NVLS switch", "fabric.switch.nvls"], ("--algo", "nvls")),
                            (["LL128 is not enabled", "LL, Simple"], ("--proto", "LL128")),
                            (["tree runs all_reduce only"], ("--algo", "tree", "--op", "all_gather")),
                            (["304 workgroups", "305"], ("--channels", "305")),
