@@ -49,6 +49,11 @@ SYSTEMS = (System("dgx-a100", 8, "auto", 8 * GiB), System("dgx-h100", 8, "auto",
            System("mi300x-8gpu", 8, "auto", 16 * GiB))
 
 
+#: The curves are NCCL_NVLS_ENABLE=0's, as the ring calibration points are: a platform without an NVLS
+#: switch ignores nothing here, since reduce_bandwidth 0 is "no NVLS" (docs/fabrics.md).
+NVLS_OFF = {"fabric.switch.nvls.reduce_bandwidth": "0GB/s"}
+
+
 def calibration_points(platform: str) -> list[tuple[int, float]]:
     """(size bytes, time us) of the platform's calibration rows (the NVLS row is issue 27's: left out)."""
     with (OUT / "calibration.csv").open() as f:
@@ -67,7 +72,8 @@ def sweep(s: System) -> tuple[list[PerfRow], float]:
     """The perf rows from 1 KiB to the system's largest size, and the wall time it took."""
     start = time.perf_counter()
     rows = perf(PerfOptions(str(ROOT / "platforms" / f"{s.platform}.yaml"), "all_reduce", "1K", str(s.largest), "2",
-                            str(s.gpus), algo=s.algo, csv=str(OUT / f"{s.platform}.csv")), out=io.StringIO())
+                            str(s.gpus), algo=s.algo, overrides=NVLS_OFF, csv=str(OUT / f"{s.platform}.csv")),
+                out=io.StringIO())
     return rows, time.perf_counter() - start
 
 
@@ -76,7 +82,7 @@ def packet_at_switch(s: System, rows: list[PerfRow]) -> tuple[int, float, float]
     first = next((r for r in rows if r.fabric == "flow"), None)
     if first is None:
         return None
-    fabrics = Fabrics(str(ROOT / "platforms" / f"{s.platform}.yaml"), {}, "packet")
+    fabrics = Fabrics(str(ROOT / "platforms" / f"{s.platform}.yaml"), NVLS_OFF, "packet")
     (packet,) = run_sizes(fabrics, "all_reduce", [(first.size, first.count)], s.gpus, s.algo)
     return first.size, first.time_us, packet.time_us
 

@@ -30,7 +30,7 @@ SINGLE_NODE = ("dgx-a100", "dgx-h200", "gb200-nvl4", "mi300x-8gpu")
 def _points():
     with DATA.open() as f:
         rows = list(csv.DictReader(f))
-    # the NVLS row is issue 27's (NVLink SHARP is not modelled yet); mi300x-rail is two nodes
+    # the NVLS row has its own test (below); mi300x-rail is two nodes
     return [r for r in rows if r["platform"] in SINGLE_NODE and r["algorithm"] != "NVLS"]
 
 
@@ -76,3 +76,25 @@ def test_one_ll_step_costs_the_librarys_per_hop_latency(platform, hop_us):
 
 def test_h100_is_h200s_link_and_launch():
     assert _time_us("dgx-h100", 1024, 8) == pytest.approx(_time_us("dgx-h200", 1024, 8), rel=0.01)
+
+
+def test_h200_nvls_point_within_5_percent():
+    # dgx-h200's one NVLS figure, the switch's reduction bandwidth, is set from this point (the
+    # platform file derives it): 8 GPUs' 16 GiB summed in 62,634.94 us.
+    with DATA.open() as f:
+        (point,) = [r for r in csv.DictReader(f) if r["platform"] == "dgx-h200" and r["algorithm"] == "NVLS"]
+    size, measured = int(point["size_bytes"]), float(point["time_us"])
+    reduce_bw = 2.2e12  # B/s, platforms/dgx-h200.yaml
+    assert size * 8 / reduce_bw * 1e6 == pytest.approx(measured, rel=0.01)  # the derivation the file gives
+    assert _time_us("dgx-h200", size, 8, "nvls") == pytest.approx(measured, rel=0.05)
+
+
+def test_nvls_off_is_the_ring_curve():
+    # reduce_bandwidth 0 is NCCL_NVLS_ENABLE=0: at 16 MiB the tuner then picks what it picks without
+    # NVLS, and with NVLS on it picks NVLS (from about 0.8 MB on 8 GPUs, docs/collectives.md).
+    fabrics_off = Fabrics(str(ROOT / "platforms" / "dgx-h200.yaml"), {"fabric.switch.nvls.reduce_bandwidth": "0GB/s"})
+    fabrics_on = Fabrics(str(ROOT / "platforms" / "dgx-h200.yaml"), {})
+    size = 16 << 20
+    (off,) = run_sizes(fabrics_off, "all_reduce", [(size, size // 4)], 8, "auto")
+    (on,) = run_sizes(fabrics_on, "all_reduce", [(size, size // 4)], 8, "auto")
+    assert off.plan.algo != "nvls" and on.plan.algo == "nvls"
