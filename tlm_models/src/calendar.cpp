@@ -1,6 +1,7 @@
 #include "eidola/calendar.h"
 
 #include "eidola/event_heap.h"
+#include "eidola/free_list.h"
 
 #include <algorithm>
 
@@ -38,13 +39,7 @@ std::uint32_t Calendar::new_bucket_for(std::uint64_t at_ps) {
     if (found != m_bucket_of.end()) {
         b = found->second;
     } else {
-        if (m_free.empty()) {
-            b = std::uint32_t(m_buckets.size());
-            m_buckets.emplace_back();
-        } else {
-            b = m_free.back();
-            m_free.pop_back();
-        }
+        b = take_slot(m_buckets, m_free);
         m_buckets[b].at_ps = at_ps;
         m_bucket_of.emplace(at_ps, b);
         m_times.emplace_back(at_ps, b);

@@ -10,6 +10,7 @@
 #include "eidola/registry.h"
 #include "eidola/round_ps.h"
 #include "eidola/train_extension.h"
+#include "eidola/free_list.h"
 
 namespace eidola {
 
@@ -342,14 +343,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     }
     const std::uint64_t burst_packets = m_paced.empty() ? 0 : std::uint64_t(burst);
     auto hold = [&](Flow& b, double packets) {
-        std::uint32_t list;
-        if (m_free_holds.empty()) {
-            list = std::uint32_t(m_holds.size());
-            m_holds.emplace_back();
-        } else {
-            list = m_free_holds.back();
-            m_free_holds.pop_back();
-        }
+        const std::uint32_t list = take_slot(m_holds, m_free_holds);
         for (const Paced& p : m_paced) {
             m_held[p.resource] += p.per_packet * packets;
             m_holds[list].emplace_back(p.resource, p.per_packet * packets);

@@ -27,6 +27,7 @@
 #include "eidola/flow_fabric.h"
 #include "eidola/packet_pool.h"
 #include "eidola/round_ps.h"
+#include "eidola/free_list.h"
 
 namespace eidola {
 
@@ -157,14 +158,7 @@ void FlowFabric::nvls_uses(Flow& f, std::uint64_t& round_trip) {
 void FlowFabric::nvls_sent(Flow& f, std::uint64_t last_starts) {
     const MultimemExtension& m = *f.multimem;
     nvls_count_links(f);
-    std::uint32_t op;
-    if (m_free_nvls.empty()) {
-        op = std::uint32_t(m_nvls_ops.size());
-        m_nvls_ops.emplace_back();
-    } else {
-        op = m_free_nvls.back();
-        m_free_nvls.pop_back();
-    }
+    const std::uint32_t op = take_slot(m_nvls_ops, m_free_nvls);
     NvlsOp& o = m_nvls_ops[op];
     o.parent = f.trans;
     o.requester = f.src;

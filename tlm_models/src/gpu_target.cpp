@@ -4,6 +4,7 @@
 #include "eidola/traffic_generator.h"
 #include "eidola/train_extension.h"
 #include "eidola/workgroup_engine.h"
+#include "eidola/free_list.h"
 
 namespace eidola {
 
@@ -29,14 +30,7 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
         // writing it on completion was a cache miss of its own on every transaction.
         // Read straight into the slot: a MemoryAccess built aside and copied in is a 16-byte copy
         // the processor cannot forward from the stores that built it (see EventHeap::push).
-        std::uint32_t slot;
-        if (m_free_slots.empty()) {
-            slot = std::uint32_t(m_incoming.size());
-            m_incoming.emplace_back();
-        } else {
-            slot = m_free_slots.back();
-            m_free_slots.pop_back();
-        }
+        const std::uint32_t slot = take_slot(m_incoming, m_free_slots);
         MemoryAccess& access = m_incoming[slot];
         access.read(trans, m_core.map.local(trans.get_address()));
         trans.set_response_status(tlm::TLM_OK_RESPONSE);
@@ -83,14 +77,7 @@ void GpuTarget::serve(std::uint32_t slot) {
     if (access.landing) {
         const std::uint64_t last = slot < m_last_landed.size() ? m_last_landed[slot] : 0;
         if (last > now_ps()) {  // a train whose last packet is not in yet: its bytes count when it is
-            std::uint32_t index;
-            if (m_free_later.empty()) {
-                index = std::uint32_t(m_later.size());
-                m_later.emplace_back();
-            } else {
-                index = m_free_later.back();
-                m_free_later.pop_back();
-            }
+            const std::uint32_t index = take_slot(m_later, m_free_later);
             m_later[index] = LaterLanding{*access.landing, access.length};
             m_core.actions.push(last, {GpuActionKind::Land, index});
         } else {

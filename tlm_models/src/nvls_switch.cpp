@@ -21,6 +21,7 @@
 
 #include "eidola/multimem_extension.h"
 #include "eidola/packet_pool.h"
+#include "eidola/free_list.h"
 
 namespace eidola {
 
@@ -62,14 +63,7 @@ void PacketFabric::nvls_arrived(std::uint32_t id) {
     m_last_progress_ps = now;
     if (p.cls == 0) {
         const MultimemExtension& m = *p.trans->get_extension<MultimemExtension>();
-        std::uint32_t op;
-        if (m_free_nvls.empty()) {
-            op = std::uint32_t(m_nvls_ops.size());
-            m_nvls_ops.emplace_back();
-        } else {
-            op = m_free_nvls.back();
-            m_free_nvls.pop_back();
-        }
+        const std::uint32_t op = take_slot(m_nvls_ops, m_free_nvls);
         NvlsOp& o = m_nvls_ops[op];
         o.parent = p.trans;
         o.requester = p.src_gpu;
