@@ -12,6 +12,7 @@
 #include "eidola/multimem_extension.h"
 #include "eidola/packet_pool.h"
 #include "eidola/registry.h"
+#include "eidola/free_list.h"
 
 namespace eidola {
 
@@ -321,15 +322,7 @@ void PacketFabric::find_forwarding_gpus() {
         }
 }
 
-std::uint32_t PacketFabric::new_packet() {
-    if (m_free_packets.empty()) {
-        m_packets.emplace_back();
-        return std::uint32_t(m_packets.size() - 1);
-    }
-    const std::uint32_t id = m_free_packets.back();
-    m_free_packets.pop_back();
-    return id;
-}
+std::uint32_t PacketFabric::new_packet() { return take_slot(m_packets, m_free_packets); }
 
 bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls) {
     const std::uint32_t input = m_node_first_input[gpu];
