@@ -84,7 +84,8 @@ def test_h200_nvls_point_within_5_percent():
     with DATA.open() as f:
         (point,) = [r for r in csv.DictReader(f) if r["platform"] == "dgx-h200" and r["algorithm"] == "NVLS"]
     size, measured = int(point["size_bytes"]), float(point["time_us"])
-    reduce_bw = 2.2e12  # B/s, platforms/dgx-h200.yaml
+    nvls = load_platform(ROOT / "platforms" / "dgx-h200.yaml").shorthand["fabric"]["switch"]["nvls"]
+    reduce_bw = float(str(nvls["reduce_bandwidth"]).removesuffix("TB/s")) * 1e12  # B/s
     assert size * 8 / reduce_bw * 1e6 == pytest.approx(measured, rel=0.01)  # the derivation the file gives
     assert _time_us("dgx-h200", size, 8, "nvls") == pytest.approx(measured, rel=0.05)
 
