@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+
 import eidola
 from eidola.generators import synthetic
 from eidola.run.netsweep import netsweep
@@ -69,19 +71,7 @@ def netsweep_section() -> list[str]:
 
 
 def main() -> int:
-    section = netsweep_section()
-    path = HERE / "RESULTS.md"
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    # Replace this section in place (or append it), leaving the others as measured.
-    lines = text.splitlines()
-    if HEADING in lines:
-        start = lines.index(HEADING)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = section
-        path.write_text("\n".join(lines).rstrip("\n") + "\n")
-    else:
-        path.write_text(text.rstrip("\n") + "\n\n" + "\n".join(section) + "\n")
-    print("\n".join(section))
+    write_section(netsweep_section())
     return 0
 
 

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+
 from eidola.report.perf_command import PerfOptions, perf
 
 HERE = Path(__file__).resolve().parent
@@ -70,23 +72,8 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def splice(text: str, lines_new: list[str]) -> str:
-    """RESULTS.md's text with this section replaced (or appended)."""
-    lines = text.splitlines()
-    if HEADING in lines:
-        start = lines.index(HEADING)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = lines_new
-    else:
-        lines += [""] + lines_new
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 def main() -> int:
-    lines = section()
-    path = HERE / "RESULTS.md"
-    path.write_text(splice(path.read_text(), lines))
-    print("\n".join(lines))
+    write_section(section())
     return 0
 
 

@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+
 import eidola
 from eidola.run.sweep import spec_from_dict
 
@@ -79,23 +81,8 @@ def sweep_section() -> list[str]:
             "the elaboration and simulation in the child, and writing its folder (summary.json, CSV tables, row.json).", ""]
 
 
-def splice(text: str, section: list[str]) -> str:
-    """RESULTS.md's text with the sweep section replaced (or appended)."""
-    lines = text.splitlines()
-    if HEADING in lines:
-        start = lines.index(HEADING)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = section
-    else:
-        lines += [""] + section
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 def main() -> int:
-    section = sweep_section()
-    path = HERE / "RESULTS.md"
-    path.write_text(splice(path.read_text() if path.exists() else "# Benchmark results\n", section))
-    print("\n".join(section))
+    write_section(sweep_section())
     return 0
 
 

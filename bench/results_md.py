@@ -1,0 +1,27 @@
+"""bench/RESULTS.md as sections: each benchmark script replaces its own section and leaves the others as measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def splice(text: str, section: list[str]) -> str:
+    """`text` with the section headed by `section[0]` (a "## " line) replaced by `section`, or appended."""
+    heading = section[0]
+    lines = text.splitlines()
+    if heading in lines:
+        start = lines.index(heading)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+        lines[start:end] = section
+    else:
+        lines += [""] + section
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def write_section(section: list[str]) -> None:
+    """Replace (or append) `section` in bench/RESULTS.md and print it."""
+    text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
+    RESULTS.write_text(splice(text, section))
+    print("\n".join(section))
