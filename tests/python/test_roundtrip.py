@@ -59,3 +59,24 @@ def test_delay_knob_equals_an_explicit_compute_before_the_first_write(repo):
     held = eidola.simulate(plat, gemv_allreduce(gpus=4, workgroups=2, delays=[{"gpu": 0, "ns": 5000}]))
     longer = eidola.simulate(plat, gemv_allreduce(gpus=4, workgroups=2, tile_ns=[7000, 2000, 2000, 2000]))
     assert held.workgroups.tobytes() == longer.workgroups.tobytes()
+
+
+def test_nccl_ll_collective_round_trips_with_its_puts(repo, tmp_path):
+    # NCCL's LL ring all-reduce is puts (data lines carrying their flag) and credit puts: exported
+    # and imported, every put keeps its peer, bytes, flag and value, and the replay ends every
+    # workgroup at the same picosecond with the same bytes sent.
+    from eidola.workload.nccl import build_collective
+
+    plat = eidola.load_platform(repo / "platforms/switch-8gpu.yaml")
+    prof, plan = build_collective(plat, "all_reduce", 64 * 1024, gpus=4, proto="LL", channels=2)
+    assert plan.proto == "LL"
+    res = eidola.simulate(plat, prof, trace=True)
+    export_timestamps(prof, res.ops, tmp_path / "ll.csv")
+    imported = import_timestamps(tmp_path / "ll.csv")
+    for key, ops in prof.programs:
+        puts = [(op["dst"], op["nbytes"], op["flag"], op["value"]) for op in ops if op.kind == "put"]
+        back = [(op["dst"], op["nbytes"], op["flag"], op["value"]) for op in imported.program(*key) if op.kind == "put"]
+        assert puts and back == puts
+    replay = eidola.simulate(plat, imported, trace=True)
+    assert _finish(replay) == _finish(res)
+    assert replay.gpus["bytes_sent"].tolist() == res.gpus["bytes_sent"].tolist()

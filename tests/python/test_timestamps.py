@@ -100,7 +100,7 @@ START, END = "0,0,0,start,,,,", "0,0,900,end,,,,"
 
 @pytest.mark.parametrize("lines, line, needle", [
     ([START, "0,0,5,wirte,1,,,64", END], 3,
-     "event 'wirte' is not one of start, write, signal, fence, wait_begin, wait_end, end"),
+     "event 'wirte' is not one of start, write, put, signal, fence, wait_begin, wait_end, end"),
     (["x,0,0,start,,,,", END], 2, "gpu 'x' is not an integer >= 0"),
     ([START, "0,1.5,5,write,1,,,64", END], 3, "wg '1.5' is not an integer >= 0"),
     ([START, "0,0,5,write,two,,,64", END], 3, "peer 'two' is not an integer >= 0"),
@@ -126,7 +126,7 @@ START, END = "0,0,0,start,,,,", "0,0,900,end,,,,"
     ([START, "0,0,5,write,1,,,64"], 3, "gpu 0 wg 0 has no end row"),
     ([START, "0,0,1,start,,,,", END], 3, "a second start row for gpu 0 wg 0 (the first is line 2)"),
     ([START, "0,0,5,wait_begin,,f,,", "0,0,7,wait_end,,f,,", END], 3,
-     "no signal row targets gpu 0 flag 'f' by t_ns 7"),
+     "no signal or put row targets gpu 0 flag 'f' by t_ns 7"),
     ([START, "0,0,5,write,1,,,64,", END], 3, "expected 8 cells (one per header column), got 9"),
     ([START, "0,0,5,signal,1,f,9223372036854775808,", END], 3, "value '9223372036854775808' is not an integer"),
     ([START, "0,0,5,wait_begin,,f,1,", "0,0,6,wait_end,,f,,", "0,0,5,signal,1,imported,,",
@@ -296,3 +296,45 @@ def test_cli_bad_file_exits_2(cli, tmp_path):
     assert "Traceback" not in r.stderr
     assert f"{csv_path}: line 3: event 'wirte'" in r.stderr
     assert not (tmp_path / "prof.yaml").exists()
+
+
+def test_put_rows_import_and_count_towards_an_inferred_wait(tmp_path):
+    # Two puts of value 2 and 3 land on gpu 1's flag "tail" by t=500: the wait's value is inferred as 5;
+    # the put becomes put(dst, "imported", 0, nbytes, flag, value, "add") and sizes the buffer.
+    path = write_csv(tmp_path, [
+        "gpu,wg,t_ns,event,peer,flag,value,nbytes,t_end_ns",
+        "0,0,0,start,,,,,",
+        "0,0,10,put,1,tail,2,4096,110",
+        "0,0,150,put,1,tail,3,8192,",
+        "0,0,400,end,,,,,",
+        "1,0,0,start,,,,,",
+        "1,0,20,wait_begin,,tail,,,",
+        "1,0,500,wait_end,,tail,,,",
+        "1,0,500,end,,,,,",
+    ])
+    prof = import_timestamps(path)
+    ops = prof.program(0, 0)
+    assert [op.kind for op in ops] == ["compute", "put", "compute", "put"]
+    assert ops[0]["ns"] == 10 and ops[2]["ns"] == 40  # 150 - 110 (the first put's end)
+    assert [(op["dst"], op["nbytes"], op["flag"], op["value"], op["op"]) for op in ops[1::2]] == \
+        [(1, 4096, "tail", 2, "add"), (1, 8192, "tail", 3, "add")]
+    wait = prof.program(1, 0)[-1]
+    assert wait.kind == "wait" and wait["value"] == 5
+
+
+def test_put_row_without_flag_names_the_line(tmp_path):
+    path = write_csv(tmp_path, ["gpu,wg,t_ns,event,peer,flag,value,nbytes", "0,0,0,start,,,,",
+                                "0,0,1,put,1,,,64", "0,0,2,end,,,,"])
+    with pytest.raises(ProfileError, match=r"line 3: .*flag"):
+        import_timestamps(path)
+
+
+def test_export_refuses_nvls_ops_instead_of_dropping_their_traffic(tmp_path):
+    b = ProfileBuilder(gpus=2, workgroups=1, name="nvls")
+    b.buffer("data", 4096)
+    b.multicast_group("g", gpus=[0, 1])
+    b.program(0, 0).multicast(group="g", buffer="data", offset=0, nbytes=64)
+    prof = b.build()
+    events = np.array([(0, 0, 0, 0.0, 10.0)], dtype=EVENT_DTYPE)
+    with pytest.raises(ProfileError, match=r"gpu 0 wg 0 has a multicast op"):
+        export_timestamps(prof, events, tmp_path / "x.csv")

@@ -15,14 +15,18 @@ that do not apply are ignored. ``event`` is one of:
   add on GPU ``peer``'s ``flag`` begins (its release wait included); becomes ``signal(dst=peer,
   flag=flag, op="add", value=value, scope=scope, overlap=...)``, value 1, scope "workgroup" and
   overlap false if empty;
+- ``put`` (``peer``, ``nbytes``, ``flag``, optional ``value``): a write that carries its own flag
+  (NCCL's LL and LL128 lines) begins; becomes ``put(dst=peer, buffer="imported", offset=0,
+  nbytes=nbytes, flag=flag, value=value, op="add")``, value 1 if empty. Like a signal, it counts
+  towards an inferred wait value;
 - ``fence``: becomes ``fence()``;
 - ``wait_begin`` (``flag``, optional ``value``, ``cond``, ``mode``) and the next ``wait_end`` of
   the workgroup (its flag empty or the same): becomes ``wait(flag, cond, value, mode,
   interval_ns=100)``, cond ">=" and mode "poll" by default. Without a value, the value is
-  inferred: the sum of the values of all signal rows to this GPU and flag with t_ns <= the
+  inferred: the sum of the values of all signal and put rows to this GPU and flag with t_ns <= the
   wait_end's t_ns (the signals that released it).
 
-Rows of one (gpu, wg) are taken in t_ns order (ties in file order). A write/signal row may give
+Rows of one (gpu, wg) are taken in t_ns order (ties in file order). A write/put/signal row may give
 ``t_end_ns``, when it completed for its workgroup (a posted write or a signal when its last
 packet was issued, a blocking write when its last acknowledgement arrived, a fence when the
 writes before it were acknowledged). The time from the end of one op (or from ``start``, or from a
@@ -37,8 +41,10 @@ and workgroups the largest wg + 1. Times are read as exact decimals, so gaps are
 Export writes the same CSV for a simulated run, every column filled where it applies, so that
 importing it gives back the communication ops and the compute time between them. Compute, local
 and read ops emit no row: their time becomes compute gaps. What the CSV cannot say is lost:
-buffers and offsets (the import uses ``imported`` at offset 0), signal ops other than add
-(exported with their value, imported as add) and wait intervals (imported as 100 ns).
+buffers and offsets (the import uses ``imported`` at offset 0), signal and put ops other than add
+(exported with their value, imported as add) and wait intervals (imported as 100 ns). A profile
+with NVLS ops (``multicast``, ``reduce_load``) is refused: the CSV has no event
+for them, and dropping their traffic would change the run.
 """
 
 from __future__ import annotations
@@ -61,14 +67,14 @@ from ...errors import ProfileError
 from ...inputs import decode_text, read_input
 from ..builder import ProfileBuilder, ProgramBuilder
 from ..checks import NAME
-from ..ops import CONDS, RELEASE_SCOPES, WAIT_MODES, Op
+from ..ops import CONDS, MULTIMEM_KINDS, RELEASE_SCOPES, WAIT_MODES, Op
 from ..profile import Profile
 
 __all__ = ["COLUMNS", "OPTIONAL_COLUMNS", "EVENTS", "import_timestamps", "export_timestamps"]
 
 COLUMNS = ("gpu", "wg", "t_ns", "event", "peer", "flag", "value", "nbytes")
 OPTIONAL_COLUMNS = ("cond", "mode", "t_end_ns", "blocking", "scope", "overlap")
-EVENTS = ("start", "write", "signal", "fence", "wait_begin", "wait_end", "end")
+EVENTS = ("start", "write", "put", "signal", "fence", "wait_begin", "wait_end", "end")
 BUFFER = "imported"
 WAIT_INTERVAL_NS = 100
 _INT = re.compile(r"[-+]?[0-9]+")
@@ -161,17 +167,20 @@ def _parse_row(line: int, cells: dict[str, str]) -> _Row:
     if t is None:
         raise _Bad(f"{event} without t_ns (column 't_ns' is empty)")
     row = _Row(line, event, gpu, wg, t)
-    if event in ("write", "signal", "fence"):
+    if event in ("write", "put", "signal", "fence"):
         row.t_end = _time(cells, "t_end_ns")
         if row.t_end is not None and row.t_end < t:
             raise _Bad(f"t_end_ns {cells['t_end_ns']!r} is before t_ns {cells['t_ns']!r}")
-    if event in ("write", "signal"):
+    if event in ("write", "put", "signal"):
         row.peer = _int(cells, "peer", need=event)
-        if row.t_end is not None and row.t_end < t:
-            raise _Bad(f"t_end_ns {cells['t_end_ns']!r} is before t_ns {cells['t_ns']!r}")
-    if event == "write":
+    if event in ("write", "put"):
         row.nbytes = _int(cells, "nbytes", lo=1, need=event)
+    if event == "write":
         row.blocking = _choice(cells, "blocking", ("false", "true"), "false") == "true"
+    elif event == "put":
+        row.flag = _flag(cells, need=event)
+        value = _int(cells, "value", lo=_I64_MIN)
+        row.value = 1 if value is None else value
     elif event == "signal":
         row.scope = _choice(cells, "scope", RELEASE_SCOPES, "workgroup")
         row.overlap = _choice(cells, "overlap", ("false", "true"), "false") == "true"
@@ -228,23 +237,23 @@ def _read_rows(path: str) -> list[_Row]:
 # ---------------------------------------------------------------- building the profile
 
 class _Signals:
-    """Signal rows per (target gpu, flag), to sum the values that had arrived by a given time."""
+    """Signal and put rows per (target gpu, flag), to sum the values that had arrived by a given time."""
 
     def __init__(self, rows: list[_Row]) -> None:
         by_target: dict[tuple[int | None, str | None], list[tuple[Decimal, int | None]]] = {}
         for r in rows:
-            if r.event == "signal":
+            if r.event in ("signal", "put"):
                 by_target.setdefault((r.peer, r.flag), []).append((r.t, r.value))
         self._times: dict[tuple[int | None, str | None], list[Decimal]] = {}
         self._sums: dict[tuple[int | None, str | None], list[Any]] = {}
         for key, items in by_target.items():
             items.sort(key=lambda tv: tv[0])
             self._times[key] = [t for t, _ in items]
-            # Signal rows always have a value; dtype object keeps exact Python ints (no 64-bit overflow).
+            # Signal and put rows always have a value; dtype object keeps exact Python ints (no 64-bit overflow).
             self._sums[key] = list(np.cumsum(cast("list[int]", [v for _, v in items]), dtype=np.object_))
 
     def released(self, gpu: int, flag: str | None, t: Decimal) -> tuple[int, int]:
-        """Return (number of signals, sum of their values) to `gpu`'s `flag` with t_ns <= `t`."""
+        """Return (number of signals and puts, sum of their values) to `gpu`'s `flag` with t_ns <= `t`."""
         times = self._times.get((gpu, flag), [])
         n = bisect.bisect_right(times, t)
         return n, (int(self._sums[gpu, flag][n - 1]) if n else 0)
@@ -259,7 +268,7 @@ def _wait_value(begin: _Row, end: _Row, signals: _Signals) -> int:
         return begin.value
     n, total = signals.released(begin.gpu, begin.flag, end.t)
     if n == 0:
-        raise _Bad(f"wait on flag {begin.flag!r} gives no value and none can be inferred: no signal row "
+        raise _Bad(f"wait on flag {begin.flag!r} gives no value and none can be inferred: no signal or put row "
                    f"targets gpu {begin.gpu} flag {begin.flag!r} by t_ns {end.t} (its wait_end, line "
                    f"{end.line}); put the value in the wait_begin row")
     return total
@@ -283,10 +292,13 @@ def _add_program(p: ProgramBuilder, rows: list[_Row], signals: _Signals) -> None
                        f"(line {r.line})", waiting)
         if r.event == "start":
             raise _Bad(f"a second start row for {who} (the first is line {first.line})", r)
-        if r.event in ("write", "signal", "fence", "wait_begin", "end") and ready is not None and r.t > ready:
+        if r.event in ("write", "put", "signal", "fence", "wait_begin", "end") and ready is not None and r.t > ready:
             p.compute(ns=_ns(r.t - ready))
         if r.event == "write":
             p.write(dst=r.peer, buffer=BUFFER, offset=0, nbytes=r.nbytes, blocking=r.blocking)
+            ready = r.t_end
+        elif r.event == "put":
+            p.put(dst=r.peer, buffer=BUFFER, offset=0, nbytes=r.nbytes, flag=r.flag, value=r.value, op="add")
             ready = r.t_end
         elif r.event == "signal":
             p.signal(dst=r.peer, flag=r.flag, op="add", value=r.value, scope=r.scope, overlap=r.overlap)
@@ -324,11 +336,11 @@ def _declare(b: ProfileBuilder, rows: list[_Row]) -> None:
         if r.flag is not None and r.flag not in flags:
             flags[r.flag] = r
             b.flag(r.flag)
-    writes = [r.nbytes for r in rows if r.event == "write"]
+    writes = [r.nbytes for r in rows if r.event in ("write", "put")]
     if writes:
         if BUFFER in flags:
             raise _Bad(f"flag name {BUFFER!r} is reserved for the imported data buffer", flags[BUFFER])
-        b.buffer(BUFFER, max(cast("list[int]", writes)))  # every write row has nbytes
+        b.buffer(BUFFER, max(cast("list[int]", writes)))  # every write and put row has nbytes
 
 
 def import_timestamps(path: str | os.PathLike[str], name: str | None = None) -> Profile:
@@ -368,6 +380,9 @@ def _program_rows(gpu: int, wg: int, ops: tuple[Op, ...], idx: list[int], begin:
         if op.kind == "write":
             rows.append([gpu, wg, _t(b), "write", op["dst"], "", "", op["nbytes"], "", "", _t(e),
                          "true" if op["blocking"] else "false", "", ""])
+        elif op.kind == "put":
+            rows.append([gpu, wg, _t(b), "put", op["dst"], op["flag"], op["value"], op["nbytes"], "", "", _t(e), "",
+                         "", ""])
         elif op.kind == "signal":
             rows.append([gpu, wg, _t(b), "signal", op["dst"], op["flag"], op["value"], "", "", "", _t(e), "",
                          op["scope"], "true" if op["overlap"] else "false"])
@@ -379,6 +394,10 @@ def _program_rows(gpu: int, wg: int, ops: tuple[Op, ...], idx: list[int], begin:
             rows.append([gpu, wg, _t(e), "wait_end", "", op["flag"], "", "", "", "", "", "", "", ""])
     rows.append([gpu, wg, _t(end[-1]), "end", "", "", "", "", "", "", "", "", "", ""])
     return rows
+
+
+#: Ops whose traffic the CSV cannot carry: export refuses them rather than drop it.
+_NO_EVENT = MULTIMEM_KINDS
 
 
 def export_timestamps(profile: Profile, op_events: npt.ArrayLike, path: str | os.PathLike[str]) -> None:
@@ -393,6 +412,10 @@ def export_timestamps(profile: Profile, op_events: npt.ArrayLike, path: str | os
     groups = {(int(g[0]["gpu"]), int(g[0]["wg"])): g for g in np.split(ev, cut) if len(g)}
     rows: list[list[object]] = []
     for (gpu, wg), ops in profile.programs:
+        nvls = next((op.kind for op in ops if op.kind in _NO_EVENT), None)
+        if nvls is not None:
+            raise ProfileError(f"profile {profile.name!r}: gpu {gpu} wg {wg} has a {nvls} op, which the timestamps "
+                               "CSV has no event for (NVLS traffic would be lost); export a profile without NVLS ops")
         g = groups.pop((gpu, wg), None)
         if g is None:
             continue
