@@ -208,6 +208,7 @@ private:
     struct LinkCounters {
         LinkStats s;
         double load = 0;           // wire bytes per second now
+        std::uint64_t overhead_ps = 0;  // rail: NIC processing time of the messages it sent (busy, no bytes)
         std::uint64_t since = 0;   // load held since then
     };
     std::vector<LinkCounters> m_links;
