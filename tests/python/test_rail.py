@@ -231,3 +231,16 @@ def test_512_gpus_build_and_run_on_the_flow_fabric(repo):
     assert len(uplinks) == 64
     assert np.all(uplinks["wire_bytes"] == S + S // MTU * 78 + 78)
     assert int(res.links[res.links["src"] >= rails]["wire_bytes"].sum()) == 64 * (S + S // MTU * 78 + 78)
+
+
+def test_results_and_describe_name_the_rail_nodes(write_platform, repo, tmp_path):
+    res = eidola.simulate(_platform(write_platform, "packet"), _writes([(3, 7)], 256))
+    names = [res.node_name(n) for n in (3, FIRST_NIC + 3, FIRST_NIC + 7, FIRST_RAIL + 3, FIRST_SPINE + 1)]
+    assert names == ["gpu3", "n0.nic3", "n1.nic3", "rail3", "spine1"]
+    res.save(tmp_path / "run")
+    assert (tmp_path / "run" / "nodes.csv").read_text().splitlines()[FIRST_NIC + 4 + 1] == f"{FIRST_NIC + 4},n1.nic0"
+    out = subprocess.run([sys.executable, "-m", "eidola", "describe", str(repo / "platforms" / "rail-16gpu.yaml"),
+                          "--set", "gpus.count=64", "--set", "fabric.rail.spines=1"], capture_output=True, text=True)
+    assert out.returncode == 0
+    # 8 nodes x 50 GB/s per rail switch against one 50 GB/s spine link: 8:1.
+    assert "rail: 8 node(s) x 8 GPUs" in out.stdout and "(8.00:1 oversubscribed)" in out.stdout
