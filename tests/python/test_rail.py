@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 import eidola
+from eidola.platform.memory import fabric_links
 from eidola.profile import ProfileBuilder
 
 FLIT, SW, M, MEM_BW = 16, 50.0, 300.0, 5.3e12
@@ -184,6 +185,9 @@ def test_shared_nics_and_no_spines(write_platform, model):
     for src, dst in ((1, 8), (8, 12), (12, 10), (10, 5)):  # same rail, shared NIC 0
         assert _link(res, src, dst)["bytes"] == 4096, (src, dst)
     assert len(res.links) == 2 * (4 * 3 + 2 * 4 + 2 * 2)  # per node: 12 GPU links, 4 PCIe and 2 NIC links each way
+    # The memory estimate counts the same links and routers (8 GPUs, 4 NICs, 2 rail switches).
+    assert fabric_links(plat.components["fabric"].resolved(), GPUS) == (len(res.links), 14)
+    assert len(res.node_names) == 14
 
 
 def test_ideal_fabric_takes_a_rail_platform(write_platform, repo):
