@@ -9,10 +9,12 @@ which set the platform's header and fabric.switch.nvls.reduce_bandwidth (platfor
   it, ring); experiments/validation/dgx-h200-nvls.csv, docs/figures/validation-nvls-dgx-h200.png.
 - GPU count: the same at 1 GiB and 8 GiB with `-g 5` .. `-g 8` (the first k GPUs of the node);
   experiments/validation/dgx-h200-nvls-gpus.csv, docs/figures/validation-nvls-gpus.png, beside the two
-  bounds docs/validation.md derives: the switch's reduction, busbw = 2 (k-1)/k x R / k, and the links,
-  busbw = 2 (k-1)/k x W k / (k+1), where W is a port's payload rate.
+  bounds docs/validation.md derives: the switch's reduction, busbw = 2 (k-1)/k x R / k, and a GPU's link
+  from the switch, busbw = 2 (k-1)/k x B / ((1 + 2h/P) + (1 + (h + a)/P) / k), with B = 18 x 25 GB/s,
+  packets of P = 256 B, header h = 54 B and acknowledgement a = 3 B.
 
-Run: .venv/bin/python experiments/validation_nvls.py (about ten minutes on two cores).
+Run: .venv/bin/python experiments/validation_nvls.py (about six minutes on two busy cores);
+--plot-only redraws the figures from the CSVs.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ EIDOLA = str(Path(sys.executable).with_name("eidola"))
 OFF = ["--set", "fabric.switch.nvls.reduce_bandwidth=0GB/s"]
 MiB, GiB = 1 << 20, 1 << 30
 R = 2.2e12  # B/s: fabric.switch.nvls.reduce_bandwidth of dgx-h200.yaml
-W = 450e9 * 256 / (256 + 54 + 3)  # B/s: a port's payload rate, 18 x 25 GB/s x 256 / (256 + header + ack)
+B, P, H, A = 450e9, 256, 54, 3  # dgx-h200: a port's B/s (18 x 25 GB/s), max_payload, header, ack (bytes)
 
 
 def perf(args: list[str], scratch: Path) -> list[dict[str, str]]:
@@ -55,9 +57,30 @@ def calibration() -> dict[str, tuple[int, float]]:
 
 
 def bounds(k: int) -> tuple[float, float]:
-    """(reduction bound, link bound) of an NVLS all-reduce's busbw on k GPUs, GB/s (docs/validation.md)."""
+    """(reduction bound, link bound) of an NVLS all-reduce's busbw on k GPUs, GB/s (docs/validation.md).
+
+    The switch sums k x S in S / algbw; a GPU's link from the switch carries per S: the copies of every
+    store (S, a header a packet), a read request for every packet it answers (S / P headers), its loads'
+    sums (S / k, a header a packet) and an acknowledgement per packet it stored (S / (k P) x a)."""
     factor = 2 * (k - 1) / k
-    return factor * R / k / 1e9, factor * W * k / (k + 1) / 1e9
+    down = (1 + 2 * H / P) + (1 + (H + A) / P) / k  # wire bytes per byte of S
+    return factor * R / k / 1e9, factor * B / down / 1e9
+
+
+def read(name: str) -> list[dict[str, str]]:
+    """The rows of experiments/validation/`name`."""
+    with (OUT / name).open() as f:
+        return list(csv.DictReader(f))
+
+
+def plot_only() -> None:
+    """Redraw the figures from the CSVs a full run wrote."""
+    rows = read("dgx-h200-nvls.csv")
+    curve = {state: [r for r in rows if r["nvls"] == state] for state in ("on", "off")}
+    sweep: dict[tuple[str, int], list[dict[str, str]]] = {}
+    for r in read("dgx-h200-nvls-gpus.csv"):
+        sweep.setdefault((r["nvls"], int(r["gpus"])), []).append(r)
+    figures(curve, sweep)
 
 
 def main() -> None:
@@ -115,7 +138,7 @@ def figures(curve: dict[str, list[dict[str, str]]], sweep: dict[tuple[str, int],
         ys = [float(next(r["busbw_GBps"] for r in sweep[state, k] if int(r["size_bytes"]) == size)) for k in ks]
         ax.plot(ks, ys, style, label=f"NVLS {state}, {size // GiB} GiB")
     ax.plot(ks, [bounds(k)[0] for k in ks], "k--", label="NVLS bound: switch reduction 2(k-1)/k x R/k")
-    ax.plot(ks, [bounds(k)[1] for k in ks], "k-.", label="NVLS bound: links 2(k-1)/k x W k/(k+1)")
+    ax.plot(ks, [bounds(k)[1] for k in ks], "k-.", label="NVLS bound: a GPU's link from the switch")
     ax.set_xticks(ks)
     ax.set_xlabel("GPUs (-g)")
     ax.set_ylabel("bus bandwidth (GB/s)")
@@ -128,4 +151,4 @@ def figures(curve: dict[str, list[dict[str, str]]], sweep: dict[tuple[str, int],
 
 
 if __name__ == "__main__":
-    main()
+    plot_only() if sys.argv[1:] == ["--plot-only"] else main()
