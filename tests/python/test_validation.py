@@ -83,7 +83,7 @@ def test_h200_nvls_point_within_5_percent():
     # platform file derives it): 8 GPUs' 16 GiB summed in 62,634.94 us. From 512 MiB on, each GPU and
     # channel walks 64 or more chunks, the switch's reduction binds, and every further byte costs k / R:
     # the time is a + 8 S / R. So the 16 GiB time is T(1 GiB) + 30 (T(1 GiB) - T(512 MiB)), which
-    # checks `eidola perf ... -b 16G -e 16G --algo nvls` (62,5xx us, docs/validation.md) in two short
+    # checks `eidola perf ... -b 16G -e 16G --algo nvls` (62,537 us, docs/validation.md) in two short
     # runs instead of a 16 GiB one (a minute or more on the flow fabric).
     with DATA.open() as f:
         (point,) = [r for r in csv.DictReader(f) if r["platform"] == "dgx-h200" and r["algorithm"] == "NVLS"]
