@@ -2,7 +2,8 @@
 
 Traffic. On one switch with NVLS, GPU g's link to the switch (up) and the switch's link to g (down), for an
 NVLS all-reduce of S bytes on k GPUs with C channels, packets of p bytes, every chunk a whole number of
-packets (here S = k x C x 16 KiB: one loop per channel, every GPU one 16 KiB chunk per channel):
+packets (here S = k x C x 64 KiB: a channel's part k x 64 KiB is not below 2 k x 32 KiB, so its chunk is 32 KiB
+(NCCL's calcCollChunking), two loops, every GPU two 32 KiB chunks per channel, each in rounds of whole packets):
 - g reduce_loads S / k in all (its chunks): up S / (k p) read requests, down S / (k p) answers of S / k;
 - every reduce_load of every GPU reads its n from every member, g included: the switch sends g S / p reads
   (down) and g answers them with S bytes (up);
@@ -33,7 +34,7 @@ import pytest
 import eidola
 from eidola.errors import ConfigError
 from eidola.workload.nccl import build_collective
-from eidola.workload.nccl.nvls import NVLS_CHUNK, chunks
+from eidola.workload.nccl.nvls import NVLS_CHUNK, chunks, nvls, nvls_chunk, rounds
 
 P = 256  # max_payload, B
 
@@ -62,10 +63,19 @@ def _link(res, src, dst):
 
 @pytest.mark.parametrize("k, channels, model", [(4, 2, "packet"), (3, 4, "packet"), (8, 2, "flow"), (4, 16, "flow")])
 def test_nvls_all_reduce_traffic_per_link_and_the_switch_work(write_platform, k, channels, model):
-    S = k * channels * 16384
+    S = k * channels * 65536
     plat = _plat(write_platform, gpus=k, model=model)
-    prof, plan = build_collective(plat, "all_reduce", S, algo="nvls")
+    prof, plan = build_collective(plat, "all_reduce", S, algo="nvls", channels=channels)
     assert (plan.algo, plan.proto, plan.channels) == ("nvls", "Simple", channels)
+    # one workgroup per channel, each GPU's in rounds of the workers' hunks: 32 KiB is 2 rounds of 16 KiB on
+    # 8 GPUs (4 workers x 4 KiB), 24 KiB + 8 KiB on fewer (6 workers); the barrier's k - 1 signals at the end
+    per_chunk = 2
+    for g in range(k):
+        for c in range(channels):
+            ops = prof.program(g, c)
+            assert [o.kind for o in ops].count("reduce_load") == 2 * per_chunk
+            assert [o.kind for o in ops].count("signal") == k - 1
+    assert prof.workgroups == channels
     res = eidola.simulate(plat, prof)
     flags = 8 * (k - 1) * channels
     packets = 2 * S // (k * P) + 2 * S // P + 2 * (k - 1) * channels
@@ -88,7 +98,7 @@ def test_nvls_all_gather_and_reduce_scatter_traffic(write_platform, op):
     k, channels = 4, 2
     S = k * channels * 16384
     plat = _plat(write_platform, gpus=k)
-    prof, plan = build_collective(plat, op, S, algo="nvls")
+    prof, plan = build_collective(plat, op, S, algo="nvls", channels=channels)
     assert plan.algo == "nvls"
     res = eidola.simulate(plat, prof)
     flags = 8 * (k - 1) * channels if op == "all_gather" else 0
@@ -126,7 +136,7 @@ def test_tuner_picks_nvls_on_8_gpus_from_the_hand_crossover(write_platform, nbyt
     if algo == "ring":
         assert plan.proto == "LL"
     else:
-        assert (plan.proto, plan.channels) == ("Simple", min(16, nbytes // (8 * 16384)))
+        assert (plan.proto, plan.channels) == ("Simple", 16)  # nvlsChannels whatever the size (enqueue.cc)
 
 
 @pytest.mark.parametrize("nbytes, algo", [(1 << 20, "ring"), (1_460_000, "ring"), (1_480_000, "nvls"), (1 << 24, "nvls")])
@@ -185,3 +195,52 @@ def test_written_bytes_counts_a_copy_per_member():
     p.write(dst=3, buffer="d", offset=0, nbytes=70)              # 70
     b.program(1, 0).multicast(group="g", buffer="d", offset=0, nbytes=1000)  # the same op again: 3,000
     assert written_bytes(b.build()) == 3000 + 1500 + 70 + 3000
+
+
+@pytest.mark.parametrize("k", [8, 4])
+def test_nvls_chunk_halves_as_calc_coll_chunking_does(k):
+    # enqueue.cc, per channel part P on k heads: 128 KiB; 64 KiB if P < 64 k x 128 KiB; then 32 KiB if
+    # P < 8 k x 64 KiB; then 16 KiB if P < 2 k x 32 KiB.
+    KiB = 1024
+    for part, chunk in [(64 * k * 128 * KiB, 128 * KiB), (64 * k * 128 * KiB - 1, 64 * KiB), (8 * k * 64 * KiB, 64 * KiB),
+                        (8 * k * 64 * KiB - 1, 32 * KiB), (2 * k * 32 * KiB, 32 * KiB), (2 * k * 32 * KiB - 1, 16 * KiB),
+                        (1, 16 * KiB)]:
+        assert nvls_chunk(part, k) == chunk
+
+
+def test_16_mib_on_8_gpus_is_ncc_chunks_in_rounds_of_the_workers_hunks(write_platform):
+    # 16 MiB on 8 GPUs, 16 channels: a part of 1 MiB, below 8 x 8 x 64 KiB = 4 MiB so 32 KiB chunks, loops of
+    # 256 KiB: 4 loops, GPU g's chunk g in each. 5 reduce warps on 8 GPUs, 4 of them work: rounds of 4 x 4 KiB.
+    S = 16 << 20
+    prof, plan = build_collective(_h200(write_platform), "all_reduce", S, algo="nvls")
+    assert plan.channels == 16
+    c, g = 3, 5
+    loads = [(o["offset"], o["nbytes"]) for o in prof.program(g, c) if o.kind == "reduce_load"]
+    stores = [(o["offset"], o["nbytes"]) for o in prof.program(g, c) if o.kind == "multicast"]
+    base = c * (1 << 20)
+    want = [(base + loop * 262144 + g * 32768 + r * 16384, 16384) for loop in range(4) for r in range(2)]
+    assert loads == stores == want
+    # on 4 GPUs: 7 reduce warps, 6 work, rounds of 24 KiB: a 32 KiB chunk is 24 KiB then 8 KiB
+    assert rounds(32768, 4) == [(0, 24576), (24576, 8192)]
+
+
+def test_one_round_per_chunk_past_the_coarsening_moves_time_under_1_percent(write_platform):
+    # 64 MiB on 4 GPUs, NCCL's 16 channels: a part of 4 MiB, 64 KiB chunks (4 MiB < 64 x 4 x 128 KiB), 16 per GPU
+    # and channel. Made one load and one store per chunk (coarse=16) against NCCL's rounds of 24 KiB (3 per
+    # chunk): where the rounds in flight (16 channels x 24 KiB) cover a GPU's bandwidth-delay product, as on
+    # dgx-h200, the pipeline of chunks overlaps each chunk's store with the next chunk's load either way, and
+    # the time moves by the last chunk's tail only. (With 2 channels they do not cover it: the rounds are then
+    # latency-bound and the coarse walk about 10% fast, which is why the coarsening waits for 64 chunks.)
+    from eidola.workload.builder import ProfileBuilder
+
+    k, C, S = 4, 16, 64 << 20
+    plat = _plat(write_platform, gpus=k, model="flow")
+    times = []
+    for coarse in (16, 10**9):
+        b = ProfileBuilder(gpus=k, workgroups=C, name=f"coarse{coarse}")
+        nvls(b, "all_reduce", S, k, C, "", coarse=coarse)
+        prof = b.build()
+        loads = [o.kind for o in prof.program(0, 0)].count("reduce_load")
+        assert loads == (16 if coarse == 16 else 16 * 3)
+        times.append(float(eidola.simulate(plat, prof).kernel_time_ns))
+    assert times[0] == pytest.approx(times[1], rel=0.01)

@@ -74,7 +74,7 @@ def test_a_multicast_outside_the_group_counts_links_as_the_packet_fabric(write_p
 
 
 def test_a_large_nvls_all_reduce_matches_the_packet_fabric():
-    # 16 MiB NVLS all-reduce (16 channels, 128 KiB chunks, a barrier) on switch-8gpu with an NVLS switch:
+    # 16 MiB NVLS all-reduce (16 channels, NCCL's 32 KiB chunks in rounds of 16 KiB, a barrier) on switch-8gpu with NVLS:
     # the flow fabric within 3% of the packet fabric, every link's counts identical.
     size = 16 << 20
     over = {"fabric.switch.nvls.reduce_bandwidth": "3.2TB/s", "fabric.switch.nvls.latency": "500ns"}
