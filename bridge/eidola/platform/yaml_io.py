@@ -358,9 +358,11 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")
     if kind != "flow" and _nonzero_size(gpu_params.get("flow", 0)):
         raise ConfigError(f"{loc}gpus.flow: flows are for fabric.model: flow (this fabric is {kind!r}); remove this key")
-    if kind == "ideal":
-        # A packet or flow platform runs on the ideal fabric as it is (--set fabric.model=ideal): the
-        # topology, links, switches and NICs mean nothing to a fixed latency and are left out.
+    if kind == "ideal" and "topology" in fabric_params:
+        # A packet or flow platform (it names a topology) runs on the ideal fabric as it is
+        # (--set fabric.model=ideal): its topology, links, switches and NICs mean nothing to a fixed
+        # latency and are left out. An ideal platform written with packet keys and no topology is
+        # still refused: those keys are a mistake there.
         ideal, packet = catalog.model("IdealFabric"), catalog.model("PacketFabric")
         dropped = [k for k in fabric_params if ideal.param(k) is None and packet.param(k) is not None]
         for k in dropped:
