@@ -25,6 +25,7 @@ of each size (chosen on one call's bytes):
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ import numpy as np
 from ..errors import ConfigError, SimulationError
 from ..platform import load_platform
 from ..platform.model import Platform
+from ..workload.nccl.harness import EXTRA_WORKGROUPS
 from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from . import nccl_tests
@@ -161,6 +163,18 @@ class Fabrics:
             self._variants[fabric] = load_platform(self.path, {**self.overrides, "fabric.model": fabric})
         return self._variants[fabric]
 
+    def harnessed(self, fabric: str) -> Platform:
+        """`platform(fabric)` with room for the harness's host and marker (`harness.EXTRA_WORKGROUPS`) beside
+        the GPU's workgroups: they stand for the host thread and the timer, not for workgroups of the GPU, so
+        the collective keeps every workgroup the GPU has (the tuner reads those from `base`)."""
+        key = f"harnessed-{fabric}"
+        if key not in self._variants:
+            plat = copy.deepcopy(self.platform(fabric))
+            for gpu in plat.eidolons():
+                gpu.params["workgroups"] = int(gpu.resolved()["workgroups"]) + EXTRA_WORKGROUPS
+            self._variants[key] = plat
+        return self._variants[key]
+
 
 def _fabric_name(platform: Platform) -> str:
     fabric = next((c for c in platform.components.values() if c.role == "fabric"), None)
@@ -190,7 +204,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
         fabric = fabrics.choose(written_bytes(profile) // CALLS)
         start = time.perf_counter()
         try:
-            result = simulate(fabrics.platform(fabric), profile)
+            result = simulate(fabrics.harnessed(fabric), profile)
         except SimulationError as e:
             raise type(e)(f"size {size} B ({op}, {fabric} fabric): {e}", e.report) from None
         if result.partial:
