@@ -7,8 +7,8 @@ time of a collective is always the simulation of the profile it chose (docs/coll
 - latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
   k-1 for all_gather, reduce_scatter and broadcast; tree all_reduce 2(k-1) chain hops within a node.
 - bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
-  B / 4 for all_reduce, B / 3 for the others up to NCCL 2.24 (Ampere here), B / 2 from 2.25 (Hopper,
-  Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
+  B / 4 for all_reduce, B / 3 for the others up to NCCL 2.24 (Ampere and Hopper here), B / 2 from
+  2.25 (Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
   rate" is the line's payload share; tuning.cc also charges LL's polling); ring LL128 0.92 B, capped at
   C x the per-channel LL128 cap; ring Simple B. Tree: 0.92 B for Simple, then LL 1/3.8 of that (capped
   as LL), LL128 7/9 (one node, capped at 7/9 x C x the LL128 cap), each x NCCL's tree correction
@@ -66,9 +66,11 @@ LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0
 LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 2 * 36.7, "cdna3": 20.0}
 #: Ring LL's share of the bus bandwidth per GPU generation, (all_reduce, the others): NCCL up to 2.24 charges
 #: 1/4 for all_reduce and 1/3 otherwise; 2.25 on charges 1/2 for all (with llMaxBws' Hopper 141 and
-#: Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points), Hopper 2.27.7 (the H200 ring point) and
-#: Blackwell 2.25.1 (the GB200 points).
-LL_SHARE = {"ampere": (1 / 4, 1 / 3), "hopper": (1 / 2, 1 / 2), "blackwell": (1 / 2, 1 / 2), "cdna3": (1 / 4, 1 / 3)}
+#: Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
+#: Hopper keeps 2.20.5's share (the H200 small point's version) beside 2.25's cap, a mix no NCCL has:
+#: on 8 GPUs it picks as 2.27.7 does (LL at 2 MiB, LL128 at 4 MiB), and the NVLS crossover is derived
+#: from it (docs/collectives.md).
+LL_SHARE = {"ampere": (1 / 4, 1 / 3), "hopper": (1 / 4, 1 / 3), "blackwell": (1 / 2, 1 / 2), "cdna3": (1 / 4, 1 / 3)}
 #: RCCL's bus bandwidth ratio on one or two nodes, (LL, LL128, Simple) per algorithm, of its tuning model for
 #: 8 MI300X over xGMI (``tuning_model_5``, chosen by its rome models of 8 gfx942 GPUs): RCCL applies it in place
 #: of NCCL's LL and LL128 refinements (its HIP build compiles those out), so ring LL runs at 0.08 of the bus.
