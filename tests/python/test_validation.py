@@ -3,8 +3,9 @@
 Each platform is set from datasheets, links.csv, library constants and at most its system's two
 calibration points (docs/validation.md): one parameter from the small point (collectives.host_call,
 the host's cost per call as nccl-tests issues them back to back) and, on the NVIDIA systems, one
-from the large point (the per-packet overhead of NCCL's SM-issued NVLink writes). These tests check that the same parameters reproduce both points within 5%, and that the
-parameters mean what the platform files say they mean, each against its own derivation:
+from the large point (the per-packet overhead of NCCL's SM-issued NVLink writes). These tests
+check that the same parameters reproduce both points within 5%, and that the parameters mean
+what the platform files say they mean, each against its own derivation:
 
 - the bandwidth plateau of a large ring all-reduce is the wire's payload share of the GPU's link
   bandwidth, lanes x rate x 256 / (256 + header + ack): the acknowledgements of the data a GPU

@@ -42,7 +42,8 @@ from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective, period_ns
 
-__all__ = ["CALLS", "AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices", "written_bytes", "run_sizes"]
+__all__ = ["CALLS", "AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices",
+           "written_bytes", "run_sizes"]
 
 #: Collectives simulated back to back per size (`harness`): the time of a row is the second's, as
 #: nccl-tests' loop of calls on one stream sees one call (the host's cost overlapping the kernel before).

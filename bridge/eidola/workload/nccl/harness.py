@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ...run.result import Result
     from ..builder import ProfileBuilder
 
-__all__ = ["DONE", "ISSUED", "EXTRA_WORKGROUPS", "before_call", "after_call", "host_and_marker", "period_ns"]
+__all__ = ["DONE", "ISSUED", "EXTRA_WORKGROUPS", "declare", "before_call", "after_call", "host_and_marker", "period_ns"]
 
 DONE = "harness.done"  #: per GPU: channel workgroups that have ended a call (C per call)
 ISSUED = "harness.issued"  #: per GPU: calls after the first that the host has issued
