@@ -1,17 +1,21 @@
 """The real-node platforms against their calibration points (experiments/validation/calibration.csv).
 
 Each platform is set from datasheets, links.csv, library constants and at most its system's two
-calibration points (docs/validation.md): one parameter from the small point (gpus.launch) and, on
-the NVIDIA systems, one from the large point (the per-packet overhead of NCCL's SM-issued NVLink
-writes). These tests check that the same parameters reproduce both points within 5%, and that the
-parameters mean what the platform files say they mean, each against its own derivation:
+calibration points (docs/validation.md): one parameter from the small point (collectives.host_call,
+the host's cost per call as nccl-tests issues them back to back) and, on the NVIDIA systems, one
+from the large point (the per-packet overhead of NCCL's SM-issued NVLink writes). These tests
+check that the same parameters reproduce both points within 5%, and that the parameters mean
+what the platform files say they mean, each against its own derivation:
 
 - the bandwidth plateau of a large ring all-reduce is the wire's payload share of the GPU's link
   bandwidth, lanes x rate x 256 / (256 + header + ack): the acknowledgements of the data a GPU
   receives share its port with the data it sends;
 - one LL step costs NCCL's (RCCL's) per-hop LL latency, 0.6 us on NVLink (0.8 us on xGMI): the
   difference between a 1 KiB all-reduce on 8 and on 4 GPUs is 2(8-1) - 2(4-1) = 8 steps;
-- dgx-h100 is dgx-h200's link, switch and launch with H100's memory: the same small-message time.
+- dgx-h100 is dgx-h200's link, switch and launch with H100's memory: the same small-message kernel;
+- the small point is host-bound: the GPU's kernel plus its launch gap is shorter than the host's
+  cost per call, so the calls follow the host and one call costs host_call exactly (harness.py:
+  max(host, gap + kernel)); with the host made slower than the GPU the kernel sets the time.
 """
 
 import csv
@@ -32,6 +36,9 @@ def _points():
         rows = list(csv.DictReader(f))
     # the NVLS row has its own test (below); mi300x-rail is two nodes
     return [r for r in rows if r["platform"] in SINGLE_NODE and r["algorithm"] != "NVLS"]
+
+
+NO_HOST = {"collectives.host_call": "0us"}  # the kernel's own time (plus the launch gap): no host to wait for
 
 
 def _time_us(platform: str, size: int, gpus: int, algo: str = "auto", overrides=None) -> float:
@@ -70,12 +77,25 @@ def test_plateau_is_the_wires_payload_share(platform, lanes, rate):
 @pytest.mark.parametrize("platform, hop_us", [("dgx-h200", 0.6), ("dgx-a100", 0.6), ("mi300x-8gpu", 0.8)])
 def test_one_ll_step_costs_the_librarys_per_hop_latency(platform, hop_us):
     steps = 2 * (8 - 1) - 2 * (4 - 1)
-    per_step = (_time_us(platform, 1024, 8) - _time_us(platform, 1024, 4)) / steps
+    per_step = (_time_us(platform, 1024, 8, overrides=NO_HOST) - _time_us(platform, 1024, 4, overrides=NO_HOST)) / steps
     assert per_step == pytest.approx(hop_us, rel=0.03)
 
 
 def test_h100_is_h200s_link_and_launch():
-    assert _time_us("dgx-h100", 1024, 8) == pytest.approx(_time_us("dgx-h200", 1024, 8), rel=0.01)
+    assert _time_us("dgx-h100", 1024, 8, overrides=NO_HOST) == pytest.approx(
+        _time_us("dgx-h200", 1024, 8, overrides=NO_HOST), rel=0.01)
+
+
+@pytest.mark.parametrize("platform, gpus", [("dgx-a100", 8), ("dgx-h200", 8), ("gb200-nvl4", 4), ("mi300x-8gpu", 8)])
+def test_the_small_point_is_host_bound_and_the_harness_takes_the_slower(platform, gpus):
+    sec = load_platform(ROOT / "platforms" / f"{platform}.yaml").collectives
+    host = float(str(sec["host_call"]).removesuffix("us"))
+    gpu_bound = _time_us(platform, 1024, gpus, overrides=NO_HOST)  # gap + kernel (+ the semaphore's accesses)
+    assert gpu_bound < host  # so the small point pins the host, not the GPU
+    assert _time_us(platform, 1024, gpus) == pytest.approx(host, abs=1e-3)  # max(host, gap + kernel) = host
+    # a host faster than the GPU: the kernel sets the time, whatever the host's cost
+    assert _time_us(platform, 1024, gpus, overrides={"collectives.host_call": f"{gpu_bound / 2}us"}) == \
+        pytest.approx(gpu_bound, abs=1e-3)
 
 
 def test_h200_nvls_point_within_5_percent():

@@ -10,6 +10,7 @@ collectives:
   link_type: nvlink    # nvlink | pcie | network | xgmi: the tuner's per-hop latencies (default from topology)
   protocols: [LL, LL128, Simple]   # the protocols enabled
   arch: hopper         # ampere | hopper | blackwell | cdna3: the tuner's per-generation bandwidth caps
+  host_call: 29us      # host-side cost of one call as nccl-tests issues them (no CUDA graph); 0 by default
 ```
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError, shown
+from . import units
 
 __all__ = ["COLLECTIVES_KEYS", "LIBRARIES", "LINK_TYPES", "ARCHS", "parse_collectives", "MAX_CHANNELS"]
 
@@ -28,6 +30,8 @@ COLLECTIVES_KEYS = {
     "link_type": "nvlink | pcie | network | xgmi: the tuner's per-hop latencies (default from the topology)",
     "protocols": "the protocols enabled, a list of LL, LL128, Simple",
     "arch": "ampere | hopper | blackwell | cdna3: the GPU generation for the tuner's bandwidth caps",
+    "host_call": "a time (e.g. 29us): the host's cost per collective call as nccl-tests issues them back to back "
+                 "(library enqueue and kernel launch, no CUDA graph), at least gpus.launch; 0 by default",
 }
 LIBRARIES = ("nccl", "rccl")  #: the libraries modelled
 LINK_TYPES = ("nvlink", "pcie", "network", "xgmi")  #: the link types of the tuning tables
@@ -58,5 +62,12 @@ def parse_collectives(raw: object, where: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}.protocols: expected a non-empty list of distinct protocols from "
                                   f"{', '.join(_PROTOCOLS)}, got {shown(value)}")
             value = list(value)
+        if key == "host_call":
+            try:
+                seconds = units.parse(value, "time")
+            except units.UnitError as e:
+                raise ConfigError(f"{where}.host_call: {e}") from None
+            if not seconds >= 0:
+                raise ConfigError(f"{where}.host_call: expected a time >= 0, got {shown(value)}")
         out[key] = value
     return out

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigError, ProfileError
 from ..builder import ProfileBuilder
-from . import nvls, p2p, ring, tree, tuner
+from . import harness, nvls, p2p, ring, tree, tuner
 from .protocols import protocol
 from .system import System
 
@@ -44,18 +44,22 @@ class Plan:
 
 
 def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None = None, algo: str = "auto",
-                     proto: str = "auto", channels: int = 0) -> tuple[Profile, Plan]:
+                     proto: str = "auto", channels: int = 0, calls: int = 1) -> tuple[Profile, Plan]:
     """One collective as the library runs it, on the first `gpus` GPUs of `platform` (default all), as a profile.
 
     op: one of OPS. nbytes: the nccl-tests size (all_reduce: the buffer per rank; all_gather: the
     gathered output per rank; reduce_scatter: the input per rank; alltoall: the per-rank send total;
     broadcast: the buffer, from GPU 0). algo / proto: "auto" (the tuner's choice) or a name;
-    channels: 0 (the tuner's count) or a count. Bad values raise ConfigError naming the option.
+    channels: 0 (the tuner's count) or a count. calls: how many of it, back to back on each GPU's stream
+    as nccl-tests issues them (`harness`: two extra workgroups per GPU, the host and a marker; read one
+    call's time with `harness.period_ns`). Bad values raise ConfigError naming the option.
     """
     if op not in OPS:
         raise ConfigError(f"op: expected one of {', '.join(OPS)}, got {op!r}")
     if type(nbytes) is not int or nbytes < 1:
         raise ConfigError(f"nbytes: expected an integer number of bytes >= 1, got {nbytes!r}")
+    if type(calls) is not int or calls < 1:
+        raise ConfigError(f"calls: expected an integer >= 1, got {calls!r}")
     sys = System.of(platform)
     k = sys.gpus if gpus is None else gpus
     if type(k) is not int or not 2 <= k <= sys.gpus:
@@ -64,25 +68,40 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         plan = _p2p_plan(sys, nbytes, k, algo, proto, channels)
     else:
         plan = Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
-    b = ProfileBuilder(gpus=k, workgroups=plan.channels, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
+    extra = harness.EXTRA_WORKGROUPS if calls > 1 else 0
+    b = ProfileBuilder(gpus=k, workgroups=plan.channels + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
+    if calls > 1:
+        harness.declare(b)
+    for call in range(calls):
+        if call:
+            harness.before_call(b, k, plan.channels, call, sys.launch_ns)
+        _emit(b, sys, op, nbytes, k, plan, f"call{call}." if call else "")
+        if call < calls - 1:
+            harness.after_call(b, k, plan.channels)
+    if calls > 1:
+        harness.host_and_marker(b, k, plan.channels, calls, sys.host_call_ns, sys.launch_ns)
+    return b.build(), plan
+
+
+def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Plan, prefix: str) -> None:
+    """Append one call of `op` as `plan` runs it, its flags and buffers named with `prefix`."""
     p = protocol(plan.proto, sys.library)
     try:
         if op == "alltoall":
             chunk = p2p.P2P_CHUNK[sys.link_type]
-            p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, "")
+            p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix)
         else:
             rings = sys.rings(k, plan.channels)
             if plan.algo == "nvls":
-                nvls.nvls(b, op, nbytes, k, plan.channels, "")
+                nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op == "broadcast":
-                ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, "")
+                ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, prefix)
             elif plan.algo == "tree":
-                tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, "")
+                tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, prefix)
             else:
-                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, "")
+                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, prefix)
     except ProfileError as e:  # a bug of ours, not the user's: say which collective made it
         raise ProfileError(f"{op} of {nbytes} B ({plan}): {e}") from None
-    return b.build(), plan
 
 
 def _p2p_plan(sys: System, nbytes: int, k: int, algo: str, proto: str, channels: int) -> Plan:

@@ -11,7 +11,8 @@ channels, link type, protocols and GPU generation, filling in what the section l
 - protocols: LL, LL128 and Simple for NCCL on NVLink, LL and Simple otherwise (NCCL enables LL128
   on NVLink paths only; RCCL had it off on MI300X);
 - arch: hopper for NCCL, cdna3 for RCCL;
-- nvls: whether the fabric is one switch with fabric.switch.nvls (the NVLS collectives need it).
+- nvls: whether the fabric is one switch with fabric.switch.nvls (the NVLS collectives need it);
+- host_call: 0 (the host's cost per call, for `harness.back_to_back`).
 
 Ring orders (`rings`): on a fully connected fabric each channel's ring takes other links, as RCCL's
 hand-made rings do; elsewhere every channel follows GPU order (a switch gives every pair the same path).
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ConfigError
+from ...platform import units
 
 if TYPE_CHECKING:
     from ...platform.model import Platform
@@ -48,6 +50,7 @@ class System:
     fully_connected: bool  #: one link per GPU pair: rings are spread over the links
     launch_ns: float  #: gpus.launch if the platform has it (reported; the GPU model applies it)
     nvls: bool = False  #: its switch reduces and multicasts (fabric.switch.nvls): NVLS collectives can run
+    host_call_ns: float = 0.0  #: collectives.host_call: the host's cost per call issued back to back (harness)
 
     @staticmethod
     def of(platform: Platform) -> System:
@@ -85,7 +88,8 @@ class System:
                       library=library, channels=channels, link_type=link_type,
                       protocols=tuple(sec.get("protocols", default_protocols)),
                       arch=sec.get("arch", "hopper" if library == "nccl" else "cdna3"), fully_connected=fully,
-                      launch_ns=float(g.get("launch", 0.0)) * 1e9, nvls=nvls)
+                      launch_ns=float(g.get("launch", 0.0)) * 1e9, nvls=nvls,
+                      host_call_ns=units.parse(sec["host_call"], "time") * 1e9 if "host_call" in sec else 0.0)
 
     def rings(self, k: int, channels: int) -> list[list[int]]:
         """The ring order (GPUs 0..k-1) of each channel: spread over the links of a fully connected fabric

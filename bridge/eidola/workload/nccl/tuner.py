@@ -7,7 +7,8 @@ time of a collective is always the simulation of the profile it chose (docs/coll
 - latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
   k-1 for all_gather, reduce_scatter and broadcast; tree all_reduce 2(k-1) chain hops within a node.
 - bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
-  B / 4 for all_reduce, B / 3 for the others, capped per generation (llMaxBw; NCCL.md's "half the link
+  B / 4 for all_reduce, B / 3 for the others up to NCCL 2.24 (Ampere and Hopper here), B / 2 from
+  2.25 (Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
   rate" is the line's payload share; tuning.cc also charges LL's polling); ring LL128 0.92 B, capped at
   C x the per-channel LL128 cap; ring Simple B. Tree: 0.92 B for Simple, then LL 1/3.8 of that (capped
   as LL), LL128 7/9 (one node, capped at 7/9 x C x the LL128 cap), each x NCCL's tree correction
@@ -22,6 +23,8 @@ time of a collective is always the simulation of the profile it chose (docs/coll
   not convert all_gather's and reduce_scatter's. NVLS needs an NVSwitch with multicast (here
   fabric.switch.nvls), NVLink, a Hopper or later GPU and more than 2 GPUs in the node (NCCL 2.21-2.23's
   ``ncclNvlsInit``; master needs 2). Its channels: `nvls.nvls_channels`, at most 16.
+- RCCL (its HIP build): B x its tuning model's bandwidth ratio (`RCCL_BW_RATIO`, MI300X's ``tuning_model_5``:
+  ring LL 0.08, Simple 1) instead of NCCL's LL and LL128 refinements; its tree then as NCCL's.
 - channels: while ``bytes < channels x threads x threshold`` drop one channel (down to 1); thresholds
   8 B per thread for LL (x k for ring LL) and LL128, 64 B for Simple; threads per channel NCCL 512
   (LL, Simple) and 640 (LL128); RCCL 256 (assumed: RCCL's default block size on MI300X).
@@ -35,7 +38,7 @@ from ...errors import ConfigError
 from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
 from .system import System
 
-__all__ = ["NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
+__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
            "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
            "predict", "choose", "reduce_channels", "ALGOS"]
 
@@ -50,16 +53,28 @@ _P = ("LL", "LL128", "Simple")
 #: Base latency, us: library -> algo -> (LL, LL128, Simple). RCCL's are 12 / 12 / 17 for every algorithm.
 BASE_LAT = {"nccl": {"ring": (6.6, 14.0, 8.4), "tree": (6.8, 14.0, 8.4)},
             "rccl": {"ring": (12.0, 12.0, 17.0), "tree": (12.0, 12.0, 17.0)}}
-#: Per-hop latency, us: link -> algo -> (LL, LL128, Simple). xGMI: RCCL's ring 0.8 (LL) / 2.1 (Simple);
-#: its LL128 and tree figures are assumed equal to the ring's Simple / ring's (RCCL runs LL and Simple there).
+#: Per-hop latency, us: link -> algo -> (LL, LL128, Simple). xGMI: RCCL's tuning_model_5 (8 MI300X), ring 0.8 (LL)
+#: / 2.1 (Simple), tree 0.9 / 2.3; its LL128 figures are assumed the ring's Simple (LL128 is off on MI300X).
 HOP_LAT = {"nvlink": {"ring": (0.6, 1.9, 3.4), "tree": (0.6, 1.25, 4.0)},
            "pcie": {"ring": (1.0, 2.5, 5.7), "tree": (1.0, 1.9, 4.0)},
            "network": {"ring": (2.7, 4.0, 14.0), "tree": (5.0, 8.5, 14.0)},
-           "xgmi": {"ring": (0.8, 2.1, 2.1), "tree": (0.8, 2.1, 2.1)}}
+           "xgmi": {"ring": (0.8, 2.1, 2.1), "tree": (0.9, 2.1, 2.3)}}
 #: LL's bus bandwidth cap per GPU generation, GB/s (cdna3: assumed Hopper's).
 LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0}
-#: LL128's per-channel ring bandwidth cap, GB/s (ampere, cdna3: assumed 20, NCCL's pre-Hopper figure).
-LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 40.0, "cdna3": 20.0}
+#: LL128's per-channel ring bandwidth cap, GB/s (perChMaxRingLL128Bws; Blackwell 2 x 36.7 from NCCL 2.25;
+#: cdna3: assumed 20, NCCL's pre-Hopper figure).
+LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 2 * 36.7, "cdna3": 20.0}
+#: Ring LL's share of the bus bandwidth per GPU generation, (all_reduce, the others): NCCL up to 2.24 charges
+#: 1/4 for all_reduce and 1/3 otherwise; 2.25 on charges 1/2 for all (with llMaxBws' Hopper 141 and
+#: Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
+#: Hopper keeps 2.20.5's share (the H200 small point's version) beside 2.25's cap, a mix no NCCL has:
+#: on 8 GPUs it picks as 2.27.7 does (LL at 2 MiB, LL128 at 4 MiB), and the NVLS crossover is derived
+#: from it (docs/collectives.md).
+LL_SHARE = {"ampere": (1 / 4, 1 / 3), "hopper": (1 / 4, 1 / 3), "blackwell": (1 / 2, 1 / 2), "cdna3": (1 / 4, 1 / 3)}
+#: RCCL's bus bandwidth ratio on one or two nodes, (LL, LL128, Simple) per algorithm, of its tuning model for
+#: 8 MI300X over xGMI (``tuning_model_5``, chosen by its rome models of 8 gfx942 GPUs): RCCL applies it in place
+#: of NCCL's LL and LL128 refinements (its HIP build compiles those out), so ring LL runs at 0.08 of the bus.
+RCCL_BW_RATIO = {"ring": (0.08, 0.0, 1.0), "tree": (0.06, 0.0, 0.11)}
 #: NCCL's tree correction factor per protocol (LL, LL128, Simple), indexed by log2(bytes / 64) below 22:
 #: "trees are not perfectly sticking to the model for medium sizes" (``tuning.cc``).
 TREE_CORRECTION = ((1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0),
@@ -106,10 +121,16 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
                       nvls_bus * k / _steps(op, k) if op == "all_reduce" else nvls_bus)
     hop = HOP_LAT[sys.link_type][algo][p]
     bus = channels * sys.gpu_bw / sys.channels / 1e9  # GB/s
+    if sys.library == "rccl" and RCCL_BW_RATIO[algo][p] > 0:
+        bus *= RCCL_BW_RATIO[algo][p]
     if algo == "ring":
         latency = BASE_LAT[sys.library]["ring"][p] + _steps(op, k) * hop
-        bw = {"LL": min(LL_MAX_BW[sys.arch], bus / (4 if op == "all_reduce" else 3)),
-              "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
+        if sys.library == "rccl":
+            bw = bus
+        else:
+            share = LL_SHARE[sys.arch][0 if op == "all_reduce" else 1]
+            bw = {"LL": min(LL_MAX_BW[sys.arch], bus * share),
+                  "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
         ratio = k / _steps(op, k)
     else:  # a chain inside one node: up and down, 2(k-1) hops
         latency = BASE_LAT[sys.library]["tree"][p] + 2 * (k - 1) * hop
