@@ -15,6 +15,7 @@ Run: .venv/bin/python bench/flow_fabric.py [--quick]
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import time
 from pathlib import Path
@@ -89,31 +90,68 @@ def _neighbour_rounds(gpus: int, rounds: int, workgroups: int = 4, neighbours: i
     return b.build()
 
 
+SCALING_REPEATS = 5  #: rounds of the scaling table: every size runs R and 2R once per round, sizes in turn
+
+
+def _child_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's finished children: eidola.simulate runs in a
+    forked child, so the difference around one call is that run's CPU time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(plat: Any, profile: Any) -> tuple[float, float, int]:
+    """(wall s of the simulation, CPU s of the child, events) of one run."""
+    cpu = _child_cpu_s()
+    res = eidola.simulate(plat, profile)
+    return res.wall_s, _child_cpu_s() - cpu, res.events
+
+
 def scaling_section(quick: bool = False) -> list[str]:
     """Cost per event of the flow fabric from 8 to 1,024 GPUs on a switch, and the event count
     against the packet fabric at 256 MiB."""
+    sizes = (8, 64, 256) if quick else (8, 64, 256, 1024)
+    repeats = 2 if quick else SCALING_REPEATS
+    plats, profiles = {}, {}
+    for gpus in sizes:
+        rounds = max(1, 4096 // gpus // (4 if quick else 1))
+        plats[gpus] = eidola.load_platform(ROOT / "platforms" / "switch-8gpu.yaml", overrides={
+            "fabric.model": "flow", "gpus.count": gpus, "fabric.stats.bin": "100us"})
+        profiles[gpus] = (rounds, _neighbour_rounds(gpus, rounds), _neighbour_rounds(gpus, 2 * rounds))
+    # runs[gpus] = one (R, 2R) pair of (wall, cpu, events) per repeat; sizes run in turn, so a busy
+    # spell of the shared machine falls on every size, not on one.
+    runs: dict[int, list[tuple[tuple[float, float, int], tuple[float, float, int]]]] = {g: [] for g in sizes}
+    for _ in range(repeats):
+        for gpus in sizes:
+            _, once, twice = profiles[gpus]
+            runs[gpus].append((_timed(plats[gpus], once), _timed(plats[gpus], twice)))
+
+    def cost(pair: tuple[tuple[float, float, int], tuple[float, float, int]], which: int) -> float:
+        (a, b) = pair
+        return (b[which] - a[which]) / (b[2] - a[2]) * 1e6
+
     rows = ["## Flow fabric: cost per event from 8 to 1,024 GPUs", "",
             "switch-8gpu.yaml with `gpus.count` set, flow fabric; every GPU's 4 workgroups write 64 KiB to each of "
             "the next 4 GPUs, signal them and wait for theirs, for R = 4,096 / GPUs rounds and again for 2R (the "
-            "same number of flows at every size). Cost per event: the extra wall time of the 2R run over its "
-            "extra kernel events (`res.wall_s`, `res.events`; the fastest of 3 runs each), so building the "
-            "platform and reading results, which grow with the GPUs, are left out; the ratio is against 8 GPUs "
-            "in this run.", "",
-            "| GPUs | rounds | events (2R) | wall s (R / 2R) | us per event | ratio to 8 GPUs |",
-            "|---|---|---|---|---|---|"]
-    base = 0.0
-    for gpus in ((8, 64, 256) if quick else (8, 64, 256, 1024)):
-        rounds = max(1, 4096 // gpus // (4 if quick else 1))
-        plat = eidola.load_platform(ROOT / "platforms" / "switch-8gpu.yaml",
-                                    overrides={"fabric.model": "flow", "gpus.count": gpus, "fabric.stats.bin": "100us"})
-        # The fastest of three runs each: the machine is shared, and a slow run says nothing.
-        once = min((eidola.simulate(plat, _neighbour_rounds(gpus, rounds)) for _ in range(3)), key=lambda r: r.wall_s)
-        twice = min((eidola.simulate(plat, _neighbour_rounds(gpus, 2 * rounds)) for _ in range(3)),
-                    key=lambda r: r.wall_s)
-        cost = (twice.wall_s - once.wall_s) / (twice.events - once.events) * 1e6
-        base = base or cost
-        rows.append(f"| {gpus:,} | {rounds} / {2 * rounds} | {twice.events:,} | {once.wall_s:.2f} / {twice.wall_s:.2f} | "
-                    f"{cost:.3f} | **{cost / base:.2f}x** |")
+            "same number of flows at every size). Cost per event: the extra time of the 2R run over its extra "
+            "kernel events, so building the platform and reading results, which grow with the GPUs, are left out. "
+            f"{repeats} rounds, every size in turn in each; each figure is the size's quietest round (its least "
+            "time), and the ratio is against 8 GPUs in this run. Wall is the simulation's wall time (`res.wall_s`); "
+            "CPU is the forked child's CPU time (user + system), which other processes on the machine disturb "
+            "less. The spread is the least and the most of the CPU ratio over the rounds (each round against "
+            "that round's 8 GPUs).", "",
+            "| GPUs | rounds | events (2R) | wall us per event | ratio | CPU us per event | ratio | spread of CPU ratio |",
+            "|---|---|---|---|---|---|---|---|"]
+    base_wall = min(cost(p, 0) for p in runs[sizes[0]])
+    base_cpu = min(cost(p, 1) for p in runs[sizes[0]])
+    for gpus in sizes:
+        wall = min(cost(p, 0) for p in runs[gpus])
+        cpu = min(cost(p, 1) for p in runs[gpus])
+        ratios = [cost(p, 1) / cost(b, 1) for p, b in zip(runs[gpus], runs[sizes[0]])]
+        rounds = profiles[gpus][0]
+        rows.append(f"| {gpus:,} | {rounds} / {2 * rounds} | {runs[gpus][0][1][2]:,} | {wall:.3f} | "
+                    f"**{wall / base_wall:.2f}x** | {cpu:.3f} | **{cpu / base_cpu:.2f}x** | "
+                    f"{min(ratios):.2f}-{max(ratios):.2f}x |")
     mib = 16 if quick else 256
     profile = all_gather(8, mib * MIB, workgroups=WORKGROUPS, mode="syncmon")
     wp, kp, ep = _run("mi300x-8gpu.yaml", {"fabric.model": "packet"}, profile)

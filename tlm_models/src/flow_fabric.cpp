@@ -419,7 +419,12 @@ void FlowFabric::solve() {
     m_solve_at = kNever;
     if (!m_solver.dirty()) return;
     const std::uint32_t links = std::uint32_t(m_links.size());
-    m_solver.solve([&](std::uint32_t r) { if (r < links) account_busy(r, now); },
+    m_solved_links.clear();
+    m_solver.solve([&](std::uint32_t r) {
+                       if (r >= links) return;
+                       account_busy(r, now);
+                       m_solved_links.push_back(r);
+                   },
                    [&](std::uint32_t id) {
                        Flow& f = m_flows[id];
                        f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
@@ -429,9 +434,9 @@ void FlowFabric::solve() {
                        const double left_ps = f.rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / f.rate;
                        m_actions.push(now + std::uint64_t(std::ceil(left_ps)), {ActionKind::Finish, id, f.version, nullptr});
                    });
-    for (std::uint32_t l = 0; l < links; ++l) {  // loads of the links just solved (since == now marks them)
-        if (m_links[l].since == now) m_links[l].load = m_solver.load(l);
-    }
+    // The new loads of the links just solved: those of the changed components only, so a solve
+    // costs what its components hold, not a walk over every link of the fabric.
+    for (std::uint32_t l : m_solved_links) m_links[l].load = m_solver.load(l);
 }
 
 // A flow's last byte has left its source: its last packet started P / rate before (at once for a
@@ -647,7 +652,14 @@ const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst)
         if (r.path.size() > topo.links().size()) throw std::logic_error(std::string(name()) + ": routing loop");
     }
     // Shares: propagate packet fractions node by node, in order of distance along equal-cost routes.
-    std::vector<double> at_node(topo.nodes(), 0.0), on_link(topo.links().size(), 0.0);
+    // The per-node and per-link scratch lives in the fabric and only the entries this route touched
+    // are reset, so a route costs its own length, not the size of the fabric.
+    std::vector<double>& at_node = m_route_at_node;
+    std::vector<double>& on_link = m_route_on_link;
+    if (at_node.size() != topo.nodes()) at_node.assign(topo.nodes(), 0.0);
+    if (on_link.size() != topo.links().size()) on_link.assign(topo.links().size(), 0.0);
+    std::vector<std::uint32_t>& touched = m_route_touched;
+    touched.clear();
     std::vector<std::uint32_t> frontier{src}, next;
     at_node[src] = 1.0;
     for (std::size_t hop = 0; !frontier.empty() && hop <= topo.links().size(); ++hop) {
@@ -658,6 +670,7 @@ const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst)
             const std::uint32_t used = m_spread ? n : std::min<std::uint32_t>(n, 1);
             for (std::uint32_t k = 0; k < used; ++k) {
                 const std::uint32_t link = choices[k], to = topo.links()[link].dst;
+                if (on_link[link] == 0) touched.push_back(link);
                 on_link[link] += at_node[v] / used;
                 if (at_node[to] == 0 && to != dst) next.push_back(to);
                 at_node[to] += at_node[v] / used;
@@ -668,8 +681,13 @@ const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst)
         next.erase(std::unique(next.begin(), next.end()), next.end());
         frontier.swap(next);
     }
-    for (std::uint32_t l = 0; l < on_link.size(); ++l)
-        if (on_link[l] > 0) r.links.emplace_back(l, on_link[l] > 1 - 1e-12 ? 1.0 : on_link[l]);
+    at_node[dst] = 0;  // every other node it reached was cleared when the frontier left it
+    for (std::uint32_t v : frontier) at_node[v] = 0;
+    std::sort(touched.begin(), touched.end());  // link order, as a walk over all links would give
+    for (std::uint32_t l : touched) {
+        r.links.emplace_back(l, on_link[l] > 1 - 1e-12 ? 1.0 : on_link[l]);
+        on_link[l] = 0;
+    }
     index = std::int32_t(m_routes.size());
     m_routes.push_back(std::move(r));
     return m_routes.back();

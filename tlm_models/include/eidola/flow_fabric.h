@@ -201,6 +201,8 @@ private:
     std::uint64_t m_solve_at = ~std::uint64_t(0);
     std::vector<std::int32_t> m_route_index;    // src * gpus + dst -> m_routes index (-1: not yet built)
     std::vector<Route> m_routes;
+    std::vector<double> m_route_at_node, m_route_on_link;  // scratch of route(), zero between calls
+    std::vector<std::uint32_t> m_route_touched;            // scratch of route(): the links it gave a share
     std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // src * links + first link -> m_injection
     std::vector<Injection> m_injection;
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
@@ -217,6 +219,7 @@ private:
         std::uint64_t since = 0;   // load held since then
     };
     std::vector<LinkCounters> m_links;
+    std::vector<std::uint32_t> m_solved_links;  // scratch of solve(): the links of the components it solved
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
 
     // NVLink SHARP (fabric.switch.nvls): off when m_reduce_bytes_per_s is 0.
