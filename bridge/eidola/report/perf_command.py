@@ -93,8 +93,8 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
             f"# nThread 1 nGpus {gpus}, sizes of {o.compare} ({log.tool}, {log.column} column)",
             f"# collectives: {SOURCE}.build_collective; {config}",
             f"# fabric: {fabrics.rule()}",
-            "# time: one simulation per size of two calls back to back, as nccl-tests issues them; the second's, "
-            "from the first's end to its own; "
+            "# time: one simulation per size of a call in nccl-tests' back-to-back loop: max(host cost, "
+            "launch gap + kernel); "
             f"algbw = size / time (GB/s = 1e9 B/s), busbw = algbw x {_factor_text(o.op, gpus)}",
             "#"]
     print("\n".join(head), file=out, flush=True)

@@ -1,12 +1,11 @@
 """``eidola perf``: simulated collectives per message size, as nccl-tests measures them.
 
-Each size is built as the library runs it (`perf_source.build_collective`), `CALLS` of it back to
-back on each GPU's stream as nccl-tests' timed loop issues them (`eidola.workload.nccl.harness`:
-the host's cost per call, ``collectives.host_call``, overlaps the kernel before; the next kernel
-starts a launch gap, ``gpus.launch``, after the previous one ends or when the host has issued it,
-whichever is later), and simulated on the platform (`simulate`): every reported time is a
-simulation, one call's time from the previous call's end to the last call's end. The fabric model
-of each size (chosen on one call's bytes):
+Each size is built as the library runs it (`perf_source.build_collective`) in the steady state of
+nccl-tests' timed loop of calls on one stream (`eidola.workload.nccl.harness.host_floor`: the
+host's cost per call, ``collectives.host_call``, overlaps the kernel before, and a kernel starts a
+launch gap, ``gpus.launch``, after the previous one), and simulated on the platform (`simulate`):
+every reported time is a simulation, the run's kernel time max(host cost, gap + kernel). The fabric
+model of each size:
 
 - ``--fabric packet`` or ``flow`` switches the platform's ``fabric.model`` for every size;
 - ``--fabric auto`` runs the packet fabric while the collective writes at most
@@ -40,14 +39,11 @@ from ..workload.nccl.harness import EXTRA_WORKGROUPS
 from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from . import nccl_tests
-from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective, period_ns
+from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
 
-__all__ = ["CALLS", "AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices",
+__all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices",
            "written_bytes", "run_sizes"]
 
-#: Collectives simulated back to back per size (`harness`): the time of a row is the second's, as
-#: nccl-tests' loop of calls on one stream sees one call (the host's cost overlapping the kernel before).
-CALLS = 2
 SIGNAL_BYTES = 8  #: bytes a signal writes: one flag word (an 8-byte atomic)
 AUTO_PACKET_BYTES = 64 * 2**20  #: --fabric auto: the packet fabric up to this many bytes written in all, flow above
 FABRICS = ("auto", "packet", "flow")  #: what --fabric may say
@@ -165,9 +161,9 @@ class Fabrics:
         return self._variants[fabric]
 
     def harnessed(self, fabric: str) -> Platform:
-        """`platform(fabric)` with room for the harness's host and marker (`harness.EXTRA_WORKGROUPS`) beside
-        the GPU's workgroups: they stand for the host thread and the timer, not for workgroups of the GPU, so
-        the collective keeps every workgroup the GPU has (the tuner reads those from `base`)."""
+        """`platform(fabric)` with room for the harness's host (`harness.host_floor`) beside the GPU's
+        workgroups: it stands for the host thread, not for a workgroup of the GPU, so the collective keeps
+        every workgroup the GPU has (the tuner reads those from `base`)."""
         key = f"harnessed-{fabric}"
         if key not in self._variants:
             plat = copy.deepcopy(self.platform(fabric))
@@ -201,8 +197,8 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
     for size, count in points:
         if size <= 0:
             continue
-        profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels, calls=CALLS)
-        fabric = fabrics.choose(written_bytes(profile) // CALLS)
+        profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels, steady=True)
+        fabric = fabrics.choose(written_bytes(profile))
         start = time.perf_counter()
         try:
             result = simulate(fabrics.harnessed(fabric), profile)
@@ -211,7 +207,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
         if result.partial:
             raise SimulationError(f"size {size} B ({op}, {fabric} fabric): stopped at limits.sim_time with workgroups "
                                   "unfinished; raise or remove limits.sim_time")
-        row = PerfRow(size, count, period_ns(result, plan.channels) / 1000, plan, fabric, factor,
+        row = PerfRow(size, count, result.kernel_time_ns / 1000, plan, fabric, factor,
                       time.perf_counter() - start)
         rows.append(row)
         if done is not None:

@@ -1,6 +1,5 @@
 """Where ``eidola perf`` gets its collectives: ``build_collective(platform, op, nbytes, gpus, algo, proto,
-channels, calls) -> (Profile, Plan)``, the names ``OPS`` and ``Plan`` that go with it, and
-``period_ns(result, channels)``: one call's time in a run of `calls` back-to-back calls.
+channels, calls, steady) -> (Profile, Plan)`` and the names ``OPS`` and ``Plan`` that go with it.
 
 Every other module of ``eidola perf`` imports them from here only. They are the collectives as
 NCCL and RCCL run them (`eidola.workload.nccl`: channels, FIFOs, LL/LL128/Simple, the tuner). The
@@ -11,9 +10,8 @@ from __future__ import annotations
 
 # the source
 from ..workload.nccl import OPS, Plan, build_collective
-from ..workload.nccl.harness import period_ns
 
-__all__ = ["OPS", "ALGOS", "PROTOS", "Plan", "build_collective", "period_ns", "SOURCE"]
+__all__ = ["OPS", "ALGOS", "PROTOS", "Plan", "build_collective", "SOURCE"]
 
 #: What ``--algo`` and ``--proto`` may say (the libraries' names, and p2p: alltoall's, as the algo column
 #: prints it); the source refuses what an op or a platform does not run (nvls until it is modelled).

@@ -44,7 +44,8 @@ class Plan:
 
 
 def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None = None, algo: str = "auto",
-                     proto: str = "auto", channels: int = 0, calls: int = 1) -> tuple[Profile, Plan]:
+                     proto: str = "auto", channels: int = 0, calls: int = 1,
+                     steady: bool = False) -> tuple[Profile, Plan]:
     """One collective as the library runs it, on the first `gpus` GPUs of `platform` (default all), as a profile.
 
     op: one of OPS. nbytes: the nccl-tests size (all_reduce: the buffer per rank; all_gather: the
@@ -52,7 +53,10 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     broadcast: the buffer, from GPU 0). algo / proto: "auto" (the tuner's choice) or a name;
     channels: 0 (the tuner's count) or a count. calls: how many of it, back to back on each GPU's stream
     as nccl-tests issues them (`harness`: two extra workgroups per GPU, the host and a marker; read one
-    call's time with `harness.period_ns`). Bad values raise ConfigError naming the option.
+    call's time with `harness.period_ns`). steady: one call in the steady state of that loop
+    (`harness.host_floor`: one extra workgroup per GPU, the host's issue of the next call, so the run's
+    kernel time is max(collectives.host_call, launch gap + kernel)); not with calls > 1.
+    Bad values raise ConfigError naming the option.
     """
     if op not in OPS:
         raise ConfigError(f"op: expected one of {', '.join(OPS)}, got {op!r}")
@@ -60,6 +64,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         raise ConfigError(f"nbytes: expected an integer number of bytes >= 1, got {nbytes!r}")
     if type(calls) is not int or calls < 1:
         raise ConfigError(f"calls: expected an integer >= 1, got {calls!r}")
+    if steady and calls > 1:
+        raise ConfigError(f"steady: the steady state is one call; got calls={calls}")
     sys = System.of(platform)
     k = sys.gpus if gpus is None else gpus
     if type(k) is not int or not 2 <= k <= sys.gpus:
@@ -68,7 +74,7 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         plan = _p2p_plan(sys, nbytes, k, algo, proto, channels)
     else:
         plan = Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
-    extra = harness.EXTRA_WORKGROUPS if calls > 1 else 0
+    extra = harness.EXTRA_WORKGROUPS if calls > 1 else 1 if steady else 0
     b = ProfileBuilder(gpus=k, workgroups=plan.channels + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
     if calls > 1:
         harness.declare(b)
@@ -80,6 +86,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
             harness.after_call(b, k, plan.channels)
     if calls > 1:
         harness.host_and_marker(b, k, plan.channels, calls, sys.host_call_ns, sys.launch_ns)
+    if steady:
+        harness.host_floor(b, k, plan.channels, sys.host_call_ns, sys.launch_ns)
     return b.build(), plan
 
 

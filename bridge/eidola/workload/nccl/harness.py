@@ -21,6 +21,14 @@ The harness is simulated, not computed: in a profile of `calls` collectives, eac
 So the kernel of call i + 1 starts at max(end of kernel i + g, host issue of call i + 1), and
 `period_ns` reads one call's time from a run as the harness sees it: the last call's end minus the
 previous one's, both the latest over the GPUs.
+
+`eidola perf` simulates the loop's steady state instead (`host_floor`): one call, and beside its
+channel workgroups the host's issue of the next call as one more workgroup per GPU that is busy
+until H. Every program starts at the launch gap g, so the run's kernel time is max(H, g + K): the
+period of nccl-tests' timed loop once its warm-up calls have filled the stream, at the cost of one
+call. Two simulated calls give the same max with the transients of a loop's first calls (a first
+kernel slower or faster than the next, the flags' wake-ups standing in for the stream's order),
+which the measured average of nccl-tests' 20 timed iterations after 5 warm-up ones does not have.
 """
 
 from __future__ import annotations
@@ -35,7 +43,8 @@ if TYPE_CHECKING:
     from ...run.result import Result
     from ..builder import ProfileBuilder
 
-__all__ = ["DONE", "ISSUED", "EXTRA_WORKGROUPS", "declare", "before_call", "after_call", "host_and_marker", "period_ns"]
+__all__ = ["DONE", "ISSUED", "EXTRA_WORKGROUPS", "declare", "before_call", "after_call", "host_and_marker", "period_ns",
+           "host_floor"]
 
 DONE = "harness.done"  #: per GPU: channel workgroups that have ended a call (C per call)
 ISSUED = "harness.issued"  #: per GPU: calls after the first that the host has issued
@@ -78,6 +87,16 @@ def host_and_marker(b: ProfileBuilder, gpus: int, channels: int, calls: int, hos
                 host.compute(ns=wait)
             host.signal(g, ISSUED, "add", 1)
         b.program(g, channels + 1).wait(DONE, ">=", channels * (calls - 1), **WAIT)
+
+
+def host_floor(b: ProfileBuilder, gpus: int, channels: int, host_ns: float, gap_ns: float) -> None:
+    """Workgroup `channels` of every GPU: the host issuing the next call, busy until `host_ns` after time zero
+    (it starts at the launch gap `gap_ns`, as every program does), so a one-call run's kernel time is
+    max(host_ns, gap_ns + kernel): the steady state of back-to-back calls."""
+    for g in range(gpus):
+        p = b.program(g, channels)
+        if host_ns - gap_ns > 0:
+            p.compute(ns=host_ns - gap_ns)
 
 
 def period_ns(result: Result, channels: int) -> float:
