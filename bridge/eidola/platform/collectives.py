@@ -10,6 +10,8 @@ collectives:
   link_type: nvlink    # nvlink | pcie | network | xgmi: the tuner's per-hop latencies (default from topology)
   protocols: [LL, LL128, Simple]   # the protocols enabled
   arch: hopper         # ampere | hopper | blackwell | cdna3: the tuner's per-generation bandwidth caps
+  proxy_step: 1us      # across nodes: the proxy's cost per network step at the sender and at the receiver
+  proxy_launch: 0us    # across nodes: the proxy's start per collective, before the first network step
 ```
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError, shown
+from .units import UnitError, parse
 
 __all__ = ["COLLECTIVES_KEYS", "LIBRARIES", "LINK_TYPES", "ARCHS", "parse_collectives", "MAX_CHANNELS"]
 
@@ -28,6 +31,8 @@ COLLECTIVES_KEYS = {
     "link_type": "nvlink | pcie | network | xgmi: the tuner's per-hop latencies (default from the topology)",
     "protocols": "the protocols enabled, a list of LL, LL128, Simple",
     "arch": "ampere | hopper | blackwell | cdna3: the GPU generation for the tuner's bandwidth caps",
+    "proxy_step": "a time (e.g. 1us): the proxy's cost per network step at each end (multi-node fabrics)",
+    "proxy_launch": "a time (e.g. 0us): the proxy's start per collective, before its first network step",
 }
 LIBRARIES = ("nccl", "rccl")  #: the libraries modelled
 LINK_TYPES = ("nvlink", "pcie", "network", "xgmi")  #: the link types of the tuning tables
@@ -58,5 +63,12 @@ def parse_collectives(raw: object, where: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}.protocols: expected a non-empty list of distinct protocols from "
                                   f"{', '.join(_PROTOCOLS)}, got {shown(value)}")
             value = list(value)
+        if key in ("proxy_step", "proxy_launch"):
+            try:
+                ok = parse(value, "time") >= 0
+            except UnitError as e:
+                raise ConfigError(f"{where}.{key}: {e}") from None
+            if not ok:
+                raise ConfigError(f"{where}.{key}: expected a time >= 0, got {shown(value)}")
         out[key] = value
     return out
