@@ -120,7 +120,10 @@ std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, s
     std::uint32_t node = from, n;
     while (node != to) {
         const TopoLink& l = m_topology->links()[m_topology->next(node, to, n)[0]];
-        const Hop h = hop(p, head, std::uint32_t(l.header + bytes), l.bytes_per_s, l.latency_ps);
+        // A framed link: the NIC's headers per MTU of the transaction (a message of its own here).
+        const std::uint64_t frames = l.framed ? std::max<std::uint64_t>(1, (bytes + m_mtu - 1) / m_mtu) : 1;
+        const std::uint64_t overhead = l.nic_out ? m_message_ps : 0;
+        const Hop h = hop(p, head + overhead, std::uint32_t(frames * l.header + bytes), l.bytes_per_s, l.latency_ps);
         head = h.head_arrives + m_switch_latency_ps;
         p.tail_ps = h.end + l.latency_ps + m_switch_latency_ps;
         node = l.dst;

@@ -45,6 +45,8 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
       m_spread(p.spread.get()),
       m_bin_ps(p.stats_bin.get().value()),
       m_header(std::uint32_t(p.link.header.get())),
+      m_mtu(m_topology->mtu()),
+      m_message_ps(m_mtu ? p.rail.message_overhead.get().value() : 0),
       m_credit_bytes(p.router.buffer.in_bytes()),
       m_credits(0),
       m_credit_base(0),
@@ -222,6 +224,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.arrived_ps = now_ps();
     f.version = m_next_version[id];
     f.multimem = trans.get_extension<MultimemExtension>();
+    if (m_mtu) f.framing = message_framing(trans, m_mtu);
     // A write waits behind the writes its GPU issued before on that link. A multimem access does
     // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
     if (!f.read && src != dst && !f.multimem) {
@@ -280,16 +283,22 @@ void FlowFabric::activate(std::uint32_t id) {
         auto credits = [&](std::uint64_t wire) {
             return double(m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1);
         };
+        // A framed link (rail NICs and network) carries the NIC's headers per network packet of
+        // the message rather than a header per GPU packet; its packets' wire size is their mean.
         for (const auto& [link, share] : route(src, dst).links) {
             const TopoLink& l = m_topology->links()[link];
-            const std::uint64_t wire = (f.read ? 0 : packet) + l.header;
-            use(link, share * ((f.read ? 0 : data) + n * l.header) / payload);
+            const double headers = l.framed ? framed_header(f, l, true) : n * l.header;
+            const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
+            // rail: the sending NIC's processing time of a message holds its link to the rail switch.
+            const double overhead = l.nic_out && f.framing.first ? double(m_message_ps) * 1e-12 * l.bytes_per_s : 0;
+            use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload);
             pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         for (const auto& [link, share] : route(dst, src).links) {
             const TopoLink& l = m_topology->links()[link];
-            const std::uint64_t wire = f.read ? packet + l.header : ack_wire(l);
-            use(link, share * (f.read ? data + n * l.header : n * ack_wire(l)) / payload);
+            const double headers = l.framed ? framed_header(f, l, false) : n * (f.read ? l.header : ack_wire(l));
+            const std::uint64_t wire = (f.read ? packet : 0) + std::uint64_t(std::ceil(headers / n));
+            use(link, share * ((f.read ? data : 0) + headers) / payload);
             pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
@@ -306,6 +315,15 @@ void FlowFabric::activate(std::uint32_t id) {
         }
     }
     launch(id, round_trip);
+}
+
+// The NIC frames a message (message_extension.h): its data in network packets of one MTU, each
+// with the NIC's header (l.header on a framed link); a read request, and a write's acknowledgement,
+// as one network packet per message (the message's first, respectively last, transaction).
+double FlowFabric::framed_header(const Flow& f, const TopoLink& l, bool forward) const {
+    const bool data = forward != f.read;
+    if (data) return double(f.framing.frames) * l.header;
+    return (forward ? f.framing.first : f.framing.last) ? double(l.header) : 0.0;
 }
 
 void FlowFabric::add_use(std::uint32_t resource, double weight) {
@@ -450,7 +468,9 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         m_free_flows.push_back(id);
         return;
     }
-    const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false);
+    // A single-packet message's NIC processing time is on its way (a longer one's is in its rate).
+    const bool starts = f.packets == 1 && f.framing.first && !f.read;
+    const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false, starts);
     if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
         ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
     if (f.packets > 1 && !f.trans->get_extension<FlowExtension>()) {
@@ -490,11 +510,17 @@ void FlowFabric::count_links(const Flow& f) {
             const std::uint64_t payload = whole ? f.bytes : std::uint64_t(std::floor(share * double(f.bytes) + 0.5));
             const TopoLink& l = m_topology->links()[link];
             LinkStats& s = m_links[link].s;
+            // A framed link's headers are the message's network packets (framed_header), shared as the packets are.
+            std::uint64_t headers = pk * (data || forward ? l.header : ack_wire(l));
+            if (l.framed) {
+                const double all = framed_header(f, l, forward);
+                headers = whole ? std::uint64_t(all) : std::uint64_t(std::floor(share * all + 0.5));
+            }
             if (data) {
                 s.bytes += payload;
-                s.wire_bytes += payload + pk * l.header;
+                s.wire_bytes += payload + headers;
             } else {
-                s.wire_bytes += pk * (forward ? l.header : ack_wire(l));
+                s.wire_bytes += headers;
             }
             s.packets += pk;
         }
@@ -651,12 +677,20 @@ const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst)
 // tail is in the destination GPU (docs/router.md): cut-through (and wormhole, alike at zero load)
 // pays the serialisation of each link as the head's flit and the tail follows; store and forward
 // pays every link's whole serialisation. `ack`: a write's response, whose wire size is link.ack.
-std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack) {
+std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack,
+                                       bool starts_message) {
     if (from == to) return 0;
     std::uint64_t head = 0, tail = 0;  // when the head / the tail may leave the current router
     for (std::uint32_t link : route(from, to).path) {
         const TopoLink& l = m_topology->links()[link];
-        const std::uint64_t wire = payload + (ack ? ack_wire(l) : l.header);
+        // A framed link: one NIC header per MTU of the packet's data (at least one: a request, an
+        // acknowledgement); a message's first packet waits for the NIC's processing first.
+        const std::uint64_t wire = l.framed ? payload + std::max<std::uint64_t>(1, (payload + m_mtu - 1) / m_mtu) * l.header
+                                            : payload + (ack ? ack_wire(l) : l.header);
+        if (starts_message && l.nic_out) {
+            head += m_message_ps;
+            tail += m_message_ps;
+        }
         const std::uint64_t ser = ser_ps(double(wire), l.bytes_per_s);
         if (m_store_and_forward) {
             const std::uint64_t end = head + ser;

@@ -208,6 +208,12 @@ void GpuInitiator::try_issue() {
             p->set_extension(&p->multimem);
             p->multimem_attached = true;
         }
+        if (n < t.nbytes) {  // part of a longer message: a NIC frames the message, not the part
+            p->message.offset = t.nbytes - t.left;
+            p->message.bytes = t.nbytes;
+            p->set_extension(&p->message);
+            p->message_attached = true;
+        }
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
             if (m_no_trains.size() <= std::size_t(t.peer)) m_no_trains.resize(std::size_t(t.peer) + 1, false);
             m_no_trains[std::size_t(t.peer)] = true;

@@ -9,6 +9,7 @@
 
 #include <map>
 
+#include "eidola/message_extension.h"
 #include "eidola/multimem_extension.h"
 #include "eidola/packet_pool.h"
 #include "eidola/registry.h"
@@ -39,13 +40,19 @@ TopologySpec PacketFabricParams::topology_spec() const {
     spec.link.latency_ps = link.latency.get().value();
     spec.link.header = std::uint32_t(link.header.get());
     spec.link.lanes = std::uint32_t(link.count.get());
-    spec.gpus_per_node = std::uint32_t(hierarchical.gpus_per_node.get());
-    spec.intra = hierarchical.intra.get();
-    spec.spines = std::uint32_t(hierarchical.spines.get());
-    spec.nic = LinkParams{hierarchical.nic_bandwidth.get(), hierarchical.nic_latency.get().value(), spec.link.header,
-                          1};
+    const bool is_rail = spec.kind == "rail";
+    spec.gpus_per_node = std::uint32_t(is_rail ? rail.gpus_per_node.get() : hierarchical.gpus_per_node.get());
+    spec.intra = is_rail ? rail.intra.get() : hierarchical.intra.get();
+    spec.spines = std::uint32_t(is_rail ? rail.spines.get() : hierarchical.spines.get());
+    // A rail's NIC and network links carry the NIC's headers per network packet; hierarchical's
+    // carry the GPU's per packet.
+    const std::uint32_t network_header = is_rail ? std::uint32_t(rail.header.get()) : spec.link.header;
+    spec.nic = LinkParams{hierarchical.nic_bandwidth.get(), hierarchical.nic_latency.get().value(), network_header, 1};
     spec.network = LinkParams{hierarchical.network_bandwidth.get(), hierarchical.network_latency.get().value(),
-                              spec.link.header, 1};
+                              network_header, 1};
+    spec.nics = std::uint32_t(rail.nics.get());
+    spec.pcie = LinkParams{rail.pcie_bandwidth.get(), rail.pcie_latency.get().value(), spec.link.header, 1};
+    spec.nic_mtu = is_rail ? std::uint32_t(rail.mtu.get()) : 0;
     spec.switches = std::uint32_t(custom.switches.get());
     spec.edges = custom.edges.get();
     return spec;
@@ -83,6 +90,8 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_watchdog_ps(p.watchdog.get().value()),
       m_dateline(m_topology->needs_dateline() ? 2 : 1),
       m_vcs(std::uint32_t(p.router.vcs.get())),
+      m_mtu(m_topology->mtu()),
+      m_message_ps(m_mtu ? p.rail.message_overhead.get().value() : 0),
       m_actions(this, [](void* f) { static_cast<PacketFabric*>(f)->on_event(); }) {
     std::uint64_t amount;
     try {
@@ -375,6 +384,14 @@ void PacketFabric::enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, 
     p.dst_gpu = dst;
     p.payload = payload;
     p.ack = ack;
+    if (m_mtu && trans) {
+        // The NIC frames the message: data in MTU-sized network packets counted from the message's
+        // first byte, a read request or an acknowledgement as one network packet per message.
+        const MessageFraming f = message_framing(*trans, m_mtu);
+        const bool carries_data = payload > 0;
+        p.frames = carries_data ? f.frames : (cls == 0 ? (f.first ? 1 : 0) : (f.last ? 1 : 0));
+        p.starts_message = cls == 0 && f.first;
+    }
     p.injected_ps = now_ps();
     p.ready_ps = p.injected_ps;  // the node's own router port: no hop latency yet
     p.tail_ps = p.injected_ps;   // and the whole packet is there

@@ -35,6 +35,8 @@ struct PacketFabric::Packet {
     std::int8_t dim = -1;                    // dimension of its last hop (dateline VCs)
     std::uint8_t crossed = 0;                // it crossed the dateline in that dimension
     bool ack = false;                        // a write's response
+    bool starts_message = false;             // a request holding its message's first byte (rail: NIC overhead)
+    std::uint32_t frames = 0;                // rail: network packets (NIC headers) it carries on framed links
     std::uint64_t ready_ps = 0;              // its head may leave its current router
     std::uint64_t tail_ps = 0;               // its tail may leave its current router (in, plus router latency)
     std::uint64_t injected_ps = 0;
@@ -200,7 +202,10 @@ inline std::uint32_t PacketFabric::credits_needed(std::uint32_t wire) const {
 }
 
 // A packet's wire bytes on a hop whose per-packet overhead is `header`: a train pays it per packet.
-inline std::uint32_t PacketFabric::wire_bytes(const Packet& p, std::uint32_t header) const {
+// On a framed link (a rail's NIC and network links) `header` is the NIC's, paid per network packet
+// of the message instead (Packet::frames).
+inline std::uint32_t PacketFabric::wire_bytes(const Packet& p, std::uint32_t header, bool framed) const {
+    if (framed) return p.frames * header + p.payload;
     return p.train * (p.ack && m_ack_bytes ? m_ack_bytes : header) + p.payload;
 }
 

@@ -37,10 +37,12 @@ void PacketPool::free(tlm::tlm_generic_payload* trans) {
     if (p->flow_attached) p->clear_extension<FlowExtension>();
     if (p->landing_attached) p->clear_extension<LandingFlagExtension>();
     if (p->multimem_attached) p->clear_extension<MultimemExtension>();
+    if (p->message_attached) p->clear_extension<MessageExtension>();
     p->atomic_attached = false;
     p->flow_attached = false;
     p->landing_attached = false;
     p->multimem_attached = false;
+    p->message_attached = false;
     p->packets = 1;
     p->slots = 1;
     p->reset();

@@ -187,7 +187,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             const Packet& p = m_packets[in.vcs[it->second].front()];
             if (kTrains && inside && !p.ack) continue;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            wire = wire_bytes(p, link.header);
+            wire = wire_bytes(p, link.header, link.framed);
             units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
             next_vc = allocate_vc(downstream, p.cls, bit, route(link.dst, p, false), units, retry_at, each,
@@ -212,6 +212,10 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         Input& in = m_inputs[input];
         const std::uint32_t id = in.vcs[vc].front();
         const std::uint32_t next_out = route(link.dst, m_packets[id], true);
+        // rail: a NIC takes a message's processing time on its link to the rail switch, before the
+        // message's first packet (serialised: the link sends nothing else meanwhile).
+        const std::uint64_t overhead = link.nic_out && m_packets[id].starts_message ? m_message_ps : 0;
+        start += overhead;
         Hop h = hop(m_packets[id], start, wire, link.bytes_per_s, link.latency_ps);
         if (kTrains && credits_at > h.end - h.packet_ser) {  // its last packet waits for its credits
             h.end = credits_at + h.packet_ser;
@@ -251,7 +255,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         next.tail_out = p.next_out;
         m_actions.push(h.head_arrives, {ActionKind::Arrive, id, (downstream << 8) | std::uint32_t(next_vc)});
         m_last_progress_ps = now;
-        count_link(link_index, lane_index, p, wire, h.ser);
+        count_link(link_index, lane_index, p, wire, h.ser + overhead);
     }
 }
 

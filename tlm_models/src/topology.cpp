@@ -74,6 +74,8 @@ Topology::Topology(const TopologySpec& spec) : m_gpus(spec.gpus), m_nodes(spec.g
             }
         }
         route_shortest();
+    } else if (k == "rail") {
+        build_rail(spec);
     } else if (k == "custom") {
         build_custom(spec);
     } else {
@@ -173,6 +175,123 @@ void Topology::build_custom(const TopologySpec& spec) {
     route_shortest();
 }
 
+// Rail-optimised: nodes of gpus_per_node GPUs (fully connected or on a switch), each node with
+// `nics` NICs; GPU i of a node uses NIC floor(i * nics / gpus_per_node) over its own GPU-to-NIC
+// (PCIe) link, and NIC r of every node connects to rail switch r; every rail switch connects to
+// every spine. Node order: GPUs, the nodes' switches (intra: switch), the NICs (node by node),
+// the rail switches, the spines.
+void Topology::build_rail(const TopologySpec& spec) {
+    const std::uint32_t per = spec.gpus_per_node;
+    if (per == 0 || m_gpus % per)
+        throw std::invalid_argument("topology: rail needs the GPU count (" + std::to_string(m_gpus) +
+                                    ") to be a multiple of rail.gpus_per_node (" + std::to_string(per) + ")");
+    const std::uint32_t nics = spec.nics ? spec.nics : per;
+    if (nics > per || per % nics)
+        throw std::invalid_argument("topology: rail needs nic.count (" + std::to_string(nics) +
+                                    ") to divide rail.gpus_per_node (" + std::to_string(per) + ")");
+    const std::uint32_t node_count = m_gpus / per;
+    const bool switched = spec.intra == "switch";
+    m_per = per;
+    m_nics = nics;
+    m_mtu = spec.nic_mtu;
+    m_first_intra = m_gpus;
+    m_first_nic = m_first_intra + (switched ? node_count : 0);
+    m_first_rail = m_first_nic + node_count * nics;
+    m_first_spine = m_first_rail + nics;
+    m_nodes = m_first_spine + spec.spines;
+    m_out.resize(m_nodes);
+    m_in.resize(m_nodes);
+    auto framed = [this](std::uint32_t src, std::uint32_t dst, const LinkParams& p) {
+        m_links[add_link(src, dst, p)].framed = m_mtu > 0;
+    };
+    for (std::uint32_t n = 0; n < node_count; ++n) {
+        for (std::uint32_t i = 0; i < per; ++i) {
+            const std::uint32_t g = n * per + i;
+            if (switched) {
+                add_link(g, m_first_intra + n, spec.link);
+                add_link(m_first_intra + n, g, spec.link);
+            } else {
+                for (std::uint32_t j = 0; j < per; ++j)
+                    if (i != j) add_link(g, n * per + j, spec.link);
+            }
+            const std::uint32_t nic = m_first_nic + n * nics + i * nics / per;
+            add_link(g, nic, spec.pcie);
+            add_link(nic, g, spec.pcie);
+        }
+        for (std::uint32_t r = 0; r < nics; ++r) {
+            framed(m_first_nic + n * nics + r, m_first_rail + r, spec.nic);
+            m_links.back().nic_out = true;
+            framed(m_first_rail + r, m_first_nic + n * nics + r, spec.nic);
+        }
+    }
+    for (std::uint32_t r = 0; r < nics; ++r)
+        for (std::uint32_t s = 0; s < spec.spines; ++s) {
+            framed(m_first_rail + r, m_first_spine + s, spec.network);
+            framed(m_first_spine + s, m_first_rail + r, spec.network);
+        }
+    route_rail(per, nics, spec.spines, switched);
+}
+
+// Rail routes, by rule rather than by search (a search would send cross-rail traffic through
+// other GPUs, which a node's GPU links do not forward): inside a node over its own links; to
+// another node through the GPU's NIC to its rail switch, then straight to the destination's NIC
+// if it is on the same rail, else up to any spine (the equal-cost choices routing.spread
+// spreads over) and down the destination's rail. Without spines, cross-rail traffic first
+// crosses the source node to the GPU of the destination's rail, which forwards it to its NIC.
+void Topology::route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched) {
+    m_route_first.assign(std::size_t(m_nodes) * m_gpus, 0);
+    m_route_count.assign(std::size_t(m_nodes) * m_gpus, 0);
+    m_route_links.reserve(std::size_t(m_nodes) * m_gpus + std::size_t(nics) * m_gpus * spines);
+    auto link_to = [this](std::uint32_t a, std::uint32_t b) {
+        for (std::uint32_t l : m_out[a])
+            if (m_links[l].dst == b) return l;
+        throw std::logic_error("topology: missing link on a rail route");
+    };
+    auto rail_of = [&](std::uint32_t g) { return (g % per) * nics / per; };
+    // The first GPU of a node's NIC r: it forwards cross-rail traffic when there are no spines.
+    auto first_on = [&](std::uint32_t node, std::uint32_t r) { return node * per + (r * per + nics - 1) / nics; };
+    auto nic_node = [&](std::uint32_t node, std::uint32_t r) { return m_first_nic + node * nics + r; };
+    // Towards GPU `d` from somewhere inside node `n` (GPU `from`, or the switch): the next node.
+    auto inside = [&](std::uint32_t n, std::uint32_t from, std::uint32_t d) -> std::int64_t {
+        std::uint32_t target = d;
+        if (d / per != n) {
+            if (spines > 0 || (from < m_gpus && rail_of(from) == rail_of(d))) return -1;  // out through its NIC
+            target = first_on(n, rail_of(d));
+            if (target == from) return -1;
+        }
+        return switched && from < m_gpus ? std::int64_t(m_first_intra + n) : std::int64_t(target);
+    };
+    for (std::uint32_t u = 0; u < m_nodes; ++u)
+        for (std::uint32_t d = 0; d < m_gpus; ++d) {
+            const std::size_t k = std::size_t(u) * m_gpus + d;
+            m_route_first[k] = std::uint32_t(m_route_links.size());
+            if (u == d) continue;
+            const std::uint32_t dnode = d / per, drail = rail_of(d);
+            if (u < m_gpus) {  // a GPU
+                const std::int64_t next = inside(u / per, u, d);
+                m_route_links.push_back(link_to(u, next >= 0 ? std::uint32_t(next) : nic_node(u / per, rail_of(u))));
+            } else if (u < m_first_nic) {  // a node's switch
+                const std::int64_t next = inside(u - m_first_intra, u, d);
+                if (next < 0) continue;
+                m_route_links.push_back(link_to(u, std::uint32_t(next)));
+            } else if (u < m_first_rail) {  // a NIC
+                const std::uint32_t node = (u - m_first_nic) / nics, r = (u - m_first_nic) % nics;
+                if (dnode != node) m_route_links.push_back(link_to(u, m_first_rail + r));
+                else if (drail == r) m_route_links.push_back(link_to(u, d));
+            } else if (u < m_first_spine) {  // a rail switch
+                const std::uint32_t r = u - m_first_rail;
+                if (drail == r) {
+                    m_route_links.push_back(link_to(u, nic_node(dnode, r)));
+                } else {
+                    for (std::uint32_t s = 0; s < spines; ++s) m_route_links.push_back(link_to(u, m_first_spine + s));
+                }
+            } else {  // a spine
+                m_route_links.push_back(link_to(u, m_first_rail + drail));
+            }
+            m_route_count[k] = std::uint32_t(m_route_links.size()) - m_route_first[k];
+        }
+}
+
 // Breadth-first search from every destination over the reversed links: the candidates at a node
 // are its links onto a node one hop closer. Cycles of shortest paths are possible on arbitrary
 // graphs; the fabric's watchdog reports the deadlock if one forms.
@@ -258,7 +377,13 @@ std::uint32_t Topology::hops(std::uint32_t src, std::uint32_t dst) const {
 }
 
 std::string Topology::node_name(std::uint32_t node) const {
-    return node < m_gpus ? "gpu" + std::to_string(node) : "s" + std::to_string(node - m_gpus);
+    if (node < m_gpus) return "gpu" + std::to_string(node);
+    if (m_per == 0) return "s" + std::to_string(node - m_gpus);
+    if (node < m_first_nic) return "n" + std::to_string(node - m_first_intra) + ".switch";
+    if (node < m_first_rail)
+        return "n" + std::to_string((node - m_first_nic) / m_nics) + ".nic" + std::to_string((node - m_first_nic) % m_nics);
+    if (node < m_first_spine) return "rail" + std::to_string(node - m_first_rail);
+    return "spine" + std::to_string(node - m_first_spine);
 }
 
 }  // namespace eidola

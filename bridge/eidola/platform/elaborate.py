@@ -127,7 +127,7 @@ def _loc(platform: Platform) -> str:
 
 def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gpus: int, payload: int) -> None:
     """What the C++ topology and routers would refuse only once built (an exit 3 or a C++ message):
-    the grid's dims, the hierarchical node size, and a buffer that cannot hold one packet."""
+    the grid's dims, the hierarchical or rail node size and NIC count, and a buffer that cannot hold one packet."""
     loc, kind = _loc(platform), v.get("topology")
     if kind in ("mesh2d", "torus2d") and v.get("dims"):
         dims = [int(x) for x in str(v["dims"]).split()]
@@ -136,11 +136,16 @@ def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gp
         if dims[0] * dims[1] != gpus:
             raise ConfigError(f"{loc}{_key(platform, c, 'dims')}: {dims[0]} x {dims[1]} = {dims[0] * dims[1]} "
                               f"routers, but the fabric has {gpus} GPUs (the product must equal gpus.count)")
-    if kind == "hierarchical":
-        per = int(v.get("hierarchical.gpus_per_node", 1))
+    if kind in ("hierarchical", "rail"):
+        per = int(v.get(f"{kind}.gpus_per_node", 1))
         if gpus % per:
-            raise ConfigError(f"{loc}{_key(platform, c, 'hierarchical.gpus_per_node')}: {gpus} GPUs do not fill "
-                              f"nodes of {per} (gpus.count must be a multiple of gpus_per_node)")
+            raise ConfigError(f"{loc}{_key(platform, c, f'{kind}.gpus_per_node')}: {gpus} GPUs do not fill "
+                              f"nodes of {per} (gpus.count must be a multiple of {kind}.gpus_per_node)")
+    if kind == "rail":
+        per, nics = int(v.get("rail.gpus_per_node", 1)), int(v.get("nic.count", 0))
+        if nics and (nics > per or per % nics):
+            raise ConfigError(f"{loc}{_key(platform, c, 'nic.count')}: {nics} NICs per node do not divide "
+                              f"rail.gpus_per_node {per} (expected a divisor of {per}, or 0 for one NIC per GPU)")
     buffer = str(v.get("switch.buffer", ""))
     if buffer.endswith("B") and v.get("switch.flow_control") != "wormhole":
         headers = [int(v.get("link.header", 0))]

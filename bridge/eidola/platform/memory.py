@@ -99,6 +99,15 @@ def fabric_links(values: dict[str, Any], gpus: int) -> tuple[int, int]:
         intra = 2 * per if switched else per * (per - 1)
         links = nodes * (intra + 2 * per + 2 * spines)
         return links, n + nodes * (2 if switched else 1) + spines
+    if kind == "rail":
+        per = max(1, int(values.get("rail.gpus_per_node", 1)))
+        nodes = max(1, n // per)
+        nics = int(values.get("nic.count", 0)) or per
+        spines = int(values.get("rail.spines", 1))
+        switched = values.get("rail.intra") == "switch"
+        intra = 2 * per if switched else per * (per - 1)
+        links = nodes * (intra + 2 * per + 2 * nics) + 2 * nics * spines
+        return links, n + nodes * ((1 if switched else 0) + nics) + nics + spines
     if kind == "custom":
         edges = [e for e in str(values.get("custom.edges", "")).split(";") if e]
         return len(edges), n + int(values.get("custom.switches", 0))
@@ -128,7 +137,7 @@ def _channels_per_link(values: dict[str, Any], gpus: int, links: int) -> int:
         per_input = {links: voq(2 if values.get("bidirectional", True) and gpus > 2 else 1)}
     elif kind in ("mesh2d", "torus2d"):
         per_input = {links: voq(4)}
-    else:  # hierarchical, custom: router degrees vary; count every input at the most a router may have
+    else:  # hierarchical, rail, custom: router degrees vary; count every input at the most a router may have
         per_input = {links: MAX_VOQ}
     return sum(count * channels for count, channels in per_input.items()) * 2 * dateline
 

@@ -358,6 +358,16 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         raise ConfigError(f"{loc}fabric.ports: the fabric has one port per GPU (gpus.count); remove this key")
     if kind != "flow" and _nonzero_size(gpu_params.get("flow", 0)):
         raise ConfigError(f"{loc}gpus.flow: flows are for fabric.model: flow (this fabric is {kind!r}); remove this key")
+    if kind == "ideal":
+        # A packet or flow platform runs on the ideal fabric as it is (--set fabric.model=ideal): the
+        # topology, links, switches and NICs mean nothing to a fixed latency and are left out.
+        ideal, packet = catalog.model("IdealFabric"), catalog.model("PacketFabric")
+        dropped = [k for k in fabric_params if ideal.param(k) is None and packet.param(k) is not None]
+        for k in dropped:
+            del fabric_params[k]
+        if dropped:
+            sys.stderr.write(f"warning: {loc}fabric: {len(dropped)} packet fabric key(s) ({', '.join(dropped[:4])}"
+                             f"{', ...' if len(dropped) > 4 else ''}) ignored by fabric.model: ideal\n")
     if kind == "flow":
         gpu_params.setdefault("flow", DEFAULT_FLOW)
         # A flow is answered once, when all of it is in: a GPU waits far longer between responses.

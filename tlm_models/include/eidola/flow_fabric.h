@@ -24,6 +24,7 @@
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/flow_solver.h"
+#include "eidola/message_extension.h"
 #include "eidola/multimem_extension.h"
 #include "eidola/packet_fabric.h"
 #include "eidola/params.h"
@@ -91,6 +92,7 @@ private:
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
+        MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
     /// and the answers it waits for before it answers the requester.
@@ -151,7 +153,10 @@ private:
     void nvls_in(std::uint32_t op);
     void nvls_count_links(const Flow& f);
     std::uint64_t link_ps(std::uint32_t link, std::uint64_t payload, bool ack) const;
-    std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack);
+    std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack,
+                               bool starts_message = false);
+    /// rail: NIC header bytes a flow puts on framed link `l` forward (`forward`) or back.
+    double framed_header(const Flow& f, const TopoLink& l, bool forward) const;
     std::uint32_t window_resource(std::uint32_t gpu, std::uint32_t window);
     void count_links(const Flow& f);
     void account_busy(std::uint32_t link, std::uint64_t now);
@@ -166,6 +171,8 @@ private:
     bool m_spread;
     std::uint64_t m_bin_ps;
     std::uint32_t m_header;          // link.header: the GPU ports' per-packet overhead
+    std::uint64_t m_mtu;             // rail: the NICs' MTU (0: no framed links)
+    std::uint64_t m_message_ps;      // rail: a message's processing time at its sending NIC
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)

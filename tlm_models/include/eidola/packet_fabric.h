@@ -29,7 +29,7 @@ class PacketPool;
 struct PacketFabricParams : ParamGroup {
     /// Graph of GPUs, switches and links.
     ChoiceParam topology{*this, "topology",
-                         {"fully_connected", "ring", "mesh2d", "torus2d", "switch", "hierarchical", "custom"},
+                         {"fully_connected", "ring", "mesh2d", "torus2d", "switch", "hierarchical", "rail", "custom"},
                          "graph of GPUs, switches and links"};
     /// Number of GPU ports.
     IntParam ports{*this, "ports", 4, "number of GPU ports (targets[i] and initiators[i])", 1,
@@ -130,18 +130,64 @@ struct PacketFabricParams : ParamGroup {
         /// Spine switches.
         IntParam spines{group, "hierarchical.spines", 1, "hierarchical: spine switches above the nodes' leaf switches",
                         1, 1 << 16};
-        /// GPU NIC to leaf switch.
-        BandwidthParam nic_bandwidth{group, "nic.bandwidth", 50e9, "hierarchical: GPU NIC to leaf switch bandwidth",
+        /// hierarchical: GPU NIC to leaf switch; rail: NIC to rail switch.
+        BandwidthParam nic_bandwidth{group, "nic.bandwidth", 50e9,
+                                     "hierarchical: GPU NIC to leaf switch bandwidth; rail: NIC to rail switch "
+                                     "bandwidth, per direction",
                                      1e3, 1e18};
-        /// GPU NIC to leaf switch.
-        TimeParam nic_latency{group, "nic.latency", 500e-9, "hierarchical: GPU NIC to leaf switch latency", 0, 1.0};
-        /// Leaf to spine.
+        /// hierarchical: GPU NIC to leaf switch; rail: NIC to rail switch.
+        TimeParam nic_latency{group, "nic.latency", 500e-9,
+                              "hierarchical: GPU NIC to leaf switch latency; rail: NIC to rail switch latency", 0, 1.0};
+        /// Leaf (rail) to spine.
         BandwidthParam network_bandwidth{group, "network.bandwidth", 400e9,
-                                         "hierarchical: leaf to spine link bandwidth", 1e3, 1e18};
-        /// Leaf to spine.
-        TimeParam network_latency{group, "network.latency", 500e-9, "hierarchical: leaf to spine link latency", 0,
+                                         "hierarchical: leaf to spine link bandwidth; rail: one rail switch to spine "
+                                         "link's bandwidth, per direction",
+                                         1e3, 1e18};
+        /// Leaf (rail) to spine.
+        TimeParam network_latency{group, "network.latency", 500e-9,
+                                  "hierarchical: leaf to spine link latency; rail: rail switch to spine latency", 0,
                                   1.0};
     } hierarchical{*this};
+
+    /// rail: nodes whose NIC r meets NIC r of every other node at rail switch r; spines above.
+    struct Rail {
+        ParamGroup& group;
+        /// GPUs per node.
+        IntParam gpus_per_node{group, "rail.gpus_per_node", 8, "rail: GPUs in one node", 1, 1 << 20};
+        /// Inside a node.
+        ChoiceParam intra{group, "rail.intra", {"fully_connected", "switch"}, "rail: the GPU links inside a node"};
+        /// Spine switches.
+        IntParam spines{group, "rail.spines", 1,
+                        "rail: spine switches, each linked to every rail switch (0: rails only; cross-rail traffic "
+                        "then crosses the source node to the GPU on the destination's rail first)",
+                        0, 1 << 16};
+        /// NICs per node.
+        IntParam nics{group, "nic.count", 0,
+                      "rail: NICs per node, dividing rail.gpus_per_node; GPU i of a node uses NIC "
+                      "floor(i x count / gpus_per_node), NIC r is on rail r (0: one per GPU)",
+                      0, 1 << 20};
+        /// GPU to NIC.
+        BandwidthParam pcie_bandwidth{group, "nic.pcie.bandwidth", 64e9,
+                                      "rail: each GPU's own link to its NIC (PCIe), per direction", 1e3, 1e18};
+        /// GPU to NIC.
+        TimeParam pcie_latency{group, "nic.pcie.latency", 0, "rail: latency of a GPU's link to its NIC (PCIe)", 0,
+                               1.0};
+        /// Network packet payload.
+        SizeParam mtu{group, "nic.mtu", 4096,
+                      "rail: payload of one network packet; NIC and network links carry nic.header per MTU of a "
+                      "message (a transfer to one peer), not per GPU packet",
+                      1, 1 << 30};
+        /// Network packet overhead.
+        SizeParam header{group, "nic.header", 78,
+                         "rail: bytes of headers per network packet on NIC and network links (RoCEv2 78, "
+                         "InfiniBand 42; docs/fabrics.md)",
+                         0, 1 << 20};
+        /// Per-message NIC cost.
+        TimeParam message_overhead{group, "nic.message_overhead", 0,
+                                   "rail: processing time of one message at the sending NIC, taken on its link to "
+                                   "the rail switch before the message's first packet (so it caps the message rate)",
+                                   0, 1.0};
+    } rail{*this};
 
     /// custom: a graph given edge by edge.
     struct Custom {
@@ -260,7 +306,7 @@ private:
             std::uint64_t latency_ps, bool into_buffer = true) const;
     std::uint32_t credits_needed(std::uint32_t wire) const;
     std::uint32_t train_credits(const Packet& p, std::uint32_t wire) const;
-    std::uint32_t wire_bytes(const Packet& p, std::uint32_t header) const;
+    std::uint32_t wire_bytes(const Packet& p, std::uint32_t header, bool framed = false) const;
     std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps,
                            std::uint64_t spacing_ps = 0);
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const;
@@ -282,6 +328,8 @@ private:
     std::uint64_t m_watchdog_ps;
     std::uint32_t m_dateline;       // 2 with dateline virtual channels, else 1
     std::uint32_t m_vcs;            // virtual channels per class and dateline half (0: one per output)
+    std::uint64_t m_mtu;            // rail: the NICs' MTU (0: no framed links)
+    std::uint64_t m_message_ps;     // rail: a message's processing time at its sending NIC
 
     std::vector<Packet> m_packets;
     std::vector<std::uint32_t> m_free_packets;

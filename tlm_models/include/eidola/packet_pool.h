@@ -14,6 +14,7 @@
 #include "eidola/atomic_extension.h"
 #include "eidola/flow_extension.h"
 #include "eidola/landing_flag_extension.h"
+#include "eidola/message_extension.h"
 #include "eidola/multimem_extension.h"
 #include "eidola/train_extension.h"
 
@@ -35,12 +36,14 @@ public:
     bool flow_attached = false;          ///< `flow` is set as its extension (flow mode)
     bool landing_attached = false;       ///< `landing` is set as its extension (a put)
     bool multimem_attached = false;      ///< `multimem` is set as its extension (a multicast or reduce_load)
+    bool message_attached = false;       ///< `message` is set as its extension (part of a longer message)
     unsigned char word[8] = {};          ///< a signal's operand
     AtomicExtension atomic;              ///< attached to signals
     TrainExtension train;                ///< attached to trains
     FlowExtension flow;                  ///< attached to flows (flow mode)
     LandingFlagExtension landing;        ///< attached to every transaction of a put
     MultimemExtension multimem;          ///< attached to every transaction of a multimem op
+    MessageExtension message;            ///< attached to transactions that are part of a longer message
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.

@@ -19,6 +19,11 @@ struct TopoLink {
     std::uint32_t lanes;          ///< parallel links between the pair (a packet uses one)
     std::int8_t dim = -1;         ///< dimension of a mesh/torus/ring link (0 = x, 1 = y), else -1
     bool wrap = false;            ///< a torus/ring wrap-around link (the dateline)
+    /// A NIC or network link of a rail topology: its header is per network packet of the NIC's
+    /// MTU (TopologySpec::nic_mtu), not per GPU packet.
+    bool framed = false;
+    /// A rail NIC's link to its rail switch: where a message's NIC processing time is taken.
+    bool nic_out = false;
 };
 
 /// Link parameters used where a topology does not say otherwise.
@@ -31,16 +36,19 @@ struct LinkParams {
 
 /// What to build.
 struct TopologySpec {
-    std::string kind = "fully_connected";  ///< fully_connected, ring, mesh2d, torus2d, switch, hierarchical, custom
+    std::string kind = "fully_connected";  ///< fully_connected, ring, mesh2d, torus2d, switch, hierarchical, rail, custom
     std::uint32_t gpus = 4;                ///< GPU count
     std::vector<std::uint32_t> dims;       ///< mesh2d/torus2d: {x, y}; empty: the squarest factorisation
     bool bidirectional = true;             ///< ring: links both ways
     LinkParams link;                       ///< GPU-GPU (and GPU-switch) links
-    std::uint32_t gpus_per_node = 8;       ///< hierarchical: GPUs per node
-    std::string intra = "fully_connected"; ///< hierarchical: inside a node, fully_connected or switch
-    std::uint32_t spines = 1;              ///< hierarchical: spine switches
-    LinkParams nic;                        ///< hierarchical: GPU NIC to its node's leaf switch
-    LinkParams network;                    ///< hierarchical: leaf to spine
+    std::uint32_t gpus_per_node = 8;       ///< hierarchical, rail: GPUs per node
+    std::string intra = "fully_connected"; ///< hierarchical, rail: inside a node, fully_connected or switch
+    std::uint32_t spines = 1;              ///< hierarchical, rail: spine switches (rail: 0 allowed)
+    LinkParams nic;                        ///< hierarchical: GPU NIC to its node's leaf; rail: NIC to its rail switch
+    LinkParams network;                    ///< hierarchical: leaf to spine; rail: rail switch to spine
+    std::uint32_t nics = 0;                ///< rail: NICs per node (0: one per GPU)
+    LinkParams pcie;                       ///< rail: GPU to its NIC
+    std::uint32_t nic_mtu = 0;             ///< rail: NIC and network links frame data in packets of this payload (0: off)
     std::uint32_t switches = 0;            ///< custom: switch nodes (named s0, s1, ...)
     std::string edges;                     ///< custom: "src dst bandwidth latency header lanes;..." ("-": default)
 };
@@ -68,8 +76,10 @@ public:
     std::uint32_t hops(std::uint32_t src, std::uint32_t dst) const;
     /// Whether routes can close a cycle of links, so packets need dateline virtual channels.
     bool needs_dateline() const { return m_dateline; }
-    /// A readable name of a node ("gpu3", "s0").
+    /// A readable name of a node ("gpu3", "s0"; rail: "n1.nic3", "n1.switch", "rail3", "spine0").
     std::string node_name(std::uint32_t node) const;
+    /// rail: the NIC's MTU on framed links (0: no framing).
+    std::uint32_t mtu() const { return m_mtu; }
 
 private:
     std::uint32_t add_link(std::uint32_t src, std::uint32_t dst, const LinkParams& p, std::int8_t dim = -1,
@@ -77,6 +87,8 @@ private:
     void build_grid(const TopologySpec& spec, bool torus);
     void build_ring(const TopologySpec& spec);
     void build_custom(const TopologySpec& spec);
+    void build_rail(const TopologySpec& spec);
+    void route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched);
     void route_shortest();
     void route_dimension_order(std::uint32_t x, std::uint32_t y, bool torus, bool bidirectional);
 
@@ -86,6 +98,9 @@ private:
     std::vector<std::vector<std::uint32_t>> m_out, m_in;
     std::vector<std::uint32_t> m_route_first, m_route_count, m_route_links;
     bool m_dateline = false;
+    // rail: where each kind of node starts (node_name), and the MTU of the framed links
+    std::uint32_t m_per = 0, m_nics = 0, m_first_intra = 0, m_first_nic = 0, m_first_rail = 0, m_first_spine = 0;
+    std::uint32_t m_mtu = 0;
 };
 
 }  // namespace eidola
