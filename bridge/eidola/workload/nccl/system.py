@@ -95,7 +95,7 @@ class System:
         intra_fc = fully or (multi and fab.get(f"{topology}.intra", "fully_connected") == "fully_connected")
         nics, nic_bw = 0, math.inf
         if multi and per_node < n:
-            nics = int(fab.get("nic.count", per_node)) if topology == "rail" else per_node
+            nics = (int(fab.get("nic.count", 0)) or per_node) if topology == "rail" else per_node  # 0: one a GPU
             nic_bw = float(fab.get("nic.bandwidth", 50e9)) * nics
         if model in ("PacketFabric", "FlowFabric"):
             per_link = float(fab["link.bandwidth"]) * int(fab.get("link.count", 1))
