@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from validation import OUT, ROOT, System, _size, alpha_beta, calibration_points, figure, table  # noqa: E402
+from validation import OUT, ROOT, System, _size, alpha_beta, calibration_points, figure, table
 
-from eidola.report.perf_command import PerfOptions, perf  # noqa: E402
-from eidola.run.perf import Fabrics, run_sizes  # noqa: E402
+from eidola.report.perf_command import PerfOptions, perf
+from eidola.run.perf import Fabrics, run_sizes
 
 GiB = 1 << 30
 CURVES = (System("mi300x-rail", 16, "auto", 16 * GiB), System("dgx-h100-rail", 16, "auto", 16 * GiB))
