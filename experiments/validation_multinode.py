@@ -9,7 +9,8 @@ node-count sweep of a forced ring, and dgx-h100-rail as a prediction.
   its bus bandwidth per node count and its spread (max / min - 1), into experiments/validation/
   mi300x-rail-nodes.csv.
 
-Run: .venv/bin/python experiments/validation_multinode.py [curves] [sweep]
+Run: .venv/bin/python experiments/validation_multinode.py [curves] [sweep] [--size BYTES] (the sweep's size,
+default 16 GiB; on a loaded 2-core machine a 16 GiB all-reduce on 8 nodes is many minutes)
 """
 
 from __future__ import annotations
@@ -54,29 +55,35 @@ def curves() -> None:
         print("\n".join(table(rows, points)))
 
 
-def sweep() -> None:
-    """The forced-ring 16 GiB all-reduce on 2, 4, 8 nodes: busbw per node count and its spread."""
+def sweep(size: int = SWEEP_SIZE) -> None:
+    """The forced-ring all-reduce of `size` bytes on 2, 4, 8 nodes: busbw per node count and its spread."""
     out = []
     for n in NODES:
         gpus = 8 * n
         fabrics = Fabrics(str(ROOT / "platforms" / "mi300x-rail.yaml"), {"gpus.count": gpus}, "flow")
         start = time.perf_counter()
-        (row,) = run_sizes(fabrics, "all_reduce", [(SWEEP_SIZE, SWEEP_SIZE // 4)], gpus, "ring", "Simple")
+        (row,) = run_sizes(fabrics, "all_reduce", [(size, size // 4)], gpus, "ring", "Simple")
         wall = time.perf_counter() - start
         out.append((n, gpus, row.time_us, row.busbw, wall))
-        print(f"{n} nodes ({gpus} GPUs): {row.time_us:.0f} us, busbw {row.busbw:.1f} GB/s "
-              f"({row.plan.channels} channels; {wall:.0f} s wall)")
+        print(f"{n} nodes ({gpus} GPUs), {_size(size)}: {row.time_us:.0f} us, busbw {row.busbw:.1f} GB/s "
+              f"({row.plan.channels} channels; {wall:.0f} s wall)", flush=True)
     bws = [o[3] for o in out]
     print(f"spread: max / min - 1 = {max(bws) / min(bws) - 1:+.2%}")
     with (OUT / "mi300x-rail-nodes.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["nodes", "gpus", "time_us", "busbw_GBps", "wall_s"])
-        w.writerows([(n, g, f"{t:.2f}", f"{bw:.2f}", f"{wall:.1f}") for n, g, t, bw, wall in out])
+        w.writerow(["nodes", "gpus", "size_bytes", "time_us", "busbw_GBps", "wall_s"])
+        w.writerows([(n, g, size, f"{t:.2f}", f"{bw:.2f}", f"{wall:.1f}") for n, g, t, bw, wall in out])
 
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["curves", "sweep"]
+    args = sys.argv[1:]
+    size = SWEEP_SIZE
+    if "--size" in args:
+        i = args.index("--size")
+        size = int(args[i + 1])
+        del args[i:i + 2]
+    parts = args or ["curves", "sweep"]
     if "curves" in parts:
         curves()
     if "sweep" in parts:
-        sweep()
+        sweep(size)
