@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, EidolaError, ProfileError, shown
 from .inputs import load_yaml
 from .platform import catalog, load_platform
+from .platform.topology_text import topology_text
 from .platform.yaml_io import MAX_PLATFORM_NODES
 from .workload.profile_yaml import load_profile
 
@@ -152,7 +153,8 @@ def _si(x: float) -> str:
 def _busiest(link: dict[str, Any] | None, fabric: str = "") -> str:
     if not link or (not link["bytes"] and not link["utilization"]):
         return "none (no link traffic)"
-    text = f"{link['src']} -> {link['dst']}, {_si(link['bytes'])}B"
+    src, dst = link.get("src_name", link["src"]), link.get("dst_name", link["dst"])
+    text = f"{src} -> {dst}, {_si(link['bytes'])}B"
     if link["utilization"] > 0:
         return text + f" at {100 * link['utilization']:.1f}% utilisation (mean over its lanes)"
     return text + (" (the ideal fabric has no link timing)" if "Ideal" in fabric else "")
@@ -212,6 +214,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     profile = load_profile(profile_path)
     check(platform, profile)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
+    line = _fabric_topology(platform)
+    if line:
+        print(line)
     note = _usage_note(len(profile.used_gpus()), len(platform.gpus()))
     if note:
         print(note)
@@ -320,8 +325,24 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fabric_topology(platform: Platform) -> str:
+    """The topology line of `platform`'s packet or flow fabric ("" for single-node topologies)."""
+    for c in platform.components.values():
+        if c.spec.name in ("PacketFabric", "FlowFabric"):
+            return topology_text(c.resolved(), len(platform.gpus()))
+    return ""
+
+
 def _cmd_describe(args: argparse.Namespace) -> int:
     models = catalog.models()
+    if args.model and args.model.endswith((".yaml", ".yml")):  # a platform: what it is made of
+        platform = load_platform(args.model, _overrides(args.set))
+        fabrics = [c.spec.name for c in platform.components.values() if c.role == "fabric"]
+        print(f"{platform.name}: {len(platform.gpus())} GPUs on {', '.join(fabrics)}")
+        line = _fabric_topology(platform)
+        if line:
+            print(line)
+        return 0
     if not args.model:
         for m in models.values():
             print(f"{m.name:14s} {m.doc}")
@@ -494,8 +515,9 @@ def _parser() -> argparse.ArgumentParser:
                                          "32 rows, at most 8 per GPU, evenly spaced)")
     pl.add_argument("--window", help="the timeline's simulated time, START:END with units, e.g. 10us:50us or :2us "
                                      "(default: the whole run)")
-    d = sub.add_parser("describe", help="list the models, or one model's parameters and sockets")
-    d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu")
+    d = sub.add_parser("describe", help="list the models, one model's parameters and sockets, or a platform's topology")
+    d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu, or a platform file (.yaml)")
+    d.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a platform key")
     sw = sub.add_parser("sweep", help="run a sweep spec (eidola sweep plot DIR draws one)",
                         description="Run every point of a sweep spec; 'eidola sweep plot DIR --x A --y M' draws it.")
     sw.add_argument("spec", help="sweep spec YAML file")

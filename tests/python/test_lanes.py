@@ -176,4 +176,4 @@ def test_the_run_summary_says_what_a_packet_fabric_did(cli, write_platform, tmp_
     assert r.returncode == 0, r.stderr
     notes = [line for line in r.stdout.splitlines() if line.startswith("note: gpus.train")]
     assert len(notes) == 1 and "refused packet trains on 1 GPU-to-peer route(s)" in notes[0]
-    assert "busiest link  0 -> 2, 1.05 MB at" in r.stdout   # GPU 0 to the switch (node 2): every byte
+    assert "busiest link  gpu0 -> s0, 1.05 MB at" in r.stdout   # GPU 0 to the switch (node 2): every byte

@@ -486,7 +486,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     pair.packets += f.packets;
     // No queueing in a fluid: each packet takes the route's zero-load latency.
     const double packet_latency =
-        double(zero_load_ps(f.src, f.dst, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false));
+        double(zero_load_ps(f.src, f.dst, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false, starts));
     pair.latency_sum_ps += f.packets * packet_latency;
     pair.latency_max_ps = std::max(pair.latency_max_ps, packet_latency);
     m_actions.push(deliver, {ActionKind::Deliver, f.dst, f.src, f.trans});
@@ -516,6 +516,8 @@ void FlowFabric::count_links(const Flow& f) {
                 const double all = framed_header(f, l, forward);
                 headers = whole ? std::uint64_t(all) : std::uint64_t(std::floor(share * all + 0.5));
             }
+            if (forward && l.nic_out && f.framing.first) m_links[link].overhead_ps += whole ? m_message_ps
+                : std::uint64_t(std::floor(share * double(m_message_ps) + 0.5));
             if (data) {
                 s.bytes += payload;
                 s.wire_bytes += payload + headers;
@@ -715,7 +717,7 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
     for (std::size_t l = 0; l < m_links.size(); ++l) {
         LinkStats s = m_links[l].s;
         const TopoLink& link = m_topology->links()[l];
-        s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s);
+        s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + m_links[l].overhead_ps;
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;
         out.push_back(std::move(s));
     }

@@ -87,6 +87,13 @@ Simulation::~Simulation() {
     for (auto& m : m_impl->modules) m.release();
 }
 
+std::string Simulation::node_names() const {
+    std::string out;
+    for (const Fabric* f : m_impl->fabrics)
+        for (const std::string& name : f->node_names()) out += name + "\n";
+    return out;
+}
+
 void Simulation::set_address_map(std::uint64_t base, std::uint64_t stride, std::uint32_t windows) {
     m_impl->map = AddressMap{base, stride, windows};
 }

@@ -101,8 +101,9 @@ def elaborate(platform: Platform) -> Plan:
     payload = max((int(values[g.name].get("max_payload", 0)) for g in gpus), default=0)
     for c in platform.components.values():
         if c.spec.name == "PacketFabric":
-            _check_packet_fabric(platform, c, values[c.name], len(gpus), payload)
+            _check_packet_fabric(platform, c, values[c.name], payload)
         if c.spec.name in ("PacketFabric", "FlowFabric"):
+            _check_topology(platform, c, values[c.name], len(gpus))
             _check_nvls(platform, c, values[c.name])
     _check_memory(platform, values, len(gpus))
     if not any(s.replays_profile for s in slots):
@@ -125,9 +126,9 @@ def _loc(platform: Platform) -> str:
     return f"{platform.source}: " if platform.source and platform.source != "<dict>" else ""
 
 
-def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gpus: int, payload: int) -> None:
-    """What the C++ topology and routers would refuse only once built (an exit 3 or a C++ message):
-    the grid's dims, the hierarchical or rail node size and NIC count, and a buffer that cannot hold one packet."""
+def _check_topology(platform: Platform, c: Component, v: dict[str, Any], gpus: int) -> None:
+    """What the C++ topology (of a packet or flow fabric) would refuse only once built: the grid's
+    dims, the hierarchical or rail node size and the rail's NIC count."""
     loc, kind = _loc(platform), v.get("topology")
     if kind in ("mesh2d", "torus2d") and v.get("dims"):
         dims = [int(x) for x in str(v["dims"]).split()]
@@ -146,6 +147,11 @@ def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], gp
         if nics and (nics > per or per % nics):
             raise ConfigError(f"{loc}{_key(platform, c, 'nic.count')}: {nics} NICs per node do not divide "
                               f"rail.gpus_per_node {per} (expected a divisor of {per}, or 0 for one NIC per GPU)")
+
+
+def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], payload: int) -> None:
+    """What the C++ routers would refuse only once built (an exit 3): a buffer that cannot hold one packet."""
+    loc = _loc(platform)
     buffer = str(v.get("switch.buffer", ""))
     if buffer.endswith("B") and v.get("switch.flow_control") != "wormhole":
         headers = [int(v.get("link.header", 0))]

@@ -76,6 +76,9 @@ class Result:
     #: with an NVLS switch (fabric.switch.nvls): a row per such fabric, what its multimem unit did: stores,
     #: load_reduces, copies, copy_bytes, member_reads, reduced_bytes, reduce_busy_ns
     nvls: np.ndarray | None = None
+    #: readable names of the nodes that links' src and dst number ("gpu3", "n1.nic3", "rail3", "spine0"), from
+    #: the fabric's topology; empty when the fabric gives none
+    node_names: tuple[str, ...] = ()
 
     @classmethod
     def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw: Any) -> Result:
@@ -99,6 +102,7 @@ class Result:
         profile = kw.get("profile")
         if "nvls" in tables:
             kw["nvls"] = structured("nvls", tables["nvls"])
+        kw.setdefault("node_names", tuple(raw.get("node_names", ())))
         if "traffic" in tables and profile is not None and profile.traffic is not None:
             kw["traffic"], kw["traffic_gpus"] = traffic_figures(tables, profile.traffic.reply)
         return cls(name, kernel, gpus, structured("workgroups", tables["workgroups"]), links,
@@ -160,6 +164,10 @@ class Result:
         return (int(self.links["src"][i]), int(self.links["dst"][i]), float(self.links["utilization"][i]),
                 int(self.links["bytes"][i]))
 
+    def node_name(self, node: int) -> str:
+        """The readable name of link-table node `node` ("n1.nic3"), or its number when the fabric names none."""
+        return self.node_names[node] if 0 <= node < len(self.node_names) else str(node)
+
     def algbw_gbs(self, nbytes: int) -> float:
         """Algorithm bandwidth of a collective of `nbytes` (S) that took the whole kernel: S / t, in GB/s."""
         if self.kernel_time_ns <= 0:
@@ -207,7 +215,9 @@ class Result:
             "events": self.events,
             "wall_s": self.wall_s,
             "events_per_s": self.events / self.wall_s if self.wall_s > 0 else None,
-            "busiest_link": dict(zip(("src", "dst", "utilization", "bytes"), busiest)) if busiest else None,
+            "busiest_link": {**dict(zip(("src", "dst", "utilization", "bytes"), busiest)),
+                             "src_name": self.node_name(busiest[0]), "dst_name": self.node_name(busiest[1])}
+            if busiest else None,
             "notes": fabric_notes(self),
             **self.meta,
             # NaN (no packet measured) becomes null: summary.json stays strict JSON.
@@ -215,8 +225,8 @@ class Result:
         })
 
     def save(self, directory: str | Path) -> Path:
-        """Writes summary.json, the CSV tables (gpus, workgroups, links, syncmon; pairs, link_bins and
-        ops when present) and effective.yaml into `directory`."""
+        """Writes summary.json, the CSV tables (gpus, workgroups, links, syncmon; pairs, link_bins, ops and
+        nodes, the links' node names, when present) and effective.yaml into `directory`."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2) + "\n")
@@ -236,6 +246,11 @@ class Result:
                 w = csv.writer(f)
                 w.writerow(table.dtype.names or ())
                 w.writerows(row.tolist() for row in table)
+        if self.node_names:
+            with open(out / "nodes.csv", "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(("node", "name"))
+                w.writerows(enumerate(self.node_names))
         if self.effective_config:
             (out / "effective.yaml").write_text(self.effective_config)
         return out

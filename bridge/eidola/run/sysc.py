@@ -79,6 +79,7 @@ def _warm(ns: Any) -> None:
     sim.set_time_limit(0)
     sim.report_time_on_signal(0, 0)
     sim.partial()
+    sim.node_names()
     # run() too: its first call cost every child ~6 ms of JIT (40% of the 64-GPU ideal all-to-all).
     # A program for GPU 0, which this simulation lacks, makes it stop as bad input before the
     # kernel starts; load_programs() copies the entry.
@@ -244,5 +245,6 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
         "failure_kind": str(sim.failure_kind()),
         "end_ps": int(sim.end_ps()),
         "events": int(sim.events()),
+        "node_names": str(sim.node_names()).splitlines(),
         "tables": tables,
     }

@@ -104,6 +104,9 @@ public:
     virtual std::uint64_t bin_ps() const { return 0; }
     /// What its NVLS switch did (NvlsCounters::enabled false: it has none).
     virtual NvlsCounters nvls_counters() const { return {}; }
+    /// Readable names of the nodes its LinkStats::src and dst number ("gpu3", "n1.nic3", "rail3";
+    /// empty: the numbers are GPU indices, or it has no names).
+    virtual std::vector<std::string> node_names() const { return {}; }
 };
 
 }  // namespace eidola

@@ -52,6 +52,11 @@ public:
     std::uint64_t events() const override { return m_actions.processed(); }
     std::uint64_t bin_ps() const override { return m_bin_ps; }
     const Topology& topology() const { return *m_topology; }
+    std::vector<std::string> node_names() const override {
+        std::vector<std::string> names;
+        for (std::uint32_t n = 0; n < m_topology->nodes(); ++n) names.push_back(m_topology->node_name(n));
+        return names;
+    }
     /// What the switch's NVLS unit did (all zero without fabric.switch.nvls).
     NvlsCounters nvls_counters() const override { return m_nvls_counters; }
     /// Progressive-filling rounds the solver ran (its work).
@@ -208,6 +213,7 @@ private:
     struct LinkCounters {
         LinkStats s;
         double load = 0;           // wire bytes per second now
+        std::uint64_t overhead_ps = 0;  // rail: NIC processing time of the messages it sent (busy, no bytes)
         std::uint64_t since = 0;   // load held since then
     };
     std::vector<LinkCounters> m_links;

@@ -228,6 +228,11 @@ public:
     std::uint64_t events() const override { return m_actions.processed(); }
     std::uint64_t bin_ps() const override { return m_bin_ps; }
     const Topology& topology() const { return *m_topology; }
+    std::vector<std::string> node_names() const override {
+        std::vector<std::string> names;
+        for (std::uint32_t n = 0; n < m_topology->nodes(); ++n) names.push_back(m_topology->node_name(n));
+        return names;
+    }
     /// What the switch's NVLS unit did (all zero without fabric.switch.nvls).
     NvlsCounters nvls_counters() const override { return m_nvls_counters; }
 

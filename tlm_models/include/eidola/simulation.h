@@ -76,6 +76,8 @@ public:
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;
+    /// The node names of the fabrics' link tables, one a line, fabric after fabric (fabric.h).
+    std::string node_names() const;
     /// Simulated time when the run ended, in picoseconds.
     std::uint64_t end_ps() const { return m_end_ps; }
 
