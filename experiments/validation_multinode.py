@@ -9,8 +9,9 @@ node-count sweep of a forced ring, and dgx-h100-rail as a prediction.
   its bus bandwidth per node count and its spread (max / min - 1), into experiments/validation/
   mi300x-rail-nodes.csv.
 
-Run: .venv/bin/python experiments/validation_multinode.py [curves] [sweep] [--size BYTES] (the sweep's size,
-default 16 GiB; on a loaded 2-core machine a 16 GiB all-reduce on 8 nodes is many minutes)
+Run: .venv/bin/python experiments/validation_multinode.py [curves] [sweep] [--size BYTES] [--largest BYTES]
+(the sweep's size and the curves' last size, both 16 GiB by default; on a loaded 2-core machine a 16 GiB
+all-reduce on 8 nodes takes many minutes)
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ NODES = (2, 4, 8)  #: the node counts of the sweep
 SWEEP_SIZE = 16 * GiB
 
 
-def curves() -> None:
-    """Both platforms' curves, figures and tables; the calibration points' errors."""
-    for s in CURVES:
+def curves(largest: int = 16 * GiB) -> None:
+    """Both platforms' curves up to `largest`, figures and tables; the calibration points' errors."""
+    for s in (System(c.platform, c.gpus, c.algo, largest) for c in CURVES):
         start = time.perf_counter()
         rows = perf(PerfOptions(str(ROOT / "platforms" / f"{s.platform}.yaml"), "all_reduce", "1K", str(s.largest),
                                 "4", str(s.gpus), algo=s.algo, csv=str(OUT / f"{s.platform}.csv")), out=io.StringIO())
@@ -44,10 +45,13 @@ def curves() -> None:
         points = calibration_points(s.platform)
         by_size = {r.size: r for r in rows}
         print(f"\n## {s.platform} ({s.gpus} GPUs): {len(rows)} sizes in {wall:.1f} s")
-        for size, measured in points:
+        for size, measured in [p for p in points if p[0] in by_size]:
             sim = by_size[size].time_us
             print(f"calibration {_size(size)}: measured {measured:.2f} us, simulated {sim:.2f} us "
                   f"({sim / measured - 1:+.2%})")
+        for size, measured in points:
+            if size not in by_size:
+                print(f"calibration {_size(size)}: measured {measured:.2f} us, beyond this run's largest size")
         if points:
             a, b = alpha_beta(points)
             print(f"alpha-beta: a = {a:.2f} us, B = {b / 1e3:.1f} GB/s")
@@ -77,13 +81,17 @@ def sweep(size: int = SWEEP_SIZE) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    size = SWEEP_SIZE
-    if "--size" in args:
-        i = args.index("--size")
-        size = int(args[i + 1])
-        del args[i:i + 2]
+    size, largest = SWEEP_SIZE, 16 * GiB
+    for flag in ("--size", "--largest"):
+        if flag in args:
+            i = args.index(flag)
+            if flag == "--size":
+                size = int(args[i + 1])
+            else:
+                largest = int(args[i + 1])
+            del args[i:i + 2]
     parts = args or ["curves", "sweep"]
     if "curves" in parts:
-        curves()
+        curves(largest)
     if "sweep" in parts:
         sweep(size)
