@@ -434,7 +434,8 @@ def _perf_parser(sub: Any) -> None:
     pf.add_argument("-f", "--stepfactor", help="multiplication factor between sizes, >= 2 (default 2)")
     pf.add_argument("-g", "--ngpus", help="GPUs taking part: the first N of the platform (default: all of them, "
                                           "or the LOG's ranks with --compare)")
-    pf.add_argument("--algo", default="auto", help="auto, ring, tree, nvls or p2p (alltoall) (default auto: the tuner chooses)")
+    pf.add_argument("--algo", default="auto", help="auto, ring, tree, nvls, hierarchical (all_reduce across "
+                    "nodes) or p2p (alltoall) (default auto: the tuner chooses)")
     pf.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default auto)")
     pf.add_argument("--channels", default="0", help="channels (workgroups per GPU); 0 lets the tuner choose")
     pf.add_argument("--fabric", default="auto",

@@ -11,6 +11,8 @@ collectives:
   protocols: [LL, LL128, Simple]   # the protocols enabled
   arch: hopper         # ampere | hopper | blackwell | cdna3: the tuner's per-generation bandwidth caps
   host_call: 29us      # host-side cost of one call as nccl-tests issues them (no CUDA graph); 0 by default
+  proxy_step: 1us      # across nodes: the proxy's cost per network step at the sender and at the receiver
+  proxy_launch: 0us    # across nodes: the proxy's start per collective, before the first network step
 ```
 """
 
@@ -32,6 +34,8 @@ COLLECTIVES_KEYS = {
     "arch": "ampere | hopper | blackwell | cdna3: the GPU generation for the tuner's bandwidth caps",
     "host_call": "a time (e.g. 29us): the host's cost per collective call as nccl-tests issues them back to back "
                  "(library enqueue and kernel launch, no CUDA graph), at least gpus.launch; 0 by default",
+    "proxy_step": "a time (e.g. 1us): the proxy's cost per network step at each end (multi-node fabrics)",
+    "proxy_launch": "a time (e.g. 0us): the proxy's start per collective, before its first network step",
 }
 LIBRARIES = ("nccl", "rccl")  #: the libraries modelled
 LINK_TYPES = ("nvlink", "pcie", "network", "xgmi")  #: the link types of the tuning tables
@@ -62,12 +66,12 @@ def parse_collectives(raw: object, where: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}.protocols: expected a non-empty list of distinct protocols from "
                                   f"{', '.join(_PROTOCOLS)}, got {shown(value)}")
             value = list(value)
-        if key == "host_call":
+        if key in ("host_call", "proxy_step", "proxy_launch"):
             try:
-                seconds = units.parse(value, "time")
+                ok = units.parse(value, "time") >= 0
             except units.UnitError as e:
-                raise ConfigError(f"{where}.host_call: {e}") from None
-            if not seconds >= 0:
-                raise ConfigError(f"{where}.host_call: expected a time >= 0, got {shown(value)}")
+                raise ConfigError(f"{where}.{key}: {e}") from None
+            if not ok:
+                raise ConfigError(f"{where}.{key}: expected a time >= 0, got {shown(value)}")
         out[key] = value
     return out

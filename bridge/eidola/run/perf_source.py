@@ -15,7 +15,7 @@ __all__ = ["OPS", "ALGOS", "PROTOS", "Plan", "build_collective", "SOURCE"]
 
 #: What ``--algo`` and ``--proto`` may say (the libraries' names, and p2p: alltoall's, as the algo column
 #: prints it); the source refuses what an op or a platform does not run (nvls until it is modelled).
-ALGOS = ("auto", "ring", "tree", "nvls", "p2p")
+ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical", "p2p")
 PROTOS = ("auto", "LL", "LL128", "Simple")
 #: The module the collectives come from, for the printed header: a table says which ones made it.
 SOURCE = build_collective.__module__

@@ -10,7 +10,9 @@ stay as they are.
 Files: `protocols` (wire formats, FIFO geometry), `fifo` (a connection and one primitive), `ring`
 (ring all-reduce, all-gather, reduce-scatter, broadcast), `tree` (chain all-reduce), `nvls` (NVLink
 SHARP all-reduce, all-gather, reduce-scatter through the switch), `p2p`
-(all-to-all), `tuner` (NCCL's tuning model), `system` (what a platform gives them).
+(all-to-all), `hier` (the hierarchical all-reduce across nodes), `tuner` (NCCL's tuning model), `system`
+(what a platform gives them: GPUs, nodes, NICs). Across nodes, ring and tree run NCCL's multi-node
+forms (rail-local rings, the double binary tree) and network steps pay the proxy (`fifo.proxy_ns`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigError, ProfileError
 from ..builder import ProfileBuilder
-from . import harness, nvls, p2p, ring, tree, tuner
+from . import harness, hier, nvls, p2p, ring, tree, tuner
 from .protocols import protocol
 from .system import System
 
@@ -38,7 +40,7 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
 class Plan:
     """How the collective runs: algorithm, protocol and channels (workgroups per GPU)."""
 
-    algo: str  #: "ring", "tree" or "nvls" ("p2p" for alltoall)
+    algo: str  #: "ring", "tree", "nvls" or "hierarchical" ("p2p" for alltoall)
     proto: str  #: "LL", "LL128" or "Simple"
     channels: int  #: channels = workgroups of every GPU that run it
 
@@ -100,14 +102,23 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
             p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix)
         else:
             rings = sys.rings(k, plan.channels)
+            g, nodes = sys.node_size(k), sys.nodes(k)
             if plan.algo == "nvls":
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op == "broadcast":
                 ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, prefix)
+            elif plan.algo == "hierarchical":
+                hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
+            elif plan.algo == "tree" and nodes > 1:
+                half = max(plan.channels // 2, 1)  # NCCL's tree channels come in pairs sharing a chain
+                chains = [sys.node_path(c % half, g) for c in range(plan.channels)]
+                tree.dtree_allreduce(b, nbytes, chains, nodes, p, sys.mem_bw, prefix, sys.proxy_ns,
+                                     sys.proxy_launch_ns)
             elif plan.algo == "tree":
                 tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, prefix)
             else:
-                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, prefix)
+                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, prefix, per_node=g if nodes > 1 else 0,
+                          proxy=sys.proxy_ns, launch=sys.proxy_launch_ns)
     except ProfileError as e:  # a bug of ours, not the user's: say which collective made it
         raise ProfileError(f"{op} of {nbytes} B ({plan}): {e}") from None
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..builder import ProfileBuilder
     from ..bulk import ProgramSet
 
-__all__ = ["Ints", "Conn", "Side", "split", "primitive", "WAIT", "HEAD_BYTES"]
+__all__ = ["Ints", "Conn", "Side", "split", "primitive", "proxy_ns", "proxy_start", "WAIT", "HEAD_BYTES"]
 
 Ints = NDArray[np.int64]
 #: How every FIFO wait waits: SyncMon wakes the workgroup when the flag lands (NCCL's threads spin on it).
@@ -136,19 +136,50 @@ class Side:
         self.n += 1
 
 
+def proxy_ns(proxy: float, gpu: Ints, recv_from: Ints | None, send_to: Ints | None, per_node: int
+             ) -> NDArray[np.float64] | None:
+    """Per program: `proxy` ns for each of its receive and send peers in another node (GPU // per_node differs),
+    the proxy thread's part of a network step at that end; None when no program of the set crosses a node."""
+    out = np.zeros(len(gpu), dtype=np.float64)
+    node = gpu // per_node
+    for peer in (recv_from, send_to):
+        if peer is not None:
+            out += proxy * (peer // per_node != node)
+    return out if proxy > 0 and bool(out.any()) else None
+
+
+def proxy_start(b: ProfileBuilder, gpu: Ints, channel: Ints, peers: list[Ints], per_node: int, launch: float) -> None:
+    """Before anything else, the programs (`gpu`, `channel`) with a peer in another node wait `launch` ns: the
+    host hands the collective to the proxy thread, which must post its network operations before the
+    first network step can move (`System.proxy_launch_ns`)."""
+    if launch <= 0 or not per_node:
+        return
+    node = gpu // per_node
+    cross = np.zeros(len(gpu), dtype=bool)
+    for peer in peers:
+        cross |= (peer >= 0) & (peer // per_node != node)
+    if cross.any():
+        b.programs_at(gpu[cross], channel[cross]).compute(ns=float(launch))
+
+
 def primitive(ps: ProgramSet, recv: Side | None, send: Side | None, data: Ints,
-              local_ns: NDArray[np.float64] | float) -> None:
+              local_ns: NDArray[np.float64] | float, pre_ns: NDArray[np.float64] | None = None) -> None:
     """One NCCL primitive on one unit (send, recvReduceSend, recvCopySend, recv, ...), per program of `ps`.
 
     Order as in ``prims_*.h``: wait for the unit to arrive, wait for the send slot's credit, then the
     reduce/copy loop, whose stores stream into the peer as they are computed: the put or write is
     issued first and `local_ns` (the local memory traffic, see `ring.local_ns`) runs beside it; then
-    Simple's release of the slice, and the receive slot's credit back to the sender.
+    Simple's release of the slice, and the receive slot's credit back to the sender. `pre_ns` (per
+    program, across nodes): the proxies' time between the unit's arrival and its use, and between the
+    credit and the send (`proxy_ns`), spent before the stores are issued.
     """
     if recv is not None:
         recv.recv_wait()
     if send is not None:
         send.credit_wait()
+    if pre_ns is not None:
+        ps.compute(ns=pre_ns.tolist())
+    if send is not None:
         send.send_data(data)
     ns = np.asarray(local_ns, dtype=float)
     if ns.size and float(ns.max()) > 0:

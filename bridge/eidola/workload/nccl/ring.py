@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from .fifo import Conn, Ints, primitive, split
+from .fifo import Conn, Ints, primitive, proxy_ns, proxy_start, split
 from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protocol
 
 if TYPE_CHECKING:
@@ -101,29 +101,43 @@ def local_ns(local: int, data: Ints, ns_per_byte: float) -> NDArray[np.float64]:
 
 
 def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Protocol, mem_bw: float,
-         prefix: str) -> None:
+         prefix: str, group: int = 0, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
     """Append ring `op` (all_reduce, all_gather, reduce_scatter) of S bytes on the GPUs of `rings` (one ring
-    order per channel) to workgroup c of every GPU, c the channel."""
-    C, k = len(rings), len(rings[0])
+    order per channel) to workgroup c of every GPU, c the channel.
+
+    group: 0, or cut each channel's order into consecutive pieces of `group` GPUs, each its own ring
+    (the hierarchical all-reduce's per-node and per-rail rings). per_node, proxy: GPUs per node and the
+    proxy's ns per network step at each end: a step between nodes waits `proxy` at the sender and the
+    receiver (`fifo.proxy_ns`); launch: the proxy's start, ns, before a program with a network peer begins
+    (`fifo.proxy_start`).
+    """
+    C, n = len(rings), len(rings[0])
+    k = group or n
     geo = geometry(op, proto, S, C, k)
     order = np.array(rings, dtype=np.int64)  # [channel, position] -> GPU
     pos = np.argsort(order, axis=1)  # [channel, GPU] -> position
-    G, Ch = np.repeat(np.arange(k), C), np.tile(np.arange(C), k)
+    G, Ch = np.repeat(np.arange(n), C), np.tile(np.arange(C), n)
     ps = b.programs_at(G, Ch)
     P = pos[Ch, G]
+    base, Q = P - P % k, P % k  # the piece's first position, the position inside it
     conn = Conn(b, f"{prefix}ring", proto, geo.unit_steps, C)
-    send = conn.side(ps, Ch, order[Ch, (P + 1) % k])
-    recv = conn.side(ps, Ch, order[Ch, (P - 1) % k])
+    nxt, prv = order[Ch, base + (Q + 1) % k], order[Ch, base + (Q - 1) % k]
+    send = conn.side(ps, Ch, nxt)
+    recv = conn.side(ps, Ch, prv)
+    proxy_start(b, G, Ch, [nxt, prv], per_node, launch)
     ns_per_byte = C / mem_bw * 1e9
     part = split(S, C, Ch)
     prims = SCHEDULES[op](k)
+    pre = [proxy_ns(proxy, G, prv if r else None, nxt if s_ else None, per_node) if per_node else None
+           for r, s_ in ((False, True), (True, True), (True, False))]
     for loop in range(geo.loops):
         loop_bytes = split(part, geo.loops, loop)
         for i, (r, s, local, block_of) in enumerate(prims):
-            block = split(loop_bytes, k, block_of(P, i, k))
+            block = split(loop_bytes, k, block_of(Q, i, k))
             for u in range(geo.units):
                 data = split(block, geo.units, u)
-                primitive(ps, recv if r else None, send if s else None, data, local_ns(local, data, ns_per_byte))
+                primitive(ps, recv if r else None, send if s else None, data, local_ns(local, data, ns_per_byte),
+                          pre[0 if not r else 1 if s else 2])
 
 
 def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,

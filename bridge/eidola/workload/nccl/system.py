@@ -16,6 +16,12 @@ channels, link type, protocols and GPU generation, filling in what the section l
 
 Ring orders (`rings`): on a fully connected fabric each channel's ring takes other links, as RCCL's
 hand-made rings do; elsewhere every channel follows GPU order (a switch gives every pair the same path).
+
+Nodes: a fabric of topology ``rail`` or ``hierarchical`` groups its GPUs in nodes of
+``fabric.rail.gpus_per_node`` (``hierarchical.gpus_per_node``) GPUs; every other fabric is one node.
+GPUs n x G .. n x G + G - 1 are node n. Across nodes `rings` and `chains` give every channel a path
+through each node that enters and leaves it on NICs of the same rail (`node_path`), and the network
+steps pay ``collectives.proxy_step`` at each end (docs/collectives.md, "Across nodes").
 """
 
 from __future__ import annotations
@@ -31,7 +37,17 @@ from ...platform import units
 if TYPE_CHECKING:
     from ...platform.model import Platform
 
-__all__ = ["System", "hamiltonian_cycles", "stride_cycles"]
+__all__ = ["System", "hamiltonian_cycles", "stride_cycles", "zigzag_path", "PROXY_STEP_NS", "NET_OVERHEAD_US"]
+
+#: Default proxy cost per network step at each end, ns: the time from a GPU's step-counter store to the
+#: proxy thread posting the RDMA write (sender), or from the completion to the tail store the GPU polls
+#: (receiver). 1 us at each end, 2 us a step: NCCL's own tuner charges a network step 1 us (Intel) or
+#: 2 us (AMD hosts) of "net overhead" (``getNetOverhead`` in ``src/graph/tuning.cc``); a platform sets
+#: its own with collectives.proxy_step.
+PROXY_STEP_NS = 1000.0
+#: NCCL's per-step network overhead in its tuning model, us (``getNetOverhead``: 1 on Intel hosts, 2 on
+#: AMD; the default here 1); x3 for Simple.
+NET_OVERHEAD_US = 1.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,12 @@ class System:
     launch_ns: float  #: gpus.launch if the platform has it (reported; the GPU model applies it)
     nvls: bool = False  #: its switch reduces and multicasts (fabric.switch.nvls): NVLS collectives can run
     host_call_ns: float = 0.0  #: collectives.host_call: the host's cost per call issued back to back (harness)
+    gpus_per_node: int = 0  #: GPUs in one node (0: all of them, one node)
+    nic_bw: float = math.inf  #: network bandwidth of one node, B/s: its NICs together (inf: one node)
+    nics_per_node: int = 0  #: NICs per node (0: one node, no network)
+    proxy_ns: float = PROXY_STEP_NS  #: proxy cost per network step at each end, ns (collectives.proxy_step)
+    proxy_launch_ns: float = 0.0  #: the proxy's start per collective, ns (collectives.proxy_launch)
+    intra_fully_connected: bool = False  #: inside a node every GPU pair has its own link
 
     @staticmethod
     def of(platform: Platform) -> System:
@@ -70,15 +92,23 @@ class System:
         topology = str(fab.get("topology", ""))
         fully = model in ("PacketFabric", "FlowFabric") and topology == "fully_connected"
         n = len(gpus)
+        multi = model in ("PacketFabric", "FlowFabric") and topology in ("rail", "hierarchical")
+        per_node = int(fab.get(f"{topology}.gpus_per_node", n)) if multi else n
+        intra_fc = fully or (multi and fab.get(f"{topology}.intra", "fully_connected") == "fully_connected")
+        nics, nic_bw = 0, math.inf
+        if multi and per_node < n:
+            nics = (int(fab.get("nic.count", 0)) or per_node) if topology == "rail" else per_node  # 0: one a GPU
+            nic_bw = float(fab.get("nic.bandwidth", 50e9)) * nics
         if model in ("PacketFabric", "FlowFabric"):
             per_link = float(fab["link.bandwidth"]) * int(fab.get("link.count", 1))
-            gpu_bw = per_link * (n - 1 if fully else 1)
+            gpu_bw = per_link * (per_node - 1 if intra_fc else 1)
+            if per_node == 1 and nics:  # one GPU a node: its only way out is its NIC
+                gpu_bw = nic_bw
         else:
             gpu_bw = math.inf  # ideal: no bandwidth limit; a plugin: unknown to us
         sec = platform.collectives
         library = sec.get("library", "nccl")
-        link_type = sec.get("link_type") or ("xgmi" if library == "rccl" and fully else
-                                            "network" if topology == "hierarchical" else "nvlink")
+        link_type = sec.get("link_type") or ("xgmi" if library == "rccl" and intra_fc else "nvlink")
         default_protocols = ("LL", "LL128", "Simple") if library == "nccl" and link_type == "nvlink" else ("LL", "Simple")
         workgroups = int(g["workgroups"])
         channels = min(int(sec.get("channels", 16 if library == "nccl" else 28)), workgroups)
@@ -89,15 +119,66 @@ class System:
                       protocols=tuple(sec.get("protocols", default_protocols)),
                       arch=sec.get("arch", "hopper" if library == "nccl" else "cdna3"), fully_connected=fully,
                       launch_ns=float(g.get("launch", 0.0)) * 1e9, nvls=nvls,
-                      host_call_ns=units.parse(sec["host_call"], "time") * 1e9 if "host_call" in sec else 0.0)
+                      host_call_ns=units.parse(sec["host_call"], "time") * 1e9 if "host_call" in sec else 0.0,
+                      gpus_per_node=per_node, nic_bw=nic_bw, nics_per_node=nics,
+                      proxy_ns=units.parse(sec["proxy_step"], "time") * 1e9 if "proxy_step" in sec else PROXY_STEP_NS,
+                      proxy_launch_ns=units.parse(sec.get("proxy_launch", "0s"), "time") * 1e9,
+                      intra_fully_connected=intra_fc)
+
+    def node_size(self, k: int) -> int:
+        """GPUs per node among the first k GPUs (k itself when they fit in one node)."""
+        return min(self.gpus_per_node or k, k)
+
+    def nodes(self, k: int) -> int:
+        """Nodes the first k GPUs span; ConfigError if k does not fill whole nodes."""
+        g = self.node_size(k)
+        if k % g:
+            raise ConfigError(f"gpus: {k} GPUs do not fill whole nodes of {g} GPUs; give a multiple of {g}")
+        return k // g
+
+    def node_path(self, c: int, g: int) -> list[int]:
+        """Channel c's path through a node of g GPUs (local ranks), entering at c mod g and leaving at its far
+        end; nodes of odd index take it backwards (`rings`). Fully connected: the zigzag path, whose g paths
+        use every directed link of the node once; otherwise GPU order from the entry."""
+        i = c % g
+        if self.intra_fully_connected and g % 2 == 0:
+            return zigzag_path(g, i)
+        return [(i + j) % g for j in range(g)]
+
+    def multi_rings(self, k: int, channels: int) -> list[list[int]]:
+        """Channel rings through all nodes of the first k GPUs: node n runs the channel's `node_path` forwards
+        (n even) or backwards (n odd), so every crossing joins the exit GPU of one node to the same local
+        rank (the same rail) in the next, as NCCL's rail-local rings do; with an odd node count the
+        last node's crossing back to node 0 changes rail once."""
+        g = self.node_size(k)
+        n = self.nodes(k)
+        out = []
+        for c in range(channels):
+            path = self.node_path(c, g)
+            ring: list[int] = []
+            for node in range(n):
+                ring += [node * g + x for x in (path if node % 2 == 0 else path[::-1])]
+            out.append(ring)
+        return out
 
     def rings(self, k: int, channels: int) -> list[list[int]]:
         """The ring order (GPUs 0..k-1) of each channel: spread over the links of a fully connected fabric
-        (channel c takes cycle c mod (k-1) of a decomposition of its directed links), GPU order otherwise."""
-        if not self.fully_connected or k < 3:
+        (channel c takes cycle c mod (k-1) of a decomposition of its directed links), GPU order otherwise;
+        across nodes `multi_rings`."""
+        if self.nodes(k) > 1:
+            return self.multi_rings(k, channels)
+        if not self.intra_fully_connected or k < 3:
             return [list(range(k))] * channels
         cycles = hamiltonian_cycles(k) or stride_cycles(k)
         return [cycles[c % len(cycles)] for c in range(channels)]
+
+
+def zigzag_path(g: int, start: int) -> list[int]:
+    """The zigzag Hamiltonian path of g (even) GPUs from `start`: start, +1, -1, +2, -2, ..., +g/2. The g paths
+    (one per start) use every directed link of a fully connected node exactly once (path start + g/2 is path
+    start backwards), so g channels load every link alike and enter and leave at g different GPUs."""
+    steps = [0] + [s for j in range(1, g // 2) for s in (j, -j)] + [g // 2]
+    return [(start + s) % g for s in steps]
 
 
 def stride_cycles(k: int) -> list[list[int]]:

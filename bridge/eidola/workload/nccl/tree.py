@@ -14,15 +14,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
-from .fifo import Conn, primitive, split
+from .fifo import Conn, Ints, Side, primitive, proxy_start, split
 from .protocols import Protocol
 from .ring import geometry, local_ns
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
+    from ..bulk import ProgramSet
 
-__all__ = ["tree_allreduce"]
+__all__ = ["tree_allreduce", "btree", "dtree", "dtree_links", "dtree_allreduce", "multi_primitive"]
 
 
 def tree_allreduce(b: ProfileBuilder, S: int, rings: list[list[int]], proto: Protocol, mem_bw: float,
@@ -55,3 +57,138 @@ def tree_allreduce(b: ProfileBuilder, S: int, rings: list[list[int]], proto: Pro
                 for u in range(geo.units):
                     data = split(block, geo.units, u)
                     primitive(ps, recv, send, data, local_ns(local, data, ns_per_byte))
+
+
+def btree(nranks: int, rank: int) -> tuple[int, int, int]:
+    """NCCL's binary tree over `nranks` nodes (``ncclGetBtree``, ``src/graph/trees.cc``): (parent, child0,
+    child1) of node `rank`, -1 where there is none; node 0 is the root, whose one child is the top bit."""
+    bit = 1
+    while bit < nranks and not bit & rank:
+        bit <<= 1
+    if rank == 0:
+        return -1, -1, (bit >> 1) if nranks > 1 else -1
+    up = (rank ^ bit) | (bit << 1)
+    if up >= nranks:
+        up = rank ^ bit
+    low = bit >> 1
+    d0 = -1 if low == 0 else rank - low
+    d1 = -1 if low == 0 else rank + low
+    while d1 >= nranks:
+        d1 = -1 if low == 0 else rank + low
+        low >>= 1
+    return up, d0, d1
+
+
+def dtree(nranks: int, rank: int, which: int) -> tuple[int, int, int]:
+    """Tree 0 or 1 of NCCL's double binary tree (``ncclGetDtree``): tree 1 is tree 0 mirrored (even node
+    counts) or shifted by one node (odd), so a node that is a leaf in one tree is inner in the other."""
+    if which == 0:
+        return btree(nranks, rank)
+    if nranks % 2:
+        u, d0, d1 = btree(nranks, (rank - 1 + nranks) % nranks)
+        return tuple(-1 if x == -1 else (x + 1) % nranks for x in (u, d0, d1))  # type: ignore[return-value]
+    u, d0, d1 = btree(nranks, nranks - 1 - rank)
+    return tuple(-1 if x == -1 else nranks - 1 - x for x in (u, d0, d1))  # type: ignore[return-value]
+
+
+def dtree_links(chains: list[list[int]], nodes: int) -> tuple[list[dict[int, int]], list[dict[int, list[int]]]]:
+    """Per channel: every GPU's parent (-1 at the root) and its children, in NCCL's order: the intra-node chain
+    child first, then the child nodes' heads. Channel c's chain (local ranks, head first) is the same in
+    every node; the heads join the double binary tree over the nodes, channels of the first half on tree 0
+    and of the second half on tree 1 (``connectTrees``, ``src/graph/connect.cc``)."""
+    C = len(chains)
+    g = len(chains[0])
+    parents: list[dict[int, int]] = []
+    children: list[dict[int, list[int]]] = []
+    for c, chain in enumerate(chains):
+        which = 1 if C > 1 and c >= C // 2 else 0
+        par: dict[int, int] = {}
+        kids: dict[int, list[int]] = {}
+        for node in range(nodes):
+            up, d0, d1 = dtree(nodes, node, which)
+            for q, local in enumerate(chain):
+                gpu = node * g + local
+                par[gpu] = node * g + chain[q - 1] if q else (up * g + chain[0] if up >= 0 else -1)
+                kids[gpu] = [node * g + chain[q + 1]] if q + 1 < g else []
+                if q == 0:
+                    kids[gpu] += [d * g + chain[0] for d in (d0, d1) if d >= 0]
+        parents.append(par)
+        children.append(kids)
+    return parents, children
+
+
+def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: int, proto: Protocol, mem_bw: float,
+                    prefix: str, proxy: float, launch: float = 0.0) -> None:
+    """Append NCCL's multi-node tree all-reduce of S bytes per rank: in every node channel c runs the chain
+    chains[c] (local ranks, head first); the heads form a double binary tree over the nodes (`dtree_links`).
+    Up: every GPU receives each child's unit, reduces it with its own and sends the sum to its parent; the
+    root keeps it. Down: the root sends the result, every GPU receives it from its parent and sends it on to
+    each child. Units are one FIFO step (NCCL's tree chunk: ``chunkSteps`` is 1 but for ring Simple); a child
+    sends into slot `tree_up<j>` of its parent, j its place among the parent's children. A step between
+    nodes waits `proxy` ns at each end. Local memory per byte: a reduce reads each child's slot and its own
+    input (the root also writes the output), a copy reads the slot and writes the output."""
+    C, g = len(chains), len(chains[0])
+    parents, children = dtree_links(chains, nodes)
+    geo = geometry("broadcast", proto, S, C, 1)
+    up = [Conn(b, f"{prefix}tree_up{j}", proto, geo.unit_steps, C) for j in range(3)]
+    down = [Conn(b, f"{prefix}tree_down{j}", proto, geo.unit_steps, C) for j in range(3)]
+    ns_per_byte = C / mem_bw * 1e9
+    groups: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (children, slot at the parent) -> (GPU, channel)
+    for c in range(C):
+        for gpu in range(nodes * g):
+            p = parents[c][gpu]
+            slot = children[c][p].index(gpu) if p >= 0 else -1
+            groups.setdefault((len(children[c][gpu]), slot), []).append((gpu, c))
+    for (nk, slot), members in sorted(groups.items()):
+        G = np.array([m[0] for m in members], dtype=np.int64)
+        Ch = np.array([m[1] for m in members], dtype=np.int64)
+        par = np.array([parents[c][gpu] for gpu, c in members], dtype=np.int64)
+        kids = [np.array([children[c][gpu][j] for gpu, c in members], dtype=np.int64) for j in range(nk)]
+        proxy_start(b, G, Ch, [par, *kids], g, launch)
+        ps = b.programs_at(G, Ch)
+        node = G // g
+        net_kids = sum(((kk // g) != node).astype(np.float64) for kk in kids) if kids else np.zeros(len(G))
+        net_par = ((par // g) != node).astype(np.float64) * (par >= 0)
+        pre = np.asarray(proxy * (net_kids + net_par), dtype=np.float64)
+        pre_or_none = pre if proxy > 0 and bool(pre.any()) else None
+        part = split(S, C, Ch)
+        root = slot < 0
+        # up: receive from each child, send to the parent
+        recvs = [up[j].side(ps, Ch, kids[j]) for j in range(nk)]
+        send = None if root else up[slot].side(ps, Ch, par)
+        up_local = nk + 1 + (1 if root else 0)
+        # down: receive from the parent, send to each child
+        drecv = None if root else down[slot].side(ps, Ch, par)
+        dsends = [down[j].side(ps, Ch, kids[j]) for j in range(nk)]
+        down_local = 1 if root else 2
+        for phase in ("up", "down"):
+            rs = recvs if phase == "up" else ([drecv] if drecv is not None else [])
+            ss = ([send] if send is not None else []) if phase == "up" else dsends
+            local = up_local if phase == "up" else down_local
+            for loop in range(geo.loops):
+                block = split(part, geo.loops, loop)
+                for u in range(geo.units):
+                    data = split(block, geo.units, u)
+                    multi_primitive(ps, rs, ss, data, local_ns(local, data, ns_per_byte), pre_or_none)
+
+
+def multi_primitive(ps: ProgramSet, recvs: list[Side], sends: list[Side], data: Ints,
+                    local: NDArray[np.float64], pre_ns: NDArray[np.float64] | None) -> None:
+    """`fifo.primitive` with several receive peers (a reduce of every child's unit) or several send peers (the
+    result to every child), as NCCL's ``FanAsymmetric<NCCL_MAX_TREE_ARITY, ...>`` primitives: wait for every
+    input and every credit, the proxies' time, the stores to every peer, the local memory time, the
+    releases, then the credits back to every sender."""
+    for r in recvs:
+        r.recv_wait()
+    for s in sends:
+        s.credit_wait()
+    if pre_ns is not None:
+        ps.compute(ns=pre_ns.tolist())
+    for s in sends:
+        s.send_data(data)
+    if local.size and float(local.max()) > 0:
+        ps.compute(ns=local.tolist())
+    for s in sends:
+        s.send_release()
+    for r in recvs:
+        r.recv_done()

@@ -36,13 +36,16 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
-from .system import System
+from .system import NET_OVERHEAD_US, System
 
 __all__ = ["LL_SHARE", "RCCL_BW_RATIO", "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
            "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
-           "predict", "choose", "reduce_channels", "ALGOS"]
+           "predict", "choose", "reduce_channels", "ALGOS", "RING_PLATEAU"]
 
-ALGOS = ("ring", "tree", "nvls")  #: the algorithms a user may name
+ALGOS = ("ring", "tree", "nvls", "hierarchical")  #: the algorithms a user may name
+#: Simple ring all-reduce across nodes: NCCL multiplies its latency by this once every rank's share of a
+#: channel is 64 B or more ("plateau effect of ring", ``ncclTopoGetAlgoTime``; 1.9 before Ampere).
+RING_PLATEAU = 1.4
 #: NVLS bandwidth efficiency per GPU generation (``nvlsEfficiency``); generations without NVLS absent.
 NVLS_EFFICIENCY = {"hopper": 0.85, "blackwell": 0.74}
 #: NVLS latency, us, per link type (Simple; base latency 0): NVLink 25 (network 18 is for several nodes).
@@ -94,6 +97,7 @@ class Choice:
     proto: str
     latency_us: float
     algbw_GBps: float
+    plateau_from: int = 0  #: bytes from which the latency is x RING_PLATEAU (0: never; ring Simple across nodes)
 
     def time_us(self, nbytes: int) -> float:
         """The model's time for `nbytes` (a tree's bandwidth corrected for medium sizes as NCCL does)."""
@@ -101,7 +105,8 @@ class Choice:
         log_size = max(nbytes >> 6, 1).bit_length() - 1
         if self.algo == "tree" and log_size < len(TREE_CORRECTION[0]):
             bw *= TREE_CORRECTION[_P.index(self.proto)][log_size]
-        return self.latency_us + nbytes / (bw * 1e3)
+        lat = self.latency_us * (RING_PLATEAU if self.plateau_from and nbytes >= self.plateau_from else 1.0)
+        return lat + nbytes / (bw * 1e3)
 
 
 def _steps(op: str, k: int) -> int:
@@ -119,6 +124,9 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
         nvls_bus = heads * channel
         return Choice("nvls", "Simple", NVLS_HOP_LAT[sys.link_type],
                       nvls_bus * k / _steps(op, k) if op == "all_reduce" else nvls_bus)
+    nodes = sys.nodes(k)
+    if nodes > 1 or algo == "hierarchical":
+        return _predict_nodes(sys, op, k, nodes, algo, proto, channels)
     hop = HOP_LAT[sys.link_type][algo][p]
     bus = channels * sys.gpu_bw / sys.channels / 1e9  # GB/s
     if sys.library == "rccl" and RCCL_BW_RATIO[algo][p] > 0:
@@ -139,6 +147,40 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
               "LL128": min(tree * 7 / 9, channels * LL128_CHANNEL_BW[sys.arch] * 7 / 9), "Simple": tree}[proto]
         ratio = 0.5
     return Choice(algo, proto, latency, bw * ratio)
+
+
+def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: str, channels: int) -> Choice:
+    """`predict` across nodes, as ``tuning.cc`` does for nNodes > 1: the bandwidth per channel is the node's
+    (intra) up to 2 nodes and its network's (inter: the node's NICs over the library's channels) above;
+    a ring pays 2(nNodes-1) network steps (all_reduce; nNodes-1 otherwise) at the network per-hop latency
+    and its other steps at max(intra per-hop, the net overhead, x3 for Simple); a tree pays
+    2 x ((ppn-1) intra + log2(nNodes) network) hops. Its bandwidth: 0.92 of the bus, LL 1/3.8 of that,
+    LL128 120/128. The hierarchical all-reduce (not in NCCL's model; only run when named): an intra-node
+    reduce-scatter and all-gather (ppn-1 intra steps each) around a ring all-reduce per rail (2(nNodes-1)
+    network steps), at the ring's bandwidth."""
+    p = _P.index(proto)
+    ppn = k // nodes
+    intra_lat = HOP_LAT[sys.link_type]["ring" if algo == "hierarchical" else algo][p]
+    inter_lat = HOP_LAT["network"]["tree" if ppn == 1 else ("ring" if algo == "hierarchical" else algo)][p]
+    per_channel = (sys.gpu_bw if nodes <= 2 else sys.nic_bw) / sys.channels / 1e9  # GB/s
+    bus = channels * per_channel
+    base = BASE_LAT[sys.library]["tree" if algo == "tree" else "ring"][p]
+    if algo == "tree":
+        latency = base + 2 * ((ppn - 1) * intra_lat + (nodes.bit_length() - 1) * inter_lat)
+        tree = bus * 0.92
+        bw = {"LL": min(LL_MAX_BW[sys.arch], tree / 3.8), "LL128": tree * 120 / 128, "Simple": tree}[proto]
+        return Choice(algo, proto, latency, bw * 0.5)
+    steps = _steps(op, k)
+    inter = (2 if op == "all_reduce" else 1) * (nodes - 1)
+    overhead = NET_OVERHEAD_US * (3 if proto == "Simple" else 1)
+    if algo == "hierarchical":
+        latency = base + 2 * (ppn - 1) * intra_lat + inter * inter_lat
+    else:
+        latency = base + (steps - inter) * max(intra_lat, overhead) + inter * inter_lat
+    bw = {"LL": min(LL_MAX_BW[sys.arch], bus / (4 if op == "all_reduce" else 3)),
+          "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
+    plateau = 64 * channels * k if proto == "Simple" and op == "all_reduce" and algo == "ring" else 0
+    return Choice(algo, proto, latency, bw * k / steps, plateau)
 
 
 def nvls_eligible(sys: System, op: str) -> str:
@@ -192,6 +234,9 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
     algos = ("ring", "tree") if op == "all_reduce" else ("ring",)
     if algo == "tree" and op != "all_reduce":
         raise ConfigError(f"algo: tree runs all_reduce only; {op} runs ring")
+    if algo == "hierarchical" and (op != "all_reduce" or sys.nodes(k) < 2):
+        raise ConfigError(f"algo: hierarchical runs all_reduce across nodes; {op} on {k} GPUs in "
+                          f"{sys.nodes(k)} node(s) does not")
     if algo == "auto" and not nvls_eligible(sys, op):
         algos = (*algos, "nvls")
     cands = [predict(sys, op, k, a, p, sys.channels) for a in (algos if algo == "auto" else (algo,))
