@@ -45,6 +45,7 @@ __all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics",
            "written_bytes", "run_sizes"]
 
 SIGNAL_BYTES = 8  #: bytes a signal writes: one flag word (an 8-byte atomic)
+STATS_BIN = "1ms"  #: fabric.stats.bin of perf's runs unless --set gives it: utilisation bins perf does not read
 AUTO_PACKET_BYTES = 64 * 2**20  #: --fabric auto: the packet fabric up to this many bytes written in all, flow above
 FABRICS = ("auto", "packet", "flow")  #: what --fabric may say
 _MODEL_NAMES = {"IdealFabric": "ideal", "PacketFabric": "packet", "FlowFabric": "flow"}
@@ -121,6 +122,12 @@ class Fabrics:
     def __post_init__(self) -> None:
         self.base = load_platform(self.path, self.overrides)
         self.native = _fabric_name(self.base)
+        if self.native in ("packet", "flow") and self.base.shorthand is not None and \
+                "fabric.stats.bin" not in self.overrides:
+            # perf reads only kernel times; a link's 1 us utilisation bins over a long run of hundreds of
+            # GPUs need gigabytes (10-20 GB for a 1 GiB all-reduce on 512), so coarse bins unless asked.
+            self.overrides = {**self.overrides, "fabric.stats.bin": STATS_BIN}
+            self.base = load_platform(self.path, self.overrides)
         fixed = "fabric.model" in self.overrides
         self.switchable = self.native in ("packet", "flow") and self.base.shorthand is not None and not fixed
         if fixed and self.choice != "auto":
