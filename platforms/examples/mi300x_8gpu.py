@@ -17,7 +17,7 @@ def build() -> Platform:
                  profile=str(HERE.parent.parent / "profiles" / "gemv-allreduce-8gpu.yaml"))
     gpus = [p.add(models.EidolonGpu(f"gpu{i}", clock="2.1GHz", workgroups=304, max_outstanding=2048,
                                     max_payload="256B", memory={"latency": "300ns", "bandwidth": "5.3TB/s"},
-                                    syncmon={"entries": 64}, launch="1us"))
+                                    syncmon={"entries": 64}, launch="2.35us"))
             for i in range(8)]
     fabric = p.add(models.PacketFabric("fabric", topology="fully_connected",
                                        link={"bandwidth": "64GB/s", "latency": "174ns", "header": "85B",
