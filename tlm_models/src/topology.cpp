@@ -58,13 +58,7 @@ Topology::Topology(const TopologySpec& spec) : m_gpus(spec.gpus), m_nodes(spec.g
         for (std::uint32_t n = 0; n < node_count; ++n) {
             for (std::uint32_t i = 0; i < per; ++i) {
                 const std::uint32_t g = n * per + i;
-                if (switched) {
-                    add_link(g, first_intra + n, spec.link);
-                    add_link(first_intra + n, g, spec.link);
-                } else {
-                    for (std::uint32_t j = 0; j < per; ++j)
-                        if (i != j) add_link(g, n * per + j, spec.link);
-                }
+                add_intra_links(n, i, per, switched ? std::int64_t(first_intra + n) : -1, spec.link);
                 add_link(g, first_leaf + n, spec.nic);
                 add_link(first_leaf + n, g, spec.nic);
             }
@@ -80,6 +74,18 @@ Topology::Topology(const TopologySpec& spec) : m_gpus(spec.gpus), m_nodes(spec.g
         build_custom(spec);
     } else {
         throw std::invalid_argument("topology: unknown kind '" + k + "'");
+    }
+}
+
+void Topology::add_intra_links(std::uint32_t n, std::uint32_t i, std::uint32_t per, std::int64_t intra_switch,
+                               const LinkParams& link) {
+    const std::uint32_t g = n * per + i;
+    if (intra_switch >= 0) {
+        add_link(g, std::uint32_t(intra_switch), link);
+        add_link(std::uint32_t(intra_switch), g, link);
+    } else {
+        for (std::uint32_t j = 0; j < per; ++j)
+            if (i != j) add_link(g, n * per + j, link);
     }
 }
 
@@ -207,13 +213,7 @@ void Topology::build_rail(const TopologySpec& spec) {
     for (std::uint32_t n = 0; n < node_count; ++n) {
         for (std::uint32_t i = 0; i < per; ++i) {
             const std::uint32_t g = n * per + i;
-            if (switched) {
-                add_link(g, m_first_intra + n, spec.link);
-                add_link(m_first_intra + n, g, spec.link);
-            } else {
-                for (std::uint32_t j = 0; j < per; ++j)
-                    if (i != j) add_link(g, n * per + j, spec.link);
-            }
+            add_intra_links(n, i, per, switched ? std::int64_t(m_first_intra + n) : -1, spec.link);
             const std::uint32_t nic = m_first_nic + n * nics + i * nics / per;
             add_link(g, nic, spec.pcie);
             add_link(nic, g, spec.pcie);

@@ -88,6 +88,10 @@ private:
     void build_ring(const TopologySpec& spec);
     void build_custom(const TopologySpec& spec);
     void build_rail(const TopologySpec& spec);
+    /// GPU i of node n's links inside the node (of `per` GPUs): to the node's switch `intra_switch` both ways,
+    /// or (no switch: `intra_switch` < 0) to every other GPU of the node; hierarchical and rail share it.
+    void add_intra_links(std::uint32_t n, std::uint32_t i, std::uint32_t per, std::int64_t intra_switch,
+                         const LinkParams& link);
     void route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched);
     void route_shortest();
     void route_dimension_order(std::uint32_t x, std::uint32_t y, bool torus, bool bidirectional);
