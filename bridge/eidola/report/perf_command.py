@@ -16,7 +16,7 @@ from typing import Any, TextIO
 from ..errors import ConfigError
 from ..run import nccl_tests
 from ..run.perf import Fabrics, PerfRow, check_choices, run_sizes
-from ..run.perf_source import SOURCE
+from ..run.perf_source import SOURCE, build_collective
 from . import perf_table
 from .nccl_log import NcclLog, read_log
 
@@ -86,6 +86,7 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
     fabrics = Fabrics(o.platform, o.overrides or {}, o.fabric)
     available = len(fabrics.base.eidolons())
     gpus = _gpus(o, log, available)
+    _check_plan(fabrics, o, gpus, channels)
     config = f"algo {o.algo}, proto {o.proto}, channels {channels or 'auto'}"
     head = [f"# eidola perf: {o.op} simulated on {fabrics.base.name} ({o.platform}), {gpus} of {available} GPUs",
             f"# nThread 1 nGpus {gpus} minBytes {lo} maxBytes {hi} "
@@ -111,6 +112,24 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
         plot_perf(o.plot, rows, f"{o.op}, {fabrics.base.name}, {gpus} GPUs", measured,
                   f"measured ({Path(o.compare).name})" if o.compare else "measured")
     return rows
+
+
+#: The collective's parameter names in its errors, and the options that give them.
+_OPTION_OF = (("algo:", "--algo"), ("proto:", "--proto"), ("channels:", "--channels"), ("gpus:", "-g"))
+
+
+def _check_plan(fabrics: Fabrics, o: PerfOptions, gpus: int, channels: int) -> None:
+    """Builds the collective once at a small size before anything is printed, so a choice the platform cannot run
+    (NVLS without an NVLS switch, a protocol it does not enable, too many channels) is refused naming the option,
+    with no table header before it. The choices do not depend on the size, so one small size tells."""
+    try:
+        build_collective(fabrics.base, o.op, 4096 * gpus, gpus, o.algo, o.proto, channels)
+    except ConfigError as e:
+        text = str(e)
+        for key, option in _OPTION_OF:
+            if text.startswith(key):
+                raise ConfigError(option + text[len(key) - 1:]) from None
+        raise
 
 
 def _factor_text(op: str, n: int) -> str:
