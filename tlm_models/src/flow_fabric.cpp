@@ -119,7 +119,7 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
                                                        "]: BEGIN_REQ with an annotated delay is not supported");
             return tlm::TLM_COMPLETED;
         }
-        if (trans.get_extension<MultimemExtension>() && !nvls_accepts(src, trans)) return tlm::TLM_COMPLETED;
+        if (trans.get_extension<MultimemExtension>() && !multimem_accepted(src, trans, m_reduce_bytes_per_s, ~std::uint32_t(0))) return tlm::TLM_COMPLETED;
         start_flow(src, std::uint32_t(dst), trans);
         phase = tlm::END_REQ;  // a flow enters at once; its rate says how fast it leaves
         return tlm::TLM_UPDATED;

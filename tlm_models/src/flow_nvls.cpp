@@ -57,29 +57,6 @@ void FlowFabric::setup_nvls(const Params& p) {
     m_nvls_counters.enabled = true;
 }
 
-// Whether the switch can serve multimem request `t` from `src`; if not, reports why and answers
-// it with an error status.
-bool FlowFabric::nvls_accepts(std::uint32_t src, tlm::tlm_generic_payload& t) {
-    const MultimemExtension& m = *t.get_extension<MultimemExtension>();
-    std::string why;
-    if (m_reduce_bytes_per_s <= 0) {
-        why = "this fabric has no NVLS (set fabric.switch.nvls on a topology: switch fabric)";
-    } else if (t.get_data_length() == 0) {
-        why = "its length is 0 B";
-    } else if (m.member_count == 0 || !m.members) {
-        why = "its multicast group has no members";
-    } else {
-        for (std::uint32_t k = 0; k < m.member_count; ++k)
-            if (m.members[k] >= ports()) why = "its multicast group names GPU " + std::to_string(m.members[k]) +
-                                               ", beyond the fabric's " + std::to_string(ports()) + " ports";
-    }
-    if (why.empty()) return true;
-    errors().report(ErrorKind::ModelError,
-                    std::string(name()) + ".targets[" + std::to_string(src) + "]: a multimem access: " + why);
-    t.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
-    return false;
-}
-
 // One packet of `payload` bytes (an acknowledgement when `ack`) over one link into the router at
 // its end, taken whole: serialisation, the link's latency and the router's (as zero_load_ps).
 std::uint64_t FlowFabric::link_ps(std::uint32_t link, std::uint64_t payload, bool ack) const {

@@ -29,30 +29,6 @@ bool PacketFabric::is_multimem(const tlm::tlm_generic_payload& t) const {
     return t.get_extension<MultimemExtension>() != nullptr;
 }
 
-// Whether the switch can serve multimem request `t` from `gpu`; if not, reports why, answers it
-// with an error status and returns false.
-bool PacketFabric::nvls_accepts(std::uint32_t gpu, tlm::tlm_generic_payload& t) {
-    const MultimemExtension& m = *t.get_extension<MultimemExtension>();
-    std::string why;
-    if (m_reduce_bytes_per_s <= 0) {
-        why = "this fabric has no NVLS (set fabric.switch.nvls on a topology: switch fabric)";
-    } else if (t.get_data_length() > kNvlsMaxBytes || t.get_data_length() == 0) {
-        why = "its length " + std::to_string(t.get_data_length()) + " B is outside 1 B .. " +
-              std::to_string(kNvlsMaxBytes) + " B";
-    } else if (m.member_count == 0 || !m.members) {
-        why = "its multicast group has no members";
-    } else {
-        for (std::uint32_t k = 0; k < m.member_count; ++k)
-            if (m.members[k] >= ports()) why = "its multicast group names GPU " + std::to_string(m.members[k]) +
-                                               ", beyond the fabric's " + std::to_string(ports()) + " ports";
-    }
-    if (why.empty()) return true;
-    errors().report(ErrorKind::ModelError,
-                    std::string(name()) + ".targets[" + std::to_string(gpu) + "]: a multimem access: " + why);
-    t.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
-    return false;
-}
-
 // A packet is whole in the NVLS unit: a request from a GPU, or a member's answer to one of the
 // unit's own copies or reads.
 void PacketFabric::nvls_arrived(std::uint32_t id) {

@@ -196,7 +196,7 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
             return tlm::TLM_COMPLETED;
         }
         if (is_multimem(t)) {  // to the switch's NVLS unit, which answers it (nvls_switch.cpp)
-            if (!nvls_accepts(gpu, t)) return tlm::TLM_COMPLETED;
+            if (!multimem_accepted(gpu, t, m_reduce_bytes_per_s, kNvlsMaxBytes)) return tlm::TLM_COMPLETED;
         } else if (!carries_train(gpu, std::uint32_t(dst), t)) {
             t.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);  // the sender goes packet by packet instead
             return tlm::TLM_COMPLETED;

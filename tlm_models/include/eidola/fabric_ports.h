@@ -18,6 +18,7 @@
 #include "eidola/delivered_requests.h"
 #include "eidola/errors.h"
 #include "eidola/fabric.h"
+#include "eidola/multimem_extension.h"
 #include "eidola/registry.h"
 
 namespace eidola {
@@ -112,6 +113,32 @@ protected:
     void report_unknown_response(std::uint32_t port) {
         errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(port) +
                                                    "]: BEGIN_RESP for a transaction it was not sent");
+    }
+
+    /// Whether the switch can serve multimem request `t` from GPU `gpu` (a switch that reduces at
+    /// `reduce_bytes_per_s`, taking up to `max_bytes` in one transaction); if not, reports why as a
+    /// model error, answers `t` with an error status and returns false. Both NVLS fabrics check alike.
+    bool multimem_accepted(std::uint32_t gpu, tlm::tlm_generic_payload& t, double reduce_bytes_per_s,
+                           std::uint64_t max_bytes) {
+        const MultimemExtension& m = *t.get_extension<MultimemExtension>();
+        std::string why;
+        if (reduce_bytes_per_s <= 0) {
+            why = "this fabric has no NVLS (set fabric.switch.nvls on a topology: switch fabric)";
+        } else if (t.get_data_length() > max_bytes || t.get_data_length() == 0) {
+            why = "its length " + std::to_string(t.get_data_length()) + " B is outside 1 B .. " +
+                  std::to_string(max_bytes) + " B";
+        } else if (m.member_count == 0 || !m.members) {
+            why = "its multicast group has no members";
+        } else {
+            for (std::uint32_t k = 0; k < m.member_count; ++k)
+                if (m.members[k] >= m_ports) why = "its multicast group names GPU " + std::to_string(m.members[k]) +
+                                                   ", beyond the fabric's " + std::to_string(m_ports) + " ports";
+        }
+        if (why.empty()) return true;
+        errors().report(ErrorKind::ModelError,
+                        std::string(name()) + ".targets[" + std::to_string(gpu) + "]: a multimem access: " + why);
+        t.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+        return false;
     }
 
     AddressMap m_map;                 ///< the platform's address map

@@ -151,7 +151,6 @@ private:
 
     // NVLink SHARP at the switch (flow_nvls.cpp)
     void setup_nvls(const Params& p);
-    bool nvls_accepts(std::uint32_t src, tlm::tlm_generic_payload& trans);
     void nvls_uses(Flow& f, std::uint64_t& round_trip);
     void nvls_sent(Flow& f, std::uint64_t last_starts);
     void nvls_answered(std::uint32_t member, tlm::tlm_generic_payload* child, std::uint64_t at);

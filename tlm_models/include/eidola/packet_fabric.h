@@ -299,7 +299,6 @@ private:
     struct NvlsOp;
     static constexpr std::uint32_t kNvlsMaxBytes = 1u << 20;  // the longest multimem transaction the unit takes
     bool is_multimem(const tlm::tlm_generic_payload& t) const;
-    bool nvls_accepts(std::uint32_t gpu, tlm::tlm_generic_payload& t);
     void nvls_arrived(std::uint32_t packet);
     void nvls_issue(std::uint32_t op);
     void nvls_respond(std::uint32_t op);
