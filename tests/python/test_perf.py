@@ -182,11 +182,12 @@ def test_auto_fabric_follows_the_bytes_written(repo):
     assert AUTO_PACKET_BYTES == 64 * MIB
     assert fabrics.choose(expected[4 * MIB]) == "packet" and fabrics.choose(expected[8 * MIB]) == "flow"
     # LL writes 16-byte lines of 8 B: twice its data. Forced on 16 channels, 2 and 4 MiB fill blocks of 16 and
-    # 32 KiB (at most one LL step: one unit a block), so 28 S of lines and an 8 B credit per unit; no counters.
-    # 2 MiB writes 56 MiB (packet), 4 MiB 112 MiB (flow): LL moves the switch down to 64 MiB / 28 = 2.3 MiB.
-    for size, fabric in ((2 * MIB, "packet"), (4 * MIB, "flow")):
+    # 32 KiB; RCCL's LL step holds 16 KiB (256 threads x 8 lines x 8 B), so one and two units a block: 28 S of
+    # lines and an 8 B credit per unit; no counters. 2 MiB writes 56 MiB (packet), 4 MiB 112 MiB (flow): LL
+    # moves the switch down to 64 MiB / 28 = 2.3 MiB.
+    for size, fabric, units in ((2 * MIB, "packet", 1), (4 * MIB, "flow", 2)):
         profile, plan = build_collective(fabrics.base, "all_reduce", size, proto="LL", channels=16)
-        assert written_bytes(profile) == 2 * 2 * (k - 1) * size + 8 * k * 16 * 2 * (k - 1)
+        assert written_bytes(profile) == 2 * 2 * (k - 1) * size + 8 * k * 16 * 2 * (k - 1) * units
         assert fabrics.choose(written_bytes(profile)) == fabric
     assert Fabrics(str(path), {}, "flow").choose(1) == "flow"
 

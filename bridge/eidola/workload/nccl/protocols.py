@@ -6,10 +6,12 @@ section may not change them today, but every builder reads them from here, never
 
 - LL: 16-byte lines of 8 B data and two 4 B copies of the step flag, written by one 16 B store. The
   receiver polls the flags in the lines: the data carries its own flag, so a step is one `put` whose
-  landing bumps the step counter. Buffer 512 KiB per connection = 8 steps of 64 KiB of lines = 32 KiB
-  of data per step.
-- LL128: 128-byte lines of 120 B data and an 8 B flag (RCCL: 64-byte lines of 56 B), also a `put`.
-  Buffer 4,915,200 B = 8 steps of 614,400 B of lines: 576,000 B of data per step (RCCL 537,600 B).
+  landing bumps the step counter. Buffer (``DEFAULT_LL_BUFFSIZE``: lines per thread 8 x threads x 8
+  steps x 16 B) 512 KiB per connection in NCCL (512 threads) = 8 steps of 64 KiB of lines = 32 KiB of
+  data per step; 256 KiB in RCCL (256 threads, its ``device.h``) = 16 KiB of data per step.
+- LL128: 128-byte lines of 120 B data and an 8 B flag, also a `put`. Buffer 4,915,200 B (120 elements
+  x 640 threads x 8 steps x 8 B) = 8 steps of 614,400 B of lines: 576,000 B of data per step. RCCL:
+  64-byte lines of 56 B, 28 elements x 256 threads x 8 steps x 8 B = 458,752 B: 50,176 B of data a step.
 - Simple: bulk data straight into the peer's FIFO slot, then a system fence and a store of the step
   counter: a `write` of the slice and a release `signal`. Buffer 4 MiB = 8 steps of 512 KiB. A slice
   of SLICESTEPS steps is one FIFO transfer; slices shrink for small chunks, to a floor of a 32nd of
@@ -67,11 +69,10 @@ class Protocol:
 
 def protocol(name: str, library: str = "nccl") -> Protocol:
     """The protocol `name` ("LL", "LL128", "Simple") as `library` ("nccl" or "rccl") runs it."""
-    if name == "LL":
-        return Protocol("LL", 16, 8, 512 * 1024)
-    if name == "LL128":
-        # Same 4,915,200 B buffer (120 elements x 640 threads x 8 steps x 8 B); RCCL's lines are 64 B.
-        return Protocol("LL128", 128, 120, 4_915_200) if library == "nccl" else Protocol("LL128", 64, 56, 4_915_200)
+    if name == "LL":  # 8 lines per thread x 8 steps x 16 B: NCCL 512 threads, RCCL 256
+        return Protocol("LL", 16, 8, 512 * 1024 if library == "nccl" else 256 * 1024)
+    if name == "LL128":  # elements per thread x threads x 8 steps x 8 B: NCCL 120 x 640, RCCL 28 x 256
+        return Protocol("LL128", 128, 120, 4_915_200) if library == "nccl" else Protocol("LL128", 64, 56, 458_752)
     if name == "Simple":
         return Protocol("Simple", 0, 0, 4 * 1024 * 1024)
     raise ValueError(f"protocol {name!r} is not one of {', '.join(PROTOCOL_NAMES)}")
