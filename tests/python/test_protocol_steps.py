@@ -103,3 +103,19 @@ def test_the_simulated_bump_is_smaller_than_the_models_own(platform, k, size, mo
     # the simulated curve (the tuner's pick) over the alpha-beta line through the two calibration points
     bump = _sim(platform, size, k) / _line(_points(platform), size) - 1
     assert 0.2 < bump < model_bump
+
+
+@pytest.mark.parametrize("library, proto, data_per_step", [
+    # NCCL: LL 8 lines x 512 threads of 8 B data; LL128 120 elements x 640 threads x 8 B of 128-byte lines, 120 B data each
+    ("nccl", "LL", 8 * 512 * 8), ("nccl", "LL128", 120 * 640 * 8 // 128 * 120),
+    # RCCL (device.h): 256 threads; LL 8 lines each; LL128 28 elements each, of 64-byte lines with 56 B data
+    ("rccl", "LL", 8 * 256 * 8), ("rccl", "LL128", 28 * 256 * 8 // 64 * 56),
+])
+def test_fifo_steps_are_the_librarys(library, proto, data_per_step):
+    from eidola.workload.nccl.protocols import NCCL_STEPS, protocol
+
+    p = protocol(proto, library)
+    assert p.step_data == data_per_step
+    assert p.buffer == NCCL_STEPS * p.step_wire
+    assert {("nccl", "LL"): 32 * KiB, ("rccl", "LL"): 16 * KiB, ("nccl", "LL128"): 576_000,
+            ("rccl", "LL128"): 50_176}[library, proto] == data_per_step
