@@ -7,7 +7,8 @@ for every program or a 1-D column of one value per program. The ops are the same
 program had been given its op through its own ProgramBuilder: each distinct op body is checked by
 the same checker, once per profile (a body seen in an earlier call is not checked again), and the
 per-program numbers (dst, offset, nbytes) are checked as columns with the checker's bounds. A bad
-value is reported by running the full check on the first program that has it, so the message is the one the per-op path gives, naming gpu, wg and op index.
+value is reported by running the full check on the first program that has it, so the message is the
+one the per-op path gives, naming gpu, wg and op index.
 """
 
 from __future__ import annotations
