@@ -7,11 +7,13 @@ node-count sweep of a forced ring, and dgx-h100-rail as a prediction.
   experiments/validation.py draws them), and the table of 64 KiB - 1 GiB against that line;
 - `sweep`: a 16 GiB all-reduce forced to ring Simple on 2, 4 and 8 nodes of mi300x-rail (flow fabric),
   its bus bandwidth per node count and its spread (max / min - 1), into experiments/validation/
-  mi300x-rail-nodes.csv.
+  mi300x-rail-nodes.csv. The CSV keeps one row per (nodes, size): a run replaces the rows of the
+  node counts and size it ran and keeps the others, so the 1 GiB and 16 GiB sweeps sit side by side
+  and a long sweep can be run one node count at a time (`--nodes 8`).
 
 Run: .venv/bin/python experiments/validation_multinode.py [curves] [sweep] [--size BYTES] [--largest BYTES]
-(the sweep's size and the curves' last size, both 16 GiB by default; on a loaded 2-core machine a 16 GiB
-all-reduce on 8 nodes takes many minutes)
+[--nodes N[,N...]] (the sweep's size and the curves' last size, both 16 GiB by default; the sweep's node
+counts, 2,4,8 by default)
 """
 
 from __future__ import annotations
@@ -59,10 +61,11 @@ def curves(largest: int = 16 * GiB) -> None:
         print("\n".join(table(rows, points)))
 
 
-def sweep(size: int = SWEEP_SIZE) -> None:
-    """The forced-ring all-reduce of `size` bytes on 2, 4, 8 nodes: busbw per node count and its spread."""
+def sweep(size: int = SWEEP_SIZE, nodes: tuple[int, ...] = NODES) -> None:
+    """The forced-ring all-reduce of `size` bytes on each node count of `nodes`: busbw per node count, and the
+    spread over every node count the CSV holds at that size (this run's and earlier runs')."""
     out = []
-    for n in NODES:
+    for n in nodes:
         gpus = 8 * n
         fabrics = Fabrics(str(ROOT / "platforms" / "mi300x-rail.yaml"), {"gpus.count": gpus}, "flow")
         start = time.perf_counter()
@@ -71,27 +74,38 @@ def sweep(size: int = SWEEP_SIZE) -> None:
         out.append((n, gpus, row.time_us, row.busbw, wall))
         print(f"{n} nodes ({gpus} GPUs), {_size(size)}: {row.time_us:.0f} us, busbw {row.busbw:.1f} GB/s "
               f"({row.plan.channels} channels; {wall:.0f} s wall)", flush=True)
-    bws = [o[3] for o in out]
-    print(f"spread: max / min - 1 = {max(bws) / min(bws) - 1:+.2%}")
-    with (OUT / "mi300x-rail-nodes.csv").open("w", newline="") as f:
+    path = OUT / "mi300x-rail-nodes.csv"
+    header = ["nodes", "gpus", "size_bytes", "time_us", "busbw_GBps", "wall_s"]
+    rows: dict[tuple[int, int], list[str]] = {}
+    if path.exists():
+        with path.open(newline="") as f:
+            for r in csv.DictReader(f):
+                rows[int(r["nodes"]), int(r["size_bytes"])] = [r[k] for k in header]
+    for n, g, t, bw, wall in out:
+        rows[n, size] = [str(n), str(g), str(size), f"{t:.2f}", f"{bw:.2f}", f"{wall:.1f}"]
+    bws = [float(r[4]) for (n, s), r in rows.items() if s == size]
+    print(f"spread at {_size(size)} over {len(bws)} node counts: max / min - 1 = {max(bws) / min(bws) - 1:+.2%}")
+    with path.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["nodes", "gpus", "size_bytes", "time_us", "busbw_GBps", "wall_s"])
-        w.writerows([(n, g, size, f"{t:.2f}", f"{bw:.2f}", f"{wall:.1f}") for n, g, t, bw, wall in out])
+        w.writerow(header)
+        w.writerows(rows[k] for k in sorted(rows, key=lambda k: (k[1], k[0])))
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    size, largest = SWEEP_SIZE, 16 * GiB
-    for flag in ("--size", "--largest"):
+    size, largest, nodes = SWEEP_SIZE, 16 * GiB, NODES
+    for flag in ("--size", "--largest", "--nodes"):
         if flag in args:
             i = args.index(flag)
             if flag == "--size":
                 size = int(args[i + 1])
-            else:
+            elif flag == "--largest":
                 largest = int(args[i + 1])
+            else:
+                nodes = tuple(int(n) for n in args[i + 1].split(","))
             del args[i:i + 2]
     parts = args or ["curves", "sweep"]
     if "curves" in parts:
         curves(largest)
     if "sweep" in parts:
-        sweep(size)
+        sweep(size, nodes)

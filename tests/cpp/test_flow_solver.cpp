@@ -78,6 +78,121 @@ int main() {
         expect("flows reported changed (0 and 3, not 1)", changed, 2);
     }
     {
+        // The incremental path (issue 25): a flow leaving frees capacity to exactly the flows whose
+        // bottleneck it shared. Links L0 and L1 of 10, and a lightly used resource A of 100 that
+        // couples all four flows (as acknowledgements couple the flows of a switch) at weight 0.1.
+        // L0 holds flows 0 and 1 at 5 each, L1 flows 2 and 3 at 5 each; A carries 4 x 0.5 = 2.
+        FlowSolver s;
+        const auto l0 = s.add_resource(10), l1 = s.add_resource(10), a = s.add_resource(100);
+        s.add_flow(0, {{l0, 1}, {a, 0.1}});
+        s.add_flow(1, {{l0, 1}, {a, 0.1}});
+        s.add_flow(2, {{l1, 1}, {a, 0.1}});
+        s.add_flow(3, {{l1, 1}, {a, 0.1}});
+        solve(s);
+        for (std::uint32_t f = 0; f < 4; ++f) expect("four flows, two per link", s.rate(f), 5);
+        expect("load of A", s.load(a), 2);
+        // Flow 0 leaves: flow 1 has L0 to itself, 10; flows 2 and 3 keep 5 and are not reported.
+        s.remove_flow(0);
+        std::vector<std::uint32_t> changed;
+        s.solve([](std::uint32_t) {}, [&](std::uint32_t f) { changed.push_back(f); });
+        expect("flow 1 alone on L0", s.rate(1), 10);
+        expect("flow 2 elsewhere", s.rate(2), 5);
+        expect("flow 3 elsewhere", s.rate(3), 5);
+        expect("load of A after", s.load(a), 10 * 0.1 + 2 * 5 * 0.1);
+        expect("only flow 1 reported", double(changed.size()), 1);
+        expect("the reported flow is 1", changed.empty() ? -1 : changed[0], 1);
+        // Flow 4 joins L1: 10 / 3 each for flows 2, 3 and 4; flow 1 keeps 10, unreported.
+        s.add_flow(4, {{l1, 1}, {a, 0.1}});
+        changed.clear();
+        s.solve([](std::uint32_t) {}, [&](std::uint32_t f) { changed.push_back(f); });
+        for (std::uint32_t f = 2; f <= 4; ++f) expect("three flows on L1", s.rate(f), 10.0 / 3);
+        expect("flow 1 untouched", s.rate(1), 10);
+        expect("reported: flows 2, 3 and 4", double(changed.size()), 3);
+        expect("no fallback to a whole component", double(s.full_solves()), 0);
+    }
+    {
+        // A change that moves flows two hops away. X of 12 holds g0 and g1, Y of 9 holds g1 and g2.
+        // Y fills first, at 4.5 (g1, g2); g0 takes what X has left, 12 - 4.5 = 7.5. When g2
+        // leaves, g1 is held by X only and shares it with g0: 6 each, so g0, which shared no
+        // resource with g2, drops from 7.5 to 6.
+        FlowSolver s;
+        const auto x = s.add_resource(12), y = s.add_resource(9);
+        s.add_flow(0, {{x, 1}});
+        s.add_flow(1, {{x, 1}, {y, 1}});
+        s.add_flow(2, {{y, 1}});
+        solve(s);
+        expect("g0 before", s.rate(0), 7.5);
+        expect("g1 before", s.rate(1), 4.5);
+        expect("g2 before", s.rate(2), 4.5);
+        s.remove_flow(2);
+        solve(s);
+        expect("g0 after", s.rate(0), 6);
+        expect("g1 after", s.rate(1), 6);
+        expect("load of Y after", s.load(y), 6);
+        expect("no fallback to a whole component", double(s.full_solves()), 0);
+    }
+    {
+        // A switch in miniature, randomised: GPUs with an up and a down link of random capacity;
+        // a flow from s to d takes weight 1 on s's up and d's down link and an acknowledgement
+        // weight on d's up and s's down link, so one component couples every flow. Flows come and
+        // go at random; after each solve the incremental rates equal a whole-component refill of
+        // the same flows, and most solves never fell back to one.
+        for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+            std::mt19937_64 rng(seed);
+            const int gpus = 4 + int(rng() % 29);
+            FlowSolver inc, full;
+            full.set_incremental(false);
+            std::vector<double> cap;
+            for (int r = 0; r < 2 * gpus; ++r) {
+                cap.push_back(50 + double(rng() % 100));
+                inc.add_resource(cap.back());
+                full.add_resource(cap.back());
+            }
+            const std::uint32_t kFlows = 6 * std::uint32_t(gpus);
+            std::vector<std::vector<FlowSolver::Use>> uses(kFlows);
+            std::vector<bool> active(kFlows, false);
+            for (int step = 0; step < 600; ++step) {
+                for (int k = 1 + int(rng() % 3); k > 0; --k) {  // same-time changes, solved once
+                    const std::uint32_t f = std::uint32_t(rng() % kFlows);
+                    if (active[f]) {
+                        inc.remove_flow(f);
+                        full.remove_flow(f);
+                    } else {
+                        const std::uint32_t src = std::uint32_t(rng() % gpus), dst = (src + 1 + std::uint32_t(rng() % (gpus - 1))) % gpus;
+                        const double ack = double(rng() % 3) / 16;  // 0, 1/16 or 1/8
+                        uses[f] = {{2 * src, 1.0 + double(rng() % 4) / 64}, {2 * dst + 1, 1.0}};
+                        if (ack > 0) uses[f].insert(uses[f].end(), {{2 * dst, ack}, {2 * src + 1, ack}});
+                        inc.add_flow(f, uses[f]);
+                        full.add_flow(f, uses[f]);
+                    }
+                    active[f] = !active[f];
+                }
+                solve(inc);
+                solve(full);
+                for (std::uint32_t g = 0; g < kFlows; ++g)
+                    if (active[g] && std::fabs(inc.rate(g) - full.rate(g)) > 1e-8 * full.rate(g)) {
+                        std::printf("FAIL seed %llu step %d flow %u: incremental %.12g, whole component %.12g\n",
+                                    (unsigned long long)seed, step, g, inc.rate(g), full.rate(g));
+                        ++failures;
+                    }
+                for (int r = 0; r < 2 * gpus; ++r)
+                    if (inc.load(std::uint32_t(r)) > cap[std::size_t(r)] * (1 + 1e-8)) {
+                        std::printf("FAIL seed %llu: resource %d over capacity\n", (unsigned long long)seed, r);
+                        ++failures;
+                    }
+            }
+            if (inc.full_solves() * 2 > inc.solves()) {
+                std::printf("FAIL seed %llu: %llu of %llu solves refilled a whole component\n", (unsigned long long)seed,
+                            (unsigned long long)inc.full_solves(), (unsigned long long)inc.solves());
+                ++failures;
+            }
+            if (full.full_solves() != full.solves()) {
+                std::printf("FAIL seed %llu: the reference solved incrementally\n", (unsigned long long)seed);
+                ++failures;
+            }
+        }
+    }
+    {
         // Incremental solving equals solving afresh, over random arrivals and departures.
         std::mt19937_64 rng(25);
         FlowSolver inc;

@@ -194,7 +194,7 @@ def test_bulk_started_programs_are_started():
     assert [len(b.build().program(1, w)) for w in (0, 1)] == [1, 2]
 
 
-@pytest.mark.parametrize("call, fragment", [
+_REJECTED = [
     (lambda s: s.write(dst=[0, 1, 4], buffer="x", offset=0, nbytes=8), "gpu 2 wg 0 op 1 (write): dst 4 is out of range"),
     (lambda s: s.write(dst=0, buffer="x", offset=[0, 60, 0], nbytes=8), "gpu 1 wg 0 op 1 (write): offset 60 + nbytes 8"),
     (lambda s: s.write(dst=0, buffer="x", offset=0, nbytes=np.array([8, 0, 8])), "gpu 1 wg 0 op 1 (write): nbytes 0"),
@@ -205,7 +205,10 @@ def test_bulk_started_programs_are_started():
     (lambda s: s.wait(flag="f", cond=">=", value=[1, True, 1]), "gpu 1 wg 0 op 1 (wait): value must be an int"),
     (lambda s: s.compute(ns=[1, 2]), "compute: ns must be one value or one per program"),
     (lambda s: s.compute(ns=[[1], [2], [3]]), "gpu 0 wg 0 op 1 (compute): ns must be a number"),
-])
+]
+
+
+@pytest.mark.parametrize("call, fragment", _REJECTED)
 def test_bulk_rejects_what_the_per_op_path_rejects(call, fragment):
     b = ProfileBuilder(3, 1)
     b.flag("f").buffer("x", 64)
@@ -214,6 +217,23 @@ def test_bulk_rejects_what_the_per_op_path_rejects(call, fragment):
     with pytest.raises(ProfileError) as e:
         call(s)
     assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("call, fragment", _REJECTED)
+def test_bulk_rejects_a_bad_value_of_an_op_body_it_has_accepted_before(call, fragment):
+    """An op body checked once is not checked again in later calls (builder._Store.bodies); its per-program
+    values still are, and a value of another type (True for 1) is another body."""
+    b = ProfileBuilder(3, 1)
+    b.flag("f").buffer("x", 64)
+    s = b.programs_at([0, 1, 2], 0)
+    s.fence()
+    s.write(dst=[0, 1, 2], buffer="x", offset=0, nbytes=8)
+    s.read(dst=0, buffer="x", offset=0, nbytes=8)
+    s.signal(dst=[0, 1, 2], flag="f")
+    s.wait(flag="f", cond=">=", value=1)
+    with pytest.raises(ProfileError) as e:
+        call(s)
+    assert fragment.replace(" op 1 (", " op 5 (") in str(e.value)
 
 
 @pytest.mark.parametrize("gpus, wgs, fragment", [

@@ -228,10 +228,16 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     // A write waits behind the writes its GPU issued before on that link. A multimem access does
     // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
     if (!f.read && src != dst && !f.multimem) {
-        const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + route(src, dst).path[0];
-        auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
-        if (fresh) m_injection.emplace_back();
-        f.queue = it->second;
+        // The queue is the source's on its first link; the pair's route remembers it, so the map
+        // (shared by every destination behind that link) is looked up once per pair, not per write.
+        const std::uint32_t r = route_index(src, dst);
+        if (m_routes[r].injection < 0) {
+            const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + m_routes[r].path[0];
+            auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
+            if (fresh) m_injection.emplace_back();
+            m_routes[r].injection = std::int32_t(it->second);
+        }
+        f.queue = m_routes[r].injection;
         Injection& q = m_injection[std::size_t(f.queue)];
         if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             q.waiting.push_back(id);
@@ -484,7 +490,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
             train->spacing_ps = round_ps(double(f.packet_bytes) * 1e12 / f.rate);
     }
     count_links(f);
-    PairStats& pair = m_pairs[(std::uint64_t(f.src) << 32) | f.dst];
+    PairStats& pair = m_route_pairs[route_index(f.src, f.dst)];
     pair.src = std::int32_t(f.src);
     pair.dst = std::int32_t(f.dst);
     pair.bytes += f.read ? 0 : f.bytes;
@@ -638,8 +644,12 @@ void FlowFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) {
 // choice at every node, or (routing.spread) split evenly over the equal-cost choices, as the
 // packet fabric's round robin does over many packets. Built once per pair, on first use.
 const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst) {
+    return m_routes[route_index(src, dst)];
+}
+
+std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
     std::int32_t& index = m_route_index[std::size_t(src) * ports() + dst];
-    if (index >= 0) return m_routes[std::size_t(index)];
+    if (index >= 0) return std::uint32_t(index);
     const Topology& topo = *m_topology;
     Route r;
     std::uint32_t node = src, n = 0;
@@ -690,7 +700,8 @@ const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst)
     }
     index = std::int32_t(m_routes.size());
     m_routes.push_back(std::move(r));
-    return m_routes.back();
+    m_route_pairs.emplace_back();
+    return std::uint32_t(index);
 }
 
 // A packet's zero-load latency from GPU `from` to GPU `to`, from its start at the source until its
@@ -743,7 +754,13 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
 }
 
 std::vector<PairStats> FlowFabric::pair_stats() const {
-    return sorted_pairs(m_pairs);
+    std::vector<PairStats> out;
+    for (const PairStats& p : m_route_pairs)
+        if (p.packets) out.push_back(p);  // the pairs that carried a flow (every flow is a packet at least)
+    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
+        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+    });
+    return out;
 }
 
 namespace {

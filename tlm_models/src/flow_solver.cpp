@@ -1,14 +1,22 @@
 #include "eidola/flow_solver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace eidola {
 
 namespace {
-// A resource within this fraction of its capacity is full: rounding in the subtractions must not
-// leave a resource that is full in exact arithmetic a sliver open for another round.
-constexpr double kFull = 1e-9;
+// The heap of fill levels is a min-heap on (level, resource): ties go to the lower index, so the
+// order of a fill does not depend on the order in which levels were queued.
+bool later(double level_a, std::uint32_t res_a, double level_b, std::uint32_t res_b) {
+    return level_a > level_b || (level_a == level_b && res_a > res_b);
+}
+// The refilled set grows past this share of the flows (plus a floor for small fabrics): refilling
+// the component at once is then cheaper than growing the set step by step.
+constexpr std::size_t kSetFloor = 64;
+constexpr std::size_t kSetShare = 4;   // a quarter of the active flows
+constexpr int kMaxSteps = 32;          // refills of a growing set before falling back
 }  // namespace
 
 std::uint32_t FlowSolver::add_resource(double capacity) {
@@ -23,14 +31,15 @@ void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
     if (f.active) throw std::logic_error("flow solver: flow added twice");
     f.active = true;
     f.rate = f.old_rate = 0;
+    f.bottleneck = kNone;
     f.uses.clear();
     for (const Use& u : uses) {
         Resource& r = m_resources[u.resource];
         f.uses.push_back(Uses{u.resource, u.weight, std::uint32_t(r.flows.size())});
         r.flows.push_back(Member{id, std::uint32_t(f.uses.size() - 1)});
-        m_dirty.push_back(u.resource);
     }
-    if (uses.empty()) m_new_flows.push_back(id);
+    m_new_flows.push_back(id);
+    ++m_active;
 }
 
 void FlowSolver::remove_flow(std::uint32_t id) {
@@ -47,112 +56,197 @@ void FlowSolver::remove_flow(std::uint32_t id) {
     }
     f.uses.clear();
     f.rate = 0;
+    --m_active;
 }
 
-// The resources and flows connected to a changed resource, breadth first from each in the order
-// they changed (a deterministic order: the fabric's calls come in simulation order).
-void FlowSolver::collect_components() {
+void FlowSolver::touch(std::uint32_t resource) {
+    Resource& r = m_resources[resource];
+    if (r.mark == m_generation) return;
+    r.mark = m_generation;
+    m_touched.push_back(resource);
+}
+
+void FlowSolver::add_to_set(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    f.mark = m_generation;
+    f.old_rate = f.rate;
+    m_set.push_back(id);
+    for (const Uses& u : f.uses) touch(u.resource);
+}
+
+// S starts as the new flows, with the resources that lost or gained a flow touched; then refill
+// and check until the check passes, or refill the component. The order of everything follows the
+// order of the calls since the last solve, so it is deterministic.
+void FlowSolver::compute() {
+    ++m_solves;
     ++m_generation;
-    m_comp_resources.clear();
-    m_comp_flows.clear();
-    for (std::uint32_t start : m_dirty) {
-        if (m_resources[start].mark == m_generation) continue;
-        m_resources[start].mark = m_generation;
-        std::size_t head = m_comp_resources.size();
-        m_comp_resources.push_back(start);
-        while (head < m_comp_resources.size()) {
-            const Resource& r = m_resources[m_comp_resources[head++]];
-            for (const Member& m : r.flows) {
-                Flow& f = m_flows[m.flow];
-                if (f.mark == m_generation) continue;
-                f.mark = m_generation;
-                m_comp_flows.push_back(m.flow);
-                for (const Uses& u : f.uses) {
-                    Resource& next = m_resources[u.resource];
-                    if (next.mark == m_generation) continue;
-                    next.mark = m_generation;
-                    m_comp_resources.push_back(u.resource);
-                }
-            }
-        }
-    }
+    m_set.clear();
+    m_touched.clear();
+    for (std::uint32_t r : m_dirty) touch(r);
     for (std::uint32_t id : m_new_flows)
-        if (m_flows[id].active && m_flows[id].mark != m_generation) {
-            m_flows[id].mark = m_generation;
-            m_comp_flows.push_back(id);
-        }
+        if (m_flows[id].active && m_flows[id].mark != m_generation) add_to_set(id);
     m_dirty.clear();
     m_new_flows.clear();
+    if (m_incremental) {
+        for (int step = 0; step < kMaxSteps; ++step) {
+            fill();
+            measure();
+            const std::size_t before = m_set.size();
+            if (check()) return;
+            if (m_set.size() == before || m_set.size() > kSetFloor + m_active / kSetShare) break;
+        }
+    }
+    ++m_full_solves;
+    collect_component();
+    fill();
+    measure();
 }
 
+// Everything connected to what S and the change touched: breadth first over the touched
+// resources, which grow as flows join.
+void FlowSolver::collect_component() {
+    for (std::size_t head = 0; head < m_touched.size(); ++head)
+        for (const Member& m : m_resources[m_touched[head]].flows)
+            if (m_flows[m.flow].mark != m_generation) add_to_set(m.flow);
+}
+
+// Progressive filling of S against what the flows outside S (held at their rates) leave of each
+// resource. A resource's fill level, remaining / weights, is the common rate at which the unfrozen
+// flows of S would fill it; a min-heap yields the next resource to fill in O(log) instead of a scan
+// of all resources per round.
 void FlowSolver::fill() {
+    m_refilled += m_set.size();
     std::size_t unfrozen = 0;
-    for (std::uint32_t id : m_comp_flows) {
+    for (std::uint32_t id : m_set) {
         Flow& f = m_flows[id];
-        f.old_rate = f.rate;
         f.frozen = f.uses.empty();
         f.rate = f.frozen ? kUnlimited : 0;
+        f.bottleneck = kNone;
         if (!f.frozen) ++unfrozen;
     }
-    for (std::uint32_t ri : m_comp_resources) {
+    m_heap.clear();
+    auto queue = [&](std::uint32_t ri) {
+        Resource& r = m_resources[ri];
+        ++r.version;
+        if (r.unfrozen == 0 || !(r.weights > 0)) return;
+        m_heap.push_back(Entry{std::max(0.0, r.remaining) / r.weights, ri, r.version});
+        std::push_heap(m_heap.begin(), m_heap.end(),
+                       [](const Entry& a, const Entry& b) { return later(a.level, a.resource, b.level, b.resource); });
+    };
+    for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
         r.remaining = r.capacity;
         r.weights = 0;
         r.unfrozen = 0;
         for (const Member& m : r.flows) {
-            r.weights += m_flows[m.flow].uses[m.use].weight;
-            ++r.unfrozen;
-        }
-    }
-    double level = 0;
-    auto freeze = [&](std::uint32_t id, double rate) {
-        Flow& f = m_flows[id];
-        f.frozen = true;
-        f.rate = rate;
-        --unfrozen;
-        for (const Uses& u : f.uses) {
-            Resource& r = m_resources[u.resource];
-            if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
-            else r.weights -= u.weight;
-        }
-    };
-    while (unfrozen > 0) {
-        ++m_rounds;
-        double delta = kUnlimited;
-        std::uint32_t first = 0;
-        for (std::uint32_t ri : m_comp_resources) {
-            const Resource& r = m_resources[ri];
-            if (r.unfrozen == 0 || !(r.weights > 0)) continue;
-            const double d = std::max(0.0, r.remaining) / r.weights;
-            if (d < delta) {
-                delta = d;
-                first = ri;
+            const Flow& f = m_flows[m.flow];
+            const double w = f.uses[m.use].weight;
+            if (f.mark == m_generation) {
+                r.weights += w;
+                ++r.unfrozen;
+            } else if (w > 0) {
+                r.remaining -= f.rate * w;
             }
         }
-        if (delta == kUnlimited) {  // what is left uses only resources it puts no weight on
-            for (std::uint32_t id : m_comp_flows)
-                if (!m_flows[id].frozen) freeze(id, kUnlimited);
-            break;
-        }
-        level += delta;
-        for (std::uint32_t ri : m_comp_resources) {
-            Resource& r = m_resources[ri];
-            if (r.unfrozen) r.remaining -= delta * r.weights;
-        }
-        for (std::uint32_t ri : m_comp_resources) {
-            Resource& r = m_resources[ri];
-            if (r.unfrozen == 0 || !(r.weights > 0)) continue;
-            if (ri != first && r.remaining > kFull * r.capacity) continue;
-            for (const Member& m : r.flows)
-                if (!m_flows[m.flow].frozen) freeze(m.flow, level);
-        }
+        queue(ri);
     }
-    for (std::uint32_t ri : m_comp_resources) {
+    double level = 0;
+    while (unfrozen > 0 && !m_heap.empty()) {
+        std::pop_heap(m_heap.begin(), m_heap.end(),
+                      [](const Entry& a, const Entry& b) { return later(a.level, a.resource, b.level, b.resource); });
+        const Entry e = m_heap.back();
+        m_heap.pop_back();
+        Resource& full = m_resources[e.resource];
+        if (e.version != full.version || full.unfrozen == 0) continue;  // superseded
+        level = std::max(level, e.level);  // levels only rise; rounding must not lower one
+        ++m_step;
+        m_requeue.clear();
+        for (const Member& m : full.flows) {
+            Flow& f = m_flows[m.flow];
+            if (f.mark != m_generation || f.frozen) continue;
+            f.frozen = true;
+            f.rate = level;
+            f.bottleneck = e.resource;
+            --unfrozen;
+            for (const Uses& u : f.uses) {
+                Resource& r = m_resources[u.resource];
+                r.remaining -= level * u.weight;
+                if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
+                else r.weights -= u.weight;
+                if (r.pushed != m_step) {
+                    r.pushed = m_step;
+                    m_requeue.push_back(u.resource);
+                }
+            }
+        }
+        for (std::uint32_t ri : m_requeue) queue(ri);
+    }
+    for (std::uint32_t id : m_set) {  // what is left uses only resources it puts no weight on
+        Flow& f = m_flows[id];
+        if (!f.frozen) f.rate = kUnlimited;
+        // A change within the tolerance is rounding: keep the rate the fabric has.
+        if (f.old_rate > 0 && f.old_rate != kUnlimited && std::fabs(f.rate - f.old_rate) <= kTolerance * f.old_rate)
+            f.rate = f.old_rate;
+    }
+}
+
+// The load and the highest rate of every touched resource, with S's new rates.
+void FlowSolver::measure() {
+    for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
-        double load = 0;
-        for (const Member& m : r.flows) load += m_flows[m.flow].rate * m_flows[m.flow].uses[m.use].weight;
-        r.load = load;
+        double load = 0, top = 0;
+        for (const Member& m : r.flows) {
+            const Flow& f = m_flows[m.flow];
+            const double w = f.uses[m.use].weight;
+            if (w > 0) load += f.rate * w;
+            if (f.rate != kUnlimited) top = std::max(top, f.rate);
+        }
+        r.new_load = load;
+        r.top = top;
     }
+}
+
+// Every flow of S, and every held flow whose bottleneck was touched, needs a bottleneck among its
+// touched resources: full, and no flow there with a higher rate. A held flow without one joins S;
+// an S flow without one is out-rated on the resource that froze it by held flows, which join S.
+// Returns whether all passed (S unchanged); otherwise S has grown.
+bool FlowSolver::check() {
+    auto bottleneck = [&](Flow& f) {
+        if (f.rate == kUnlimited) return true;
+        auto holds = [&](std::uint32_t ri) {
+            const Resource& r = m_resources[ri];
+            return r.mark == m_generation && r.new_load >= r.capacity * (1 - kTolerance) &&
+                   f.rate >= r.top * (1 - kTolerance);
+        };
+        if (f.bottleneck != kNone && holds(f.bottleneck)) return true;
+        for (const Uses& u : f.uses)
+            if (holds(u.resource)) {
+                f.bottleneck = u.resource;
+                return true;
+            }
+        return false;
+    };
+    m_joining.clear();
+    for (std::uint32_t id : m_set) {
+        Flow& f = m_flows[id];
+        if (bottleneck(f) || f.bottleneck == kNone) continue;
+        for (const Member& m : m_resources[f.bottleneck].flows) {
+            const Flow& g = m_flows[m.flow];
+            if (g.mark != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.flow);
+        }
+    }
+    for (std::uint32_t ri : m_touched)
+        for (const Member& m : m_resources[ri].flows) {
+            Flow& g = m_flows[m.flow];
+            if (g.mark != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.flow);
+        }
+    for (std::uint32_t id : m_joining)
+        if (m_flows[id].mark != m_generation) add_to_set(id);
+    return m_joining.empty();
+}
+
+void FlowSolver::commit_loads() {
+    for (std::uint32_t ri : m_touched) m_resources[ri].load = m_resources[ri].new_load;
 }
 
 }  // namespace eidola

@@ -30,6 +30,7 @@ OP_DTYPE = np.dtype([
 ])
 PROGRAM_DTYPE = np.dtype([("gpu", "<i4"), ("wg", "<i4"), ("first", "<i8"), ("count", "<i8")])
 assert OP_DTYPE.itemsize == 56 and PROGRAM_DTYPE.itemsize == 24
+_RECORD_ITEM = np.dtype((np.void, OP_DTYPE.itemsize))  # one op record as one opaque item, for gathering
 
 BUFFER_ALIGN = 4096
 _MAX_PS = 9.2e18  # below 2^63: the longest time a scaled compute phase may take, in ps
@@ -100,12 +101,14 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     records = np.array([_encode_op(OpTable.op_of(t, 0, 0, 0), flag_index, buffers, codes, group_index)
                         for t in table.templates], dtype=OP_DTYPE)
     rows = table.rows
-    ops_arr = records[rows[:, 0]]
+    # Gathered as opaque 56-byte items and filled in place under masks: numpy's fancy indexing of a
+    # structured array, and boolean-mask assignment to its fields, each cost seconds at ten million ops.
+    ops_arr = np.take(records.view(_RECORD_ITEM), rows[:, 0]).view(OP_DTYPE)
     transfer = table.kind_mask("write", "read", "put")
     peer = table.kind_mask("write", "read", "put", "signal")
-    ops_arr["peer"][peer] = rows[peer, 1]
-    ops_arr["offset"][transfer] += rows[transfer, 2].astype(np.uint64)
-    ops_arr["nbytes"][transfer] = rows[transfer, 3]
+    np.copyto(ops_arr["peer"], rows[:, 1], casting="unsafe", where=peer)
+    np.add(ops_arr["offset"], rows[:, 2].astype(np.uint64), out=ops_arr["offset"], where=transfer)
+    np.copyto(ops_arr["nbytes"], rows[:, 3], casting="unsafe", where=transfer)
     progs = np.zeros(len(table.keys), dtype=PROGRAM_DTYPE)
     if table.keys:
         keys = np.array(table.keys, dtype=np.int64)

@@ -54,6 +54,9 @@ class _Store:
         self.pending: list[ProgramBuilder] = []  # builders with rows not yet flushed
         self.builders: dict[int, ProgramBuilder] = {}  # program id (gpu * workgroups + wg) -> its builder
         self.started: set[int] = set()  # program ids started by program(), program_at() or programs_at()
+        # Bulk ops: (kind, the op's values outside its row, their types) -> (ref, buffer size or 0) of an op body
+        # checked before; a body's row values (dst, offset, nbytes) are checked as columns on every call.
+        self.bodies: dict[Hashable, tuple[int, int]] = {}
 
     def ref(self, t: Template) -> int:
         """The number of template `t` (equal templates share one)."""

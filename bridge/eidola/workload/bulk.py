@@ -5,9 +5,10 @@ cost more than everything else in building the profile. A `ProgramSet` (from
 `ProfileBuilder.programs_at`) has the op methods of a `ProgramBuilder`; each argument is one value
 for every program or a 1-D column of one value per program. The ops are the same as if every
 program had been given its op through its own ProgramBuilder: each distinct op body is checked by
-the same checker, once, and the per-program numbers (dst, offset, nbytes) are checked as columns
-with the checker's bounds. A bad value is reported by running the full check on the first program
-that has it, so the message is the one the per-op path gives, naming gpu, wg and op index.
+the same checker, once per profile (a body seen in an earlier call is not checked again), and the
+per-program numbers (dst, offset, nbytes) are checked as columns with the checker's bounds. A bad
+value is reported by running the full check on the first program that has it, so the message is the
+one the per-op path gives, naming gpu, wg and op index.
 """
 
 from __future__ import annotations
@@ -164,11 +165,26 @@ class ProgramSet:
         else:
             firsts = [0]
         refs, sizes = [], []
+        # An op body (its values outside the row) checked in an earlier call is not checked again: a
+        # collective repeats the same few thousand bodies (a flag and its count) over many calls, and the
+        # full check of each cost more than the rest of the build. Its row values are checked as columns.
+        body_at = [j for j in range(len(args)) if j not in row_at]
+        transfer = kind in ("write", "read", "put")
         for i in firsts:
-            op = self._check_at(kind, i, args, columns)
-            refs.append(store.op_row(op)[0])
-            if kind in ("write", "read", "put"):
-                sizes.append(store.scope.buffers[op.args[1][1]])
+            values = [args[j][i] if columns[j] else args[j] for j in body_at]
+            try:
+                key: Any = (kind, *values, *map(type, values))
+                known = store.bodies.get(key)
+            except TypeError:  # an unhashable value: the full check says what is wrong with it
+                key = known = None
+            if known is None:
+                op = self._check_at(kind, i, args, columns)
+                known = (store.op_row(op)[0], store.scope.buffers[op.args[1][1]] if transfer else 0)
+                if key is not None:
+                    store.bodies[key] = known
+            refs.append(known[0])
+            if transfer:
+                sizes.append(known[1])
         inverse: NDArray[np.int64] | None = None  # per program: its op body's place in refs (None: all the first)
         if first_of is not None:
             slot = np.zeros(n, dtype=np.int64)

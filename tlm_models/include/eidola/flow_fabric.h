@@ -59,8 +59,8 @@ public:
     }
     /// What the switch's NVLS unit did (all zero without fabric.switch.nvls).
     NvlsCounters nvls_counters() const override { return m_nvls_counters; }
-    /// Progressive-filling rounds the solver ran (its work).
-    std::uint64_t solver_rounds() const { return m_solver.rounds(); }
+    /// Flows the solver refilled over all its solves (its work).
+    std::uint64_t solver_flows_refilled() const { return m_solver.flows_refilled(); }
 
 private:
     friend struct FabricTargetPort<FlowFabric>;
@@ -124,6 +124,7 @@ private:
     struct Route {
         std::vector<std::pair<std::uint32_t, double>> links;  // (link, fraction of packets)
         std::vector<std::uint32_t> path;                      // first choice at every node
+        std::int32_t injection = -1;  // its source's injection queue on path[0] (m_injection), -1: not yet looked up
     };
 
     tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -148,6 +149,7 @@ private:
     void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
     void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
     const Route& route(std::uint32_t src, std::uint32_t dst);
+    std::uint32_t route_index(std::uint32_t src, std::uint32_t dst);  // route()'s place in m_routes, built on first use
 
     // NVLink SHARP at the switch (flow_nvls.cpp)
     void setup_nvls(const Params& p);
@@ -219,7 +221,7 @@ private:
     };
     std::vector<LinkCounters> m_links;
     std::vector<std::uint32_t> m_solved_links;  // scratch of solve(): the links of the components it solved
-    std::unordered_map<std::uint64_t, PairStats> m_pairs;
+    std::vector<PairStats> m_route_pairs;  // per route (m_routes): what its pair's flows carried, counted when they finish
 
     // NVLink SHARP (fabric.switch.nvls): off when m_reduce_bytes_per_s is 0.
     double m_reduce_bytes_per_s = 0;          // the reduction engine's rate (bytes of member data per second)

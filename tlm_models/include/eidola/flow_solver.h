@@ -1,5 +1,6 @@
 // Weighted max-min fair rates of flows over shared resources, by progressive filling (the
-// solver of flow-level network simulators such as SimGrid's and flowSim's).
+// solver of flow-level network simulators such as SimGrid's and flowSim's), recomputed
+// incrementally where flows came or went.
 //
 // A resource has a capacity; a flow uses some resources, each with a weight: at rate r it takes
 // r x weight of that resource. For the flow fabric a rate is payload bytes per second, a link's
@@ -8,13 +9,26 @@
 // window is a resource of `max_outstanding` packets and a flow's weight on it is the time one of
 // its packets holds a slot per payload byte.
 //
-// Progressive filling: every unfrozen flow's rate grows at the same pace; the first resources to
-// fill freeze the flows through them at that rate; the rest go on. The result is the unique
-// weighted max-min fair allocation. Max-min fairness splits over connected components of the
-// flow-resource graph, so solve() recomputes only the components that flows joined or left since
-// the last call: a flow that starts between two GPUs of a switch does not touch the rates of
-// flows elsewhere. Everything runs in a fixed order (resource and flow indices, insertion order),
-// so the same sequence of calls gives bit-identical rates.
+// Progressive filling: every unfrozen flow's rate grows at the same pace; the first resource to
+// fill freezes the flows through it at that rate (that resource is their bottleneck); the rest go
+// on. The result is the unique weighted max-min fair allocation, characterised by: no resource is
+// over capacity, and every flow has a bottleneck, a full resource on which no flow has a higher
+// rate. solve() uses that characterisation to recompute only what a change can move:
+//   - it refills a set S of flows (first the new ones) against what the other flows leave of
+//     each resource, with the others' rates held;
+//   - it then checks the bottleneck of every flow of S and of every held flow whose bottleneck is a
+//     resource S or the change touched; a flow without one joins S (with the held flows that
+//     out-rate an S flow on its bottleneck), and S is refilled;
+//   - when S stops growing without passing, or grows past a share of the flows, it falls back to
+//     filling the whole connected component of the change (the only path before issue 25).
+// The check holds to a relative tolerance kTolerance (1e-9): a resource within it of its capacity
+// is full and a rate within it of the resource's highest is the highest. A flow whose new rate is
+// within kTolerance of its old one keeps the old one and is not reported changed: such a change
+// moves its finish by at most 1e-9 of its time left, under 1 ps for any flow with less than 1 ms
+// to go (times are whole picoseconds), and reporting it would make the fabric schedule a new
+// finish for what is only rounding.
+// Everything runs in a fixed order (resource and flow indices, insertion order), so the same
+// sequence of calls gives bit-identical rates.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +46,8 @@ public:
         double weight;
     };
     static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
+    /// Relative tolerance of "full", "highest rate" and "rate unchanged" (see the file comment).
+    static constexpr double kTolerance = 1e-9;
 
     /// Adds a resource of `capacity` units per second (> 0); returns its index.
     std::uint32_t add_resource(double capacity);
@@ -49,24 +65,33 @@ public:
     /// Resources added so far.
     std::uint32_t resources() const { return std::uint32_t(m_resources.size()); }
     /// Whether flows came or went since the last solve().
-    bool dirty() const { return !m_dirty.empty(); }
+    bool dirty() const { return !m_dirty.empty() || !m_new_flows.empty(); }
+    /// Whether solve() may recompute only the flows a change can move (default) or must refill
+    /// the whole connected component of every change (the reference the tests compare with).
+    void set_incremental(bool on) { m_incremental = on; }
 
-    /// Recomputes the rates in every component that changed. Calls `before(resource)` for each
-    /// resource of those components before its load changes, then `changed(flow)` for each flow
-    /// whose rate changed (new flows included), in a fixed order.
+    /// Recomputes the rates that the changes since the last call can move. Calls
+    /// `before(resource)` for each resource whose load may change, before it changes, then
+    /// `changed(flow)` for each flow whose rate changed by more than kTolerance (new flows
+    /// included), in a fixed order.
     template <class Before, class Changed>
     void solve(Before&& before, Changed&& changed) {
-        collect_components();
-        for (std::uint32_t r : m_comp_resources) before(r);
-        fill();
-        for (std::uint32_t f : m_comp_flows)
+        compute();
+        for (std::uint32_t r : m_touched) before(r);
+        commit_loads();
+        for (std::uint32_t f : m_set)
             if (m_flows[f].rate != m_flows[f].old_rate) changed(f);
     }
 
-    /// Progressive-filling rounds run so far (a measure of the solver's work).
-    std::uint64_t rounds() const { return m_rounds; }
+    /// Flows refilled so far, over all solves (a measure of the solver's work).
+    std::uint64_t flows_refilled() const { return m_refilled; }
+    /// Solves that fell back to refilling a whole component.
+    std::uint64_t full_solves() const { return m_full_solves; }
+    /// Solves so far.
+    std::uint64_t solves() const { return m_solves; }
 
 private:
+    static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
     struct Member {
         std::uint32_t flow;
         std::uint32_t use;  // index into the flow's uses
@@ -76,9 +101,12 @@ private:
         double load = 0;
         std::vector<Member> flows;
         // scratch of one solve
-        double remaining = 0, weights = 0;
+        double remaining = 0, weights = 0;  // capacity left to the unfrozen set flows, and their weight
+        double new_load = 0, top = 0;       // load and highest rate after a fill
         std::uint32_t unfrozen = 0;
-        std::uint32_t mark = 0;  // solve generation that visited it
+        std::uint32_t version = 0;          // invalidates its older entries in the fill's heap
+        std::uint32_t mark = 0;             // solve generation: in m_touched
+        std::uint32_t pushed = 0;           // fill step that last queued it
     };
     struct Uses {
         std::uint32_t resource;
@@ -88,20 +116,37 @@ private:
     struct Flow {
         std::vector<Uses> uses;
         double rate = 0, old_rate = 0;
+        std::uint32_t bottleneck = kNone;  // the resource that froze it in its last fill
+        std::uint32_t mark = 0;            // solve generation: in m_set
         bool active = false, frozen = false;
-        std::uint32_t mark = 0;
+    };
+    struct Entry {  // a resource's fill level in the heap
+        double level;
+        std::uint32_t resource, version;
     };
 
-    void collect_components();
+    void compute();
+    void add_to_set(std::uint32_t flow);
+    void touch(std::uint32_t resource);
     void fill();
+    void measure();
+    bool check();
+    void collect_component();
+    void commit_loads();
 
     std::vector<Resource> m_resources;
     std::vector<Flow> m_flows;
-    std::vector<std::uint32_t> m_dirty;                 // resources whose flows changed, and new flows' marks
-    std::vector<std::uint32_t> m_new_flows;             // flows added with no resource
-    std::vector<std::uint32_t> m_comp_resources, m_comp_flows;
-    std::uint32_t m_generation = 0;
-    std::uint64_t m_rounds = 0;
+    std::vector<std::uint32_t> m_dirty;      // resources whose flows changed
+    std::vector<std::uint32_t> m_new_flows;  // flows added since the last solve
+    std::vector<std::uint32_t> m_set;        // S: the flows being refilled
+    std::vector<std::uint32_t> m_touched;    // resources of S and of the change
+    std::vector<std::uint32_t> m_joining;    // flows failing the check
+    std::vector<Entry> m_heap;
+    std::vector<std::uint32_t> m_requeue;  // resources whose level a fill step moved
+    std::uint32_t m_generation = 0, m_step = 0;
+    std::size_t m_active = 0;
+    bool m_incremental = true;
+    std::uint64_t m_refilled = 0, m_full_solves = 0, m_solves = 0;
 };
 
 }  // namespace eidola
