@@ -90,6 +90,11 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
             if (p.router.injection.get() == "fifo") m_inject[2 * g + cls] = m_solver.add_resource(port_rate);
             if (p.router.ejection.get() == "link") m_eject[2 * g + cls] = m_solver.add_resource(port_rate);
         }
+    if (p.router.injection_order.get() == "round_robin") {
+        const std::uint64_t queues = p.router.injection.get() == "fifo" ? 1 : 0;
+        for (std::uint32_t g = 0; g < n; ++g)
+            m_inject_depth.push_back(std::uint64_t(m_credits) * (queues ? 1 : 2 + topo.out_links(g).size()));
+    }
     m_window.assign(n, -1);
     m_route_index.assign(std::size_t(n) * n, -1);
     m_request_busy.assign(n, 0);
@@ -233,7 +238,11 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         if (fresh) m_injection.emplace_back();
         f.queue = it->second;
         Injection& q = m_injection[std::size_t(f.queue)];
-        if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
+        // In turns (round_robin), a write the injection buffer holds whole sends beside the others,
+        // packet by packet in turn, as in the packet fabric; a longer one waits, as there its
+        // packets enter the buffer only as the ones before leave.
+        const bool shares = !m_inject_depth.empty() && f.packets <= m_inject_depth[src];
+        if (q.active && !shares && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             q.waiting.push_back(id);
             return;
         }
