@@ -239,9 +239,13 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         f.queue = it->second;
         Injection& q = m_injection[std::size_t(f.queue)];
         // In turns (round_robin), a write the injection buffer holds whole sends beside the others,
-        // packet by packet in turn, as in the packet fabric; a longer one waits, as there its
-        // packets enter the buffer only as the ones before leave.
-        const bool shares = !m_inject_depth.empty() && f.packets <= m_inject_depth[src];
+        // packet by packet in turn, as in the packet fabric. A longer write, and a signal, wait for
+        // the writes before them: measured against the packet fabric's port in turns, that is what
+        // its rings do (a longer write's packets enter the buffer only as earlier ones leave, which
+        // staggers the workgroups' chains); with signals sharing too, rings of 16 MiB on a switch
+        // came out 9-21% fast (docs/fabrics.md, "When to trust which model").
+        const bool shares = !m_inject_depth.empty() && f.packets <= m_inject_depth[src] &&
+                            !trans.get_extension<AtomicExtension>();
         if (q.active && !shares && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             q.waiting.push_back(id);
             return;
