@@ -378,9 +378,8 @@ def test_cut_through_refuses_a_buffer_smaller_than_a_packet(write_platform):
         eidola.load_platform(plat.source, overrides={"fabric.switch.buffer": "32B"})
 
 
-@pytest.mark.parametrize("model", ["packet", "flow"])
 @pytest.mark.parametrize("order", ["arrival", "round_robin"])
-def test_injection_order_two_workgroups_on_one_link(write_platform, model, order):
+def test_injection_order_two_workgroups_on_one_link(write_platform, order):
     # Workgroup 0 writes n = 64 packets to GPU 1 at time 0; workgroup 1 the same from d = 64 ns on
     # (both blocking: each finishes with its last acknowledgement). Both writes fit in GPU 0's
     # injection buffer (64 x (2 + 1 link) = 192 packets). A packet takes ser = 272 B / 64 GB/s =
@@ -399,7 +398,7 @@ def test_injection_order_two_workgroups_on_one_link(write_platform, model, order
     b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=n * 256, blocking=True)
     b.program(gpu=0, wg=1).compute(ns=d).write(dst=1, buffer="data", offset=0, nbytes=n * 256, blocking=True)
     plat = _platform(write_platform, 2, "fully_connected", workgroups=2)
-    plat = eidola.load_platform(plat.source, overrides={"fabric.model": model, "fabric.switch.injection_order": order})
+    plat = eidola.load_platform(plat.source, overrides={"fabric.switch.injection_order": order})
     res = eidola.simulate(plat, b.build())
     wg = res.workgroups[res.workgroups["gpu"] == 0]
     first, second = float(wg[wg["wg"] == 0]["finish_ns"][0]), float(wg[wg["wg"] == 1]["finish_ns"][0])

@@ -90,11 +90,6 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
             if (p.router.injection.get() == "fifo") m_inject[2 * g + cls] = m_solver.add_resource(port_rate);
             if (p.router.ejection.get() == "link") m_eject[2 * g + cls] = m_solver.add_resource(port_rate);
         }
-    if (p.router.injection_order.get() == "round_robin") {
-        const std::uint64_t queues = p.router.injection.get() == "fifo" ? 1 : 0;
-        for (std::uint32_t g = 0; g < n; ++g)
-            m_inject_depth.push_back(std::uint64_t(m_credits) * (queues ? 1 : 2 + topo.out_links(g).size()));
-    }
     m_window.assign(n, -1);
     m_route_index.assign(std::size_t(n) * n, -1);
     m_request_busy.assign(n, 0);
@@ -238,15 +233,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         if (fresh) m_injection.emplace_back();
         f.queue = it->second;
         Injection& q = m_injection[std::size_t(f.queue)];
-        // In turns (round_robin), a write the injection buffer holds whole sends beside the others,
-        // packet by packet in turn, as in the packet fabric. A longer write, and a signal, wait for
-        // the writes before them: measured against the packet fabric's port in turns, that is what
-        // its rings do (a longer write's packets enter the buffer only as earlier ones leave, which
-        // staggers the workgroups' chains); with signals sharing too, rings of 16 MiB on a switch
-        // came out 9-21% fast (docs/fabrics.md, "When to trust which model").
-        const bool shares = !m_inject_depth.empty() && f.packets <= m_inject_depth[src] &&
-                            !trans.get_extension<AtomicExtension>();
-        if (q.active && !shares && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
+        if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             q.waiting.push_back(id);
             return;
         }

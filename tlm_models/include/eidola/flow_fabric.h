@@ -204,10 +204,6 @@ private:
     std::vector<std::uint32_t> m_route_touched;            // scratch of route(): the links it gave a share
     std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // src * links + first link -> m_injection
     std::vector<Injection> m_injection;
-    // switch.injection_order round_robin: per GPU, the packets its injection buffer holds (the
-    // packet fabric's switch.buffer x (2 + outputs)); a write of at most that many shares its link
-    // with the writes sending there instead of waiting its turn. Empty: every write waits.
-    std::vector<std::uint64_t> m_inject_depth;
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
     // Per port: a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.

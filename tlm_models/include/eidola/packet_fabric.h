@@ -101,11 +101,12 @@ struct PacketFabricParams : ParamGroup {
                               "voq: a queue per output port at the GPU's router, no limit on how many leave at once; "
                               "fifo: one queue per message class sending one flit per cycle, as a NIC port"};
         /// The order in which a GPU port's injection queue sends its workgroups' packets.
-        ChoiceParam injection_order{group, "switch.injection_order", {"round_robin", "arrival"},
+        ChoiceParam injection_order{group, "switch.injection_order", {"arrival", "round_robin"},
+                                    "arrival: each injection queue sends in the order the GPU issued (a workgroup "
+                                    "whose write fits in the buffer is queued whole, ahead of the next one's); "
                                     "round_robin: each injection queue takes its workgroups' packets in turn, one "
-                                    "packet each, as a GPU's link port arbitrates among its SMs' stores; arrival: "
-                                    "each injection queue sends in the order the GPU issued (a workgroup whose "
-                                    "write fits in the buffer is queued whole, ahead of the next one's)"};
+                                    "packet each, as a GPU's link port arbitrates among its SMs' stores (the flow "
+                                    "fabric has no counterpart yet: docs/fabrics.md, \"When to trust which model\")"};
         /// Delivery into the GPU.
         ChoiceParam ejection{group, "switch.ejection", {"unlimited", "link"},
                              "unlimited: every input delivers into its GPU at once; link: one flit per cycle at "
