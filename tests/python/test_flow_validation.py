@@ -189,8 +189,8 @@ ROUND_ROBIN = ("each workgroup writes to every peer in turn, starting one furthe
     ("direct all-reduce", "switch-8gpu.yaml", SWITCH, direct_allreduce, 8, 16 * MIB, 2 * 7 / 8 * 16 * MIB, True),
     # direct on MI300X: each of a GPU's 7 links carries 2/8 of S each way
     pytest.param("direct all-reduce", "mi300x-8gpu.yaml", MI300X, direct_allreduce, 8, 16 * MIB, 2 / 8 * 16 * MIB, True,
-                 marks=pytest.mark.xfail(strict=True, reason=ROUND_ROBIN + " (measured -25% with 8 workgroups, -5% with 32; the same with the "
-                                                                 "port's workgroups in turn)")),
+                 marks=pytest.mark.xfail(strict=True, reason=ROUND_ROBIN + " (measured -25% with 8 workgroups, -5% "
+                                                 "with 32; the same with the port's workgroups in turn)")),
 ])
 def test_collective(repo, name, platform, link, make, gpus, nbytes, sent, acks):
     packet, flow = _both(repo, platform, make(gpus, nbytes, workgroups=W))
