@@ -201,6 +201,17 @@ def test_a_packet_only_key_is_ignored_with_one_warning(write_platform, capsys):
     assert len(lines) == 1 and "fabric: watchdog ignored" in lines[0], lines
 
 
+def test_the_port_in_turns_is_ignored_with_one_warning(write_platform, capsys):
+    # switch.injection_order: round_robin is the packet fabric's; the flow fabric keeps first come, first served.
+    source = _platform(write_platform, 2, "fully_connected").source
+    capsys.readouterr()
+    eidola.load_platform(source, overrides={"fabric.switch.injection_order": "round_robin"})
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "fabric.switch.injection_order: round_robin ignored" in lines[0], lines
+    eidola.load_platform(source, overrides={"fabric.switch.injection_order": "arrival"})
+    assert capsys.readouterr().err == ""
+
+
 # ---- against the packet fabric -------------------------------------------------------------------
 
 def _compare(path, prof, overrides=None):

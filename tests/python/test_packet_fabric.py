@@ -376,3 +376,35 @@ def test_cut_through_refuses_a_buffer_smaller_than_a_packet(write_platform):
     with pytest.raises(eidola.ConfigError, match=r"fabric\.switch\.buffer: a buffer of 32 bytes holds 2 flit\(s\) "
                                                  r"of 16 B, but one packet .* needs 17"):
         eidola.load_platform(plat.source, overrides={"fabric.switch.buffer": "32B"})
+
+
+@pytest.mark.parametrize("order", ["arrival", "round_robin"])
+def test_injection_order_two_workgroups_on_one_link(write_platform, order):
+    # Workgroup 0 writes n = 64 packets to GPU 1 at time 0; workgroup 1 the same from d = 64 ns on
+    # (both blocking: each finishes with its last acknowledgement). Both writes fit in GPU 0's
+    # injection buffer (64 x (2 + 1 link) = 192 packets). A packet takes ser = 272 B / 64 GB/s =
+    # 4.25 ns on the link; a write's last packet that starts at s finishes at s + tail, tail = the
+    # packet's trip (ser + lat + sw), the memory, and the acknowledgement's trip (f + lat + sw).
+    # arrival: workgroup 0's packets are queued whole before workgroup 1's: it finishes at
+    # (n - 1) ser + tail. round_robin: from d on the link alternates between the two, so its
+    # n - d/ser remaining packets take twice as long: its last starts at (2n - 1) ser - d, less up
+    # to 4 packets it had committed to the link before workgroup 1's arrived (the one sending, the
+    # queue's head, the next in turn). Workgroup 1's last packet is the link's last either way.
+    n, d = 64, 64.0
+    ser = ser_ns(256)
+    tail = ser + LAT + SW + M + 256 / 5.3e12 * 1e9 + F + LAT + SW
+    b = ProfileBuilder(gpus=2, workgroups=2, name="two-writes")
+    b.buffer("data", nbytes=n * 256)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=n * 256, blocking=True)
+    b.program(gpu=0, wg=1).compute(ns=d).write(dst=1, buffer="data", offset=0, nbytes=n * 256, blocking=True)
+    plat = _platform(write_platform, 2, "fully_connected", workgroups=2)
+    plat = eidola.load_platform(plat.source, overrides={"fabric.switch.injection_order": order})
+    res = eidola.simulate(plat, b.build())
+    wg = res.workgroups[res.workgroups["gpu"] == 0]
+    first, second = float(wg[wg["wg"] == 0]["finish_ns"][0]), float(wg[wg["wg"] == 1]["finish_ns"][0])
+    assert second == pytest.approx((2 * n - 1) * ser + tail, rel=0.01)
+    if order == "arrival":
+        assert first == pytest.approx((n - 1) * ser + tail, rel=0.01)
+    else:
+        latest = (2 * n - 1) * ser - d + tail
+        assert latest - 4 * ser - 0.01 * latest <= first <= latest * 1.01

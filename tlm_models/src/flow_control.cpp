@@ -75,6 +75,7 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     Input& in = m_inputs[input];
     Queue& q = in.vcs[vc];
     const std::uint32_t id = q.pop();
+    if (in.link < 0 && vc < in.turns.size()) unstage(in.turns[vc], q);  // the next workgroup's turn
     const Packet& p = m_packets[id];
     in.occupancy -= p.units;
     const std::uint64_t now = now_ps();

@@ -243,6 +243,8 @@ bool GpuInitiator::send(Packet* p) {
         m_last_response_ps = now_ps();
         actions.push(now_ps() + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
     }
+    // The workgroup names the stream: a port that takes its workgroups' packets in turn reads it.
+    p->stream.stream = p->wg == kTrafficTurn ? std::uint32_t(m_transfers.size()) : p->wg;
     m_outstanding += p->slots;
     m_packets_sent += p->packets;
     m_request_pending = p;

@@ -1,4 +1,5 @@
 #include "packet_fabric_parts.h"
+#include "eidola/stream_extension.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,6 +84,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_ack_bytes(std::uint32_t(p.link.ack.get())),
       m_spread(p.spread.get()),
       m_inject_fifo(p.router.injection.get() == "fifo"),
+      m_inject_turns(p.router.injection_order.get() == "round_robin"),
       m_eject_link(p.router.ejection.get() == "link"),
       m_eject_bytes_per_s(p.link.bandwidth.get()),
       m_eject_header(std::uint32_t(p.link.header.get())),
@@ -112,6 +114,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
             in.vcs.resize(2 * in.per_class);
             in.speedup_one = m_inject_fifo;
             in.capacity = m_inject_depth;
+            if (m_inject_turns && node < ports()) in.turns.resize(in.per_class);  // the request queues
             for (std::uint32_t l : topo.out_links(node)) lanes = std::max(lanes, topo.links()[l].lanes);
         } else {
             const TopoLink& l = topo.links()[std::size_t(link)];
@@ -399,7 +402,10 @@ void PacketFabric::enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, 
     p.units = packets;
     p.out = out;
     ++q.reserved;
-    q.push(id);
+    // In turns: behind a head, a packet waits with its workgroup's (pop_head takes the next in turn).
+    const bool staged = cls == 0 && q.size > 0 && !in.turns.empty();
+    if (staged) stage(in.turns[queue], id, stream_of(*trans));
+    else q.push(id);
     ++in.occupancy;
     ++m_in_flight;
     if (!m_watching) {
@@ -407,7 +413,37 @@ void PacketFabric::enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, 
         m_last_progress_ps = now_ps();
         m_actions.push(now_ps() + m_watchdog_ps, {ActionKind::Watchdog, 0, 0});
     }
-    if (q.size == 1) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
+    if (q.size == 1 && !staged) m_actions.push(now_ps(), {ActionKind::HeadReady, input, queue});
+}
+
+std::uint32_t PacketFabric::stream_of(const tlm::tlm_generic_payload& trans) {
+    const StreamExtension* s = trans.get_extension<StreamExtension>();
+    return s ? s->stream : 0;
+}
+
+void PacketFabric::stage(InjectionTurns& t, std::uint32_t id, std::uint32_t stream) {
+    if (t.ends.size() <= stream) t.ends.resize(std::size_t(stream) + 1, {kNoOutput, kNoOutput});
+    auto& [first, last] = t.ends[stream];
+    m_packets[id].next_staged = kNoOutput;
+    if (first == kNoOutput) {
+        first = id;
+        t.order.push_back(stream);
+    } else {
+        m_packets[last].next_staged = id;
+    }
+    last = id;
+}
+
+void PacketFabric::unstage(InjectionTurns& t, Queue& q) {
+    if (t.order.empty()) return;
+    const std::uint32_t stream = t.order.front();
+    t.order.pop_front();
+    auto& [first, last] = t.ends[stream];
+    const std::uint32_t id = first;
+    first = m_packets[id].next_staged;
+    if (first == kNoOutput) last = kNoOutput;
+    else t.order.push_back(stream);  // more to send: its next turn comes after the others'
+    q.push(id);
 }
 
 void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
 #include <limits>
 #include <stdexcept>
 
@@ -42,6 +43,7 @@ struct PacketFabric::Packet {
     std::uint64_t injected_ps = 0;
     std::uint64_t spacing_ps = 0;            // a train: time between its packets (its slowest hop so far)
     std::uint64_t first_in_ps = 0;           // a train: its first packet is whole in the current router
+    std::uint32_t next_staged = kNoOutput;   // injection in turns: the next packet of its workgroup waiting there
 
     /// The wire bytes of one of its packets (the largest), if its `wire` bytes are all of theirs.
     std::uint32_t packet_wire(std::uint32_t wire) const { return (wire + train - 1) / train; }
@@ -113,6 +115,15 @@ struct PacketFabric::Queue {
     }
 };
 
+/// A GPU port's injection queue that sends its workgroups' packets in turn
+/// (switch.injection_order: round_robin): the queue itself holds the head, which asks for the
+/// output; the rest wait here, per workgroup, and the head's successor is the next workgroup's in
+/// turn. Linked through Packet::next_staged: no allocation per packet.
+struct InjectionTurns {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ends;  // per workgroup: its first and last waiting packet
+    std::deque<std::uint32_t> order;                            // workgroups with packets waiting, in turn
+};
+
 /// A router input: the injection port or the receiving end of a link. A link input has
 /// `per_class` queues per class: `half` per dateline half, either one per output of its router (a
 /// packet joins its next output's: virtual output queues) or `fabric.switch.vcs` allocated by
@@ -135,6 +146,7 @@ struct PacketFabric::Input {
     bool speedup_one = true;               // false for a voq injection port (each queue has its own path)
     double bytes_per_s = 0;                // crossbar rate of one path (its link's lane; 0: the output's)
     std::uint64_t credit_latency_ps = 0;   // credits back to the sender take the link's latency
+    std::vector<InjectionTurns> turns;     // a GPU's injection port in turns: one per request queue (else empty)
 
     /// A packet crosses on the first free path until `until`.
     void take_path(std::uint64_t until) {

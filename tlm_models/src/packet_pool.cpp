@@ -11,6 +11,8 @@ PacketPool::~PacketPool() {
         p->clear_extension<FlowExtension>();
         p->clear_extension<LandingFlagExtension>();
         p->clear_extension<MultimemExtension>();
+        p->clear_extension<MessageExtension>();
+        p->clear_extension<StreamExtension>();
     }
 }
 
@@ -19,6 +21,7 @@ Packet* PacketPool::allocate() {
     if (m_free.empty()) {
         m_all.push_back(std::make_unique<Packet>(this));
         p = m_all.back().get();
+        p->set_extension(&p->stream);  // once: a packet always names its stream (reset() keeps it)
     } else {
         p = m_free.back();
         m_free.pop_back();

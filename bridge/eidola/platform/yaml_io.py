@@ -380,6 +380,9 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
             # lands inside them, and sweeps fork a child per point.
             sys.stderr.write(f"warning: {loc}fabric: {', '.join(ignored)} ignored by fabric.model: flow "
                              "(flows always move: no deadlock to watch for)\n")
+        if fabric_params.get("switch.injection_order") == "round_robin":
+            sys.stderr.write(f"warning: {loc}fabric.switch.injection_order: round_robin ignored by fabric.model: "
+                             "flow (its writes through a link go first come, first served)\n")
 
     if kind == "plugin":
         raw = fabric.get("plugin")

@@ -23,6 +23,7 @@
 namespace eidola {
 
 class PacketPool;
+struct InjectionTurns;  // packet_fabric_parts.h
 
 /// The packet fabric's parameters. Those of one topology are grouped in its own section; every
 /// section registers into the same list, under the dotted names the YAML uses.
@@ -99,6 +100,13 @@ struct PacketFabricParams : ParamGroup {
         ChoiceParam injection{group, "switch.injection", {"voq", "fifo"},
                               "voq: a queue per output port at the GPU's router, no limit on how many leave at once; "
                               "fifo: one queue per message class sending one flit per cycle, as a NIC port"};
+        /// The order in which a GPU port's injection queue sends its workgroups' packets.
+        ChoiceParam injection_order{group, "switch.injection_order", {"arrival", "round_robin"},
+                                    "arrival: each injection queue sends in the order the GPU issued (a workgroup "
+                                    "whose write fits in the buffer is queued whole, ahead of the next one's); "
+                                    "round_robin: each injection queue takes its workgroups' packets in turn, one "
+                                    "packet each, as a GPU's link port arbitrates among its SMs' stores (the flow "
+                                    "fabric has no counterpart yet: docs/fabrics.md, \"When to trust which model\")"};
         /// Delivery into the GPU.
         ChoiceParam ejection{group, "switch.ejection", {"unlimited", "link"},
                              "unlimited: every input delivers into its GPU at once; link: one flit per cycle at "
@@ -268,6 +276,12 @@ private:
 
     void on_event();
     bool inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, std::uint8_t cls);
+    /// The stream (workgroup) a transaction names (stream_extension.h); 0 without one.
+    static std::uint32_t stream_of(const tlm::tlm_generic_payload& trans);
+    /// Injection in turns: packet `id` waits behind its stream's others.
+    void stage(InjectionTurns& t, std::uint32_t id, std::uint32_t stream);
+    /// Injection in turns: the next stream in turn gives its first waiting packet to `q`.
+    void unstage(InjectionTurns& t, Queue& q);
     void enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, std::uint8_t cls, std::uint32_t src,
                  std::uint32_t dst, std::uint32_t payload, bool ack, std::uint32_t packets, std::uint32_t out,
                  std::uint32_t queue);
@@ -325,6 +339,7 @@ private:
     std::uint32_t m_ack_bytes;      // wire bytes of a write's response
     bool m_spread;
     bool m_inject_fifo;             // fabric.switch.injection == fifo
+    bool m_inject_turns;            // fabric.switch.injection_order == round_robin
     bool m_eject_link;              // fabric.switch.ejection == link
     double m_eject_bytes_per_s;     // ejection rate when m_eject_link
     std::uint32_t m_eject_header;   // wire overhead of a packet entering its GPU

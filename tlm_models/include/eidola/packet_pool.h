@@ -16,6 +16,7 @@
 #include "eidola/landing_flag_extension.h"
 #include "eidola/message_extension.h"
 #include "eidola/multimem_extension.h"
+#include "eidola/stream_extension.h"
 #include "eidola/train_extension.h"
 
 namespace eidola {
@@ -44,6 +45,7 @@ public:
     LandingFlagExtension landing;        ///< attached to every transaction of a put
     MultimemExtension multimem;          ///< attached to every transaction of a multimem op
     MessageExtension message;            ///< attached to transactions that are part of a longer message
+    StreamExtension stream;              ///< attached to every transaction: its workgroup (stays attached)
 };
 
 /// Recycles Packets; tlm_mm_interface::free returns them here.
