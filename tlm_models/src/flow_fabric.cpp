@@ -234,10 +234,12 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         f.queue = it->second;
         Injection& q = m_injection[std::size_t(f.queue)];
         if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
-            if (!trans.get_extension<FlowExtension>() && f.packets == 1 && windowed(q)) {
-                // A signal: it slips in behind the backlog, outside the queue (slip_at). When,
-                // is worked out once the flows ahead have their rates, after this time step's
-                // solve (booked before this action, so it runs first).
+            const FlowExtension* ext = trans.get_extension<FlowExtension>();
+            if (ext && ext->signal && f.packets == 1 && own_backlog(q, ext->workgroup)) {
+                // A signal behind its own workgroup's flows: it slips in behind their backlog,
+                // outside the queue (slip_at). When, is worked out once the flows ahead have
+                // their rates, after this time step's solve (booked before this action, so it
+                // runs first).
                 f.behind = f.queue;
                 f.queue = -1;
                 m_actions.push(f.arrived_ps, {ActionKind::Slip, id, 0, nullptr});
@@ -253,14 +255,18 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     activate(id);
 }
 
-// Whether the GPU of queue `q`'s flows gives them a window (FlowExtension): then what its
-// injection queue holds is bounded by it.
-bool FlowFabric::windowed(const Injection& q) const {
-    for (std::uint32_t a : q.active_ids) {
-        const FlowExtension* ext = m_flows[a].trans ? m_flows[a].trans->get_extension<FlowExtension>() : nullptr;
-        if (ext && ext->window > 0) return true;
-    }
-    return false;
+// Whether all the flows in queue `q` come from workgroup `wg` and have a window (FlowExtension).
+// Why only then does a signal slip past them: a workgroup's writes go out one after another
+// whole in the packet fabric too, so its signal is behind them only as far as the window lets
+// them be issued. Other workgroups' writes the packet fabric's GPU issues round robin with the
+// signal's own write, which so ends late, with them; the flow fabric sends writes first come
+// first served, the signal's own write early, and keeps its signal behind the others instead.
+bool FlowFabric::own_backlog(const Injection& q, std::uint32_t wg) const {
+    auto own = [&](std::uint32_t id) {
+        const FlowExtension* ext = m_flows[id].trans ? m_flows[id].trans->get_extension<FlowExtension>() : nullptr;
+        return ext && ext->window > 0 && ext->workgroup == wg;
+    };
+    return std::all_of(q.active_ids.begin(), q.active_ids.end(), own) && std::all_of(q.waiting.begin(), q.waiting.end(), own);
 }
 
 // Signal `id`, issued behind an injection queue's flows, goes once the backlog ahead of it is sent.

@@ -149,7 +149,7 @@ private:
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
-    bool windowed(const Injection& q) const;
+    bool own_backlog(const Injection& q, std::uint32_t wg) const;
     void schedule_solve();
     void solve();
     void finish(std::uint32_t id, std::uint32_t version);
