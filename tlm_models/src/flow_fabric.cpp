@@ -181,7 +181,8 @@ void FlowFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload
         return;
     }
     const std::uint64_t len = trans.get_data_length();
-    delay += ps_to_time(zero_load_ps(src, std::uint32_t(dst), trans.is_write() ? len : 0, false));
+    // A transaction of its own is a message: the sending NIC's processing, as on the AT path.
+    delay += ps_to_time(zero_load_ps(src, std::uint32_t(dst), trans.is_write() ? len : 0, false, true));
     initiators[std::uint32_t(dst)]->b_transport(trans, delay);
     delay += ps_to_time(zero_load_ps(std::uint32_t(dst), src, trans.is_read() ? len : 0, trans.is_write()));
 }
@@ -547,8 +548,9 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         m_free_flows.push_back(id);
         return;
     }
-    // A single-packet message's NIC processing time is on its way (a longer one's is in its rate).
-    const bool starts = f.packets == 1 && f.framing.first && !f.read;
+    // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
+    // a read's is its request's, as in the packet fabric.
+    const bool starts = f.packets == 1 && f.framing.first;
     const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false, starts);
     if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
         ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
