@@ -114,8 +114,10 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
     return id;
 }
 
-// The b_transport (LT) path: the same hop timing with nothing else in the fabric.
-std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const {
+// The b_transport (LT) path: the same hop timing with nothing else in the fabric. As on the AT
+// path, a response (`response`) pays no NIC message processing, and a write's response (no data)
+// is link.ack bytes where that is set.
+std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool response) const {
     Packet p;  // p.tail_ps: when its tail may leave the current router
     std::uint64_t head = 0;
     std::uint32_t node = from, n;
@@ -123,8 +125,9 @@ std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, s
         const TopoLink& l = m_topology->links()[m_topology->next(node, to, n)[0]];
         // A framed link: the NIC's headers per MTU of the transaction (a message of its own here).
         const std::uint64_t frames = l.framed ? std::max<std::uint64_t>(1, (bytes + m_mtu - 1) / m_mtu) : 1;
-        const std::uint64_t overhead = l.nic_out ? m_message_ps : 0;
-        const Hop h = hop(p, head + overhead, std::uint32_t(frames * l.header + bytes), l.bytes_per_s, l.latency_ps);
+        const std::uint64_t overhead = l.nic_out && !response ? m_message_ps : 0;
+        const std::uint64_t header = !l.framed && response && bytes == 0 && m_ack_bytes ? m_ack_bytes : frames * l.header;
+        const Hop h = hop(p, head + overhead, std::uint32_t(header + bytes), l.bytes_per_s, l.latency_ps);
         head = h.head_arrives + m_switch_latency_ps;
         p.tail_ps = h.end + l.latency_ps + m_switch_latency_ps;
         node = l.dst;

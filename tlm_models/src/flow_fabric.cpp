@@ -181,7 +181,8 @@ void FlowFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload
         return;
     }
     const std::uint64_t len = trans.get_data_length();
-    delay += ps_to_time(zero_load_ps(src, std::uint32_t(dst), trans.is_write() ? len : 0, false));
+    // A transaction of its own is a message: the sending NIC's processing, as on the AT path.
+    delay += ps_to_time(zero_load_ps(src, std::uint32_t(dst), trans.is_write() ? len : 0, false, true));
     initiators[std::uint32_t(dst)]->b_transport(trans, delay);
     delay += ps_to_time(zero_load_ps(std::uint32_t(dst), src, trans.is_read() ? len : 0, trans.is_write()));
 }
@@ -240,25 +241,98 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         f.queue = m_routes[r].injection;
         Injection& q = m_injection[std::size_t(f.queue)];
         if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
+            const FlowExtension* ext = trans.get_extension<FlowExtension>();
+            if (ext && ext->signal && f.packets == 1 && own_backlog(q, ext->workgroup)) {
+                // A signal behind its own workgroup's flows: it slips in behind their backlog,
+                // outside the queue (slip_at). When, is worked out once the flows ahead have
+                // their rates, after this time step's solve (booked before this action, so it
+                // runs first).
+                f.behind = f.queue;
+                f.queue = -1;
+                m_actions.push(f.arrived_ps, {ActionKind::Slip, id, 0, nullptr});
+                return;
+            }
             q.waiting.push_back(id);
             return;
         }
         ++q.active;
+        q.active_ids.push_back(id);
         q.active_since = f.arrived_ps;
     }
     activate(id);
 }
 
+// Whether all the flows in queue `q` come from workgroup `wg` and have a window (FlowExtension).
+// Why only then does a signal slip past them: a workgroup's writes go out one after another
+// whole in the packet fabric too, so its signal is behind them only as far as the window lets
+// them be issued. Other workgroups' writes the packet fabric's GPU issues round robin with the
+// signal's own write, which so ends late, with them; the flow fabric sends writes first come
+// first served, the signal's own write early, and keeps its signal behind the others instead.
+bool FlowFabric::own_backlog(const Injection& q, std::uint32_t wg) const {
+    auto own = [&](std::uint32_t id) {
+        const FlowExtension* ext = m_flows[id].trans ? m_flows[id].trans->get_extension<FlowExtension>() : nullptr;
+        return ext && ext->window > 0 && ext->workgroup == wg;
+    };
+    return std::all_of(q.active_ids.begin(), q.active_ids.end(), own) && std::all_of(q.waiting.begin(), q.waiting.end(), own);
+}
+
+// Signal `id`, issued behind an injection queue's flows, goes once the backlog ahead of it is sent.
+void FlowFabric::slip(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    const std::uint64_t now = now_ps();
+    if (f.slip_ps == 0) {
+        if (m_solve_at == now) {  // the flows ahead have no rates yet: after the solve
+            m_actions.push(now, {ActionKind::Slip, id, 0, nullptr});
+            return;
+        }
+        f.slip_ps = std::max<std::uint64_t>(now, slip_at(m_injection[std::size_t(f.behind)]));
+        if (f.slip_ps > now) {
+            m_actions.push(f.slip_ps, {ActionKind::Slip, id, 0, nullptr});
+            return;
+        }
+    }
+    activate(id);
+}
+
+// When a signal issued now behind queue `q`'s flows leaves. The packet fabric's GPU issues a
+// signal (a release held for its acknowledgements, or a flag) as one packet in its round robin,
+// between a write's packets; it then waits in the injection queue behind the packets issued
+// before it: what is left of the writes issued before it on that link (the active flows and those
+// waiting behind them), but at most the GPU's window (max_outstanding packets of max_payload) less
+// what is further on, sent and not yet answered: per flow its rate times its round trip, at most
+// what it has sent. That backlog drains at the active flows' rates.
+std::uint64_t FlowFabric::slip_at(const Injection& q) const {
+    const std::uint64_t now = now_ps();
+    double ahead = 0, rate = 0, beyond = 0, window = 0;
+    for (std::uint32_t a : q.active_ids) {
+        const Flow& g = m_flows[a];
+        if (g.rate == FlowSolver::kUnlimited) continue;
+        const double left = std::max(0.0, g.remaining - g.rate * double(now - g.anchor_ps) * 1e-12) + double(g.paced_bytes);
+        ahead += left;
+        rate += g.rate;
+        beyond += std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
+        if (const FlowExtension* ext = g.trans->get_extension<FlowExtension>(); ext && ext->window > 0)
+            window = std::max(window, double(ext->window) * double(ext->packet_bytes));
+    }
+    for (std::uint32_t w : q.waiting) ahead += double(m_flows[w].bytes);  // issued too, as far as the window goes
+    if (!(rate > 0)) return now;
+    const double backlog = std::min(ahead, std::max(0.0, window - beyond));
+    return now + std::uint64_t(std::ceil(backlog * 1e12 / rate));
+}
+
 // A write that left its injection queue: the writes issued next start when none is left before them.
-void FlowFabric::sent(const Flow& f) {
+void FlowFabric::sent(std::uint32_t id) {
+    const Flow& f = m_flows[id];
     if (f.queue < 0) return;
     Injection& q = m_injection[std::size_t(f.queue)];
+    q.active_ids.erase(std::find(q.active_ids.begin(), q.active_ids.end(), id));
     if (--q.active || q.waiting.empty()) return;
     q.active_since = m_flows[q.waiting.front()].arrived_ps;
     while (!q.waiting.empty() && m_flows[q.waiting.front()].arrived_ps == q.active_since) {
         const std::uint32_t next = q.waiting.front();
         q.waiting.pop_front();
         ++q.active;
+        q.active_ids.push_back(next);
         activate(next);
     }
 }
@@ -355,6 +429,7 @@ void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_pack
 // in the windows go as a burst, the rest paced; `round_trip` is how long a packet holds its room.
 void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     Flow& f = m_flows[id];
+    f.round_trip_ps = round_trip;
     const double n = double(f.packets);
     // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
@@ -467,7 +542,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         return;
     }
     f.version = ++m_next_version[id];  // no Finish of this flow stands any more
-    sent(f);
+    sent(id);
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     std::uint64_t last_starts = now;
     if (f.rate != FlowSolver::kUnlimited)
@@ -479,8 +554,9 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         m_free_flows.push_back(id);
         return;
     }
-    // A single-packet message's NIC processing time is on its way (a longer one's is in its rate).
-    const bool starts = f.packets == 1 && f.framing.first && !f.read;
+    // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
+    // a read's is its request's, as in the packet fabric.
+    const bool starts = f.packets == 1 && f.framing.first;
     const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false, starts);
     if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
         ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
@@ -572,6 +648,7 @@ void FlowFabric::on_event() {
                 break;
             case ActionKind::Deliver: deliver(a.a, a.trans, a.b); break;
             case ActionKind::NvlsIn: nvls_in(a.a); break;
+            case ActionKind::Slip: slip(a.a); break;
             case ActionKind::Return: give_back(a.a, a.trans); break;
             case ActionKind::RequestFree:
                 m_request_busy[a.a] = false;

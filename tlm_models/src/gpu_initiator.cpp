@@ -165,6 +165,8 @@ void GpuInitiator::try_issue() {
             p->flow.packet_bytes = std::uint32_t(m_max_payload);
             p->flow.turnaround_ps = m_turnaround_ps;
             p->flow.first_ps = 0;
+            p->flow.workgroup = w;
+            p->flow.signal = kind == OpKind::Signal;
             p->set_extension(&p->flow);
             p->flow_attached = true;
         }
@@ -419,6 +421,13 @@ void GpuInitiator::issue_post(std::uint32_t w) {
     std::memcpy(p->word, &op.value, 8);
     p->set_extension(&p->atomic);
     p->atomic_attached = true;
+    if (m_flow) {  // tell the flow fabric whose signal it is (no window: it is sent as before)
+        p->flow = FlowExtension{};
+        p->flow.workgroup = w;
+        p->flow.signal = true;
+        p->set_extension(&p->flow);
+        p->flow_attached = true;
+    }
     m_bytes_sent += 8;
     send(p);  // one packet: never refused as a train is
 }

@@ -252,9 +252,9 @@ void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_paylo
         return;
     }
     const std::uint64_t len = t.get_data_length();
-    delay += ps_to_time(zero_load_ps(gpu, std::uint32_t(dst), t.is_write() ? len : 0));
+    delay += ps_to_time(zero_load_ps(gpu, std::uint32_t(dst), t.is_write() ? len : 0, false));
     initiators[std::uint32_t(dst)]->b_transport(t, delay);
-    delay += ps_to_time(zero_load_ps(std::uint32_t(dst), gpu, t.is_read() ? len : 0));
+    delay += ps_to_time(zero_load_ps(std::uint32_t(dst), gpu, t.is_read() ? len : 0, true));
 }
 
 unsigned int PacketFabric::forward_debug(tlm::tlm_generic_payload& t) {

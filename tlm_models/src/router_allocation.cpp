@@ -222,9 +222,14 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             h.spacing = std::max(h.spacing, (h.end - start) / m_packets[id].train);
         }
         // The packet crosses the crossbar at its input's rate (a faster output than input idles
-        // between flits; a slower one is fed from its one-packet staging buffer).
-        const Hop x = in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s
-                          ? hop(m_packets[id], start, wire, in.bytes_per_s, 0, false) : h;
+        // between flits; a slower one is fed from its one-packet staging buffer), in the size it
+        // came in with: a NIC takes in a network packet and sends a PCIe one (rail), and charging
+        // the output's headers at the input's rate would cap the NIC below both links.
+        Hop x = h;
+        if (in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s) {
+            const TopoLink& came = m_topology->links()[std::size_t(in.link)];
+            x = hop(m_packets[id], start, wire_bytes(m_packets[id], came.header, came.framed), in.bytes_per_s, 0, false);
+        }
         if (in.speedup_one) in.take_path(x.end);
         const std::uint32_t lane_index = std::uint32_t(lane - o.lane_free.begin());
         if (!kTrains) {

@@ -21,6 +21,11 @@ public:
     std::uint32_t window = 0;         ///< the initiator's outstanding limit, in packets (0: none)
     std::uint32_t packet_bytes = 0;   ///< payload of each of its packets but the last
     std::uint64_t turnaround_ps = 0;  ///< the target's service time of one packet (memory latency + packet / bandwidth)
+    /// The issuing workgroup on its GPU: its transfers go out one after another, whole.
+    std::uint32_t workgroup = 0;
+    /// A signal (a flag or a held release): one packet that the GPU slips into its round robin
+    /// between a workgroup's packets, rather than a flow (window 0: the fabric paces it by none).
+    bool signal = false;
     /// Set by the fabric on delivery: when the flow's first packet was in at the target (its
     /// bytes then kept arriving until the delivery). 0 with a single packet.
     std::uint64_t first_ps = 0;

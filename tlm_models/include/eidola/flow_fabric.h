@@ -67,7 +67,7 @@ private:
     friend struct FabricInitiatorPort<FlowFabric>;
     FlowFabric(sc_core::sc_module_name name, const Params& params);
 
-    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn };
+    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip };
     struct Action {
         ActionKind kind;
         std::uint32_t a;  // flow id or port
@@ -93,7 +93,10 @@ private:
         std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
         std::vector<FlowSolver::Use> paced;
         std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
-        std::uint64_t round_trip_ps = 0; // a burst: when its packets are answered and the windows free
+        std::uint64_t round_trip_ps = 0; // a packet's zero-load round trip, memory included (a burst: when
+                                         // its packets are answered and the windows free)
+        std::int64_t behind = -1;        // a single packet slipping in behind this injection queue's backlog
+        std::uint64_t slip_ps = 0;       // when it goes (0: not yet worked out)
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
@@ -111,11 +114,14 @@ private:
         std::uint64_t late = 0;         // how much later than due its copies or reads went out
     };
     /// The writes a GPU sends through one output link, first come first served: a GPU issues a
-    /// write's packets at once, so they sit in its injection queue behind those issued before,
-    /// and only writes issued at the same time interleave (the packet fabric's virtual output
-    /// queues). The writes issued first are active; the rest wait until they have been sent.
+    /// write's packets at once, as far as its window lets it, so they sit in its injection queue
+    /// behind those issued before, and only writes issued at the same time interleave (the packet
+    /// fabric's virtual output queues). The writes issued first are active; the rest wait until
+    /// they have been sent. A signal, which the GPU issues as one packet in its round robin,
+    /// waits only for the backlog its window lets the flows ahead hold (slip_at).
     struct Injection {
         std::deque<std::uint32_t> waiting;
+        std::vector<std::uint32_t> active_ids;  // the active writes
         std::uint32_t active = 0;
         std::uint64_t active_since = 0;  // when the active writes were issued
     };
@@ -141,7 +147,10 @@ private:
     void launch(std::uint32_t id, std::uint64_t round_trip);
     void add_use(std::uint32_t resource, double weight);
     void add_pace(std::uint32_t resource, double weight, double per_packet);
-    void sent(const Flow& f);
+    void sent(std::uint32_t id);
+    void slip(std::uint32_t id);
+    std::uint64_t slip_at(const Injection& q) const;
+    bool own_backlog(const Injection& q, std::uint32_t wg) const;
     void schedule_solve();
     void solve();
     void finish(std::uint32_t id, std::uint32_t version);

@@ -327,7 +327,7 @@ private:
     std::uint32_t wire_bytes(const Packet& p, std::uint32_t header, bool framed = false) const;
     std::uint32_t pop_head(std::uint32_t input, std::uint32_t vc, std::uint64_t tail_leaves_ps,
                            std::uint64_t spacing_ps = 0);
-    std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes) const;
+    std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool response) const;
 
     std::unique_ptr<Topology> m_topology;
     std::uint64_t m_switch_latency_ps;
