@@ -83,6 +83,7 @@ int main() {
         // couples all four flows (as acknowledgements couple the flows of a switch) at weight 0.1.
         // L0 holds flows 0 and 1 at 5 each, L1 flows 2 and 3 at 5 each; A carries 4 x 0.5 = 2.
         FlowSolver s;
+        s.set_small_component(0);  // these components are small: take the incremental path all the same
         const auto l0 = s.add_resource(10), l1 = s.add_resource(10), a = s.add_resource(100);
         s.add_flow(0, {{l0, 1}, {a, 0.1}});
         s.add_flow(1, {{l0, 1}, {a, 0.1}});
@@ -116,6 +117,7 @@ int main() {
         // leaves, g1 is held by X only and shares it with g0: 6 each, so g0, which shared no
         // resource with g2, drops from 7.5 to 6.
         FlowSolver s;
+        s.set_small_component(0);
         const auto x = s.add_resource(12), y = s.add_resource(9);
         s.add_flow(0, {{x, 1}});
         s.add_flow(1, {{x, 1}, {y, 1}});
@@ -141,7 +143,9 @@ int main() {
             std::mt19937_64 rng(seed);
             const int gpus = 4 + int(rng() % 29);
             FlowSolver inc, full;
+            inc.set_small_component(0);
             full.set_incremental(false);
+            full.set_small_component(0);
             std::vector<double> cap;
             for (int r = 0; r < 2 * gpus; ++r) {
                 cap.push_back(50 + double(rng() % 100));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace eidola {
@@ -17,6 +18,7 @@ bool later(double level_a, std::uint32_t res_a, double level_b, std::uint32_t re
 constexpr std::size_t kSetFloor = 64;
 constexpr std::size_t kSetShare = 4;   // a quarter of the active flows
 constexpr int kMaxSteps = 32;          // refills of a growing set before falling back
+constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 std::uint32_t FlowSolver::add_resource(double capacity) {
@@ -79,14 +81,18 @@ void FlowSolver::add_to_set(std::uint32_t id) {
 // order of the calls since the last solve, so it is deterministic.
 void FlowSolver::compute() {
     ++m_solves;
-    ++m_generation;
-    m_set.clear();
-    m_touched.clear();
-    for (std::uint32_t r : m_dirty) touch(r);
-    for (std::uint32_t id : m_new_flows)
-        if (m_flows[id].active && m_flows[id].mark != m_generation) add_to_set(id);
+    start();
+    // A small component is cheaper to refill at once than to refill and check in steps (and a
+    // fabric of a few GPUs is mostly small components): look for its end first, a few flows deep.
+    const bool small = m_small_component > 0 && collect_component(m_small_component);
+    if (!small) start();
     m_dirty.clear();
     m_new_flows.clear();
+    if (small) {
+        fill();
+        measure();
+        return;
+    }
     if (m_incremental) {
         for (int step = 0; step < kMaxSteps; ++step) {
             fill();
@@ -97,17 +103,32 @@ void FlowSolver::compute() {
         }
     }
     ++m_full_solves;
-    collect_component();
+    collect_component(kUnbounded);
     fill();
     measure();
 }
 
+// A new generation with S the new flows and the changed resources touched.
+void FlowSolver::start() {
+    ++m_generation;
+    m_set.clear();
+    m_touched.clear();
+    for (std::uint32_t r : m_dirty) touch(r);
+    for (std::uint32_t id : m_new_flows)
+        if (m_flows[id].active && m_flows[id].mark != m_generation) add_to_set(id);
+}
+
 // Everything connected to what S and the change touched: breadth first over the touched
-// resources, which grow as flows join.
-void FlowSolver::collect_component() {
+// resources, which grow as flows join. Stops, returning false, once S holds more than `limit`
+// flows.
+bool FlowSolver::collect_component(std::size_t limit) {
     for (std::size_t head = 0; head < m_touched.size(); ++head)
         for (const Member& m : m_resources[m_touched[head]].flows)
-            if (m_flows[m.flow].mark != m_generation) add_to_set(m.flow);
+            if (m_flows[m.flow].mark != m_generation) {
+                add_to_set(m.flow);
+                if (m_set.size() > limit) return false;
+            }
+    return true;
 }
 
 // Progressive filling of S against what the flows outside S (held at their rates) leave of each

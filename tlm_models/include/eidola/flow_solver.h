@@ -20,7 +20,8 @@
 //     resource S or the change touched; a flow without one joins S (with the held flows that
 //     out-rate an S flow on its bottleneck), and S is refilled;
 //   - when S stops growing without passing, or grows past a share of the flows, it falls back to
-//     filling the whole connected component of the change (the only path before issue 25).
+//     filling the whole connected component of the change (the only path before issue 25);
+//   - a component of a few flows (kSmallComponent) is refilled whole at once, which is cheaper.
 // The check holds to a relative tolerance kTolerance (1e-9): a resource within it of its capacity
 // is full and a rate within it of the resource's highest is the highest. A flow whose new rate is
 // within kTolerance of its old one keeps the old one and is not reported changed: such a change
@@ -31,6 +32,7 @@
 // sequence of calls gives bit-identical rates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -69,6 +71,12 @@ public:
     /// Whether solve() may recompute only the flows a change can move (default) or must refill
     /// the whole connected component of every change (the reference the tests compare with).
     void set_incremental(bool on) { m_incremental = on; }
+    /// Components of at most `flows` flows are refilled whole without the incremental steps
+    /// (default kSmallComponent; 0 makes every solve take the incremental path, for tests).
+    void set_small_component(std::size_t flows) { m_small_component = flows; }
+    /// The default of set_small_component: about a component's size on 8 GPUs of a switch, where
+    /// one refill of the component costs less than the incremental path's refills and checks.
+    static constexpr std::size_t kSmallComponent = 32;
 
     /// Recomputes the rates that the changes since the last call can move. Calls
     /// `before(resource)` for each resource whose load may change, before it changes, then
@@ -85,7 +93,8 @@ public:
 
     /// Flows refilled so far, over all solves (a measure of the solver's work).
     std::uint64_t flows_refilled() const { return m_refilled; }
-    /// Solves that fell back to refilling a whole component.
+    /// Solves that refilled a whole component larger than the small one (a fallback, or all of
+    /// them without set_incremental).
     std::uint64_t full_solves() const { return m_full_solves; }
     /// Solves so far.
     std::uint64_t solves() const { return m_solves; }
@@ -131,7 +140,8 @@ private:
     void fill();
     void measure();
     bool check();
-    void collect_component();
+    void start();
+    bool collect_component(std::size_t limit);
     void commit_loads();
 
     std::vector<Resource> m_resources;
@@ -146,6 +156,7 @@ private:
     std::uint32_t m_generation = 0, m_step = 0;
     std::size_t m_active = 0;
     bool m_incremental = true;
+    std::size_t m_small_component = kSmallComponent;
     std::uint64_t m_refilled = 0, m_full_solves = 0, m_solves = 0;
 };
 
