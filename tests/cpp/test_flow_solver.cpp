@@ -142,8 +142,9 @@ int main() {
         for (std::uint64_t seed = 1; seed <= 20; ++seed) {
             std::mt19937_64 rng(seed);
             const int gpus = 4 + int(rng() % 29);
-            FlowSolver inc, full;
+            FlowSolver inc, full, dflt;  // dflt: as the fabric runs it (small components whole, back-off)
             inc.set_small_component(0);
+            inc.set_backoff(false);
             full.set_incremental(false);
             full.set_small_component(0);
             std::vector<double> cap;
@@ -151,6 +152,7 @@ int main() {
                 cap.push_back(50 + double(rng() % 100));
                 inc.add_resource(cap.back());
                 full.add_resource(cap.back());
+                dflt.add_resource(cap.back());
             }
             const std::uint32_t kFlows = 6 * std::uint32_t(gpus);
             std::vector<std::vector<FlowSolver::Use>> uses(kFlows);
@@ -161,6 +163,7 @@ int main() {
                     if (active[f]) {
                         inc.remove_flow(f);
                         full.remove_flow(f);
+                        dflt.remove_flow(f);
                     } else {
                         const std::uint32_t src = std::uint32_t(rng() % gpus), dst = (src + 1 + std::uint32_t(rng() % (gpus - 1))) % gpus;
                         const double ack = double(rng() % 3) / 16;  // 0, 1/16 or 1/8
@@ -168,17 +171,21 @@ int main() {
                         if (ack > 0) uses[f].insert(uses[f].end(), {{2 * dst, ack}, {2 * src + 1, ack}});
                         inc.add_flow(f, uses[f]);
                         full.add_flow(f, uses[f]);
+                        dflt.add_flow(f, uses[f]);
                     }
                     active[f] = !active[f];
                 }
                 solve(inc);
                 solve(full);
+                solve(dflt);
                 for (std::uint32_t g = 0; g < kFlows; ++g)
-                    if (active[g] && std::fabs(inc.rate(g) - full.rate(g)) > 1e-8 * full.rate(g)) {
-                        std::printf("FAIL seed %llu step %d flow %u: incremental %.12g, whole component %.12g\n",
-                                    (unsigned long long)seed, step, g, inc.rate(g), full.rate(g));
-                        ++failures;
-                    }
+                    for (const FlowSolver* s : {&inc, &dflt})
+                        if (active[g] && std::fabs(s->rate(g) - full.rate(g)) > 1e-8 * full.rate(g)) {
+                            std::printf("FAIL seed %llu step %d flow %u: %s %.12g, whole component %.12g\n",
+                                        (unsigned long long)seed, step, g, s == &inc ? "incremental" : "default",
+                                        s->rate(g), full.rate(g));
+                            ++failures;
+                        }
                 for (int r = 0; r < 2 * gpus; ++r)
                     if (inc.load(std::uint32_t(r)) > cap[std::size_t(r)] * (1 + 1e-8)) {
                         std::printf("FAIL seed %llu: resource %d over capacity\n", (unsigned long long)seed, r);

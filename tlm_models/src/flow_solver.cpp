@@ -93,13 +93,22 @@ void FlowSolver::compute() {
         measure();
         return;
     }
-    if (m_incremental) {
+    if (m_incremental && m_skip > 0) {
+        --m_skip;
+    } else if (m_incremental) {
         for (int step = 0; step < kMaxSteps; ++step) {
             fill();
             measure();
             const std::size_t before = m_set.size();
-            if (check()) return;
+            if (check()) {
+                m_backoff = 1;
+                return;
+            }
             if (m_set.size() == before || m_set.size() > kSetFloor + m_active / kSetShare) break;
+        }
+        if (m_backoff_on) {  // the attempt was wasted: refill whole for a while before the next
+            m_skip = m_backoff;
+            m_backoff = std::min(2 * m_backoff, kMaxBackoff);
         }
     }
     ++m_full_solves;
