@@ -38,7 +38,7 @@ void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
     for (const Use& u : uses) {
         Resource& r = m_resources[u.resource];
         f.uses.push_back(Uses{u.resource, u.weight, std::uint32_t(r.flows.size())});
-        r.flows.push_back(Member{id, std::uint32_t(f.uses.size() - 1)});
+        r.flows.push_back(Member{id, std::uint32_t(f.uses.size() - 1), u.weight});
     }
     m_new_flows.push_back(id);
     ++m_active;
@@ -161,7 +161,7 @@ void FlowSolver::fill() {
         r.unfrozen = 0;
         for (const Member& m : r.flows) {
             const Flow& f = m_flows[m.flow];
-            const double w = f.uses[m.use].weight;
+            const double w = m.weight;
             if (f.mark == m_generation) {
                 r.weights += w;
                 ++r.unfrozen;
@@ -218,7 +218,7 @@ void FlowSolver::measure() {
         double load = 0, top = 0;
         for (const Member& m : r.flows) {
             const Flow& f = m_flows[m.flow];
-            const double w = f.uses[m.use].weight;
+            const double w = m.weight;
             if (w > 0) load += f.rate * w;
             if (f.rate != kUnlimited) top = std::max(top, f.rate);
         }
