@@ -122,12 +122,20 @@ void FlowSolver::start() {
 // resources, which grow as flows join. Stops, returning false, once S holds more than `limit`
 // flows.
 bool FlowSolver::collect_component(std::size_t limit) {
-    for (std::size_t head = 0; head < m_touched.size(); ++head)
+    // Every flow of a touched resource is in the component: one with more flows than `limit`
+    // decides the answer at once, without adding them (and touching all their resources) one by
+    // one; first among the resources the change touched, then as the walk reaches more. Same
+    // answer as the walk; the partial S of a false answer is dropped by the caller either way.
+    for (std::uint32_t ri : m_touched)
+        if (m_resources[ri].flows.size() > limit) return false;
+    for (std::size_t head = 0; head < m_touched.size(); ++head) {
+        if (m_resources[m_touched[head]].flows.size() > limit) return false;
         for (const Member& m : m_resources[m_touched[head]].flows)
             if (m_flows[m.flow].mark != m_generation) {
                 add_to_set(m.flow);
                 if (m_set.size() > limit) return false;
             }
+    }
     return true;
 }
 
