@@ -24,11 +24,15 @@ constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 std::uint32_t FlowSolver::add_resource(double capacity) {
     if (!(capacity > 0)) throw std::invalid_argument("flow solver: a resource needs a positive capacity");
     m_resources.push_back(Resource{capacity});
+    m_resource_mark.push_back(0);
     return std::uint32_t(m_resources.size() - 1);
 }
 
 void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
-    if (id >= m_flows.size()) m_flows.resize(std::size_t(id) + 1);
+    if (id >= m_flows.size()) {
+        m_flows.resize(std::size_t(id) + 1);
+        m_flow_mark.resize(m_flows.size(), 0);
+    }
     Flow& f = m_flows[id];
     if (f.active) throw std::logic_error("flow solver: flow added twice");
     f.active = true;
@@ -38,7 +42,7 @@ void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
     for (const Use& u : uses) {
         Resource& r = m_resources[u.resource];
         f.uses.push_back(Uses{u.resource, u.weight, std::uint32_t(r.flows.size())});
-        r.flows.push_back(Member{id, std::uint32_t(f.uses.size() - 1)});
+        r.flows.push_back(Member{id, std::uint32_t(f.uses.size() - 1), u.weight});
     }
     m_new_flows.push_back(id);
     ++m_active;
@@ -63,14 +67,15 @@ void FlowSolver::remove_flow(std::uint32_t id) {
 
 void FlowSolver::touch(std::uint32_t resource) {
     Resource& r = m_resources[resource];
-    if (r.mark == m_generation) return;
-    r.mark = m_generation;
+    std::uint32_t& mark = m_resource_mark[resource];
+    if (mark == m_generation) return;
+    mark = m_generation;
     m_touched.push_back(resource);
 }
 
 void FlowSolver::add_to_set(std::uint32_t id) {
     Flow& f = m_flows[id];
-    f.mark = m_generation;
+    m_flow_mark[id] = m_generation;
     f.old_rate = f.rate;
     m_set.push_back(id);
     for (const Uses& u : f.uses) touch(u.resource);
@@ -124,19 +129,27 @@ void FlowSolver::start() {
     m_touched.clear();
     for (std::uint32_t r : m_dirty) touch(r);
     for (std::uint32_t id : m_new_flows)
-        if (m_flows[id].active && m_flows[id].mark != m_generation) add_to_set(id);
+        if (m_flows[id].active && m_flow_mark[id] != m_generation) add_to_set(id);
 }
 
 // Everything connected to what S and the change touched: breadth first over the touched
 // resources, which grow as flows join. Stops, returning false, once S holds more than `limit`
 // flows.
 bool FlowSolver::collect_component(std::size_t limit) {
-    for (std::size_t head = 0; head < m_touched.size(); ++head)
+    // Every flow of a touched resource is in the component: one with more flows than `limit`
+    // decides the answer at once, without adding them (and touching all their resources) one by
+    // one; first among the resources the change touched, then as the walk reaches more. Same
+    // answer as the walk; the partial S of a false answer is dropped by the caller either way.
+    for (std::uint32_t ri : m_touched)
+        if (m_resources[ri].flows.size() > limit) return false;
+    for (std::size_t head = 0; head < m_touched.size(); ++head) {
+        if (m_resources[m_touched[head]].flows.size() > limit) return false;
         for (const Member& m : m_resources[m_touched[head]].flows)
-            if (m_flows[m.flow].mark != m_generation) {
+            if (m_flow_mark[m.flow] != m_generation) {
                 add_to_set(m.flow);
                 if (m_set.size() > limit) return false;
             }
+    }
     return true;
 }
 
@@ -170,8 +183,8 @@ void FlowSolver::fill() {
         r.unfrozen = 0;
         for (const Member& m : r.flows) {
             const Flow& f = m_flows[m.flow];
-            const double w = f.uses[m.use].weight;
-            if (f.mark == m_generation) {
+            const double w = m.weight;
+            if (m_flow_mark[m.flow] == m_generation) {
                 r.weights += w;
                 ++r.unfrozen;
             } else if (w > 0) {
@@ -193,7 +206,7 @@ void FlowSolver::fill() {
         m_requeue.clear();
         for (const Member& m : full.flows) {
             Flow& f = m_flows[m.flow];
-            if (f.mark != m_generation || f.frozen) continue;
+            if (m_flow_mark[m.flow] != m_generation || f.frozen) continue;
             f.frozen = true;
             f.rate = level;
             f.bottleneck = e.resource;
@@ -227,7 +240,7 @@ void FlowSolver::measure() {
         double load = 0, top = 0;
         for (const Member& m : r.flows) {
             const Flow& f = m_flows[m.flow];
-            const double w = f.uses[m.use].weight;
+            const double w = m.weight;
             if (w > 0) load += f.rate * w;
             if (f.rate != kUnlimited) top = std::max(top, f.rate);
         }
@@ -245,7 +258,7 @@ bool FlowSolver::check() {
         if (f.rate == kUnlimited) return true;
         auto holds = [&](std::uint32_t ri) {
             const Resource& r = m_resources[ri];
-            return r.mark == m_generation && r.new_load >= r.capacity * (1 - kTolerance) &&
+            return m_resource_mark[ri] == m_generation && r.new_load >= r.capacity * (1 - kTolerance) &&
                    f.rate >= r.top * (1 - kTolerance);
         };
         if (f.bottleneck != kNone && holds(f.bottleneck)) return true;
@@ -262,16 +275,16 @@ bool FlowSolver::check() {
         if (bottleneck(f) || f.bottleneck == kNone) continue;
         for (const Member& m : m_resources[f.bottleneck].flows) {
             const Flow& g = m_flows[m.flow];
-            if (g.mark != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.flow);
+            if (m_flow_mark[m.flow] != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.flow);
         }
     }
     for (std::uint32_t ri : m_touched)
         for (const Member& m : m_resources[ri].flows) {
             Flow& g = m_flows[m.flow];
-            if (g.mark != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.flow);
+            if (m_flow_mark[m.flow] != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.flow);
         }
     for (std::uint32_t id : m_joining)
-        if (m_flows[id].mark != m_generation) add_to_set(id);
+        if (m_flow_mark[id] != m_generation) add_to_set(id);
     return m_joining.empty();
 }
 
