@@ -131,6 +131,11 @@ private:
         std::vector<std::pair<std::uint32_t, double>> links;  // (link, fraction of packets)
         std::vector<std::uint32_t> path;                      // first choice at every node
         std::int32_t injection = -1;  // its source's injection queue on path[0] (m_injection), -1: not yet looked up
+        // zero_load_ps's last answer on this route: a flow asks it up to five times, mostly for the
+        // same packet size, and the walk over the path divides per link.
+        std::uint64_t memo_payload = ~std::uint64_t(0);
+        std::uint8_t memo_flags = 0;  // ack | starts_message << 1
+        std::uint64_t memo_ps = 0;
     };
 
     tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
