@@ -24,9 +24,8 @@ zero-load round trips instead.
 
 from __future__ import annotations
 
-import math
-
 import pytest
+from zero_load import zero_load_ns
 
 import eidola
 from eidola.generators import ring_allreduce
@@ -41,16 +40,8 @@ M = 300.0 + P / 5.3e12 * 1e9       # the target's memory for one packet, ns
 
 
 def _zero_load_ns(hops: list[tuple[float, float, float]]) -> float:
-    """One packet over `hops` [(wire bytes, bandwidth, latency ns)] at zero load (module docstring)."""
-    head = tail = 0.0
-    for wire, bw, lat in hops:
-        ser = wire / bw * 1e9
-        flits = max(1, math.ceil(wire / FLIT))
-        last_flit = (wire - (flits - 1) * FLIT) / bw * 1e9
-        end = max(head + ser, tail + last_flit)
-        head += min(wire, FLIT) / bw * 1e9 + lat + SW
-        tail = end + lat + SW
-    return max(head, tail)
+    """One packet over `hops` [(wire bytes, bandwidth, latency ns)] at zero load (zero_load.py)."""
+    return zero_load_ns(hops, SW, FLIT)
 
 
 def _cross_node(pcie_wire: float, nic_wire: float) -> list[tuple[float, float, float]]:

@@ -26,6 +26,7 @@ import sys
 
 import numpy as np
 import pytest
+from zero_load import zero_load_ns
 
 import eidola
 from eidola.platform.memory import fabric_links
@@ -77,19 +78,8 @@ def _link(res, src, dst):
 
 
 def _zero_load_ns(hops, overhead_ns=0.0, overhead_at=-1):
-    """One packet over `hops` [(wire bytes, bandwidth, latency ns)] at zero load (module docstring)."""
-    head = tail = 0.0
-    for k, (wire, bw, lat) in enumerate(hops):
-        if k == overhead_at:
-            head += overhead_ns
-            tail += overhead_ns
-        ser = wire / bw * 1e9
-        flits = max(1, math.ceil(wire / FLIT))
-        last_flit = (wire - (flits - 1) * FLIT) / bw * 1e9
-        end = max(head + ser, tail + last_flit)
-        head += min(wire, FLIT) / bw * 1e9 + lat + SW
-        tail = end + lat + SW
-    return max(head, tail)
+    """One packet over `hops` at zero load, with this platform's switch latency (zero_load.py)."""
+    return zero_load_ns(hops, SW, FLIT, overhead_ns, overhead_at)
 
 
 @pytest.mark.parametrize("model", ["packet", "flow"])
