@@ -114,23 +114,18 @@ def _ring_floor_ns(nbytes: int) -> float:
     return 30 * (nbytes / 16) / P * (P + H) / PCIE[0] * 1e9
 
 
-def test_ring_with_one_workgroup_across_the_nics(repo):
+@pytest.mark.parametrize("nbytes", [
     # Two of the ring's 16 steps cross the NICs; 256 KiB blocks fit the 2048-packet window.
     # Measured +0.5%.
-    nbytes = 4 * MIB
-    packet, flow = _both(repo, ring_allreduce(16, nbytes, workgroups=1))
-    floor = _ring_floor_ns(nbytes)
-    assert packet >= floor and flow >= floor
-    assert abs(flow / packet - 1) <= 0.03, f"flow / packet - 1 = {flow / packet - 1:+.2%}"
-
-
-def test_ring_with_one_workgroup_blocks_beyond_the_window(repo):
-    # 16 MiB: 1 MiB blocks, twice the 512 KiB window. With one workgroup a GPU's next block may be
-    # issued before the last one is acknowledged (the NIC path's round trip is 7.5 us); the NIC
-    # GPU's held release after block k then waits behind what the window lets block k+1 have
-    # issued (about 3.4 us), as in the packet fabric. Behind all of block k+1 (21.8 us a step) it
-    # measured 1,636.5 us against the packet fabric's 952.1 us; now 947.7 us (-0.5%).
-    nbytes = 16 * MIB
+    4 * MIB,
+    # 1 MiB blocks, twice the 512 KiB window. With one workgroup a GPU's next block may be issued
+    # before the last one is acknowledged (the NIC path's round trip is 7.5 us); the NIC GPU's held
+    # release after block k then waits behind what the window lets block k+1 have issued (about
+    # 3.4 us), as in the packet fabric. Behind all of block k+1 (21.8 us a step) it measured
+    # 1,636.5 us against the packet fabric's 952.1 us; now 947.7 us (-0.5%).
+    16 * MIB,
+])
+def test_ring_with_one_workgroup_across_the_nics(repo, nbytes):
     packet, flow = _both(repo, ring_allreduce(16, nbytes, workgroups=1))
     floor = _ring_floor_ns(nbytes)
     assert packet >= floor and flow >= floor
