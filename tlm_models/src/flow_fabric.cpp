@@ -840,10 +840,7 @@ std::vector<PairStats> FlowFabric::pair_stats() const {
     std::vector<PairStats> out;
     for (const PairStats& p : m_route_pairs)
         if (p.packets) out.push_back(p);  // the pairs that carried a flow (every flow is a packet at least)
-    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
-        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-    });
-    return out;
+    return sorted_pairs(std::move(out));
 }
 
 namespace {

@@ -59,15 +59,19 @@ struct PairStats {
     double latency_sum_ps = 0;  ///< summed request latency, injection to delivery
     double latency_max_ps = 0;  ///< longest request latency
 };
-/// The pairs of `by_pair` (keyed however the fabric likes), sorted by (src, dst): a deterministic table.
+/// `pairs` sorted by (src, dst): a deterministic table.
+inline std::vector<PairStats> sorted_pairs(std::vector<PairStats> pairs) {
+    std::sort(pairs.begin(), pairs.end(), [](const PairStats& a, const PairStats& b) {
+        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
+    });
+    return pairs;
+}
+/// The pairs of `by_pair` (keyed however the fabric likes), sorted by (src, dst).
 inline std::vector<PairStats> sorted_pairs(const std::unordered_map<std::uint64_t, PairStats>& by_pair) {
     std::vector<PairStats> out;
     out.reserve(by_pair.size());
     for (const auto& entry : by_pair) out.push_back(entry.second);
-    std::sort(out.begin(), out.end(), [](const PairStats& a, const PairStats& b) {
-        return a.src != b.src ? a.src < b.src : a.dst < b.dst;
-    });
-    return out;
+    return sorted_pairs(std::move(out));
 }
 /// Columns of the "pairs" result table, filled from PairStats.
 inline const std::vector<std::string> kPairColumns = {"src", "dst", "bytes", "packets", "latency_mean_ps",
