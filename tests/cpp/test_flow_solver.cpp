@@ -291,6 +291,114 @@ int main() {
             }
         }
     }
+    {
+        // Identical flows form one group (flow_solver.h): on a link of 12, three flows of weight 1
+        // with identical uses and one of weight 2 reach r with 3r + 2r = 12: r = 2.4 each, in two
+        // groups. One of the three leaves: 2r + 2r = 12, r = 3. Every flow whose rate moved, and
+        // every new one, is reported.
+        FlowSolver s;
+        const auto a = s.add_resource(12);
+        std::vector<std::uint32_t> told;
+        auto run = [&] { s.solve([](std::uint32_t) {}, [&](std::uint32_t f) { told.push_back(f); }); };
+        for (std::uint32_t f = 0; f < 3; ++f) s.add_flow(f, {{a, 1}});
+        s.add_flow(3, {{a, 2}});
+        run();
+        for (std::uint32_t f = 0; f < 4; ++f) expect("grouped flow", s.rate(f), 2.4);
+        expect("groups of four flows", double(s.groups()), 2);
+        expect("flows told", double(told.size()), 4);
+        told.clear();
+        s.remove_flow(1);
+        run();
+        for (std::uint32_t f : {0u, 2u, 3u}) expect("after one left", s.rate(f), 3);
+        std::sort(told.begin(), told.end());
+        if (told != std::vector<std::uint32_t>{0, 2, 3}) {
+            std::printf("FAIL the flows whose rate moved were not all told\n");
+            ++failures;
+        }
+        // A newcomer to a group whose rate does not move is told its rate all the same: two twins
+        // share a second link of 6 (3 each); one leaves as another arrives, and the rate stays 3.
+        const auto b = s.add_resource(6);
+        s.add_flow(10, {{b, 1}});
+        s.add_flow(11, {{b, 1}});
+        run();
+        expect("twin", s.rate(10), 3);
+        told.clear();
+        s.remove_flow(11);
+        s.add_flow(12, {{b, 1}});  // same count as before: the group's rate stays 3
+        run();
+        expect("newcomer to a steady group", s.rate(12), 3);
+        if (std::find(told.begin(), told.end(), 12u) == told.end()) {
+            std::printf("FAIL a flow joining a group of unchanged rate was not told its rate\n");
+            ++failures;
+        }
+    }
+    {
+        // Many identical flows, coming and going at random, on a switch in miniature: after every
+        // solve the rates are max-min fair from the definition (feasible, and each flow has a
+        // bottleneck), and the rates told through `changed` are the solver's (what the fabric
+        // holds never goes stale).
+        for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+            std::mt19937_64 rng(1000 + seed);
+            const std::uint32_t gpus = 3 + std::uint32_t(rng() % 6);
+            FlowSolver s;
+            std::vector<double> cap;
+            for (std::uint32_t r = 0; r < 2 * gpus + 1; ++r) {
+                cap.push_back(20 + double(rng() % 60));
+                s.add_resource(cap.back());
+            }
+            // A few templates, so most flows share their uses with others.
+            std::vector<std::vector<FlowSolver::Use>> templates;
+            for (int t = 0; t < 6; ++t) {
+                const std::uint32_t src = std::uint32_t(rng() % gpus), dst = (src + 1 + std::uint32_t(rng() % (gpus - 1))) % gpus;
+                templates.push_back({{2 * src, 1.0}, {2 * dst + 1, 1.0 + double(rng() % 3) / 8}});
+                if (rng() % 2) templates.back().push_back({2 * gpus, 0.5});  // a shared engine
+            }
+            const std::uint32_t kFlows = 40;
+            std::vector<int> tmpl(kFlows, -1);
+            std::vector<double> known(kFlows, 0.0);
+            for (int step = 0; step < 300; ++step) {
+                for (int k = 1 + int(rng() % 4); k > 0; --k) {
+                    const std::uint32_t f = std::uint32_t(rng() % kFlows);
+                    if (tmpl[f] >= 0) {
+                        s.remove_flow(f);
+                        tmpl[f] = -1;
+                    } else {
+                        tmpl[f] = int(rng() % templates.size());
+                        s.add_flow(f, templates[std::size_t(tmpl[f])]);
+                    }
+                }
+                s.solve([](std::uint32_t) {}, [&](std::uint32_t f) { known[f] = s.rate(f); });
+                std::vector<double> load(cap.size(), 0.0), top(cap.size(), 0.0);
+                for (std::uint32_t f = 0; f < kFlows; ++f) {
+                    if (tmpl[f] < 0) continue;
+                    if (known[f] != s.rate(f)) {
+                        std::printf("FAIL seed %llu step %d: flow %u told %.12g, rate %.12g\n", (unsigned long long)seed,
+                                    step, f, known[f], s.rate(f));
+                        ++failures;
+                    }
+                    for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])]) {
+                        load[u.resource] += s.rate(f) * u.weight;
+                        top[u.resource] = std::max(top[u.resource], s.rate(f));
+                    }
+                }
+                for (std::uint32_t f = 0; f < kFlows; ++f) {
+                    if (tmpl[f] < 0) continue;
+                    bool bottleneck = false;
+                    for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])])
+                        bottleneck |= load[u.resource] >= cap[u.resource] * (1 - 1e-8) && s.rate(f) >= top[u.resource] * (1 - 1e-8);
+                    if (!bottleneck) {
+                        std::printf("FAIL seed %llu step %d: flow %u has no bottleneck\n", (unsigned long long)seed, step, f);
+                        ++failures;
+                    }
+                }
+                for (std::size_t r = 0; r < cap.size(); ++r)
+                    if (load[r] > cap[r] * (1 + 1e-8)) {
+                        std::printf("FAIL seed %llu step %d: resource %zu over capacity\n", (unsigned long long)seed, step, r);
+                        ++failures;
+                    }
+            }
+        }
+    }
     std::printf("flow solver: %d failures\n", failures);
     return failures ? 1 : 0;
 }

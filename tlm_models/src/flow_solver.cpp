@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -28,45 +29,129 @@ std::uint32_t FlowSolver::add_resource(double capacity) {
     return std::uint32_t(m_resources.size() - 1);
 }
 
-void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
-    if (id >= m_flows.size()) {
-        m_flows.resize(std::size_t(id) + 1);
-        m_flow_mark.resize(m_flows.size(), 0);
+namespace {
+// The hash of a use list: resources and the bits of their weights (groups need identical ones).
+std::uint64_t uses_key(const std::vector<FlowSolver::Use>& uses) {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ uses.size();
+    auto mix = [&](std::uint64_t v) {
+        h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+        h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ull;
+    };
+    for (const FlowSolver::Use& u : uses) {
+        std::uint64_t bits;
+        std::memcpy(&bits, &u.weight, sizeof bits);
+        mix(u.resource);
+        mix(bits);
     }
-    Flow& f = m_flows[id];
-    if (f.active) throw std::logic_error("flow solver: flow added twice");
-    f.active = true;
-    f.rate = f.old_rate = 0;
-    f.bottleneck = kNone;
-    f.uses.clear();
+    return h;
+}
+}  // namespace
+
+std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t key) const {
+    const auto it = m_index.find(key);
+    if (it == m_index.end()) return kNone;
+    const Group& g = m_groups[it->second];
+    if (g.uses.size() != uses.size()) return kNone;
+    for (std::size_t i = 0; i < uses.size(); ++i)
+        if (g.uses[i].resource != uses[i].resource ||
+            std::memcmp(&g.uses[i].weight, &uses[i].weight, sizeof(double)) != 0)
+            return kNone;  // a hash collision: the newcomer gets a group of its own
+    return it->second;
+}
+
+std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t key) {
+    std::uint32_t id;
+    if (!m_free_groups.empty()) {
+        id = m_free_groups.back();
+        m_free_groups.pop_back();
+    } else {
+        id = std::uint32_t(m_groups.size());
+        m_groups.emplace_back();
+        m_group_flows.emplace_back();
+        m_group_key.push_back(0);
+        m_group_mark.push_back(0);
+    }
+    Group& g = m_groups[id];
+    g.active = true;
+    g.rate = g.old_rate = 0;
+    g.count = 0;
+    g.bottleneck = kNone;
+    g.uses.clear();
     for (const Use& u : uses) {
         Resource& r = m_resources[u.resource];
-        f.uses.push_back(Uses{u.resource, u.weight, std::uint32_t(r.flows.size())});
-        r.flows.push_back(Member{id, std::uint32_t(f.uses.size() - 1), u.weight});
+        g.uses.push_back(Uses{u.resource, std::uint32_t(r.flows.size()), u.weight, 0.0});
+        r.flows.push_back(Member{id, std::uint32_t(g.uses.size() - 1), 0.0});
     }
-    m_new_flows.push_back(id);
+    m_group_key[id] = key;
+    m_index.emplace(key, id);  // kept by an earlier group on a collision: this one stays unindexed
     ++m_active;
+    return id;
+}
+
+// The group's weights follow its flow count.
+void FlowSolver::set_count(std::uint32_t id, std::uint32_t count) {
+    Group& g = m_groups[id];
+    g.count = count;
+    for (Uses& u : g.uses) {
+        u.total = u.weight * double(count);
+        m_resources[u.resource].flows[u.position].weight = u.total;
+    }
+}
+
+void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
+    if (id >= m_group_of.size()) {
+        m_group_of.resize(std::size_t(id) + 1, kNone);
+        m_slot.resize(m_group_of.size(), 0);
+        m_reported.resize(m_group_of.size(), 0);
+    }
+    if (m_group_of[id] != kNone) throw std::logic_error("flow solver: flow added twice");
+    const std::uint64_t key = uses_key(uses);
+    std::uint32_t g = find_group(uses, key);
+    if (g == kNone) g = new_group(uses, key);
+    std::vector<std::uint32_t>& flows = m_group_flows[g];
+    m_group_of[id] = g;
+    m_slot[id] = std::uint32_t(flows.size());
+    flows.push_back(id);
+    set_count(g, m_groups[g].count + 1);
+    m_reported[id] = std::uint32_t(m_solves);  // not the stamp of the coming solve
+    m_new_groups.push_back(g);
+    m_new_flows.push_back(id);
 }
 
 void FlowSolver::remove_flow(std::uint32_t id) {
-    Flow& f = m_flows[id];
-    if (!f.active) throw std::logic_error("flow solver: removing a flow that is not there");
-    f.active = false;
-    for (const Uses& u : f.uses) {
-        Resource& r = m_resources[u.resource];
-        const Member moved = r.flows.back();
-        r.flows[u.position] = moved;
-        m_flows[moved.flow].uses[moved.use].position = u.position;
-        r.flows.pop_back();
-        m_dirty.push_back(u.resource);
+    if (id >= m_group_of.size() || m_group_of[id] == kNone)
+        throw std::logic_error("flow solver: removing a flow that is not there");
+    const std::uint32_t gi = m_group_of[id];
+    m_group_of[id] = kNone;
+    std::vector<std::uint32_t>& flows = m_group_flows[gi];
+    const std::uint32_t moved = flows.back();
+    flows[m_slot[id]] = moved;
+    m_slot[moved] = m_slot[id];
+    flows.pop_back();
+    Group& g = m_groups[gi];
+    for (const Uses& u : g.uses) m_dirty.push_back(u.resource);
+    if (!flows.empty()) {  // the rest hold their rate until the solve: a group still, lighter
+        set_count(gi, g.count - 1);
+        return;
     }
-    f.uses.clear();
-    f.rate = 0;
+    g.active = false;
+    for (const Uses& u : g.uses) {
+        Resource& r = m_resources[u.resource];
+        const Member last = r.flows.back();
+        r.flows[u.position] = last;
+        m_groups[last.group].uses[last.use].position = u.position;
+        r.flows.pop_back();
+    }
+    g.uses.clear();
+    g.count = 0;
+    g.rate = 0;
+    const auto it = m_index.find(m_group_key[gi]);
+    if (it != m_index.end() && it->second == gi) m_index.erase(it);
+    m_free_groups.push_back(gi);
     --m_active;
 }
 
 void FlowSolver::touch(std::uint32_t resource) {
-    Resource& r = m_resources[resource];
     std::uint32_t& mark = m_resource_mark[resource];
     if (mark == m_generation) return;
     mark = m_generation;
@@ -74,11 +159,11 @@ void FlowSolver::touch(std::uint32_t resource) {
 }
 
 void FlowSolver::add_to_set(std::uint32_t id) {
-    Flow& f = m_flows[id];
-    m_flow_mark[id] = m_generation;
-    f.old_rate = f.rate;
+    Group& g = m_groups[id];
+    m_group_mark[id] = m_generation;
+    g.old_rate = g.rate;
     m_set.push_back(id);
-    for (const Uses& u : f.uses) touch(u.resource);
+    for (const Uses& u : g.uses) touch(u.resource);
 }
 
 // S starts as the new flows, with the resources that lost or gained a flow touched; then refill
@@ -92,7 +177,7 @@ void FlowSolver::compute() {
     const bool small = m_small_component > 0 && collect_component(m_small_component);
     if (!small) start();
     m_dirty.clear();
-    m_new_flows.clear();
+    m_new_groups.clear();
     if (small) {
         fill();
         measure();
@@ -128,8 +213,8 @@ void FlowSolver::start() {
     m_set.clear();
     m_touched.clear();
     for (std::uint32_t r : m_dirty) touch(r);
-    for (std::uint32_t id : m_new_flows)
-        if (m_flows[id].active && m_flow_mark[id] != m_generation) add_to_set(id);
+    for (std::uint32_t id : m_new_groups)
+        if (m_groups[id].active && m_group_mark[id] != m_generation) add_to_set(id);
 }
 
 // Everything connected to what S and the change touched: breadth first over the touched
@@ -145,8 +230,8 @@ bool FlowSolver::collect_component(std::size_t limit) {
     for (std::size_t head = 0; head < m_touched.size(); ++head) {
         if (m_resources[m_touched[head]].flows.size() > limit) return false;
         for (const Member& m : m_resources[m_touched[head]].flows)
-            if (m_flow_mark[m.flow] != m_generation) {
-                add_to_set(m.flow);
+            if (m_group_mark[m.group] != m_generation) {
+                add_to_set(m.group);
                 if (m_set.size() > limit) return false;
             }
     }
@@ -161,7 +246,7 @@ void FlowSolver::fill() {
     m_refilled += m_set.size();
     std::size_t unfrozen = 0;
     for (std::uint32_t id : m_set) {
-        Flow& f = m_flows[id];
+        Group& f = m_groups[id];
         f.frozen = f.uses.empty();
         f.rate = f.frozen ? kUnlimited : 0;
         f.bottleneck = kNone;
@@ -182,9 +267,9 @@ void FlowSolver::fill() {
         r.weights = 0;
         r.unfrozen = 0;
         for (const Member& m : r.flows) {
-            const Flow& f = m_flows[m.flow];
+            const Group& f = m_groups[m.group];
             const double w = m.weight;
-            if (m_flow_mark[m.flow] == m_generation) {
+            if (m_group_mark[m.group] == m_generation) {
                 r.weights += w;
                 ++r.unfrozen;
             } else if (w > 0) {
@@ -205,17 +290,17 @@ void FlowSolver::fill() {
         ++m_step;
         m_requeue.clear();
         for (const Member& m : full.flows) {
-            Flow& f = m_flows[m.flow];
-            if (m_flow_mark[m.flow] != m_generation || f.frozen) continue;
+            Group& f = m_groups[m.group];
+            if (m_group_mark[m.group] != m_generation || f.frozen) continue;
             f.frozen = true;
             f.rate = level;
             f.bottleneck = e.resource;
             --unfrozen;
             for (const Uses& u : f.uses) {
                 Resource& r = m_resources[u.resource];
-                r.remaining -= level * u.weight;
+                r.remaining -= level * u.total;
                 if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
-                else r.weights -= u.weight;
+                else r.weights -= u.total;
                 if (r.pushed != m_step) {
                     r.pushed = m_step;
                     m_requeue.push_back(u.resource);
@@ -225,7 +310,7 @@ void FlowSolver::fill() {
         for (std::uint32_t ri : m_requeue) queue(ri);
     }
     for (std::uint32_t id : m_set) {  // what is left uses only resources it puts no weight on
-        Flow& f = m_flows[id];
+        Group& f = m_groups[id];
         if (!f.frozen) f.rate = kUnlimited;
         // A change within the tolerance is rounding: keep the rate the fabric has.
         if (f.old_rate > 0 && f.old_rate != kUnlimited && std::fabs(f.rate - f.old_rate) <= kTolerance * f.old_rate)
@@ -239,7 +324,7 @@ void FlowSolver::measure() {
         Resource& r = m_resources[ri];
         double load = 0, top = 0;
         for (const Member& m : r.flows) {
-            const Flow& f = m_flows[m.flow];
+            const Group& f = m_groups[m.group];
             const double w = m.weight;
             if (w > 0) load += f.rate * w;
             if (f.rate != kUnlimited) top = std::max(top, f.rate);
@@ -254,7 +339,7 @@ void FlowSolver::measure() {
 // an S flow without one is out-rated on the resource that froze it by held flows, which join S.
 // Returns whether all passed (S unchanged); otherwise S has grown.
 bool FlowSolver::check() {
-    auto bottleneck = [&](Flow& f) {
+    auto bottleneck = [&](Group& f) {
         if (f.rate == kUnlimited) return true;
         auto holds = [&](std::uint32_t ri) {
             const Resource& r = m_resources[ri];
@@ -271,20 +356,20 @@ bool FlowSolver::check() {
     };
     m_joining.clear();
     for (std::uint32_t id : m_set) {
-        Flow& f = m_flows[id];
+        Group& f = m_groups[id];
         if (bottleneck(f) || f.bottleneck == kNone) continue;
         for (const Member& m : m_resources[f.bottleneck].flows) {
-            const Flow& g = m_flows[m.flow];
-            if (m_flow_mark[m.flow] != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.flow);
+            const Group& g = m_groups[m.group];
+            if (m_group_mark[m.group] != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.group);
         }
     }
     for (std::uint32_t ri : m_touched)
         for (const Member& m : m_resources[ri].flows) {
-            Flow& g = m_flows[m.flow];
-            if (m_flow_mark[m.flow] != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.flow);
+            Group& g = m_groups[m.group];
+            if (m_group_mark[m.group] != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.group);
         }
     for (std::uint32_t id : m_joining)
-        if (m_flow_mark[id] != m_generation) add_to_set(id);
+        if (m_group_mark[id] != m_generation) add_to_set(id);
     return m_joining.empty();
 }
 

@@ -22,6 +22,11 @@
 //   - when S stops growing without passing, or grows past a share of the flows, it falls back to
 //     filling the whole connected component of the change (the only path before issue 25);
 //   - a component of a few flows (kSmallComponent) is refilled whole at once, which is cheaper.
+// Flows with identical uses (the same resources with bit-identical weights) always get the same
+// rate, the allocation being unique: the solver keeps them as one group of c flows whose weight
+// on each resource is c times a flow's, so a solve costs what the distinct groups hold, not every
+// flow. That is what makes NVLS cheap: on 8 GPUs some 130 flows in a solve, all coupled through
+// the switch, fall into about 10 groups (one per requester and phase).
 // The check holds to a relative tolerance kTolerance (1e-9): a resource within it of its capacity
 // is full and a rate within it of the resource's highest is the highest. A flow whose new rate is
 // within kTolerance of its old one keeps the old one and is not reported changed: such a change
@@ -35,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <unordered_map>
 #include <vector>
 
 namespace eidola {
@@ -59,7 +65,9 @@ public:
     /// Ends flow `id`.
     void remove_flow(std::uint32_t id);
     /// The current rate of flow `id` (as of the last solve()).
-    double rate(std::uint32_t id) const { return m_flows[id].rate; }
+    double rate(std::uint32_t id) const {
+        return id < m_group_of.size() && m_group_of[id] != kNone ? m_groups[m_group_of[id]].rate : 0.0;
+    }
     /// The current load of `resource`: the sum of rate x weight of its flows.
     double load(std::uint32_t resource) const { return m_resources[resource].load; }
     /// The capacity of `resource`.
@@ -67,7 +75,7 @@ public:
     /// Resources added so far.
     std::uint32_t resources() const { return std::uint32_t(m_resources.size()); }
     /// Whether flows came or went since the last solve().
-    bool dirty() const { return !m_dirty.empty() || !m_new_flows.empty(); }
+    bool dirty() const { return !m_dirty.empty() || !m_new_groups.empty(); }
     /// Whether solve() may recompute only the flows a change can move (default) or must refill
     /// the whole connected component of every change (the reference the tests compare with).
     void set_incremental(bool on) { m_incremental = on; }
@@ -95,34 +103,48 @@ public:
         compute();
         for (std::uint32_t r : m_touched) before(r);
         commit_loads();
-        for (std::uint32_t f : m_set)
-            if (m_flows[f].rate != m_flows[f].old_rate) changed(f);
+        const std::uint32_t stamp = std::uint32_t(m_solves);
+        for (std::uint32_t g : m_set)
+            if (m_groups[g].rate != m_groups[g].old_rate)
+                for (std::uint32_t f : m_group_flows[g]) {
+                    m_reported[f] = stamp;
+                    changed(f);
+                }
+        // A flow that joined a group whose rate held still needs its rate told.
+        for (std::uint32_t f : m_new_flows)
+            if (m_group_of[f] != kNone && m_reported[f] != stamp) {
+                m_reported[f] = stamp;
+                changed(f);
+            }
+        m_new_flows.clear();
     }
 
-    /// Flows refilled so far, over all solves (a measure of the solver's work).
+    /// Groups of identical flows refilled so far, over all solves (a measure of the solver's work).
     std::uint64_t flows_refilled() const { return m_refilled; }
     /// Solves that refilled a whole component larger than the small one (a fallback, or all of
     /// them without set_incremental).
     std::uint64_t full_solves() const { return m_full_solves; }
     /// Solves so far.
     std::uint64_t solves() const { return m_solves; }
+    /// Groups of identical flows active now (each flow is in exactly one).
+    std::size_t groups() const { return m_active; }
 
 private:
     static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-    // A resource's member keeps the flow's weight on it too (a copy of the flow's Uses entry,
-    // which never changes while the flow is active): the passes over a resource's members then
-    // read the flow's record only, not also its use list, one cache miss fewer per member.
+    // A resource's member is a group, with the group's weight on it (count x a flow's weight, a
+    // copy of the group's Uses entry): the passes over a resource's members then read the group's
+    // record only, not also its use list, one cache miss fewer per member.
     struct Member {
-        std::uint32_t flow;
-        std::uint32_t use;  // index into the flow's uses
-        double weight;      // the flow's weight on this resource (= its uses[use].weight)
+        std::uint32_t group;
+        std::uint32_t use;  // index into the group's uses
+        double weight;      // the group's weight on this resource (= its uses[use].total)
     };
     struct Resource {
         double capacity;
         double load = 0;
         std::vector<Member> flows;
         // scratch of one solve
-        double remaining = 0, weights = 0;  // capacity left to the unfrozen set flows, and their weight
+        double remaining = 0, weights = 0;  // capacity left to the unfrozen set groups, and their weight
         double new_load = 0, top = 0;       // load and highest rate after a fill
         std::uint32_t unfrozen = 0;
         std::uint32_t version = 0;          // invalidates its older entries in the fill's heap
@@ -130,14 +152,15 @@ private:
     };
     struct Uses {
         std::uint32_t resource;
-        double weight;
-        std::uint32_t position;  // this flow's place in the resource's member list
+        std::uint32_t position;  // this group's place in the resource's member list
+        double weight;           // one flow's weight
+        double total;            // the group's: weight x count
     };
-    // One cache line per flow (alignas): the member passes read a flow's rate and state, and a
-    // 56-byte record would straddle two lines for most flows.
-    struct alignas(64) Flow {
+    // One cache line per group (alignas): the member passes read a group's rate and state.
+    struct alignas(64) Group {
         std::vector<Uses> uses;
-        double rate = 0, old_rate = 0;
+        double rate = 0, old_rate = 0;     // a flow's rate (every flow of the group has it)
+        std::uint32_t count = 0;           // its flows
         std::uint32_t bottleneck = kNone;  // the resource that froze it in its last fill
         bool active = false, frozen = false;
     };
@@ -146,8 +169,11 @@ private:
         std::uint32_t resource, version;
     };
 
+    std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key) const;
+    std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key);
+    void set_count(std::uint32_t group, std::uint32_t count);
     void compute();
-    void add_to_set(std::uint32_t flow);
+    void add_to_set(std::uint32_t group);
     void touch(std::uint32_t resource);
     void fill();
     void measure();
@@ -157,20 +183,27 @@ private:
     void commit_loads();
 
     std::vector<Resource> m_resources;
-    std::vector<Flow> m_flows;
-    // Solve generations, per flow (in m_set) and per resource (in m_touched), apart from the
-    // records: the walks over members test a mark for every flow they pass and a dense array of
+    std::vector<Group> m_groups;
+    std::vector<std::vector<std::uint32_t>> m_group_flows;  // per group: its flows' ids
+    std::vector<std::uint64_t> m_group_key;                 // per group: the hash of its uses
+    std::vector<std::uint32_t> m_free_groups;
+    std::unordered_map<std::uint64_t, std::uint32_t> m_index;  // hash of uses -> the group with them
+    std::vector<std::uint32_t> m_group_of, m_slot;  // per flow id: its group (kNone: none), its place there
+    std::vector<std::uint32_t> m_reported;          // per flow id: the solve that last reported it
+    // Solve generations, per group (in m_set) and per resource (in m_touched), apart from the
+    // records: the walks over members test a mark for every group they pass and a dense array of
     // 4-byte marks stays in cache where 64- and 88-byte records do not (at 512 GPUs).
-    std::vector<std::uint32_t> m_flow_mark, m_resource_mark;
-    std::vector<std::uint32_t> m_dirty;      // resources whose flows changed
-    std::vector<std::uint32_t> m_new_flows;  // flows added since the last solve
-    std::vector<std::uint32_t> m_set;        // S: the flows being refilled
-    std::vector<std::uint32_t> m_touched;    // resources of S and of the change
-    std::vector<std::uint32_t> m_joining;    // flows failing the check
+    std::vector<std::uint32_t> m_group_mark, m_resource_mark;
+    std::vector<std::uint32_t> m_dirty;       // resources whose groups changed
+    std::vector<std::uint32_t> m_new_groups;  // groups created or grown since the last solve
+    std::vector<std::uint32_t> m_new_flows;   // flows added since the last solve (each reported)
+    std::vector<std::uint32_t> m_set;         // S: the groups being refilled
+    std::vector<std::uint32_t> m_touched;     // resources of S and of the change
+    std::vector<std::uint32_t> m_joining;     // groups failing the check
     std::vector<Entry> m_heap;
     std::vector<std::uint32_t> m_requeue;  // resources whose level a fill step moved
     std::uint32_t m_generation = 0, m_step = 0;
-    std::size_t m_active = 0;
+    std::size_t m_active = 0;  // active groups
     bool m_incremental = true;
     bool m_backoff_on = true;
     std::uint32_t m_backoff = 1, m_skip = 0;  // next back-off length; solves left to refill whole
