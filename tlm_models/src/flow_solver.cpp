@@ -174,8 +174,24 @@ void FlowSolver::compute() {
     start();
     // A small component is cheaper to refill at once than to refill and check in steps (and a
     // fabric of a few GPUs is mostly small components): look for its end first, a few flows deep.
-    const bool small = m_small_component > 0 && collect_component(m_small_component);
-    if (!small) start();
+    // The look costs up to kSmallComponent flows' worth of walking when the component is large,
+    // which on a fabric of hundreds of GPUs it nearly always is: after a look that found a large
+    // one, the next 1, 2, 4 .. kMaxBackoff solves go straight to the incremental path (which is
+    // right for a small component too, only dearer), back to looking after a small one.
+    bool small = false, looked = false;
+    if (m_small_component > 0 && m_look_skip > 0) {
+        --m_look_skip;
+    } else if (m_small_component > 0) {
+        looked = true;
+        small = collect_component(m_small_component);
+        if (small) {
+            m_look_backoff = 1;
+        } else if (m_backoff_on) {
+            m_look_skip = m_look_backoff;
+            m_look_backoff = std::min(2 * m_look_backoff, kMaxBackoff);
+        }
+    }
+    if (looked && !small) start();  // drop what the look added
     m_dirty.clear();
     m_new_groups.clear();
     if (small) {

@@ -207,6 +207,7 @@ private:
     bool m_incremental = true;
     bool m_backoff_on = true;
     std::uint32_t m_backoff = 1, m_skip = 0;  // next back-off length; solves left to refill whole
+    std::uint32_t m_look_backoff = 1, m_look_skip = 0;  // the same for looking for a small component
     std::size_t m_small_component = kSmallComponent;
     std::uint64_t m_refilled = 0, m_full_solves = 0, m_solves = 0;
 };
