@@ -79,8 +79,8 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
     g.uses.clear();
     for (const Use& u : uses) {
         Resource& r = m_resources[u.resource];
-        g.uses.push_back(Uses{u.resource, std::uint32_t(r.flows.size()), u.weight, 0.0});
-        r.flows.push_back(Member{id, std::uint32_t(g.uses.size() - 1), 0.0});
+        g.uses.push_back(Uses{u.resource, std::uint32_t(r.members.size()), u.weight, 0.0});
+        r.members.push_back(Member{id, std::uint32_t(g.uses.size() - 1), 0.0});
     }
     m_group_key[id] = key;
     m_index.emplace(key, id);  // kept by an earlier group on a collision: this one stays unindexed
@@ -94,7 +94,7 @@ void FlowSolver::set_count(std::uint32_t id, std::uint32_t count) {
     g.count = count;
     for (Uses& u : g.uses) {
         u.total = u.weight * double(count);
-        m_resources[u.resource].flows[u.position].weight = u.total;
+        m_resources[u.resource].members[u.position].weight = u.total;
     }
 }
 
@@ -137,10 +137,10 @@ void FlowSolver::remove_flow(std::uint32_t id) {
     g.active = false;
     for (const Uses& u : g.uses) {
         Resource& r = m_resources[u.resource];
-        const Member last = r.flows.back();
-        r.flows[u.position] = last;
+        const Member last = r.members.back();
+        r.members[u.position] = last;
         m_groups[last.group].uses[last.use].position = u.position;
-        r.flows.pop_back();
+        r.members.pop_back();
     }
     g.uses.clear();
     g.count = 0;
@@ -242,10 +242,10 @@ bool FlowSolver::collect_component(std::size_t limit) {
     // one; first among the resources the change touched, then as the walk reaches more. Same
     // answer as the walk; the partial S of a false answer is dropped by the caller either way.
     for (std::uint32_t ri : m_touched)
-        if (m_resources[ri].flows.size() > limit) return false;
+        if (m_resources[ri].members.size() > limit) return false;
     for (std::size_t head = 0; head < m_touched.size(); ++head) {
-        if (m_resources[m_touched[head]].flows.size() > limit) return false;
-        for (const Member& m : m_resources[m_touched[head]].flows)
+        if (m_resources[m_touched[head]].members.size() > limit) return false;
+        for (const Member& m : m_resources[m_touched[head]].members)
             if (m_group_mark[m.group] != m_generation) {
                 add_to_set(m.group);
                 if (m_set.size() > limit) return false;
@@ -282,7 +282,7 @@ void FlowSolver::fill() {
         r.remaining = r.capacity;
         r.weights = 0;
         r.unfrozen = 0;
-        for (const Member& m : r.flows) {
+        for (const Member& m : r.members) {
             const Group& f = m_groups[m.group];
             const double w = m.weight;
             if (m_group_mark[m.group] == m_generation) {
@@ -305,7 +305,7 @@ void FlowSolver::fill() {
         level = std::max(level, e.level);  // levels only rise; rounding must not lower one
         ++m_step;
         m_requeue.clear();
-        for (const Member& m : full.flows) {
+        for (const Member& m : full.members) {
             Group& f = m_groups[m.group];
             if (m_group_mark[m.group] != m_generation || f.frozen) continue;
             f.frozen = true;
@@ -339,7 +339,7 @@ void FlowSolver::measure() {
     for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
         double load = 0, top = 0;
-        for (const Member& m : r.flows) {
+        for (const Member& m : r.members) {
             const Group& f = m_groups[m.group];
             const double w = m.weight;
             if (w > 0) load += f.rate * w;
@@ -374,13 +374,13 @@ bool FlowSolver::check() {
     for (std::uint32_t id : m_set) {
         Group& f = m_groups[id];
         if (bottleneck(f) || f.bottleneck == kNone) continue;
-        for (const Member& m : m_resources[f.bottleneck].flows) {
+        for (const Member& m : m_resources[f.bottleneck].members) {
             const Group& g = m_groups[m.group];
             if (m_group_mark[m.group] != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.group);
         }
     }
     for (std::uint32_t ri : m_touched)
-        for (const Member& m : m_resources[ri].flows) {
+        for (const Member& m : m_resources[ri].members) {
             Group& g = m_groups[m.group];
             if (m_group_mark[m.group] != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.group);
         }

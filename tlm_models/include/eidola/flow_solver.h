@@ -79,7 +79,7 @@ public:
     /// Whether solve() may recompute only the flows a change can move (default) or must refill
     /// the whole connected component of every change (the reference the tests compare with).
     void set_incremental(bool on) { m_incremental = on; }
-    /// Components of at most `flows` flows are refilled whole without the incremental steps
+    /// Components of at most `flows` groups of identical flows are refilled whole without the incremental steps
     /// (default kSmallComponent; 0 makes every solve take the incremental path, for tests).
     void set_small_component(std::size_t flows) { m_small_component = flows; }
     /// The default of set_small_component: about a component's size on 8 GPUs of a switch, where
@@ -142,7 +142,7 @@ private:
     struct Resource {
         double capacity;
         double load = 0;
-        std::vector<Member> flows;
+        std::vector<Member> members;  // the groups on it
         // scratch of one solve
         double remaining = 0, weights = 0;  // capacity left to the unfrozen set groups, and their weight
         double new_load = 0, top = 0;       // load and highest rate after a fill
