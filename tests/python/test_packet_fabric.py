@@ -408,3 +408,31 @@ def test_injection_order_two_workgroups_on_one_link(write_platform, order):
     else:
         latest = (2 * n - 1) * ser - d + tail
         assert latest - 4 * ser - 0.01 * latest <= first <= latest * 1.01
+
+
+def test_a_sized_injection_buffer_counts_flits(write_platform):
+    # switch.buffer as a size counts flits at the GPU's injection as in the links' buffers. With
+    # 32 KiB (2,048 flits; a link's 120 packets of 17 flits cover its 60-packet credit round trip)
+    # GPU 0's one-link port holds 2,048 x (2 + 1) = 6,144 flits: it takes packets while it holds
+    # fewer, so D = 362 packets of 272 B (361 x 17 = 6,137). Workgroup 0 writes n = 1,024 packets
+    # to GPU 1 at time 0 and fills it; workgroup 1 the same from d on. From then on each packet
+    # that leaves lets in one of each workgroup's in turn (arrival order): workgroup 0 had queued
+    # D + d / ser, so its other n - D - d / ser packets go every other one, and its last starts at
+    # (2n - D - d / ser - 1) ser. Counted in packets (6,144 > n) its write would all be queued
+    # ahead and finish at (n - 1) ser + tail, 2.9 us sooner.
+    n, d = 1024, 64.0
+    ser = ser_ns(256)
+    flits = (256 + H) // 16
+    depth = -(-(2048 * 3) // flits)  # packets taken while fewer than 6,144 flits are held
+    tail = ser + LAT + SW + M + 256 / 5.3e12 * 1e9 + F + LAT + SW
+    b = ProfileBuilder(gpus=2, workgroups=2, name="two-writes")
+    b.buffer("data", nbytes=n * 256)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=n * 256, blocking=True)
+    b.program(gpu=0, wg=1).compute(ns=d).write(dst=1, buffer="data", offset=0, nbytes=n * 256, blocking=True)
+    plat = _platform(write_platform, 2, "fully_connected", workgroups=2, max_outstanding=4096, buffer="32KiB")
+    res = eidola.simulate(plat, b.build())
+    wg = res.workgroups[res.workgroups["gpu"] == 0]
+    first, second = float(wg[wg["wg"] == 0]["finish_ns"][0]), float(wg[wg["wg"] == 1]["finish_ns"][0])
+    assert depth == 362
+    assert second == pytest.approx((2 * n - 1) * ser + tail, rel=0.01)
+    assert first == pytest.approx((2 * n - depth - d / ser - 1) * ser + tail, rel=0.01)

@@ -108,7 +108,7 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
         if (!m_outputs[upstream].requests.empty()) schedule_arbitration(upstream, back);
     } else {
         --q.reserved;
-        in.class_held[vc / in.per_class] -= p.train;
+        in.class_held[vc / in.per_class] -= p.units;
         retry_blocked_injection(in.node, std::uint8_t(vc / in.per_class));
     }
     return id;

@@ -376,7 +376,6 @@ void PacketFabric::enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, 
     const std::uint32_t input = m_node_first_input[node];
     Input& in = m_inputs[input];
     Queue& q = in.vcs[queue];
-    in.class_held[cls] += packets;
     const std::uint32_t id = new_packet();
     Packet& p = m_packets[id];
     p = Packet{};
@@ -399,14 +398,22 @@ void PacketFabric::enqueue(std::uint32_t node, tlm::tlm_generic_payload* trans, 
     p.ready_ps = p.injected_ps;  // the node's own router port: no hop latency yet
     p.tail_ps = p.injected_ps;   // and the whole packet is there
     p.first_in_ps = p.injected_ps;
+    // What it holds of the injection buffer: packets, or, where switch.buffer is a size, the
+    // flits of its wire bytes on its first link, as a link's buffer counts them.
     p.units = packets;
+    if (m_credit_bytes && m_outputs[out].link >= 0) {
+        const TopoLink& first = m_topology->links()[std::size_t(m_outputs[out].link)];
+        const std::uint32_t wire = wire_bytes(p, first.header, first.framed);
+        p.units = packets == 1 ? credits_needed(wire) : packets * credits_needed(p.packet_wire(wire));
+    }
+    in.class_held[cls] += p.units;
     p.out = out;
     ++q.reserved;
     // In turns: behind a head, a packet waits with its workgroup's (pop_head takes the next in turn).
     const bool staged = cls == 0 && q.size > 0 && !in.turns.empty();
     if (staged) stage(in.turns[queue], id, stream_of(*trans));
     else q.push(id);
-    ++in.occupancy;
+    in.occupancy += p.units;
     ++m_in_flight;
     if (!m_watching) {
         m_watching = true;

@@ -139,8 +139,8 @@ struct PacketFabric::Input {
     std::uint32_t half = 1;   // queues per class and dateline half
     bool voq = false;         // a queue per output of the router: a packet joins its next output's
     std::uint32_t capacity = 0;            // credits per channel: a lane's buffer x lanes
-    std::uint32_t occupancy = 0;           // credits held (packets at injection)
-    std::uint32_t class_held[2] = {0, 0};  // injection: packets held per class (the queues share the space)
+    std::uint32_t occupancy = 0;           // credits held (at injection: its units, as class_held)
+    std::uint32_t class_held[2] = {0, 0};  // injection: units (packets, or flits) held per class (the queues share the space)
     std::uint64_t busy_until = 0;          // input speedup 1: the earliest of its paths is busy until then
     std::vector<std::uint64_t> paths;      // more than one lane: when each crossbar path is free
     bool speedup_one = true;               // false for a voq injection port (each queue has its own path)
