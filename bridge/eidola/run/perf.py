@@ -35,7 +35,7 @@ import numpy as np
 from ..errors import ConfigError, SimulationError
 from ..platform import load_platform
 from ..platform.model import Platform
-from ..workload.nccl.harness import EXTRA_WORKGROUPS
+from ..workload.nccl.harness import STEADY_WORKGROUPS
 from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from . import nccl_tests
@@ -175,7 +175,7 @@ class Fabrics:
         if key not in self._variants:
             plat = copy.deepcopy(self.platform(fabric))
             for gpu in plat.eidolons():
-                gpu.params["workgroups"] = int(gpu.resolved()["workgroups"]) + EXTRA_WORKGROUPS
+                gpu.params["workgroups"] = int(gpu.resolved()["workgroups"]) + STEADY_WORKGROUPS
             self._variants[key] = plat
         return self._variants[key]
 

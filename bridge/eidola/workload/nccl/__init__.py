@@ -76,7 +76,7 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         plan = _p2p_plan(sys, nbytes, k, algo, proto, channels)
     else:
         plan = Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
-    extra = harness.EXTRA_WORKGROUPS if calls > 1 else 1 if steady else 0
+    extra = harness.EXTRA_WORKGROUPS if calls > 1 else harness.STEADY_WORKGROUPS if steady else 0
     b = ProfileBuilder(gpus=k, workgroups=plan.channels + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
     if calls > 1:
         harness.declare(b)

@@ -43,12 +43,13 @@ if TYPE_CHECKING:
     from ...run.result import Result
     from ..builder import ProfileBuilder
 
-__all__ = ["DONE", "ISSUED", "EXTRA_WORKGROUPS", "declare", "before_call", "after_call", "host_and_marker", "period_ns",
-           "host_floor"]
+__all__ = ["DONE", "ISSUED", "EXTRA_WORKGROUPS", "STEADY_WORKGROUPS", "declare", "before_call", "after_call",
+           "host_and_marker", "period_ns", "host_floor"]
 
 DONE = "harness.done"  #: per GPU: channel workgroups that have ended a call (C per call)
 ISSUED = "harness.issued"  #: per GPU: calls after the first that the host has issued
 EXTRA_WORKGROUPS = 2  #: the host and the marker, after the C channel workgroups
+STEADY_WORKGROUPS = 1  #: a steady one-call run (host_floor): the host alone, after the C channel workgroups
 
 
 def declare(b: ProfileBuilder) -> None:
