@@ -245,8 +245,8 @@ def test_ring_allreduce_switch_2_workgroups_16mib(repo):
 # GPU port's outputs) and a window (max_outstanding) so large that no packet ever waits for either,
 # so the GPU puts every packet of a workgroup's posted writes into its injection queues at once, as
 # the flow fabric issues each write as one flow at once. The four xfails above and below that the
-# gates cause then agree within the issue's bounds: the gates (round-robin issue that stops when
-# either is full) are the one mechanism the flow fabric leaves out there.
+# gates cause then agree within the issue's bounds (measured +0.44%, -0.02%, +0.04%, -2.1%): the
+# gates (round-robin issue that stops when either is full) are what the flow fabric leaves out there.
 UNGATED = {"fabric.switch.buffer": 100_000, "gpus.max_outstanding": 1_000_000}
 
 
@@ -254,9 +254,11 @@ UNGATED = {"fabric.switch.buffer": 100_000, "gpus.max_outstanding": 1_000_000}
     ("mi300x-8gpu.yaml", MI300X, direct_allreduce, W, 2 / 8 * 16 * MIB, 0.03),   # gated: -25%
     ("mi300x-8gpu.yaml", MI300X, all_to_all, W, 16 * MIB / 8, 0.05),             # gated: -16%
     ("switch-8gpu.yaml", SWITCH, ring_allreduce, 2, 2 * 7 / 8 * 16 * MIB, 0.03),  # gated: +20.4%
+    ("switch-8gpu.yaml", SWITCH, ring_allreduce, 32, 2 * 7 / 8 * 16 * MIB, 0.03),  # gated: -26.5% (SyncMon)
 ])
 def test_ungated_issue(repo, platform, link, make, workgroups, sent, bound):
-    packet, flow = _both(repo, platform, make(8, 16 * MIB, workgroups=workgroups), UNGATED)
+    mode = {"mode": "syncmon"} if workgroups == 32 else {}
+    packet, flow = _both(repo, platform, make(8, 16 * MIB, workgroups=workgroups, **mode), UNGATED)
     _check(packet, flow, bound, _floor(link, sent))
 
 
