@@ -1,0 +1,89 @@
+"""Issue 25's "cost per flow event flat from 8 to 1,024 GPUs within 2x", in C++ alone, lockstep and skewed.
+
+Runs `build/cpp/eidola_flow_scale_driver` (bench/flow_scale_driver.cpp: bench/flow_fabric.py's scaling case
+without Python; `bash scripts/test.sh` or `cmake --build build/cpp` builds it) at 8 and 1,024 GPUs, each for R
+and 2R rounds, in two kinds of traffic:
+- lockstep: every workgroup writes 64 KiB to each of 4 neighbours, signals and waits, all GPUs in step;
+- skewed: each workgroup first computes a fixed pseudo-random 0-1 us, and writes 1 MiB, so flows start and end
+  out of step and the solver's incremental path does the work.
+
+Cost per event = the 2R run's extra CPU seconds over its extra events (building the platform is left out); the
+ratio is against 8 GPUs in the same run. The cases run in turn, `--repeats` times, and each keeps its least
+CPU time: the machine is shared and noisy, and the least is the run least disturbed.
+`python bench/flow_scale.py` measures it and replaces its section of bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+
+ROOT = Path(__file__).resolve().parent.parent
+DRIVER = ROOT / "build" / "cpp" / "eidola_flow_scale_driver"
+HEADING = "## Issue 25: cost per flow event from 8 to 1,024 GPUs, lockstep and skewed (bench/flow_scale.py)"
+# (traffic, GPUs, R): the rounds keep the event count about equal at both sizes.
+CASES = [("lockstep", 8, 512), ("lockstep", 1024, 4), ("skewed", 8, 256), ("skewed", 1024, 2)]
+SKEW = ["1000", str(1 << 20)]  # the driver's SKEW_NS and BYTES for the skewed traffic
+
+
+def _run(traffic: str, gpus: int, rounds: int) -> dict:
+    args = [str(DRIVER), str(gpus), str(rounds)] + (SKEW if traffic == "skewed" else [])
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(repeats: int) -> dict[tuple[str, int, int], dict]:
+    """The least-CPU run of each (traffic, GPUs, rounds), for R and 2R."""
+    best: dict[tuple[str, int, int], dict] = {}
+    for _ in range(repeats):
+        for traffic, gpus, rounds in CASES:
+            for r in (rounds, 2 * rounds):
+                run = _run(traffic, gpus, r)
+                key = (traffic, gpus, r)
+                if key not in best or run["cpu_seconds"] < best[key]["cpu_seconds"]:
+                    best[key] = run
+    return best
+
+
+def section(best: dict[tuple[str, int, int], dict], repeats: int) -> list[str]:
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [HEADING, "",
+             f"Revision {rev}, {when}; load average {os.getloadavg()[0]:.1f} at the end; the least CPU time of "
+             f"{repeats} runs per case (cases in turn). CPU seconds of `Simulation::run` in the C++ driver.", "",
+             "| traffic | GPUs | rounds R / 2R | CPU s (R / 2R) | events (2R) | us per event | ratio to 8 GPUs |",
+             "|---|---|---|---|---|---|---|"]
+    base: dict[str, float] = {}
+    for traffic, gpus, rounds in CASES:
+        one, two = best[(traffic, gpus, rounds)], best[(traffic, gpus, 2 * rounds)]
+        per_event = (two["cpu_seconds"] - one["cpu_seconds"]) / (two["events"] - one["events"]) * 1e6
+        base.setdefault(traffic, per_event)
+        lines.append(f"| {traffic} | {gpus:,} | {rounds} / {2 * rounds} | {one['cpu_seconds']:.3f} / "
+                     f"{two['cpu_seconds']:.3f} | {two['events']:,} | {per_event:.3f} | "
+                     f"**{per_event / base[traffic]:.2f}x** |")
+    lines += ["", "Target: within 2x. Kernel times (ns) of the 2R runs, for checking that a change moved no result: "
+              + ", ".join(f"{t} {g:,} GPUs {best[(t, g, 2 * r)]['kernel_ns']:.3f}" for t, g, r in CASES) + "."]
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3, help="runs per case; the least CPU time is kept")
+    args = parser.parse_args()
+    if not DRIVER.exists():
+        print(f"{DRIVER} not built: run `cmake --build build/cpp` (or bash scripts/test.sh) first", file=sys.stderr)
+        return 2
+    write_section(section(measure(args.repeats), args.repeats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
