@@ -179,17 +179,11 @@ void FlowSolver::compute() {
     // one, the next 1, 2, 4 .. kMaxBackoff solves go straight to the incremental path (which is
     // right for a small component too, only dearer), back to looking after a small one.
     bool small = false, looked = false;
-    if (m_small_component > 0 && m_look_skip > 0) {
-        --m_look_skip;
-    } else if (m_small_component > 0) {
+    if (m_small_component > 0 && !(m_backoff_on && m_look.skipping())) {
         looked = true;
         small = collect_component(m_small_component);
-        if (small) {
-            m_look_backoff = 1;
-        } else if (m_backoff_on) {
-            m_look_skip = m_look_backoff;
-            m_look_backoff = std::min(2 * m_look_backoff, kMaxBackoff);
-        }
+        if (small) m_look.paid();
+        else if (m_backoff_on) m_look.wasted();
     }
     if (looked && !small) start();  // drop what the look added
     m_dirty.clear();
@@ -199,23 +193,18 @@ void FlowSolver::compute() {
         measure();
         return;
     }
-    if (m_incremental && m_skip > 0) {
-        --m_skip;
-    } else if (m_incremental) {
+    if (m_incremental && !(m_backoff_on && m_refill_whole.skipping())) {
         for (int step = 0; step < kMaxSteps; ++step) {
             fill();
             measure();
             const std::size_t before = m_set.size();
             if (check()) {
-                m_backoff = 1;
+                m_refill_whole.paid();
                 return;
             }
             if (m_set.size() == before || m_set.size() > kSetFloor + m_active / kSetShare) break;
         }
-        if (m_backoff_on) {  // the attempt was wasted: refill whole for a while before the next
-            m_skip = m_backoff;
-            m_backoff = std::min(2 * m_backoff, kMaxBackoff);
-        }
+        if (m_backoff_on) m_refill_whole.wasted();  // the attempt was wasted: refill whole for a while
     }
     ++m_full_solves;
     collect_component(kUnbounded);
@@ -259,7 +248,6 @@ bool FlowSolver::collect_component(std::size_t limit) {
 // flows of S would fill it; a min-heap yields the next resource to fill in O(log) instead of a scan
 // of all resources per round.
 void FlowSolver::fill() {
-    m_refilled += m_set.size();
     std::size_t unfrozen = 0;
     for (std::uint32_t id : m_set) {
         Group& f = m_groups[id];

@@ -59,8 +59,6 @@ public:
     }
     /// What the switch's NVLS unit did (all zero without fabric.switch.nvls).
     NvlsCounters nvls_counters() const override { return m_nvls_counters; }
-    /// Flows the solver refilled over all its solves (its work).
-    std::uint64_t solver_flows_refilled() const { return m_solver.flows_refilled(); }
 
 private:
     friend struct FabricTargetPort<FlowFabric>;

@@ -37,6 +37,7 @@
 // sequence of calls gives bit-identical rates.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -119,8 +120,6 @@ public:
         m_new_flows.clear();
     }
 
-    /// Groups of identical flows refilled so far, over all solves (a measure of the solver's work).
-    std::uint64_t flows_refilled() const { return m_refilled; }
     /// Solves that refilled a whole component larger than the small one (a fallback, or all of
     /// them without set_incremental).
     std::uint64_t full_solves() const { return m_full_solves; }
@@ -206,10 +205,25 @@ private:
     std::size_t m_active = 0;  // active groups
     bool m_incremental = true;
     bool m_backoff_on = true;
-    std::uint32_t m_backoff = 1, m_skip = 0;  // next back-off length; solves left to refill whole
-    std::uint32_t m_look_backoff = 1, m_look_skip = 0;  // the same for looking for a small component
+    // An attempt that fails makes the next 1, 2, 4 .. kMaxBackoff solves skip it; one that pays
+    // resets that to 1.
+    struct Backoff {
+        std::uint32_t next = 1, skip = 0;  // next back-off length; solves left to skip
+        bool skipping() {
+            if (skip == 0) return false;
+            --skip;
+            return true;
+        }
+        void paid() { next = 1; }
+        void wasted() {
+            skip = next;
+            next = std::min(2 * next, kMaxBackoff);
+        }
+    };
+    Backoff m_refill_whole;  // the incremental attempts (skipped: refill the whole component)
+    Backoff m_look;          // the look for a small component (skipped: straight to the incremental path)
     std::size_t m_small_component = kSmallComponent;
-    std::uint64_t m_refilled = 0, m_full_solves = 0, m_solves = 0;
+    std::uint64_t m_full_solves = 0, m_solves = 0;
 };
 
 }  // namespace eidola
