@@ -119,6 +119,8 @@ std::uint32_t PacketFabric::pop_head(std::uint32_t input, std::uint32_t vc, std:
 // is link.ack bytes where that is set.
 std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t bytes, bool response) const {
     Packet p;  // p.tail_ps: when its tail may leave the current router
+    p.payload = std::uint32_t(bytes);
+    p.ack = response && bytes == 0;  // a write's response: link.ack bytes where that is set
     std::uint64_t head = 0;
     std::uint32_t node = from, n;
     while (node != to) {
@@ -126,8 +128,8 @@ std::uint64_t PacketFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, s
         // A framed link: the NIC's headers per MTU of the transaction (a message of its own here).
         const std::uint64_t frames = l.framed ? std::max<std::uint64_t>(1, (bytes + m_mtu - 1) / m_mtu) : 1;
         const std::uint64_t overhead = l.nic_out && !response ? m_message_ps : 0;
-        const std::uint64_t header = !l.framed && response && bytes == 0 && m_ack_bytes ? m_ack_bytes : frames * l.header;
-        const Hop h = hop(p, head + overhead, std::uint32_t(header + bytes), l.bytes_per_s, l.latency_ps);
+        p.frames = std::uint32_t(frames);
+        const Hop h = hop(p, head + overhead, wire_bytes(p, l.header, l.framed), l.bytes_per_s, l.latency_ps);
         head = h.head_arrives + m_switch_latency_ps;
         p.tail_ps = h.end + l.latency_ps + m_switch_latency_ps;
         node = l.dst;
