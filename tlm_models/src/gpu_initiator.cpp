@@ -161,14 +161,10 @@ void GpuInitiator::try_issue() {
         }
         p->slots = m_flow ? 1 : packets;
         if (m_flow) {
+            attach_flow(p, w, kind == OpKind::Signal);
             p->flow.window = m_max_outstanding;
             p->flow.packet_bytes = std::uint32_t(m_max_payload);
             p->flow.turnaround_ps = m_turnaround_ps;
-            p->flow.first_ps = 0;
-            p->flow.workgroup = w;
-            p->flow.signal = kind == OpKind::Signal;
-            p->set_extension(&p->flow);
-            p->flow_attached = true;
         }
         p->peer = t.peer;
         p->resumes = t.blocking;
@@ -392,6 +388,15 @@ bool GpuInitiator::settle_posts(std::uint32_t w, std::uint64_t seq, std::int32_t
     return any && ps.released == ps.q.size();
 }
 
+// The flow fabric's extension on packet `p` of workgroup `w`, reset (no window), and attached.
+void GpuInitiator::attach_flow(Packet* p, std::uint32_t w, bool signal) {
+    p->flow = FlowExtension{};
+    p->flow.workgroup = w;
+    p->flow.signal = signal;
+    p->set_extension(&p->flow);
+    p->flow_attached = true;
+}
+
 void GpuInitiator::issue_post(std::uint32_t w) {
     Posts& ps = m_posts[w];
     const Post e = ps.q[ps.sent++];
@@ -421,13 +426,7 @@ void GpuInitiator::issue_post(std::uint32_t w) {
     std::memcpy(p->word, &op.value, 8);
     p->set_extension(&p->atomic);
     p->atomic_attached = true;
-    if (m_flow) {  // tell the flow fabric whose signal it is (no window: it is sent as before)
-        p->flow = FlowExtension{};
-        p->flow.workgroup = w;
-        p->flow.signal = true;
-        p->set_extension(&p->flow);
-        p->flow_attached = true;
-    }
+    if (m_flow) attach_flow(p, w, true);  // whose signal it is (no window: it is sent as before)
     m_bytes_sent += 8;
     send(p);  // one packet: never refused as a train is
 }

@@ -163,6 +163,8 @@ private:
     bool settle_posts(std::uint32_t wg, std::uint64_t seq, std::int32_t peer, std::uint32_t packets);
     /// Sends workgroup `wg`'s next released signal.
     void issue_post(std::uint32_t wg);
+    /// Attaches the flow fabric's extension to packet `p` of workgroup `wg`, reset (no window).
+    void attach_flow(Packet* p, std::uint32_t wg, bool signal);
 
     /// A train is at most this fraction of its transfer's packets, and of the outstanding limit.
     static constexpr std::uint64_t kTrainShareOfTransfer = 16, kTrainShareOfWindow = 128;
