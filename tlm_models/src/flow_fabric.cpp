@@ -511,16 +511,9 @@ void FlowFabric::solve() {
                        f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
                        f.anchor_ps = now;
                        f.rate = m_solver.rate(id);
-                       const double left_ps = f.rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / f.rate;
-                       f.due_ps = now + std::uint64_t(std::ceil(left_ps));
-                       // A flow slowed down keeps its earlier Finish, which books the new one when
-                       // it comes (finish()); only one sped up needs an earlier Finish now. A rate
-                       // change then costs no calendar entry of its own (two in five did, slowing
-                       // flows that stood behind newcomers), and the flow finishes when it did.
-                       if (f.finish_at != 0 && f.due_ps >= f.finish_at) return;
                        f.version = ++m_next_version[id];
-                       f.finish_at = f.due_ps;
-                       m_actions.push(f.due_ps, {ActionKind::Finish, id, f.version, nullptr});
+                       const double left_ps = f.rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / f.rate;
+                       m_actions.push(now + std::uint64_t(std::ceil(left_ps)), {ActionKind::Finish, id, f.version, nullptr});
                    });
     // The new loads of the links just solved: those of the changed components only, so a solve
     // costs what its components hold, not a walk over every link of the fabric.
@@ -531,15 +524,9 @@ void FlowFabric::solve() {
 // single packet) and is in at the target one zero-load latency after that. A burst's end starts
 // the flow's paced phase instead.
 void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
-    if (m_flows[id].version != version || !m_flows[id].trans) return;  // the rate rose since: an earlier Finish stood
+    if (m_flows[id].version != version || !m_flows[id].trans) return;  // the rate changed since: a later Finish stands
     Flow& f = m_flows[id];
     const std::uint64_t now = now_ps();
-    if (now < f.due_ps) {  // the rate fell since this was booked: on to when the flow is done
-        f.finish_at = f.due_ps;
-        m_actions.push(f.due_ps, {ActionKind::Finish, id, version, nullptr});
-        return;
-    }
-    f.finish_at = 0;
     if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
         m_actions.push(now + f.round_trip_ps, {ActionKind::Refill, f.holds, 0, nullptr});
         f.holds = kNoHolds;

@@ -84,9 +84,7 @@ private:
         double remaining = 0;            // payload bytes not yet sent, as of anchor_ps
         double rate = 0;                 // payload bytes per second since anchor_ps
         std::uint64_t anchor_ps = 0;
-        std::uint32_t version = 0;       // bumped when a Finish is booked earlier: older Finish actions are stale
-        std::uint64_t due_ps = 0;        // when it will have sent all, at its rate now
-        std::uint64_t finish_at = 0;     // when its standing Finish comes (0: none), at most due_ps
+        std::uint32_t version = 0;       // bumped at every rate change: older Finish actions are stale
         // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
         // some of its packets at once: those go first as a burst, which only the links limit; the
         // rest then go paced by the windows too, with the weights in `paced`.
