@@ -134,14 +134,6 @@ void GpuTarget::send_response(tlm::tlm_generic_payload* trans) {
         m_core.fail(m_core.name() + ".target: nb_transport_bw returned TLM_UPDATED with an illegal phase");
         return;
     }
-    // Completed at once with nothing queued: the channel is free now, as next_response() would
-    // make it in a same-time action (one event per transaction, about a seventh of a flow-fabric
-    // run's events on hundreds of GPUs). A later response at this time then goes at once, where
-    // it would have queued for that action: the same time, and the same order.
-    if (delay == sc_core::SC_ZERO_TIME && m_responses.empty()) {
-        m_response_pending = false;
-        return;
-    }
     m_core.actions.push(now_ps() + delay.value(), {GpuActionKind::NextResponse, 0});
 }
 
