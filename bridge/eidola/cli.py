@@ -417,7 +417,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
 
     perf(PerfOptions(args.platform, args.op, args.minbytes, args.maxbytes, args.stepfactor, args.ngpus, args.algo,
                      args.proto, args.channels, args.fabric, _overrides(args.set), args.csv, args.plot, args.compare,
-                     args.column))
+                     args.column, progress=lambda label: _progress(label, args.progress)))
     return 0
 
 
@@ -441,6 +441,9 @@ def _perf_parser(sub: Any) -> None:
     pf.add_argument("--fabric", default="auto",
                     help="auto (packet fabric up to 64 MiB written in all, flow above), packet or flow")
     pf.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a platform key")
+    pf.add_argument("--progress", action="store_true",
+                    help="report each size's simulated time, events and wall time on stderr once a second while it "
+                         "runs longer than a second (on a terminal this is automatic after 3 s)")
     pf.add_argument("--csv", metavar="FILE",
                     help="write size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric")
     pf.add_argument("--plot", metavar="FILE", help="draw busbw and time against size (.png, .svg or .pdf)")

@@ -7,6 +7,7 @@ algbw x factor, the mean busbw, and the geometric mean of |predicted / measured 
 """
 
 import csv
+import io
 import math
 
 import pytest
@@ -506,3 +507,27 @@ def test_a_choice_the_platform_cannot_run_names_the_option_before_any_output(rep
     code, out, err = _main(capsys, "perf", repo / "platforms/mi300x-8gpu.yaml", "--op", "all_reduce",
                            "-b", "1K", "-e", "1K", *args)
     assert code == 2 and out == "" and err.startswith(says) and err.count("\n") == 1
+
+
+def test_each_size_reports_its_progress(repo):
+    # A point of minutes (512 GPUs, 1 GiB) must not be silent: each size gets its own reporter,
+    # named by its size and fabric, and is asked while it runs (as `eidola run --progress`).
+    from eidola.report.perf_command import PerfOptions, perf
+    from eidola.run.simulate import Progress
+
+    labels: list[str] = []
+    seen: list[tuple[float, int, float]] = []
+
+    def reporter(label: str) -> Progress:
+        labels.append(label)
+        return Progress(lambda *a: seen.append(a), after_s=0.0, every_s=0.01)
+
+    out = io.StringIO()
+    rows = perf(PerfOptions(str(repo / "platforms/mi300x-8gpu.yaml"), "all_reduce", "256M", "256M", fabric="flow",
+                            progress=reporter), out=out)
+    assert labels == ["268435456 B, flow fabric"]
+    assert seen, "a run of this size (about a second) answers at least one question"
+    sims, events, walls = zip(*seen)
+    assert list(sims) == sorted(sims) and list(events) == sorted(events) and list(walls) == sorted(walls)
+    assert [r.size for r in rows] == [256 << 20]
+    assert "268435456" in out.getvalue()  # the row still prints, on its own line

@@ -8,10 +8,10 @@ the end. See docs/perf.md.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import ConfigError
 from ..run import nccl_tests
@@ -19,6 +19,9 @@ from ..run.perf import Fabrics, PerfRow, check_choices, run_sizes
 from ..run.perf_source import SOURCE, build_collective
 from . import perf_table
 from .nccl_log import NcclLog, read_log
+
+if TYPE_CHECKING:
+    from ..run.simulate import Progress
 
 __all__ = ["PerfOptions", "perf"]
 
@@ -45,6 +48,9 @@ class PerfOptions:
     plot: str | None = None
     compare: str | None = None
     column: str = "out-of-place"
+    #: Makes the progress reporter of one size's simulation from its label (``"1073741824 B, flow fabric"``),
+    #: or None for none: the CLI's stderr line (--progress, or a terminal), so a point of minutes is not silent.
+    progress: Callable[[str], Progress | None] | None = None
 
 
 def _int(text: str, option: str, lo: int) -> int:
@@ -162,7 +168,7 @@ def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, ch
             print(f"# {swept} B: 0 B per rank after nccl-tests' rounding (a 16-byte multiple per rank); "
                   "nothing to simulate", file=out)
     rows = run_sizes(fabrics, o.op, points, gpus, o.algo, o.proto, channels,
-                     done=lambda r: print(perf_table.row_line(o.op, r), file=out, flush=True))
+                     done=lambda r: print(perf_table.row_line(o.op, r), file=out, flush=True), progress=o.progress)
     print("\n".join(perf_table.trailer(rows)), file=out)
     return rows
 
@@ -193,6 +199,7 @@ def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels
         compared.append(c)
         print(perf_table.compare_line(c), file=out, flush=True)
 
-    rows = run_sizes(fabrics, o.op, sorted(counts.items()), gpus, o.algo, o.proto, channels, done=done)
+    rows = run_sizes(fabrics, o.op, sorted(counts.items()), gpus, o.algo, o.proto, channels, done=done,
+                     progress=o.progress)
     print("\n".join(perf_table.compare_trailer(compared)), file=out)
     return rows, sorted(measured.items())

@@ -28,7 +28,7 @@ import copy
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
+
+if TYPE_CHECKING:
+    from .simulate import Progress
 
 __all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices",
            "written_bytes", "run_sizes"]
@@ -190,12 +193,14 @@ def _fabric_name(platform: Platform) -> str:
 
 
 def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus: int, algo: str = "auto",
-              proto: str = "auto", channels: int = 0, done: Callable[[PerfRow], None] | None = None) -> list[PerfRow]:
+              proto: str = "auto", channels: int = 0, done: Callable[[PerfRow], None] | None = None,
+              progress: Callable[[str], Progress | None] | None = None) -> list[PerfRow]:
     """Simulates collective `op` at each (size, count) of `points` (nccl-tests' size and count columns) on `gpus` GPUs.
 
     Sizes of 0 bytes are left out (nothing moves). `done` is called with each row as it is
-    finished, so a long sweep prints as it goes. A simulation that fails raises its
-    SimulationError (exit status 3) naming the size.
+    finished, so a long sweep prints as it goes; `progress` makes each size's progress reporter
+    (simulate's `progress`) from its label, ``"SIZE B, FABRIC fabric"``. A simulation that fails
+    raises its SimulationError (exit status 3) naming the size.
     """
     from .simulate import simulate  # loads cppyy only when a simulation is asked for
 
@@ -208,7 +213,8 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
         fabric = fabrics.choose(written_bytes(profile))
         start = time.perf_counter()
         try:
-            result = simulate(fabrics.harnessed(fabric), profile)
+            result = simulate(fabrics.harnessed(fabric), profile,
+                              progress=None if progress is None else progress(f"{size} B, {fabric} fabric"))
         except SimulationError as e:
             raise type(e)(f"size {size} B ({op}, {fabric} fabric): {e}", e.report) from None
         if result.partial:
