@@ -331,7 +331,6 @@ void FlowSolver::fill() {
     }
 }
 
-
 // The load and the highest rate of every touched resource, with S's new rates.
 void FlowSolver::measure() {
     for (std::uint32_t ri : m_touched) {

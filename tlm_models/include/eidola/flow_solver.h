@@ -133,11 +133,8 @@ private:
     // A resource's member is a group, with the group's weight on it (count x a flow's weight, a
     // copy of the group's Uses entry): the passes over a resource's members then read the group's
     // record only, not also its use list, one cache miss fewer per member.
-    //
-    // It also holds a copy of the group's rate, equal to the record's outside fill() (fill()
-    // publishes the new rates of S as it ends): the passes that read the rates of the groups
-    // outside S (fill()'s loads held, measure(), check()) then read the member array alone, not
-    // one group record (a cache miss at scale) per member.
+    // (A copy of the group's rate here too was measured and dropped: 24-byte members cost the
+    // member passes more misses than the group records they spared; bench/RESULTS.md.)
     struct Member {
         std::uint32_t group;
         std::uint32_t use;  // index into the group's uses
@@ -165,11 +162,12 @@ private:
         double weight;           // one flow's weight
         double total;            // the group's: weight x count
     };
-    // A group's uses are kept inline, in its record, up to kInlineUses (the flows of a switch or
-    // a rail fabric have 2 to 6: links both ways, ports, a window); a group with more keeps them
-    // all in m_spill. The fill's freeze loop, add_to_set and remove_flow then find a group's uses
-    // in the record they read anyway, not behind a second pointer (another cache miss each at
-    // scale). Record and inline uses are 3 cache lines (alignas: they start a line).
+    // A group's uses are kept inline, in its record, up to kInlineUses (the flows of
+    // bench/flow_scale_driver.cpp's switch have 4 or 9 uses, those of a 64-GPU all-reduce on
+    // mi300x-rail 2, 5, 8 or 17); a group with more keeps them all in m_spill. The fill's freeze loop,
+    // add_to_set and remove_flow then find a group's uses in the record they read anyway, not
+    // behind a second pointer (another cache miss each at scale). The record is 4 cache lines
+    // (alignas: it starts one); its first holds the state and the first uses.
     static constexpr std::uint32_t kInlineUses = 9;
     struct alignas(64) Group {
         double rate = 0, old_rate = 0;     // a flow's rate (every flow of the group has it)
