@@ -399,6 +399,115 @@ int main() {
             }
         }
     }
+    {
+        // A group keeps up to 9 uses in its record and more in a list of their own: a flow over 12
+        // links of 12 (A, then C with the same uses: one group of 2, weight 2 on each link), E on
+        // link 3 only (added first, so A's group is second among link 3's members) and B on link 0
+        // at weight 2. Link 0 fills first, A + C + 2B = 4x = 12: x = 3 each; link 3 then has
+        // 12 - 6 = 6 left, all E's.
+        FlowSolver s;
+        std::vector<FlowSolver::Use> chain;
+        for (int r = 0; r < 12; ++r) chain.push_back({s.add_resource(12), 1.0});
+        s.add_flow(4, {{3, 1.0}});  // E
+        s.add_flow(0, chain);       // A
+        s.add_flow(2, chain);       // C
+        s.add_flow(1, {{0, 2.0}});  // B
+        solve(s);
+        expect("long use list, A", s.rate(0), 3);
+        expect("long use list, C", s.rate(2), 3);
+        expect("long use list, B", s.rate(1), 3);
+        expect("long use list, E", s.rate(4), 6);
+        expect("long use list, link 3 full", s.load(3), 12);
+        // E leaves: A's group moves to the first place among link 3's members (its place there,
+        // kept in its own list of uses, must follow), the rest hold. B leaves: A and C share every
+        // link, 2x = 12: 6 each.
+        s.remove_flow(4);
+        solve(s);
+        expect("after E, A", s.rate(0), 3);
+        s.remove_flow(1);
+        solve(s);
+        expect("after B, A", s.rate(0), 6);
+        expect("after B, C", s.rate(2), 6);
+        expect("after B, link 3", s.load(3), 12);
+        // C leaves: the group's weight on each link is A's alone (written where the group's place
+        // says), A takes a whole link, 12. Then F joins on link 3: A + F = 2x = 12, 6 each.
+        s.remove_flow(2);
+        solve(s);
+        expect("A alone", s.rate(0), 12);
+        expect("A alone, link 3", s.load(3), 12);
+        s.add_flow(5, {{3, 1.0}});
+        solve(s);
+        expect("A beside F", s.rate(0), 6);
+        expect("F beside A", s.rate(5), 6);
+        expect("A beside F, link 0", s.load(0), 6);
+    }
+    {
+        // Use lists both sides of the 9 kept in a group's record (2 to 16 uses), flows coming and
+        // going at random: after every solve the rates are max-min fair from the definition
+        // (no resource over capacity, every flow has a bottleneck).
+        for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+            std::mt19937_64 rng(5000 + seed);
+            FlowSolver s;
+            std::vector<double> cap;
+            for (int r = 0; r < 24; ++r) {
+                cap.push_back(20 + double(rng() % 60));
+                s.add_resource(cap.back());
+            }
+            std::vector<std::vector<FlowSolver::Use>> templates;
+            for (int t = 0; t < 8; ++t) {
+                const std::uint32_t n = 2 + std::uint32_t(rng() % 15), first = std::uint32_t(rng() % 24);
+                templates.emplace_back();
+                for (std::uint32_t k = 0; k < n; ++k)
+                    templates.back().push_back({(first + 3 * k) % 24, 1.0 + double(rng() % 4) / 8});
+                std::sort(templates.back().begin(), templates.back().end(),
+                          [](const FlowSolver::Use& a, const FlowSolver::Use& b) { return a.resource < b.resource; });
+                templates.back().erase(std::unique(templates.back().begin(), templates.back().end(),
+                                                   [](const FlowSolver::Use& a, const FlowSolver::Use& b) {
+                                                       return a.resource == b.resource;
+                                                   }),
+                                       templates.back().end());
+            }
+            const std::uint32_t kFlows = 30;
+            std::vector<int> tmpl(kFlows, -1);
+            for (int step = 0; step < 200; ++step) {
+                for (int k = 1 + int(rng() % 4); k > 0; --k) {
+                    const std::uint32_t f = std::uint32_t(rng() % kFlows);
+                    if (tmpl[f] >= 0) {
+                        s.remove_flow(f);
+                        tmpl[f] = -1;
+                    } else {
+                        tmpl[f] = int(rng() % templates.size());
+                        s.add_flow(f, templates[std::size_t(tmpl[f])]);
+                    }
+                }
+                solve(s);
+                std::vector<double> load(cap.size(), 0.0), top(cap.size(), 0.0);
+                for (std::uint32_t f = 0; f < kFlows; ++f)
+                    if (tmpl[f] >= 0)
+                        for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])]) {
+                            load[u.resource] += s.rate(f) * u.weight;
+                            top[u.resource] = std::max(top[u.resource], s.rate(f));
+                        }
+                for (std::uint32_t f = 0; f < kFlows; ++f) {
+                    if (tmpl[f] < 0) continue;
+                    bool bottleneck = false;
+                    for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])])
+                        bottleneck |= load[u.resource] >= cap[u.resource] * (1 - 1e-8) && s.rate(f) >= top[u.resource] * (1 - 1e-8);
+                    if (!bottleneck) {
+                        std::printf("FAIL long uses, seed %llu step %d: flow %u has no bottleneck\n", (unsigned long long)seed, step, f);
+                        ++failures;
+                    }
+                }
+                for (std::size_t r = 0; r < cap.size(); ++r) {
+                    if (load[r] > cap[r] * (1 + 1e-8)) {
+                        std::printf("FAIL long uses, seed %llu step %d: resource %zu over capacity\n", (unsigned long long)seed, step, r);
+                        ++failures;
+                    }
+                    expect("long uses, the solver's load", s.load(std::uint32_t(r)), load[r]);
+                }
+            }
+        }
+    }
     std::printf("flow solver: %d failures\n", failures);
     return failures ? 1 : 0;
 }

@@ -25,6 +25,8 @@ constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 std::uint32_t FlowSolver::add_resource(double capacity) {
     if (!(capacity > 0)) throw std::invalid_argument("flow solver: a resource needs a positive capacity");
     m_resources.push_back(Resource{capacity});
+    m_load.push_back(0.0);
+    m_measured.emplace_back();
     m_resource_mark.push_back(0);
     return std::uint32_t(m_resources.size() - 1);
 }
@@ -47,14 +49,14 @@ std::uint64_t uses_key(const std::vector<FlowSolver::Use>& uses) {
 }
 }  // namespace
 
-std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t key) const {
+std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t key) {
     const auto it = m_index.find(key);
     if (it == m_index.end()) return kNone;
-    const Group& g = m_groups[it->second];
-    if (g.uses.size() != uses.size()) return kNone;
+    const UseList mine = this->uses(it->second);
+    if (mine.size() != uses.size()) return kNone;
     for (std::size_t i = 0; i < uses.size(); ++i)
-        if (g.uses[i].resource != uses[i].resource ||
-            std::memcmp(&g.uses[i].weight, &uses[i].weight, sizeof(double)) != 0)
+        if (mine[i].resource != uses[i].resource ||
+            std::memcmp(&mine[i].weight, &uses[i].weight, sizeof(double)) != 0)
             return kNone;  // a hash collision: the newcomer gets a group of its own
     return it->second;
 }
@@ -67,6 +69,7 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
     } else {
         id = std::uint32_t(m_groups.size());
         m_groups.emplace_back();
+        m_spill.emplace_back();
         m_group_flows.emplace_back();
         m_group_key.push_back(0);
         m_group_mark.push_back(0);
@@ -76,11 +79,17 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
     g.rate = g.old_rate = 0;
     g.count = 0;
     g.bottleneck = kNone;
-    g.uses.clear();
-    for (const Use& u : uses) {
+    g.size = std::uint32_t(uses.size());
+    Uses* mine = g.local;
+    if (g.size > kInlineUses) {  // m_spill[id] was left empty by the group's last use
+        m_spill[id].resize(g.size);
+        mine = m_spill[id].data();
+    }
+    for (std::uint32_t i = 0; i < g.size; ++i) {
+        const Use& u = uses[i];
         Resource& r = m_resources[u.resource];
-        g.uses.push_back(Uses{u.resource, std::uint32_t(r.members.size()), u.weight, 0.0});
-        r.members.push_back(Member{id, std::uint32_t(g.uses.size() - 1), 0.0});
+        mine[i] = Uses{u.resource, std::uint32_t(r.members.size()), u.weight, 0.0};
+        r.members.push_back(Member{id, i, 0.0});
     }
     m_group_key[id] = key;
     m_index.emplace(key, id);  // kept by an earlier group on a collision: this one stays unindexed
@@ -90,9 +99,8 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
 
 // The group's weights follow its flow count.
 void FlowSolver::set_count(std::uint32_t id, std::uint32_t count) {
-    Group& g = m_groups[id];
-    g.count = count;
-    for (Uses& u : g.uses) {
+    m_groups[id].count = count;
+    for (Uses& u : uses(id)) {
         u.total = u.weight * double(count);
         m_resources[u.resource].members[u.position].weight = u.total;
     }
@@ -129,20 +137,22 @@ void FlowSolver::remove_flow(std::uint32_t id) {
     m_slot[moved] = m_slot[id];
     flows.pop_back();
     Group& g = m_groups[gi];
-    for (const Uses& u : g.uses) m_dirty.push_back(u.resource);
+    const UseList mine = uses(gi);
+    for (const Uses& u : mine) m_dirty.push_back(u.resource);
     if (!flows.empty()) {  // the rest hold their rate until the solve: a group still, lighter
         set_count(gi, g.count - 1);
         return;
     }
     g.active = false;
-    for (const Uses& u : g.uses) {
+    for (const Uses& u : mine) {
         Resource& r = m_resources[u.resource];
         const Member last = r.members.back();
         r.members[u.position] = last;
-        m_groups[last.group].uses[last.use].position = u.position;
+        uses(last.group)[last.use].position = u.position;
         r.members.pop_back();
     }
-    g.uses.clear();
+    if (g.size > kInlineUses) m_spill[gi].clear();
+    g.size = 0;
     g.count = 0;
     g.rate = 0;
     const auto it = m_index.find(m_group_key[gi]);
@@ -163,7 +173,7 @@ void FlowSolver::add_to_set(std::uint32_t id) {
     m_group_mark[id] = m_generation;
     g.old_rate = g.rate;
     m_set.push_back(id);
-    for (const Uses& u : g.uses) touch(u.resource);
+    for (const Uses& u : uses(id)) touch(u.resource);
 }
 
 // S starts as the new flows, with the resources that lost or gained a flow touched; then refill
@@ -251,7 +261,7 @@ void FlowSolver::fill() {
     std::size_t unfrozen = 0;
     for (std::uint32_t id : m_set) {
         Group& f = m_groups[id];
-        f.frozen = f.uses.empty();
+        f.frozen = f.size == 0;
         f.rate = f.frozen ? kUnlimited : 0;
         f.bottleneck = kNone;
         if (!f.frozen) ++unfrozen;
@@ -271,13 +281,12 @@ void FlowSolver::fill() {
         r.weights = 0;
         r.unfrozen = 0;
         for (const Member& m : r.members) {
-            const Group& f = m_groups[m.group];
             const double w = m.weight;
             if (m_group_mark[m.group] == m_generation) {
                 r.weights += w;
                 ++r.unfrozen;
             } else if (w > 0) {
-                r.remaining -= f.rate * w;
+                r.remaining -= m_groups[m.group].rate * w;
             }
         }
         queue(ri);
@@ -300,7 +309,7 @@ void FlowSolver::fill() {
             f.rate = level;
             f.bottleneck = e.resource;
             --unfrozen;
-            for (const Uses& u : f.uses) {
+            for (const Uses& u : uses(m.group)) {
                 Resource& r = m_resources[u.resource];
                 r.remaining -= level * u.total;
                 if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
@@ -328,13 +337,12 @@ void FlowSolver::measure() {
         Resource& r = m_resources[ri];
         double load = 0, top = 0;
         for (const Member& m : r.members) {
-            const Group& f = m_groups[m.group];
             const double w = m.weight;
-            if (w > 0) load += f.rate * w;
-            if (f.rate != kUnlimited) top = std::max(top, f.rate);
+            const double rate = m_groups[m.group].rate;
+            if (w > 0) load += rate * w;
+            if (rate != kUnlimited) top = std::max(top, rate);
         }
-        r.new_load = load;
-        r.top = top;
+        m_measured[ri] = Measured{load, top};
     }
 }
 
@@ -343,15 +351,16 @@ void FlowSolver::measure() {
 // an S flow without one is out-rated on the resource that froze it by held flows, which join S.
 // Returns whether all passed (S unchanged); otherwise S has grown.
 bool FlowSolver::check() {
-    auto bottleneck = [&](Group& f) {
+    auto bottleneck = [&](std::uint32_t id) {
+        Group& f = m_groups[id];
         if (f.rate == kUnlimited) return true;
         auto holds = [&](std::uint32_t ri) {
-            const Resource& r = m_resources[ri];
-            return m_resource_mark[ri] == m_generation && r.new_load >= r.capacity * (1 - kTolerance) &&
+            const Measured& r = m_measured[ri];
+            return m_resource_mark[ri] == m_generation && r.load >= m_resources[ri].capacity * (1 - kTolerance) &&
                    f.rate >= r.top * (1 - kTolerance);
         };
         if (f.bottleneck != kNone && holds(f.bottleneck)) return true;
-        for (const Uses& u : f.uses)
+        for (const Uses& u : uses(id))
             if (holds(u.resource)) {
                 f.bottleneck = u.resource;
                 return true;
@@ -361,16 +370,14 @@ bool FlowSolver::check() {
     m_joining.clear();
     for (std::uint32_t id : m_set) {
         Group& f = m_groups[id];
-        if (bottleneck(f) || f.bottleneck == kNone) continue;
-        for (const Member& m : m_resources[f.bottleneck].members) {
-            const Group& g = m_groups[m.group];
-            if (m_group_mark[m.group] != m_generation && g.rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.group);
-        }
+        if (bottleneck(id) || f.bottleneck == kNone) continue;
+        for (const Member& m : m_resources[f.bottleneck].members)
+            if (m_group_mark[m.group] != m_generation && m_groups[m.group].rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.group);
     }
     for (std::uint32_t ri : m_touched)
         for (const Member& m : m_resources[ri].members) {
-            Group& g = m_groups[m.group];
-            if (m_group_mark[m.group] != m_generation && g.bottleneck == ri && !bottleneck(g)) m_joining.push_back(m.group);
+            if (m_group_mark[m.group] != m_generation && m_groups[m.group].bottleneck == ri && !bottleneck(m.group))
+                m_joining.push_back(m.group);
         }
     for (std::uint32_t id : m_joining)
         if (m_group_mark[id] != m_generation) add_to_set(id);
@@ -378,7 +385,7 @@ bool FlowSolver::check() {
 }
 
 void FlowSolver::commit_loads() {
-    for (std::uint32_t ri : m_touched) m_resources[ri].load = m_resources[ri].new_load;
+    for (std::uint32_t ri : m_touched) m_load[ri] = m_measured[ri].load;
 }
 
 }  // namespace eidola

@@ -70,7 +70,7 @@ public:
         return id < m_group_of.size() && m_group_of[id] != kNone ? m_groups[m_group_of[id]].rate : 0.0;
     }
     /// The current load of `resource`: the sum of rate x weight of its flows.
-    double load(std::uint32_t resource) const { return m_resources[resource].load; }
+    double load(std::uint32_t resource) const { return m_load[resource]; }
     /// The capacity of `resource`.
     double capacity(std::uint32_t resource) const { return m_resources[resource].capacity; }
     /// Resources added so far.
@@ -133,21 +133,28 @@ private:
     // A resource's member is a group, with the group's weight on it (count x a flow's weight, a
     // copy of the group's Uses entry): the passes over a resource's members then read the group's
     // record only, not also its use list, one cache miss fewer per member.
+    // (A copy of the group's rate here too was measured and dropped: 24-byte members cost the
+    // member passes more misses than the group records they spared; bench/RESULTS.md.)
     struct Member {
         std::uint32_t group;
         std::uint32_t use;  // index into the group's uses
         double weight;      // the group's weight on this resource (= its uses[use].total)
     };
-    struct Resource {
+    // What fill() reads and writes of a resource, in one cache line (alignas): the fill visits
+    // some 30 resources per solve, scattered over all of them (thousands at scale), and the
+    // record of 88 bytes it replaced straddled two lines. Its load and what measure() finds are
+    // kept apart (m_load, m_measured): fill() needs neither.
+    struct alignas(64) Resource {
         double capacity;
-        double load = 0;
         std::vector<Member> members;  // the groups on it
         // scratch of one solve
         double remaining = 0, weights = 0;  // capacity left to the unfrozen set groups, and their weight
-        double new_load = 0, top = 0;       // load and highest rate after a fill
         std::uint32_t unfrozen = 0;
         std::uint32_t version = 0;          // invalidates its older entries in the fill's heap
         std::uint32_t pushed = 0;           // fill step that last queued it
+    };
+    struct Measured {  // a touched resource after a fill
+        double load = 0, top = 0;  // its load and highest rate
     };
     struct Uses {
         std::uint32_t resource;
@@ -155,20 +162,41 @@ private:
         double weight;           // one flow's weight
         double total;            // the group's: weight x count
     };
-    // One cache line per group (alignas): the member passes read a group's rate and state.
+    // A group's uses are kept inline, in its record, up to kInlineUses (the flows of
+    // bench/flow_scale_driver.cpp's switch have 4 or 9 uses, those of a 64-GPU all-reduce on
+    // mi300x-rail 2, 5, 8 or 17); a group with more keeps them all in m_spill. The fill's freeze loop,
+    // add_to_set and remove_flow then find a group's uses in the record they read anyway, not
+    // behind a second pointer (another cache miss each at scale). The record is 4 cache lines
+    // (alignas: it starts one); its first holds the state and the first uses.
+    static constexpr std::uint32_t kInlineUses = 9;
     struct alignas(64) Group {
-        std::vector<Uses> uses;
         double rate = 0, old_rate = 0;     // a flow's rate (every flow of the group has it)
         std::uint32_t count = 0;           // its flows
         std::uint32_t bottleneck = kNone;  // the resource that froze it in its last fill
+        std::uint32_t size = 0;            // its uses
         bool active = false, frozen = false;
+        Uses local[kInlineUses];           // its uses, when they fit
     };
+    // A group's uses, wherever they are kept.
+    struct UseList {
+        Uses* first;
+        Uses* last;
+        Uses* begin() const { return first; }
+        Uses* end() const { return last; }
+        std::size_t size() const { return std::size_t(last - first); }
+        Uses& operator[](std::size_t i) const { return first[i]; }
+    };
+    UseList uses(std::uint32_t id) {
+        Group& g = m_groups[id];
+        Uses* first = g.size <= kInlineUses ? g.local : m_spill[id].data();
+        return UseList{first, first + g.size};
+    }
     struct Entry {  // a resource's fill level in the heap
         double level;
         std::uint32_t resource, version;
     };
 
-    std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key) const;
+    std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key);
     std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key);
     void set_count(std::uint32_t group, std::uint32_t count);
     void compute();
@@ -182,7 +210,10 @@ private:
     void commit_loads();
 
     std::vector<Resource> m_resources;
+    std::vector<double> m_load;           // per resource: its load (the sum of rate x weight of its flows)
+    std::vector<Measured> m_measured;     // per resource: of the last measure() that touched it
     std::vector<Group> m_groups;
+    std::vector<std::vector<Uses>> m_spill;                 // per group: its uses when more than kInlineUses
     std::vector<std::vector<std::uint32_t>> m_group_flows;  // per group: its flows' ids
     std::vector<std::uint64_t> m_group_key;                 // per group: the hash of its uses
     std::vector<std::uint32_t> m_free_groups;
