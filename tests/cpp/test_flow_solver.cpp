@@ -25,6 +25,52 @@ void solve(FlowSolver& s) {
     s.solve([](std::uint32_t) {}, [](std::uint32_t) {});
 }
 
+using Templates = std::vector<std::vector<FlowSolver::Use>>;
+
+// One random step: 1 to 4 of the flow ids (one per entry of tmpl: its template, -1 when absent) come or go.
+void toggle_flows(FlowSolver& s, std::mt19937_64& rng, const Templates& templates, std::vector<int>& tmpl) {
+    for (int k = 1 + int(rng() % 4); k > 0; --k) {
+        const std::uint32_t f = std::uint32_t(rng() % tmpl.size());
+        if (tmpl[f] >= 0) {
+            s.remove_flow(f);
+            tmpl[f] = -1;
+        } else {
+            tmpl[f] = int(rng() % templates.size());
+            s.add_flow(f, templates[std::size_t(tmpl[f])]);
+        }
+    }
+}
+
+// The solver's rates checked against the definition of max-min fairness: no resource over its
+// capacity, and every flow has a bottleneck (a full resource where no flow has a higher rate).
+// Returns each resource's load, summed here from the rates.
+std::vector<double> check_max_min(const FlowSolver& s, const Templates& templates, const std::vector<int>& tmpl,
+                                  const std::vector<double>& cap, const char* what, std::uint64_t seed, int step) {
+    std::vector<double> load(cap.size(), 0.0), top(cap.size(), 0.0);
+    for (std::uint32_t f = 0; f < tmpl.size(); ++f)
+        if (tmpl[f] >= 0)
+            for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])]) {
+                load[u.resource] += s.rate(f) * u.weight;
+                top[u.resource] = std::max(top[u.resource], s.rate(f));
+            }
+    for (std::uint32_t f = 0; f < tmpl.size(); ++f) {
+        if (tmpl[f] < 0) continue;
+        bool bottleneck = false;
+        for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])])
+            bottleneck |= load[u.resource] >= cap[u.resource] * (1 - 1e-8) && s.rate(f) >= top[u.resource] * (1 - 1e-8);
+        if (!bottleneck) {
+            std::printf("FAIL %s, seed %llu step %d: flow %u has no bottleneck\n", what, (unsigned long long)seed, step, f);
+            ++failures;
+        }
+    }
+    for (std::size_t r = 0; r < cap.size(); ++r)
+        if (load[r] > cap[r] * (1 + 1e-8)) {
+            std::printf("FAIL %s, seed %llu step %d: resource %zu over capacity\n", what, (unsigned long long)seed, step, r);
+            ++failures;
+        }
+    return load;
+}
+
 }  // namespace
 
 int main() {
@@ -357,45 +403,15 @@ int main() {
             std::vector<int> tmpl(kFlows, -1);
             std::vector<double> known(kFlows, 0.0);
             for (int step = 0; step < 300; ++step) {
-                for (int k = 1 + int(rng() % 4); k > 0; --k) {
-                    const std::uint32_t f = std::uint32_t(rng() % kFlows);
-                    if (tmpl[f] >= 0) {
-                        s.remove_flow(f);
-                        tmpl[f] = -1;
-                    } else {
-                        tmpl[f] = int(rng() % templates.size());
-                        s.add_flow(f, templates[std::size_t(tmpl[f])]);
-                    }
-                }
+                toggle_flows(s, rng, templates, tmpl);
                 s.solve([](std::uint32_t) {}, [&](std::uint32_t f) { known[f] = s.rate(f); });
-                std::vector<double> load(cap.size(), 0.0), top(cap.size(), 0.0);
-                for (std::uint32_t f = 0; f < kFlows; ++f) {
-                    if (tmpl[f] < 0) continue;
-                    if (known[f] != s.rate(f)) {
+                for (std::uint32_t f = 0; f < kFlows; ++f)
+                    if (tmpl[f] >= 0 && known[f] != s.rate(f)) {
                         std::printf("FAIL seed %llu step %d: flow %u told %.12g, rate %.12g\n", (unsigned long long)seed,
                                     step, f, known[f], s.rate(f));
                         ++failures;
                     }
-                    for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])]) {
-                        load[u.resource] += s.rate(f) * u.weight;
-                        top[u.resource] = std::max(top[u.resource], s.rate(f));
-                    }
-                }
-                for (std::uint32_t f = 0; f < kFlows; ++f) {
-                    if (tmpl[f] < 0) continue;
-                    bool bottleneck = false;
-                    for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])])
-                        bottleneck |= load[u.resource] >= cap[u.resource] * (1 - 1e-8) && s.rate(f) >= top[u.resource] * (1 - 1e-8);
-                    if (!bottleneck) {
-                        std::printf("FAIL seed %llu step %d: flow %u has no bottleneck\n", (unsigned long long)seed, step, f);
-                        ++failures;
-                    }
-                }
-                for (std::size_t r = 0; r < cap.size(); ++r)
-                    if (load[r] > cap[r] * (1 + 1e-8)) {
-                        std::printf("FAIL seed %llu step %d: resource %zu over capacity\n", (unsigned long long)seed, step, r);
-                        ++failures;
-                    }
+                check_max_min(s, templates, tmpl, cap, "identical flows", seed, step);
             }
         }
     }
@@ -470,41 +486,11 @@ int main() {
             const std::uint32_t kFlows = 30;
             std::vector<int> tmpl(kFlows, -1);
             for (int step = 0; step < 200; ++step) {
-                for (int k = 1 + int(rng() % 4); k > 0; --k) {
-                    const std::uint32_t f = std::uint32_t(rng() % kFlows);
-                    if (tmpl[f] >= 0) {
-                        s.remove_flow(f);
-                        tmpl[f] = -1;
-                    } else {
-                        tmpl[f] = int(rng() % templates.size());
-                        s.add_flow(f, templates[std::size_t(tmpl[f])]);
-                    }
-                }
+                toggle_flows(s, rng, templates, tmpl);
                 solve(s);
-                std::vector<double> load(cap.size(), 0.0), top(cap.size(), 0.0);
-                for (std::uint32_t f = 0; f < kFlows; ++f)
-                    if (tmpl[f] >= 0)
-                        for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])]) {
-                            load[u.resource] += s.rate(f) * u.weight;
-                            top[u.resource] = std::max(top[u.resource], s.rate(f));
-                        }
-                for (std::uint32_t f = 0; f < kFlows; ++f) {
-                    if (tmpl[f] < 0) continue;
-                    bool bottleneck = false;
-                    for (const FlowSolver::Use& u : templates[std::size_t(tmpl[f])])
-                        bottleneck |= load[u.resource] >= cap[u.resource] * (1 - 1e-8) && s.rate(f) >= top[u.resource] * (1 - 1e-8);
-                    if (!bottleneck) {
-                        std::printf("FAIL long uses, seed %llu step %d: flow %u has no bottleneck\n", (unsigned long long)seed, step, f);
-                        ++failures;
-                    }
-                }
-                for (std::size_t r = 0; r < cap.size(); ++r) {
-                    if (load[r] > cap[r] * (1 + 1e-8)) {
-                        std::printf("FAIL long uses, seed %llu step %d: resource %zu over capacity\n", (unsigned long long)seed, step, r);
-                        ++failures;
-                    }
+                const std::vector<double> load = check_max_min(s, templates, tmpl, cap, "long uses", seed, step);
+                for (std::size_t r = 0; r < cap.size(); ++r)
                     expect("long uses, the solver's load", s.load(std::uint32_t(r)), load[r]);
-                }
             }
         }
     }
