@@ -49,7 +49,10 @@ struct Simulation::Impl {
     std::vector<Fabric*> fabrics;
     std::vector<ProtocolChecker*> checkers;
     WindowLayout layout;
-    std::vector<Op> ops;
+    // The caller's op records, read in place (load_programs): at hundreds of GPUs they are hundreds
+    // of megabytes, which a copy would double and fault in again.
+    const Op* ops = nullptr;
+    std::uint64_t n_ops = 0;
     std::vector<ProgramEntry> programs;
     bool has_traffic = false;
     TrafficSpec traffic;
@@ -158,9 +161,9 @@ void Simulation::set_multicast_groups(const std::vector<std::uint32_t>& members,
 
 void Simulation::load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs,
                                std::uint64_t n_programs) {
-    const Op* o = reinterpret_cast<const Op*>(ops);
     const ProgramEntry* p = reinterpret_cast<const ProgramEntry*>(programs);
-    m_impl->ops.assign(o, o + n_ops);
+    m_impl->ops = reinterpret_cast<const Op*>(ops);
+    m_impl->n_ops = n_ops;
     m_impl->programs.assign(p, p + n_programs);
 }
 
@@ -223,9 +226,9 @@ int Simulation::run() {
             if (it == by_index.end())
                 throw std::invalid_argument("the profile has a program for GPU " + std::to_string(entry.gpu) +
                                             ", which the platform does not have");
-            if (entry.first < 0 || entry.count < 0 || std::uint64_t(entry.first + entry.count) > s.ops.size())
+            if (entry.first < 0 || entry.count < 0 || std::uint64_t(entry.first + entry.count) > s.n_ops)
                 throw std::invalid_argument("a program entry points outside the op array");
-            it->second->load_program(std::uint32_t(entry.wg), s.ops.data() + entry.first, std::uint64_t(entry.count));
+            it->second->load_program(std::uint32_t(entry.wg), s.ops + entry.first, std::uint64_t(entry.count));
         }
     } catch (const std::exception& e) {
         s.errors.report(ErrorKind::BadInput, e.what());

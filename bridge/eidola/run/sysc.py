@@ -227,6 +227,7 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
     sim.set_tracing(run.trace)
     sim.report_time_on_signal(time_word, int(signal.SIGUSR1))
     sim.set_time_limit(round(run.sim_time_s * 1e12) if run.sim_time_s else 0)
+    # The models read the op records in place: `encoded` (held by `run`) outlives the run and the tables below.
     sim.load_programs(encoded.ops.ctypes.data, len(encoded.ops), encoded.programs.ctypes.data, len(encoded.programs))
     if encoded.traffic is not None:
         _set_traffic(ns, sim, encoded.traffic)

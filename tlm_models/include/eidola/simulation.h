@@ -45,7 +45,8 @@ public:
     /// Declares the profile's multicast groups: group g's members are members[first[g] .. first[g+1]) (GPU
     /// indices; `first` has one more entry than there are groups). Multimem ops name a group by its index.
     void set_multicast_groups(const std::vector<std::uint32_t>& members, const std::vector<std::uint32_t>& first);
-    /// Copies the programs: `ops` points to n_ops Op records, `programs` to n_programs ProgramEntry records.
+    /// Takes the programs: `ops` points to n_ops Op records, read in place (they must stay there until
+    /// run() has returned), `programs` to n_programs ProgramEntry records, copied.
     void load_programs(std::uintptr_t ops, std::uint64_t n_ops, std::uintptr_t programs, std::uint64_t n_programs);
 
     /// Gives GPUs 0 .. sources-1 a synthetic traffic generator. GPU i sends to destinations[first[i] ..
