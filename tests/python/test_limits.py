@@ -136,9 +136,10 @@ def test_the_estimate_is_within_a_factor_of_2_of_a_real_run():
 
 
 def test_a_run_past_limits_memory_is_a_clear_failure():
-    # The estimate (4 MiB + 2 GPUs x (14 KiB + 1000 x 208 B) = 4.6 MB) passes a 5 MB limit, but
-    # 2,000,000 ops of profile (32 bytes each in C++ alone: 64 MB) do not fit: the child's RLIMIT_AS
-    # stops it. (Far past the limit on purpose: the child may first reuse heap its parent freed.)
+    # The estimate (4 MiB + 2 GPUs x (14 KiB + 1000 x 208 B) = 4.6 MB) passes a 5 MB limit, but the
+    # trace of 2,000,000 ops (a record of each op's begin and end, tens of bytes each in C++: tens of
+    # MB) does not fit: the child's RLIMIT_AS stops it. (Far past the limit on purpose: the child
+    # may first reuse heap its parent freed. The profile's ops themselves are read in place.)
     plat = platform_from_dict({"eidola": 1, "name": "tight", "gpus": {"count": 2, "workgroups": 1000},
                                "fabric": {"model": "ideal"}, "limits": {"memory": "5MB"}})
     b = ProfileBuilder(gpus=2, workgroups=1000)
@@ -146,7 +147,7 @@ def test_a_run_past_limits_memory_is_a_clear_failure():
     for _ in range(1000):
         ps.compute(ns=1)
     with pytest.raises(eidola.errors.MemoryLimitExceeded) as info:
-        eidola.simulate(plat, b.build())
+        eidola.simulate(plat, b.build(), trace=True)
     assert info.value.exit_status == 3
     assert "ran out of memory: it needed more than limits.memory = 5 MB" in str(info.value)
 
