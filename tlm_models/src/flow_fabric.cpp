@@ -55,12 +55,14 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     const std::uint32_t n = ports();
     // Link resources first, in link order, so a resource index below links().size() is that link.
     m_links.resize(topo.links().size());
+    m_busy.resize(topo.links().size());
     for (std::size_t l = 0; l < topo.links().size(); ++l) {
         const TopoLink& link = topo.links()[l];
         m_solver.add_resource(link.bytes_per_s * link.lanes);
         m_links[l].s.src = std::int32_t(link.src);
         m_links[l].s.dst = std::int32_t(link.dst);
         m_links[l].s.lanes = link.lanes;
+        m_busy[l].bytes_per_s = link.bytes_per_s;
     }
     // Every link's receiving buffer, per message class: a sender needs credits for a packet, and
     // gets them back one credit round trip later, so a channel carries at most its credits per
@@ -517,7 +519,7 @@ void FlowFabric::solve() {
                    });
     // The new loads of the links just solved: those of the changed components only, so a solve
     // costs what its components hold, not a walk over every link of the fabric.
-    for (std::uint32_t l : m_solved_links) m_links[l].load = m_solver.load(l);
+    for (std::uint32_t l : m_solved_links) m_busy[l].load = m_solver.load(l);
 }
 
 // A flow's last byte has left its source: its last packet started P / rate before (at once for a
@@ -618,18 +620,20 @@ void FlowFabric::count_links(const Flow& f) {
 
 // The busy time a link's load since its last change adds, spread over the bins it covers.
 void FlowFabric::account_busy(std::uint32_t link, std::uint64_t now) {
-    LinkCounters& lc = m_links[link];
-    const TopoLink& l = m_topology->links()[link];
-    if (lc.load > 0 && now > lc.since) {
-        auto& bins = lc.s.busy_bins;
-        for (std::uint64_t t = lc.since; t < now;) {
+    LinkBusy& b = m_busy[link];
+    if (b.load > 0 && now > b.since) {
+        for (std::uint64_t t = b.since; t < now;) {
             const std::uint64_t bin = t / m_bin_ps, end = std::min(now, (bin + 1) * m_bin_ps);
-            if (bins.empty() || bins.back().first < bin) bins.emplace_back(bin, 0.0f);
-            bins.back().second += float(lc.load * double(end - t) / l.bytes_per_s);  // lane-ps busy
+            if (b.bin != bin) {  // bins only move on: the open one is complete
+                if (b.bin != kNoBin) m_links[link].s.busy_bins.emplace_back(b.bin, b.busy);
+                b.bin = bin;
+                b.busy = 0.0f;
+            }
+            b.busy += float(b.load * double(end - t) / b.bytes_per_s);  // lane-ps busy
             t = end;
         }
     }
-    lc.since = now;
+    b.since = now;
 }
 
 // ---- delivery -----------------------------------------------------------------------------------
@@ -828,6 +832,7 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
     const double unavailable = std::numeric_limits<double>::quiet_NaN();  // a fluid has no queues
     for (std::size_t l = 0; l < m_links.size(); ++l) {
         LinkStats s = m_links[l].s;
+        if (m_busy[l].bin != kNoBin) s.busy_bins.emplace_back(m_busy[l].bin, m_busy[l].busy);  // the open bin
         const TopoLink& link = m_topology->links()[l];
         s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + m_links[l].overhead_ps;
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;

@@ -73,12 +73,14 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
         m_group_flows.emplace_back();
         m_group_key.push_back(0);
         m_group_mark.push_back(0);
+        m_rate.push_back(0);
+        m_bottleneck.push_back(kNone);
     }
     Group& g = m_groups[id];
     g.active = true;
-    g.rate = g.old_rate = 0;
+    m_rate[id] = g.old_rate = 0;
     g.count = 0;
-    g.bottleneck = kNone;
+    m_bottleneck[id] = kNone;
     g.size = std::uint32_t(uses.size());
     Uses* mine = g.local;
     if (g.size > kInlineUses) {  // m_spill[id] was left empty by the group's last use
@@ -154,7 +156,7 @@ void FlowSolver::remove_flow(std::uint32_t id) {
     if (g.size > kInlineUses) m_spill[gi].clear();
     g.size = 0;
     g.count = 0;
-    g.rate = 0;
+    m_rate[gi] = 0;
     const auto it = m_index.find(m_group_key[gi]);
     if (it != m_index.end() && it->second == gi) m_index.erase(it);
     m_free_groups.push_back(gi);
@@ -171,7 +173,7 @@ void FlowSolver::touch(std::uint32_t resource) {
 void FlowSolver::add_to_set(std::uint32_t id) {
     Group& g = m_groups[id];
     m_group_mark[id] = m_generation;
-    g.old_rate = g.rate;
+    g.old_rate = m_rate[id];
     m_set.push_back(id);
     for (const Uses& u : uses(id)) touch(u.resource);
 }
@@ -262,19 +264,10 @@ void FlowSolver::fill() {
     for (std::uint32_t id : m_set) {
         Group& f = m_groups[id];
         f.frozen = f.size == 0;
-        f.rate = f.frozen ? kUnlimited : 0;
-        f.bottleneck = kNone;
+        m_rate[id] = f.frozen ? kUnlimited : 0;
+        m_bottleneck[id] = kNone;
         if (!f.frozen) ++unfrozen;
     }
-    m_heap.clear();
-    auto queue = [&](std::uint32_t ri) {
-        Resource& r = m_resources[ri];
-        ++r.version;
-        if (r.unfrozen == 0 || !(r.weights > 0)) return;
-        m_heap.push_back(Entry{std::max(0.0, r.remaining) / r.weights, ri, r.version});
-        std::push_heap(m_heap.begin(), m_heap.end(),
-                       [](const Entry& a, const Entry& b) { return later(a.level, a.resource, b.level, b.resource); });
-    };
     for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
         r.remaining = r.capacity;
@@ -286,48 +279,101 @@ void FlowSolver::fill() {
                 r.weights += w;
                 ++r.unfrozen;
             } else if (w > 0) {
-                r.remaining -= m_groups[m.group].rate * w;
+                r.remaining -= m_rate[m.group] * w;
             }
         }
-        queue(ri);
     }
+    if (m_touched.size() <= m_scan_fill) fill_by_scan(unfrozen);
+    else fill_by_heap(unfrozen);
+    for (std::uint32_t id : m_set) {  // what is left uses only resources it puts no weight on
+        Group& f = m_groups[id];
+        double& rate = m_rate[id];
+        if (!f.frozen) rate = kUnlimited;
+        // A change within the tolerance is rounding: keep the rate the fabric has.
+        if (f.old_rate > 0 && f.old_rate != kUnlimited && std::fabs(rate - f.old_rate) <= kTolerance * f.old_rate)
+            rate = f.old_rate;
+    }
+}
+
+// Freezes the unfrozen groups of S on resource `full` at `level` and takes their share from every
+// resource they use; calls `changed(resource)` once per resource a freeze moved (the heap re-queues
+// those).
+template <class Changed>
+void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed) {
+    for (const Member& m : m_resources[full].members) {
+        Group& f = m_groups[m.group];
+        if (m_group_mark[m.group] != m_generation || f.frozen) continue;
+        f.frozen = true;
+        m_rate[m.group] = level;
+        m_bottleneck[m.group] = full;
+        --unfrozen;
+        for (const Uses& u : uses(m.group)) {
+            Resource& r = m_resources[u.resource];
+            r.remaining -= level * u.total;
+            if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
+            else r.weights -= u.total;
+            changed(u.resource);
+        }
+    }
+}
+
+// The fill's steps with a heap of levels: each resource a freeze moved is queued again, its older
+// entries superseded by its version.
+void FlowSolver::fill_by_heap(std::size_t unfrozen) {
+    m_heap.clear();
+    auto queue = [&](std::uint32_t ri) {
+        Resource& r = m_resources[ri];
+        ++r.version;
+        if (r.unfrozen == 0 || !(r.weights > 0)) return;
+        m_heap.push_back(Entry{std::max(0.0, r.remaining) / r.weights, ri, r.version});
+        std::push_heap(m_heap.begin(), m_heap.end(),
+                       [](const Entry& a, const Entry& b) { return later(a.level, a.resource, b.level, b.resource); });
+    };
+    for (std::uint32_t ri : m_touched) queue(ri);
     double level = 0;
     while (unfrozen > 0 && !m_heap.empty()) {
         std::pop_heap(m_heap.begin(), m_heap.end(),
                       [](const Entry& a, const Entry& b) { return later(a.level, a.resource, b.level, b.resource); });
         const Entry e = m_heap.back();
         m_heap.pop_back();
-        Resource& full = m_resources[e.resource];
+        const Resource& full = m_resources[e.resource];
         if (e.version != full.version || full.unfrozen == 0) continue;  // superseded
         level = std::max(level, e.level);  // levels only rise; rounding must not lower one
         ++m_step;
         m_requeue.clear();
-        for (const Member& m : full.members) {
-            Group& f = m_groups[m.group];
-            if (m_group_mark[m.group] != m_generation || f.frozen) continue;
-            f.frozen = true;
-            f.rate = level;
-            f.bottleneck = e.resource;
-            --unfrozen;
-            for (const Uses& u : uses(m.group)) {
-                Resource& r = m_resources[u.resource];
-                r.remaining -= level * u.total;
-                if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
-                else r.weights -= u.total;
-                if (r.pushed != m_step) {
-                    r.pushed = m_step;
-                    m_requeue.push_back(u.resource);
-                }
+        freeze(e.resource, level, unfrozen, [&](std::uint32_t ri) {
+            Resource& r = m_resources[ri];
+            if (r.pushed != m_step) {
+                r.pushed = m_step;
+                m_requeue.push_back(ri);
             }
-        }
+        });
         for (std::uint32_t ri : m_requeue) queue(ri);
     }
-    for (std::uint32_t id : m_set) {  // what is left uses only resources it puts no weight on
-        Group& f = m_groups[id];
-        if (!f.frozen) f.rate = kUnlimited;
-        // A change within the tolerance is rounding: keep the rate the fabric has.
-        if (f.old_rate > 0 && f.old_rate != kUnlimited && std::fabs(f.rate - f.old_rate) <= kTolerance * f.old_rate)
-            f.rate = f.old_rate;
+}
+
+// The same steps by a scan of the touched resources for the lowest (level, index) at each step:
+// the level the heap would hold for each is the one computed from its record now, so the order
+// of steps and every sum are the heap's, bit for bit. A fill of a few dozen resources (most of
+// them at scale: 38 on average at 512 GPUs) re-queues most of them after every freeze, and the
+// scan costs less than that heap traffic.
+void FlowSolver::fill_by_scan(std::size_t unfrozen) {
+    double level = 0;
+    while (unfrozen > 0) {
+        std::uint32_t next = kNone;
+        double lowest = 0;
+        for (std::uint32_t ri : m_touched) {
+            const Resource& r = m_resources[ri];
+            if (r.unfrozen == 0 || !(r.weights > 0)) continue;
+            const double at = std::max(0.0, r.remaining) / r.weights;
+            if (next == kNone || at < lowest || (at == lowest && ri < next)) {
+                next = ri;
+                lowest = at;
+            }
+        }
+        if (next == kNone) break;
+        level = std::max(level, lowest);  // levels only rise; rounding must not lower one
+        freeze(next, level, unfrozen, [](std::uint32_t) {});
     }
 }
 
@@ -338,7 +384,7 @@ void FlowSolver::measure() {
         double load = 0, top = 0;
         for (const Member& m : r.members) {
             const double w = m.weight;
-            const double rate = m_groups[m.group].rate;
+            const double rate = m_rate[m.group];
             if (w > 0) load += rate * w;
             if (rate != kUnlimited) top = std::max(top, rate);
         }
@@ -352,31 +398,31 @@ void FlowSolver::measure() {
 // Returns whether all passed (S unchanged); otherwise S has grown.
 bool FlowSolver::check() {
     auto bottleneck = [&](std::uint32_t id) {
-        Group& f = m_groups[id];
-        if (f.rate == kUnlimited) return true;
+        const double rate = m_rate[id];
+        if (rate == kUnlimited) return true;
         auto holds = [&](std::uint32_t ri) {
             const Measured& r = m_measured[ri];
             return m_resource_mark[ri] == m_generation && r.load >= m_resources[ri].capacity * (1 - kTolerance) &&
-                   f.rate >= r.top * (1 - kTolerance);
+                   rate >= r.top * (1 - kTolerance);
         };
-        if (f.bottleneck != kNone && holds(f.bottleneck)) return true;
+        std::uint32_t& neck = m_bottleneck[id];
+        if (neck != kNone && holds(neck)) return true;
         for (const Uses& u : uses(id))
             if (holds(u.resource)) {
-                f.bottleneck = u.resource;
+                neck = u.resource;
                 return true;
             }
         return false;
     };
     m_joining.clear();
     for (std::uint32_t id : m_set) {
-        Group& f = m_groups[id];
-        if (bottleneck(id) || f.bottleneck == kNone) continue;
-        for (const Member& m : m_resources[f.bottleneck].members)
-            if (m_group_mark[m.group] != m_generation && m_groups[m.group].rate > f.rate * (1 + kTolerance)) m_joining.push_back(m.group);
+        if (bottleneck(id) || m_bottleneck[id] == kNone) continue;
+        for (const Member& m : m_resources[m_bottleneck[id]].members)
+            if (m_group_mark[m.group] != m_generation && m_rate[m.group] > m_rate[id] * (1 + kTolerance)) m_joining.push_back(m.group);
     }
     for (std::uint32_t ri : m_touched)
         for (const Member& m : m_resources[ri].members) {
-            if (m_group_mark[m.group] != m_generation && m_groups[m.group].bottleneck == ri && !bottleneck(m.group))
+            if (m_group_mark[m.group] != m_generation && m_bottleneck[m.group] == ri && !bottleneck(m.group))
                 m_joining.push_back(m.group);
         }
     for (std::uint32_t id : m_joining)

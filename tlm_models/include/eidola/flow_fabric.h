@@ -227,11 +227,21 @@ private:
 
     struct LinkCounters {
         LinkStats s;
-        double load = 0;           // wire bytes per second now
         std::uint64_t overhead_ps = 0;  // rail: NIC processing time of the messages it sent (busy, no bytes)
-        std::uint64_t since = 0;   // load held since then
     };
     std::vector<LinkCounters> m_links;
+    /// What account_busy reads and writes of a link, apart from its statistics (LinkCounters: over
+    /// 200 bytes on four cache lines, with the bins on the heap): it runs for every link a solve
+    /// touches, and at hundreds of GPUs each of those lines was a cache miss.
+    struct LinkBusy {
+        double load = 0;              // wire bytes per second now
+        std::uint64_t since = 0;      // load held since then
+        double bytes_per_s = 0;       // a lane's rate
+        std::uint64_t bin = kNoBin;   // the bin its busy time goes to now (kNoBin: none yet)
+        float busy = 0;               // that bin's lane-ps busy so far; moved to busy_bins when the next begins
+    };
+    static constexpr std::uint64_t kNoBin = ~std::uint64_t(0);
+    std::vector<LinkBusy> m_busy;
     std::vector<std::uint32_t> m_solved_links;  // scratch of solve(): the links of the components it solved
     std::vector<PairStats> m_route_pairs;  // per route (m_routes): what its pair's flows carried, counted when they finish
 

@@ -67,7 +67,7 @@ public:
     void remove_flow(std::uint32_t id);
     /// The current rate of flow `id` (as of the last solve()).
     double rate(std::uint32_t id) const {
-        return id < m_group_of.size() && m_group_of[id] != kNone ? m_groups[m_group_of[id]].rate : 0.0;
+        return id < m_group_of.size() && m_group_of[id] != kNone ? m_rate[m_group_of[id]] : 0.0;
     }
     /// The current load of `resource`: the sum of rate x weight of its flows.
     double load(std::uint32_t resource) const { return m_load[resource]; }
@@ -94,6 +94,14 @@ public:
     void set_backoff(bool on) { m_backoff_on = on; }
     /// The longest run of solves refilled whole after fall-backs before trying again.
     static constexpr std::uint32_t kMaxBackoff = 64;
+    /// Fills of at most `resources` touched resources find each step's full resource by a scan of
+    /// them, larger ones by a heap of fill levels (default kScanFill). Both give the same rates bit
+    /// for bit (the tests hold them to it); only the cost differs: the scan costs the touched
+    /// resources per step, the heap a logarithm per resource a step moves, and a fill of a few
+    /// dozen resources re-queues most of them at every step.
+    void set_scan_fill(std::size_t resources) { m_scan_fill = resources; }
+    /// The default of set_scan_fill.
+    static constexpr std::size_t kScanFill = 64;
 
     /// Recomputes the rates that the changes since the last call can move. Calls
     /// `before(resource)` for each resource whose load may change, before it changes, then
@@ -106,7 +114,7 @@ public:
         commit_loads();
         const std::uint32_t stamp = std::uint32_t(m_solves);
         for (std::uint32_t g : m_set)
-            if (m_groups[g].rate != m_groups[g].old_rate)
+            if (m_rate[g] != m_groups[g].old_rate)
                 for (std::uint32_t f : m_group_flows[g]) {
                     m_reported[f] = stamp;
                     changed(f);
@@ -170,9 +178,8 @@ private:
     // (alignas: it starts one); its first holds the state and the first uses.
     static constexpr std::uint32_t kInlineUses = 9;
     struct alignas(64) Group {
-        double rate = 0, old_rate = 0;     // a flow's rate (every flow of the group has it)
+        double old_rate = 0;               // its rate (m_rate) before this solve
         std::uint32_t count = 0;           // its flows
-        std::uint32_t bottleneck = kNone;  // the resource that froze it in its last fill
         std::uint32_t size = 0;            // its uses
         bool active = false, frozen = false;
         Uses local[kInlineUses];           // its uses, when they fit
@@ -203,6 +210,10 @@ private:
     void add_to_set(std::uint32_t group);
     void touch(std::uint32_t resource);
     void fill();
+    void fill_by_heap(std::size_t unfrozen);
+    void fill_by_scan(std::size_t unfrozen);
+    template <class Changed>
+    void freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed);
     void measure();
     bool check();
     void start();
@@ -224,6 +235,11 @@ private:
     // records: the walks over members test a mark for every group they pass and a dense array of
     // 4-byte marks stays in cache where 64- and 88-byte records do not (at 512 GPUs).
     std::vector<std::uint32_t> m_group_mark, m_resource_mark;
+    // Per group: a flow's rate (every flow of the group has it). Apart from the records for the same
+    // reason as the marks: the walks over a resource's members read the rate of every group they
+    // pass, and 8 bytes a group stay in cache where 256-byte records do not.
+    std::vector<double> m_rate;
+    std::vector<std::uint32_t> m_bottleneck;  // per group: the resource that froze it in its last fill (dense, as m_rate)
     std::vector<std::uint32_t> m_dirty;       // resources whose groups changed
     std::vector<std::uint32_t> m_new_groups;  // groups created or grown since the last solve
     std::vector<std::uint32_t> m_new_flows;   // flows added since the last solve (each reported)
@@ -254,6 +270,7 @@ private:
     Backoff m_refill_whole;  // the incremental attempts (skipped: refill the whole component)
     Backoff m_look;          // the look for a small component (skipped: straight to the incremental path)
     std::size_t m_small_component = kSmallComponent;
+    std::size_t m_scan_fill = kScanFill;
     std::uint64_t m_full_solves = 0, m_solves = 0;
 };
 
