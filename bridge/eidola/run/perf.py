@@ -37,6 +37,7 @@ from ..platform import load_platform
 from ..platform.model import Platform
 from ..workload.nccl.harness import STEADY_WORKGROUPS
 from ..workload.ops import MULTIMEM_KINDS, Op
+from ..workload.pages import small_pages
 from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
@@ -87,6 +88,7 @@ def check_choices(op: str, algo: str, proto: str, fabric: str, channels: int) ->
         raise ConfigError(f"--channels {channels}: expected a number of channels >= 1 (or 0 to let the tuner choose)")
 
 
+@small_pages
 def written_bytes(profile: Profile) -> int:
     """Bytes the fabric writes into or reads out of GPU memories for the profile, all GPUs together.
 

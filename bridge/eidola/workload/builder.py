@@ -24,6 +24,7 @@ from ..errors import ProfileError
 from .bulk import ProgramSet, program_ids
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, op_method
+from .pages import small_pages
 from .profile import Profile
 from .table import ROW, OpTable, Put, Signal, Template, Transfer, split
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
@@ -392,6 +393,7 @@ class ProfileBuilder:
         collective(self, kind, nbytes, algorithm, workgroups, group, **options)
         return self
 
+    @small_pages
     def build(self) -> Profile:
         """Return the immutable Profile (ops were checked as they were added; names only ever get added)."""
         keys, starts, rows = self._store.assemble(self.workgroups)

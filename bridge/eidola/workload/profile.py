@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import MULTIMEM_KINDS, OP_KINDS, Op, explicit_args
+from .pages import small_pages
 from .table import OpTable
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
@@ -73,6 +74,7 @@ class Profile:
         """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
         return dict(self.buffers)[name]
 
+    @small_pages
     def used_gpus(self) -> frozenset[int]:
         """The GPUs the profile involves: those that run a program and those its ops address."""
         t = self.table
