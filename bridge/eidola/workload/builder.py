@@ -58,6 +58,9 @@ class _Store:
         # Bulk ops: (kind, the op's values outside its row, their types) -> (ref, buffer size or 0) of an op body
         # checked before; a body's row values (dst, offset, nbytes) are checked as columns on every call.
         self.bodies: dict[Hashable, tuple[int, int]] = {}
+        # Bulk ops: id of a tuple column -> (the tuple, the first program of each group of equal values, each
+        # program's group): see ProgramSet._groups.
+        self.groups: dict[int, tuple[tuple[Any, ...], list[int], NDArray[np.int64]]] = {}
 
     def ref(self, t: Template) -> int:
         """The number of template `t` (equal templates share one)."""
