@@ -79,7 +79,9 @@ class Profile:
         """The GPUs the profile involves: those that run a program and those its ops address."""
         t = self.table
         used = {g for g, _ in t.keys}
-        used.update(np.unique(t.rows[t.kind_mask("write", "read", "put", "signal"), 1]).tolist())
+        # Counted rather than np.unique'd: the peers are GPU numbers below self.gpus (checked when added).
+        peers = np.bincount(t.rows[t.kind_mask("write", "read", "put", "signal"), 1], minlength=self.gpus)
+        used.update(np.flatnonzero(peers).tolist())
         groups = dict(self.multicast_groups)  # a multimem op addresses every member of its group
         for template in t.templates:
             if isinstance(template, Op) and template.kind in MULTIMEM_KINDS:
