@@ -197,31 +197,32 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
     """One op as an OP_DTYPE record: (kind, sub, mode, option, peer, offset, nbytes, value, compare, time_ps,
     time2_ps); field use per kind is documented at eidola::Op."""
     k = op.kind
+    a = op.as_dict()  # one dict per template: Op.__getitem__ walks the arguments on every lookup
     kind = codes["op_kind"][k]
     if k == "compute":
-        if op["cycles"] is not None:
-            return (kind, 0, codes["compute_unit"]["cycles"], 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
-        return (kind, 0, codes["compute_unit"]["ns"], 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
+        if a["cycles"] is not None:
+            return (kind, 0, codes["compute_unit"]["cycles"], 0, 0, 0, 0, int(a["cycles"]), 0, 0, 0)
+        return (kind, 0, codes["compute_unit"]["ns"], 0, 0, 0, 0, 0, 0, _ps(a["ns"]), 0)
     if k == "write":
-        mode = codes["write_mode"]["blocking" if op["blocking"] else "posted"]
-        return (kind, 0, mode, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+        mode = codes["write_mode"]["blocking" if a["blocking"] else "posted"]
+        return (kind, 0, mode, 0, a["dst"], buffers[a["buffer"]] + a["offset"], a["nbytes"], 0, 0, 0, 0)
     if k == "read":
-        return (kind, 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+        return (kind, 0, 0, 0, a["dst"], buffers[a["buffer"]] + a["offset"], a["nbytes"], 0, 0, 0, 0)
     if k == "put":  # compare holds the landing flag's window offset (see eidola::Op)
-        return (kind, codes["atomic"][op["op"]], 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"],
-                op["value"], 8 * flag_index[op["flag"]], 0, 0)
+        return (kind, codes["atomic"][a["op"]], 0, 0, a["dst"], buffers[a["buffer"]] + a["offset"], a["nbytes"],
+                a["value"], 8 * flag_index[a["flag"]], 0, 0)
     if k in MULTIMEM_KINDS:  # compare holds the multicast group's index; no peer (see eidola::Op)
-        return (kind, 0, 0, 0, -1, buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, group_index[op["group"]],
+        return (kind, 0, 0, 0, -1, buffers[a["buffer"]] + a["offset"], a["nbytes"], 0, group_index[a["group"]],
                 0, 0)
     if k == "fence":
         return (kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if k == "signal":
-        compare = op["compare"] if op["compare"] is not None else 0
-        return (kind, codes["atomic"][op["op"]], codes["release_scope"][op["scope"]], int(op["overlap"]), op["dst"],
-                8 * flag_index[op["flag"]], 8, op["value"], compare, 0, 0)
+        compare = a["compare"] if a["compare"] is not None else 0
+        return (kind, codes["atomic"][a["op"]], codes["release_scope"][a["scope"]], int(a["overlap"]), a["dst"],
+                8 * flag_index[a["flag"]], 8, a["value"], compare, 0, 0)
     if k == "wait":
-        return (kind, codes["cond"][op["cond"]], codes["wait_mode"][op["mode"]], 1 if op["wake"] == "all" else 0, 0,
-                8 * flag_index[op["flag"]], 8, op["value"], 0, _ps(op["interval_ns"]), _ps(op["max_interval_ns"]))
+        return (kind, codes["cond"][a["cond"]], codes["wait_mode"][a["mode"]], 1 if a["wake"] == "all" else 0, 0,
+                8 * flag_index[a["flag"]], 8, a["value"], 0, _ps(a["interval_ns"]), _ps(a["max_interval_ns"]))
     if k == "local":
-        return (kind, 0, 0, 0, 0, op["reads"], op["nbytes"], op["writes"], 0, 0, 0)
+        return (kind, 0, 0, 0, 0, a["reads"], a["nbytes"], a["writes"], 0, 0, 0)
     raise ProfileError(f"unknown op kind {k!r}")
