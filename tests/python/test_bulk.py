@@ -208,7 +208,7 @@ def _reused_columns(b):
 
 def test_reused_tuple_and_uniform_columns_give_the_per_op_ops(monkeypatch):
     bulk, mixed = _reused_columns(ProfileBuilder(4, 2))
-    with pytest.raises(ProfileError, match="gpu 1 wg 0 op 9 \\(signal\\).*value"):
+    with pytest.raises(ProfileError, match=r"gpu 1 wg 0 op 9 \(signal\).*value"):
         bulk.programs_at([0, 1, 2, 3], 0).signal(dst=0, flag="f0", value=mixed)  # True is not 1
     prof = bulk.build()
     monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))

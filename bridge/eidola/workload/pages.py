@@ -14,27 +14,36 @@ The values in the arrays are the same either way.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 __all__ = ["small_pages"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-_set_madvise: Callable[[bool], bool] | None
-try:  # numpy 2 (private, but the documented switch NUMPY_MADVISE_HUGEPAGE sets the same flag)
-    from numpy._core.multiarray import _set_madvise_hugepage as _set_madvise
-except ImportError:  # pragma: no cover - numpy 1.x keeps it under numpy.core
-    try:
-        from numpy.core.multiarray import _set_madvise_hugepage as _set_madvise  # type: ignore[no-redef]
-    except ImportError:  # a numpy without the switch: nothing to turn off
-        _set_madvise = None
+
+def _find_switch() -> Callable[[bool], bool] | None:
+    """numpy's switch of the huge-page request: private (numpy 2 has it in numpy._core, numpy 1 in numpy.core;
+    the documented NUMPY_MADVISE_HUGEPAGE sets the same flag at import), so None where a numpy lacks it."""
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        switch = getattr(module, "_set_madvise_hugepage", None)
+        if callable(switch):
+            return cast(Callable[[bool], bool], switch)
+    return None
+
+
+_set_madvise = _find_switch()
 
 
 def small_pages(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """`fn` with numpy's huge-page request off while it runs (arrays it allocates get 4 KiB pages)."""
-    if _set_madvise is None:  # pragma: no cover - see the import above
+    if _set_madvise is None:  # pragma: no cover - a numpy without the switch
         return fn
     switch = _set_madvise
 
