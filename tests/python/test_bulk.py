@@ -186,6 +186,44 @@ def test_ops_land_in_call_order_across_both_paths():
         b.program_at(2, 0).wait(flag="nope", cond=">=", value=1)
 
 
+def _reused_columns(b):
+    """Tuple columns reused across calls and sets (the groups of a tuple are kept by its identity), beside a
+    mixed-type tuple (1 and True must stay apart), and numeric arrays of one value and of several."""
+    for f in ("f0", "f1", "f2"):
+        b.flag(f)
+    flags = ("f0", "f1", "f0", "f2")
+    other = ("f1", "f1", "f2", "f0")  # as long as `flags`, grouped differently: groups are per tuple
+    mixed = (1, True, 1, 1)
+    a = b.programs_at([0, 1, 2, 3], 0)
+    c = b.programs_at([3, 2, 1, 0], 1)
+    for value in (1, 2, 3):
+        a.wait(flag=flags, cond=">=", value=value)
+        c.signal(dst=[1, 2, 3, 0], flag=other, value=value)
+        c.wait(flag=flags, cond="==", value=value)
+        a.compute(ns=np.full(4, 2.5))
+        c.compute(ns=np.array([1.0, 2.0, 1.0, -0.0]) + value)
+        a.local(reads=np.array([4, 4, 4, 4], dtype=np.uint8), writes=np.arange(4))
+    return b, mixed
+
+
+def test_reused_tuple_and_uniform_columns_give_the_per_op_ops(monkeypatch):
+    bulk, mixed = _reused_columns(ProfileBuilder(4, 2))
+    with pytest.raises(ProfileError, match=r"gpu 1 wg 0 op 9 \(signal\).*value"):
+        bulk.programs_at([0, 1, 2, 3], 0).signal(dst=0, flag="f0", value=mixed)  # True is not 1
+    prof = bulk.build()
+    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+    assert prof == _reused_columns(ProfileBuilder(4, 2))[0].build()
+    # and by hand: program (2, 0) waits on f0 (its place 2 in `flags`); program (0, 1), place 3 of c, signals f0
+    # (place 3 of `other`) and waits on f2
+    waits = [op for op in prof.program(2, 0) if op.kind == "wait"]
+    assert [(op["flag"], op["value"]) for op in waits] == [("f0", 1), ("f0", 2), ("f0", 3)]
+    signals = [op for op in prof.program(0, 1) if op.kind == "signal"]
+    assert [(op["flag"], op["dst"], op["value"]) for op in signals] == [("f0", 0, 1), ("f0", 0, 2), ("f0", 0, 3)]
+    assert [op["flag"] for op in prof.program(0, 1) if op.kind == "wait"] == ["f2"] * 3
+    assert [op["reads"] for op in prof.program(3, 0) if op.kind == "local"] == [4, 4, 4]
+    assert [op["ns"] for op in prof.program(0, 1) if op.kind == "compute"] == [1.0, 2.0, 3.0]
+
+
 def test_bulk_started_programs_are_started():
     b = ProfileBuilder(2, 2)
     b.programs_at([0, 1], [1, 1]).fence()

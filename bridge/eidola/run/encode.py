@@ -17,6 +17,7 @@ from ..platform import catalog
 from ..platform.elaborate import Plan
 from ..workload import variability
 from ..workload.ops import MULTIMEM_KINDS, Op
+from ..workload.pages import small_pages
 from ..workload.profile import Profile
 from ..workload.table import OpTable
 from .encode_traffic import EncodedTraffic, encode_traffic
@@ -58,6 +59,7 @@ def _ps(ns: float) -> int:
     return round(ns * 1000)
 
 
+@small_pages
 def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfile:
     """Encodes `profile` for the elaborated platform `plan`; ConfigError if it does not fit.
 
@@ -100,15 +102,7 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     # A template is encoded as its op with peer, in-buffer offset and nbytes 0: a row supplies those.
     records = np.array([_encode_op(OpTable.op_of(t, 0, 0, 0), flag_index, buffers, codes, group_index)
                         for t in table.templates], dtype=OP_DTYPE)
-    rows = table.rows
-    # Gathered as opaque 56-byte items and filled in place under masks: numpy's fancy indexing of a
-    # structured array, and boolean-mask assignment to its fields, each cost seconds at ten million ops.
-    ops_arr = np.take(records.view(_RECORD_ITEM), rows[:, 0]).view(OP_DTYPE)
-    transfer = table.kind_mask("write", "read", "put")
-    peer = table.kind_mask("write", "read", "put", "signal")
-    np.copyto(ops_arr["peer"], rows[:, 1], casting="unsafe", where=peer)
-    np.add(ops_arr["offset"], rows[:, 2].astype(np.uint64), out=ops_arr["offset"], where=transfer)
-    np.copyto(ops_arr["nbytes"], rows[:, 3], casting="unsafe", where=transfer)
+    ops_arr = _gather(records, table)
     progs = np.zeros(len(table.keys), dtype=PROGRAM_DTYPE)
     if table.keys:
         keys = np.array(table.keys, dtype=np.int64)
@@ -118,6 +112,36 @@ def encode_profile(profile: Profile, plan: Plan, seed: int = 1) -> EncodedProfil
     traffic = encode_traffic(profile.traffic, plan, offset) if profile.traffic is not None else None
     return EncodedProfile(ops_arr, progs, tuple(profile.flags), buffers, offset, traffic,
                           tuple(members for _, members in profile.multicast_groups))
+
+
+#: Ops encoded per block: a block's records (3.7 MB) stay in cache while its rows' values are filled in.
+_BLOCK = 1 << 16
+
+
+def _gather(records: np.ndarray[Any, np.dtype[Any]], table: OpTable) -> np.ndarray[Any, np.dtype[Any]]:
+    """Every row's template record, with the row's peer, in-buffer offset and size filled in.
+
+    Gathered as opaque 56-byte items and filled in place under masks: numpy's fancy indexing of a
+    structured array, and boolean-mask assignment to its fields, each cost seconds at ten million
+    ops. Done a block of rows at a time, so the fill reads records the gather has just written
+    rather than going over hundreds of megabytes four times.
+    """
+    rows = table.rows
+    n = len(rows)
+    per_ref = np.array([(t.kind in ("write", "read", "put"), t.kind in ("write", "read", "put", "signal"))
+                        for t in table.templates], dtype=bool).reshape(-1, 2)
+    ops_arr = np.empty(n, dtype=OP_DTYPE)
+    items, flat = records.view(_RECORD_ITEM), ops_arr.view(_RECORD_ITEM)
+    for lo in range(0, n, _BLOCK):
+        hi = min(lo + _BLOCK, n)
+        block, part = ops_arr[lo:hi], rows[lo:hi]
+        refs = part[:, 0]
+        np.take(items, refs, out=flat[lo:hi])
+        transfer, peer = per_ref[refs, 0], per_ref[refs, 1]
+        np.copyto(block["peer"], part[:, 1], casting="unsafe", where=peer)
+        np.add(block["offset"], part[:, 2].astype(np.uint64), out=block["offset"], where=transfer)
+        np.copyto(block["nbytes"], part[:, 3], casting="unsafe", where=transfer)
+    return ops_arr
 
 
 def _check_nvls(profile: Profile, plan: Plan) -> None:
@@ -173,31 +197,32 @@ def _encode_op(op: Op, flag_index: dict[str, int], buffers: dict[str, int],
     """One op as an OP_DTYPE record: (kind, sub, mode, option, peer, offset, nbytes, value, compare, time_ps,
     time2_ps); field use per kind is documented at eidola::Op."""
     k = op.kind
+    a = op.as_dict()  # one dict per template: Op.__getitem__ walks the arguments on every lookup
     kind = codes["op_kind"][k]
     if k == "compute":
-        if op["cycles"] is not None:
-            return (kind, 0, codes["compute_unit"]["cycles"], 0, 0, 0, 0, int(op["cycles"]), 0, 0, 0)
-        return (kind, 0, codes["compute_unit"]["ns"], 0, 0, 0, 0, 0, 0, _ps(op["ns"]), 0)
+        if a["cycles"] is not None:
+            return (kind, 0, codes["compute_unit"]["cycles"], 0, 0, 0, 0, int(a["cycles"]), 0, 0, 0)
+        return (kind, 0, codes["compute_unit"]["ns"], 0, 0, 0, 0, 0, 0, _ps(a["ns"]), 0)
     if k == "write":
-        mode = codes["write_mode"]["blocking" if op["blocking"] else "posted"]
-        return (kind, 0, mode, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+        mode = codes["write_mode"]["blocking" if a["blocking"] else "posted"]
+        return (kind, 0, mode, 0, a["dst"], buffers[a["buffer"]] + a["offset"], a["nbytes"], 0, 0, 0, 0)
     if k == "read":
-        return (kind, 0, 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, 0, 0, 0)
+        return (kind, 0, 0, 0, a["dst"], buffers[a["buffer"]] + a["offset"], a["nbytes"], 0, 0, 0, 0)
     if k == "put":  # compare holds the landing flag's window offset (see eidola::Op)
-        return (kind, codes["atomic"][op["op"]], 0, 0, op["dst"], buffers[op["buffer"]] + op["offset"], op["nbytes"],
-                op["value"], 8 * flag_index[op["flag"]], 0, 0)
+        return (kind, codes["atomic"][a["op"]], 0, 0, a["dst"], buffers[a["buffer"]] + a["offset"], a["nbytes"],
+                a["value"], 8 * flag_index[a["flag"]], 0, 0)
     if k in MULTIMEM_KINDS:  # compare holds the multicast group's index; no peer (see eidola::Op)
-        return (kind, 0, 0, 0, -1, buffers[op["buffer"]] + op["offset"], op["nbytes"], 0, group_index[op["group"]],
+        return (kind, 0, 0, 0, -1, buffers[a["buffer"]] + a["offset"], a["nbytes"], 0, group_index[a["group"]],
                 0, 0)
     if k == "fence":
         return (kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     if k == "signal":
-        compare = op["compare"] if op["compare"] is not None else 0
-        return (kind, codes["atomic"][op["op"]], codes["release_scope"][op["scope"]], int(op["overlap"]), op["dst"],
-                8 * flag_index[op["flag"]], 8, op["value"], compare, 0, 0)
+        compare = a["compare"] if a["compare"] is not None else 0
+        return (kind, codes["atomic"][a["op"]], codes["release_scope"][a["scope"]], int(a["overlap"]), a["dst"],
+                8 * flag_index[a["flag"]], 8, a["value"], compare, 0, 0)
     if k == "wait":
-        return (kind, codes["cond"][op["cond"]], codes["wait_mode"][op["mode"]], 1 if op["wake"] == "all" else 0, 0,
-                8 * flag_index[op["flag"]], 8, op["value"], 0, _ps(op["interval_ns"]), _ps(op["max_interval_ns"]))
+        return (kind, codes["cond"][a["cond"]], codes["wait_mode"][a["mode"]], 1 if a["wake"] == "all" else 0, 0,
+                8 * flag_index[a["flag"]], 8, a["value"], 0, _ps(a["interval_ns"]), _ps(a["max_interval_ns"]))
     if k == "local":
-        return (kind, 0, 0, 0, 0, op["reads"], op["nbytes"], op["writes"], 0, 0, 0)
+        return (kind, 0, 0, 0, 0, a["reads"], a["nbytes"], a["writes"], 0, 0, 0)
     raise ProfileError(f"unknown op kind {k!r}")

@@ -37,6 +37,7 @@ from ..platform import load_platform
 from ..platform.model import Platform
 from ..workload.nccl.harness import STEADY_WORKGROUPS
 from ..workload.ops import MULTIMEM_KINDS, Op
+from ..workload.pages import small_pages
 from ..workload.profile import Profile
 from . import nccl_tests
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
@@ -87,6 +88,7 @@ def check_choices(op: str, algo: str, proto: str, fabric: str, channels: int) ->
         raise ConfigError(f"--channels {channels}: expected a number of channels >= 1 (or 0 to let the tuner choose)")
 
 
+@small_pages
 def written_bytes(profile: Profile) -> int:
     """Bytes the fabric writes into or reads out of GPU memories for the profile, all GPUs together.
 
@@ -100,10 +102,13 @@ def written_bytes(profile: Profile) -> int:
     table = profile.table
     if not len(table):
         return 0
+    # Summed in place under the mask, and signals counted from the uses of each template: a 512-GPU
+    # profile has ten million rows, and copying out the masked column cost more than the sums.
     mask = table.kind_mask("write", "read", "put")
-    total = int(table.rows[mask, 3].sum()) + SIGNAL_BYTES * int(table.kind_mask("signal").sum())
-    sizes = dict(profile.multicast_groups)
     uses = np.bincount(table.rows[:, 0], minlength=len(table.templates))
+    signals = sum(int(uses[ref]) for ref, t in enumerate(table.templates) if t.kind == "signal")
+    total = int(np.add.reduce(table.rows[:, 3], where=mask)) + SIGNAL_BYTES * signals
+    sizes = dict(profile.multicast_groups)
     for ref, t in enumerate(table.templates):
         if isinstance(t, Op) and t.kind in MULTIMEM_KINDS and uses[ref]:
             total += int(uses[ref]) * int(t["nbytes"]) * len(sizes[t["group"]])

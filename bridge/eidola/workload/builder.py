@@ -24,6 +24,7 @@ from ..errors import ProfileError
 from .bulk import ProgramSet, program_ids
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import OP_KINDS, Op, op_method
+from .pages import small_pages
 from .profile import Profile
 from .table import ROW, OpTable, Put, Signal, Template, Transfer, split
 from .variability import Delay, Distribution, Variability, check_new_delay, make_delay, make_distribution
@@ -57,6 +58,9 @@ class _Store:
         # Bulk ops: (kind, the op's values outside its row, their types) -> (ref, buffer size or 0) of an op body
         # checked before; a body's row values (dst, offset, nbytes) are checked as columns on every call.
         self.bodies: dict[Hashable, tuple[int, int]] = {}
+        # Bulk ops: id of a tuple column -> (the tuple, the first program of each group of equal values, each
+        # program's group): see ProgramSet._groups.
+        self.groups: dict[int, tuple[tuple[Any, ...], list[int], NDArray[np.int64]]] = {}
 
     def ref(self, t: Template) -> int:
         """The number of template `t` (equal templates share one)."""
@@ -392,6 +396,7 @@ class ProfileBuilder:
         collective(self, kind, nbytes, algorithm, workgroups, group, **options)
         return self
 
+    @small_pages
     def build(self) -> Profile:
         """Return the immutable Profile (ops were checked as they were added; names only ever get added)."""
         keys, starts, rows = self._store.assemble(self.workgroups)

@@ -127,19 +127,39 @@ class ProgramSet:
         except Invalid as e:
             raise self._fail(kind, i, e) from None
 
-    def _distinct(self, cols: list[Any], n: int, kind: str, args: tuple[Any, ...], columns: list[bool]) -> NDArray[np.int64]:
-        """Per program, the first program whose varying op arguments (`cols`) are the same: whose check stands for it."""
+    def _groups(self, cols: list[Any], n: int, kind: str, args: tuple[Any, ...], columns: list[bool]
+                ) -> tuple[list[int], NDArray[np.int64]]:
+        """The programs whose varying op arguments (`cols`) are the same, as (the first program of each group, in
+        program order; per program, its group's place in that list): the first's check stands for its group."""
+        # A tuple column of plain str, int or float values cannot change, so its groups are kept by the tuple's
+        # identity: a collective passes the same tuple of flag names (one per program) to thousands of calls,
+        # and walking it once per call cost more than a second at 512 GPUs. The memo holds the tuple, so
+        # its id is not reused while the entry lives.
+        col = cols[0]
+        memo = self._store.groups
+        if len(cols) == 1 and type(col) is tuple:
+            hit = memo.get(id(col))
+            if hit is not None and hit[0] is col:
+                return hit[1], hit[2]
         # Keyed with their types as the per-op memo is (True must not pass as 1); one column of one type,
         # the usual case (a flag name per program), is keyed by its values alone, which is faster.
-        keys = cols[0] if len(cols) == 1 and len(set(map(type, cols[0]))) == 1 else \
-            list(zip(*cols, *(map(type, c) for c in cols)))
+        types = set(map(type, col)) if len(cols) == 1 else set()
+        keys = col if len(types) == 1 else list(zip(*cols, *(map(type, c) for c in cols)))
         seen: dict[Any, int] = {}
         try:
-            return np.fromiter(map(seen.setdefault, keys, range(n)), dtype=np.int64, count=n)
+            first_of = np.fromiter(map(seen.setdefault, keys, range(n)), dtype=np.int64, count=n)
         except TypeError:  # an unhashable value: the checker rejects it; find the first one
             for i in range(n):
                 self._check_at(kind, i, args, columns)
             raise
+        firsts = np.flatnonzero(first_of == np.arange(n))
+        slot = np.zeros(n, dtype=np.int64)
+        slot[firsts] = np.arange(len(firsts))
+        inverse = slot[first_of]
+        out = firsts.tolist()
+        if type(col) is tuple and len(types) == 1 and types <= {str, int, float}:
+            memo[id(col)] = (col, out, inverse)
+        return out, inverse
 
     def _add(self, kind: str, *args: Any) -> Self:
         n = len(self.pids)
@@ -155,13 +175,21 @@ class ProgramSet:
             store.flush()
         row_at = _ROW_ARGS.get(kind, ())
         # Template columns as plain Python values: numpy scalars would make keys that differ from the per-op path's.
-        args = tuple(a.tolist() if c and isinstance(a, np.ndarray) and i not in row_at else a
-                     for i, (a, c) in enumerate(zip(args, columns)))
+        # A numeric template column of one value is taken as that value: every program's op body is then the
+        # first program's, as grouping the equal values would make it, without walking the programs.
+        plain = []
+        for i, (a, c) in enumerate(zip(args, columns)):
+            if c and i not in row_at and isinstance(a, np.ndarray):
+                if a.dtype.kind in "iuf" and bool((a == a[0]).all()):
+                    a, columns[i] = a[0].item(), False
+                else:
+                    a = a.tolist()
+            plain.append(a)
+        args = tuple(plain)
         varying = [i for i, c in enumerate(columns) if c and i not in row_at]
-        first_of: NDArray[np.int64] | None = None  # per program: the first program with the same op body
+        inverse: NDArray[np.int64] | None = None  # per program: its op body's place in refs (None: all the first)
         if varying:
-            first_of = self._distinct([args[i] for i in varying], n, kind, args, columns)
-            firsts = np.flatnonzero(first_of == np.arange(n)).tolist()
+            firsts, inverse = self._groups([args[i] for i in varying], n, kind, args, columns)
         else:
             firsts = [0]
         refs, sizes = [], []
@@ -185,11 +213,6 @@ class ProgramSet:
             refs.append(known[0])
             if transfer:
                 sizes.append(known[1])
-        inverse: NDArray[np.int64] | None = None  # per program: its op body's place in refs (None: all the first)
-        if first_of is not None:
-            slot = np.zeros(n, dtype=np.int64)
-            slot[firsts] = np.arange(len(firsts))
-            inverse = slot[first_of]
         rows = np.zeros((n, ROW), dtype=np.int64)
         rows[:, 0] = refs[0] if inverse is None else np.array(refs, dtype=np.int64)[inverse]
         if row_at:

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import ProfileError
 from .checks import Invalid, Scope, check_header, check_int
 from .ops import MULTIMEM_KINDS, OP_KINDS, Op, explicit_args
+from .pages import small_pages
 from .table import OpTable
 from .variability import NO_VARIABILITY, Variability, parse_variability
 
@@ -73,11 +74,14 @@ class Profile:
         """Return the size in bytes of buffer `name` (KeyError if undeclared)."""
         return dict(self.buffers)[name]
 
+    @small_pages
     def used_gpus(self) -> frozenset[int]:
         """The GPUs the profile involves: those that run a program and those its ops address."""
         t = self.table
         used = {g for g, _ in t.keys}
-        used.update(np.unique(t.rows[t.kind_mask("write", "read", "put", "signal"), 1]).tolist())
+        # Counted rather than np.unique'd: the peers are GPU numbers below self.gpus (checked when added).
+        peers = np.bincount(t.rows[t.kind_mask("write", "read", "put", "signal"), 1], minlength=self.gpus)
+        used.update(np.flatnonzero(peers).tolist())
         groups = dict(self.multicast_groups)  # a multimem op addresses every member of its group
         for template in t.templates:
             if isinstance(template, Op) and template.kind in MULTIMEM_KINDS:

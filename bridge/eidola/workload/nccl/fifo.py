@@ -90,15 +90,23 @@ class Side:
     channel: Ints
     peer: Ints
     n: int = 0  #: units sent (a sending side) or received (a receiving side) so far
+    _names: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False)
 
-    def _flag(self, names: NDArray[np.object_]) -> list[str]:
-        out: list[str] = names[self.channel].tolist()
+    def _flag(self, which: str) -> tuple[str, ...]:
+        """Per program, its channel's flag of kind `which` ("heads" or "tails" of the connection).
+
+        The same tuple every time: the bulk builder groups a tuple's equal values once (`ProgramSet._groups`).
+        """
+        out = self._names.get(which)
+        if out is None:
+            names: NDArray[np.object_] = getattr(self.conn, which)
+            out = self._names[which] = tuple(names[self.channel].tolist())
         return out
 
     def credit_wait(self) -> None:
         """Sender: wait until the receiver has freed the slot of the next unit (nothing for the first `depth`)."""
         if self.n >= self.conn.depth:
-            self.ps.wait(flag=self._flag(self.conn.heads), cond=">=", value=self.n + 1 - self.conn.depth, **WAIT)
+            self.ps.wait(flag=self._flag("heads"), cond=">=", value=self.n + 1 - self.conn.depth, **WAIT)
 
     def send(self, data: Ints) -> None:
         """Sender: post the next unit of `data` bytes per program into the receiver's slot and bump its tail."""
@@ -110,7 +118,7 @@ class Side:
         c, proto = self.conn, self.conn.proto
         slot = (self.n * c.unit_steps) % NCCL_STEPS
         offset = self.channel * proto.buffer + slot * proto.step_wire
-        tail = self._flag(c.tails)
+        tail = self._flag("tails")
         if proto.flag_in_data:
             lines = np.maximum(-(-data // proto.payload), 1)
             self.ps.put(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset, nbytes=lines * proto.line, flag=tail,
@@ -122,17 +130,17 @@ class Side:
         """Sender: Simple's fence and step-counter store (a release signal of the tail); nothing for LL/LL128,
         whose data carried the flag. Ends the unit."""
         if not self.conn.proto.flag_in_data:
-            self.ps.signal(dst=self.peer, flag=self._flag(self.conn.tails), op="add", value=1, scope="peer")
+            self.ps.signal(dst=self.peer, flag=self._flag("tails"), op="add", value=1, scope="peer")
         self.n += 1
 
     def recv_wait(self) -> None:
         """Receiver: wait until the next unit has arrived (its tail counts it)."""
-        self.ps.wait(flag=self._flag(self.conn.tails), cond=">=", value=self.n + 1, **WAIT)
+        self.ps.wait(flag=self._flag("tails"), cond=">=", value=self.n + 1, **WAIT)
 
     def recv_done(self) -> None:
         """Receiver: return the consumed unit's slot to the sender (the 8-byte head store)."""
         self.ps.put(dst=self.peer, buffer=f"{self.conn.name}.heads", offset=0, nbytes=HEAD_BYTES,
-                    flag=self._flag(self.conn.heads), value=1, op="add")
+                    flag=self._flag("heads"), value=1, op="add")
         self.n += 1
 
 
@@ -178,12 +186,12 @@ def primitive(ps: ProgramSet, recv: Side | None, send: Side | None, data: Ints,
     if send is not None:
         send.credit_wait()
     if pre_ns is not None:
-        ps.compute(ns=pre_ns.tolist())
+        ps.compute(ns=pre_ns)
     if send is not None:
         send.send_data(data)
     ns = np.asarray(local_ns, dtype=float)
     if ns.size and float(ns.max()) > 0:
-        ps.compute(ns=ns.tolist() if ns.ndim else float(ns))
+        ps.compute(ns=ns if ns.ndim else float(ns))
     if send is not None:
         send.send_release()
     if recv is not None:

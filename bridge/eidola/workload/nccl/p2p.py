@@ -50,7 +50,7 @@ def alltoall(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: 
     ns_per_byte = W / mem_bw * 1e9
     own = split(split(S, k, G), m, j)
     if float(own.max()) * ns_per_byte > 0:
-        ps.compute(ns=local_ns(2, own, ns_per_byte).tolist())
+        ps.compute(ns=local_ns(2, own, ns_per_byte))
     # Sent and received blocks: (S/k for the peer) / m; the block for GPU r+d is r+d's share of S.
     out = split(split(S, k, (G + d) % k), m, j)
     cap = chunk if not proto.flag_in_data else proto.step_data

@@ -183,11 +183,11 @@ def multi_primitive(ps: ProgramSet, recvs: list[Side], sends: list[Side], data: 
     for s in sends:
         s.credit_wait()
     if pre_ns is not None:
-        ps.compute(ns=pre_ns.tolist())
+        ps.compute(ns=pre_ns)
     for s in sends:
         s.send_data(data)
     if local.size and float(local.max()) > 0:
-        ps.compute(ns=local.tolist())
+        ps.compute(ns=local)
     for s in sends:
         s.send_release()
     for r in recvs:
