@@ -84,7 +84,6 @@ private:
         double remaining = 0;            // payload bytes not yet sent, as of anchor_ps
         double rate = 0;                 // payload bytes per second since anchor_ps
         std::uint64_t anchor_ps = 0;
-        std::uint32_t version = 0;       // bumped at every rate change: older Finish actions are stale
         // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
         // some of its packets at once: those go first as a burst, which only the links limit; the
         // rest then go paced by the windows too, with the weights in `paced`.
@@ -210,7 +209,9 @@ private:
     FlowSolver m_solver;
     std::vector<Flow> m_flows;
     std::vector<std::uint32_t> m_free_flows;
-    std::vector<std::uint32_t> m_next_version;  // per flow slot, survives reuse
+    // Per flow slot, surviving reuse: its version, bumped at every rate change and when it ends, so
+    // that older Finish actions are stale.
+    std::vector<std::uint32_t> m_next_version;
     std::uint64_t m_solve_at = ~std::uint64_t(0);
     std::vector<std::int32_t> m_route_index;    // src * gpus + dst -> m_routes index (-1: not yet built)
     std::vector<Route> m_routes;
