@@ -158,8 +158,8 @@ private:
         // scratch of one solve
         double remaining = 0, weights = 0;  // capacity left to the unfrozen set groups, and their weight
         std::uint32_t unfrozen = 0;
-        std::uint32_t version = 0;          // invalidates its older entries in the fill's heap
-        std::uint32_t pushed = 0;           // fill step that last queued it
+        std::uint32_t pushed = 0;           // fill step that last moved it
+        double queued = 0;                  // the level of its last entry in the fill's heap
     };
     struct Measured {  // a touched resource after a fill
         double load = 0, top = 0;  // its load and highest rate
@@ -198,9 +198,16 @@ private:
         Uses* first = g.size <= kInlineUses ? g.local : m_spill[id].data();
         return UseList{first, first + g.size};
     }
-    struct Entry {  // a resource's fill level in the heap
+    struct Entry {  // a resource's fill level in the fill's heap
         double level;
-        std::uint32_t resource, version;
+        std::uint32_t resource;
+    };
+    // The fill's heap is a min-heap on (level, resource): ties go to the lower index, so the order
+    // of a fill does not depend on the order in which levels were queued.
+    struct LaterEntry {
+        bool operator()(const Entry& a, const Entry& b) const {
+            return a.level > b.level || (a.level == b.level && a.resource > b.resource);
+        }
     };
 
     std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key);
@@ -211,6 +218,9 @@ private:
     void touch(std::uint32_t resource);
     void fill();
     void fill_by_heap(std::size_t unfrozen);
+    void queue(std::uint32_t resource, double level);
+    /// The common rate at which the unfrozen groups of S on `r` would fill it.
+    static double level_of(const Resource& r) { return std::max(0.0, r.remaining) / r.weights; }
     void fill_by_scan(std::size_t unfrozen);
     template <class Changed>
     void freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed);
