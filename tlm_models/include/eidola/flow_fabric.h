@@ -205,6 +205,25 @@ private:
         double per_packet;   // what one packet holds of it
     };
     std::vector<Paced> m_paced;                   // scratch of start_flow
+    /// activate()'s last answer for a flow on a route (per m_routes index): a flow's uses, the
+    /// windows' pacing and its round trip follow from its route, size, framing and window alone,
+    /// and a collective's flows on a route repeat those (every chunk of a step the same size), so
+    /// the walk over both routes' links, with a division per link, is done once per kind of flow.
+    struct Activation {
+        std::uint64_t bytes = ~std::uint64_t(0), packet_bytes = 0, turnaround_ps = 0;
+        std::uint32_t packets = 0, window = 0;
+        MessageFraming framing;
+        bool read = false;
+        std::vector<FlowSolver::Use> uses;
+        std::vector<Paced> paced;
+        std::uint64_t round_trip = 0;
+        bool same(const Flow& f, std::uint32_t win, std::uint64_t turnaround) const {
+            return bytes == f.bytes && packet_bytes == f.packet_bytes && packets == f.packets && read == f.read &&
+                   window == win && turnaround_ps == turnaround && framing.frames == f.framing.frames &&
+                   framing.first == f.framing.first && framing.last == f.framing.last;
+        }
+    };
+    std::vector<Activation> m_activations;
 
     FlowSolver m_solver;
     std::vector<Flow> m_flows;
