@@ -818,7 +818,8 @@ std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std
     if (from == to) return 0;
     Route& route = m_routes[route_index(from, to)];
     const std::uint8_t flags = std::uint8_t((ack ? 1 : 0) | (starts_message ? 2 : 0));
-    if (route.memo_payload == payload && route.memo_flags == flags) return route.memo_ps;  // a pure function of these
+    for (const Route::ZeroLoad& m : route.memo)
+        if (m.payload == payload && m.flags == flags) return m.ps;  // a pure function of these
     std::uint64_t head = 0, tail = 0;  // when the head / the tail may leave the current router
     for (std::uint32_t link : route.path) {
         const TopoLink& l = m_topology->links()[link];
@@ -843,10 +844,10 @@ std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std
                m_switch_latency_ps;
         tail = end + l.latency_ps + m_switch_latency_ps;
     }
-    route.memo_payload = payload;
-    route.memo_flags = flags;
-    route.memo_ps = std::max(head, tail);
-    return route.memo_ps;
+    Route::ZeroLoad& m = route.memo[route.memo_next];
+    route.memo_next ^= 1;
+    m = Route::ZeroLoad{payload, flags, std::max(head, tail)};
+    return m.ps;
 }
 
 // ---- statistics -----------------------------------------------------------------------------------

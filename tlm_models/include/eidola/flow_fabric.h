@@ -128,11 +128,16 @@ private:
         std::vector<std::pair<std::uint32_t, double>> links;  // (link, fraction of packets)
         std::vector<std::uint32_t> path;                      // first choice at every node
         std::int32_t injection = -1;  // its source's injection queue on path[0] (m_injection), -1: not yet looked up
-        // zero_load_ps's last answer on this route: a flow asks it up to five times, mostly for the
-        // same packet size, and the walk over the path divides per link.
-        std::uint64_t memo_payload = ~std::uint64_t(0);
-        std::uint8_t memo_flags = 0;  // ack | starts_message << 1
-        std::uint64_t memo_ps = 0;
+        // zero_load_ps's last two answers on this route: a flow asks it up to five times, for its
+        // last packet's size and its full packets' (which alternate, and a single answer kept
+        // missed), and the walk over the path divides per link.
+        struct ZeroLoad {
+            std::uint64_t payload = ~std::uint64_t(0);
+            std::uint8_t flags = 0;  // ack | starts_message << 1
+            std::uint64_t ps = 0;
+        };
+        ZeroLoad memo[2];
+        std::uint8_t memo_next = 0;  // the answer the next new one replaces
     };
 
     tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
