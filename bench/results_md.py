@@ -14,7 +14,8 @@ def splice(text: str, section: list[str]) -> str:
     if heading in lines:
         start = lines.index(heading)
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = section
+        # A section followed by another keeps the blank line between them.
+        lines[start:end] = section + ([""] if end < len(lines) and section[-1] != "" else [])
     else:
         lines += [""] + section
     return "\n".join(lines).rstrip("\n") + "\n"
