@@ -130,3 +130,65 @@ def test_ring_with_one_workgroup_across_the_nics(repo, nbytes):
     floor = _ring_floor_ns(nbytes)
     assert packet >= floor and flow >= floor
     assert abs(flow / packet - 1) <= 0.03, f"flow / packet - 1 = {flow / packet - 1:+.2%}"
+
+
+def _link_counts(res) -> dict[tuple[str, str], tuple[int, int, int, float]]:
+    """(bytes, wire bytes, packets, busy ns) of every link that carried a packet, by node names."""
+    names = res.node_names
+    return {(names[link["src"]], names[link["dst"]]): (int(link["bytes"]), int(link["wire_bytes"]),
+                                                      int(link["packets"]), float(link["busy_ns"]))
+            for link in res.links if link["packets"]}
+
+
+# A cross-node route without spreading (every packet on spine0) and a NIC that takes 1 us per message.
+WHOLE_ROUTES = {"fabric.routing.spread": False, "fabric.nic.message_overhead": "1us", "fabric.model": "flow",
+                "gpus.launch": "0ns"}
+
+
+def test_a_write_puts_its_bytes_headers_and_message_time_on_every_link(repo):
+    # 4 MiB from gpu7 to gpu8: 16,384 GPU packets of 256 B, 1,024 network packets of 4 KiB.
+    # Out: PCIe carries a 85-byte header per packet, NIC and network links a 78-byte header per
+    # network packet; back: a 16-byte acknowledgement per packet on PCIe, and one 78-byte header for
+    # the message's acknowledgement on the others. The sending NIC's link holds 1 us for the message.
+    plat = eidola.load_platform(repo / "platforms" / "rail-16gpu.yaml", overrides=WHOLE_ROUTES)
+    got = _link_counts(eidola.simulate(plat, _write(4 * MIB)))
+    n, frames, data = 4 * MIB // P, 4 * MIB // MTU, 4 * MIB
+    pcie_out = (data, data + n * H, n, (data + n * H) / PCIE[0] * 1e9)
+    pcie_back = (0, n * ACK, n, n * ACK / PCIE[0] * 1e9)
+    net_out = (data, data + frames * NIC_H, n, (data + frames * NIC_H) / NET[0] * 1e9)
+    net_back = (0, NIC_H, n, NIC_H / NET[0] * 1e9)
+    expected = {("gpu7", "n0.nic7"): pcie_out, ("n0.nic7", "gpu7"): pcie_back,
+                ("n0.nic7", "rail7"): (*net_out[:3], net_out[3] + 1000.0), ("rail7", "n0.nic7"): net_back,
+                ("rail7", "spine0"): net_out, ("spine0", "rail7"): net_back,
+                ("spine0", "rail0"): net_out, ("rail0", "spine0"): net_back,
+                ("rail0", "n1.nic0"): net_out, ("n1.nic0", "rail0"): net_back,
+                ("n1.nic0", "gpu8"): pcie_out, ("gpu8", "n1.nic0"): pcie_back}
+    assert got.keys() == expected.keys()
+    for link, want in expected.items():
+        assert got[link][:3] == want[:3], link
+        assert got[link][3] == pytest.approx(want[3], abs=0.01), link
+
+
+def test_a_read_puts_its_requests_out_and_its_data_back(repo):
+    # gpu8 reads 1 MiB from gpu7: 4,096 requests of a header each go out (one 78-byte network
+    # packet for the message on NIC and network links, and the requesting NIC's 1 us); the data
+    # comes back with a 85-byte header per packet on PCIe and a 78-byte one per 4 KiB elsewhere.
+    b = ProfileBuilder(gpus=16, workgroups=1, name="nic-read")
+    b.buffer("data", nbytes=MIB)
+    b.program(gpu=8, wg=0).read(dst=7, buffer="data", offset=0, nbytes=MIB)
+    plat = eidola.load_platform(repo / "platforms" / "rail-16gpu.yaml", overrides=WHOLE_ROUTES)
+    got = _link_counts(eidola.simulate(plat, b.build()))
+    n, frames, data = MIB // P, MIB // MTU, MIB
+    pcie_req = (0, n * H, n, n * H / PCIE[0] * 1e9)
+    pcie_data = (data, data + n * H, n, (data + n * H) / PCIE[0] * 1e9)
+    net_req = (0, NIC_H, n, NIC_H / NET[0] * 1e9)
+    net_data = (data, data + frames * NIC_H, n, (data + frames * NIC_H) / NET[0] * 1e9)
+    expected = {("gpu8", "n1.nic0"): pcie_req, ("n1.nic0", "rail0"): (*net_req[:3], net_req[3] + 1000.0),
+                ("rail0", "spine0"): net_req, ("spine0", "rail7"): net_req, ("rail7", "n0.nic7"): net_req,
+                ("n0.nic7", "gpu7"): pcie_req,
+                ("gpu7", "n0.nic7"): pcie_data, ("n0.nic7", "rail7"): net_data, ("rail7", "spine0"): net_data,
+                ("spine0", "rail0"): net_data, ("rail0", "n1.nic0"): net_data, ("n1.nic0", "gpu8"): pcie_data}
+    assert got.keys() == expected.keys()
+    for link, want in expected.items():
+        assert got[link][:3] == want[:3], link
+        assert got[link][3] == pytest.approx(want[3], abs=0.01), link

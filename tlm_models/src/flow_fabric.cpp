@@ -609,13 +609,36 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
 }
 
 // Per-link counts of a finished flow. Without spreading every packet of the flow crosses every
-// link of its route, so the counts are exactly the packet fabric's; with routing.spread a link
-// gets its share of the packets and bytes, rounded to the nearest whole.
+// link of its route, so the counts are exactly the packet fabric's, and they are kept per route
+// (Route::Carried) until link_stats() spreads them over its links; with routing.spread a link
+// gets its share of the packets and bytes, rounded to the nearest whole, counted flow by flow.
 void FlowFabric::count_links(const Flow& f) {
     if (f.src == f.dst) return;
+    const std::uint32_t out_index = route_index(f.src, f.dst), back_index = route_index(f.dst, f.src);
+    Route& out = m_routes[out_index];  // both looked up first: a new route may move m_routes
+    Route& back = m_routes[back_index];
+    if (out.whole && back.whole) {
+        Route::Carried& o = out.out;
+        o.packets += f.packets;
+        o.headed += f.packets;
+        o.messages += f.framing.first ? 1 : 0;
+        Route::Carried& b = back.back;
+        b.packets += f.packets;
+        if (f.read) {
+            o.control += f.framing.first ? 1 : 0;
+            b.bytes += f.bytes;
+            b.headed += f.packets;
+            b.frames += f.framing.frames;
+        } else {
+            o.bytes += f.bytes;
+            o.frames += f.framing.frames;
+            b.control += f.framing.last ? 1 : 0;
+        }
+        return;
+    }
     for (int way = 0; way < 2; ++way) {
         const bool forward = way == 0;
-        const Route& r = forward ? route(f.src, f.dst) : route(f.dst, f.src);
+        const Route& r = forward ? out : back;
         const bool data = forward != f.read;  // the direction carrying the payload
         for (const auto& [link, share] : r.links) {
             const bool whole = share >= 1.0;
@@ -640,6 +663,25 @@ void FlowFabric::count_links(const Flow& f) {
             s.packets += pk;
         }
     }
+}
+
+// What a whole route's finished flows put on each of its links (count_links), added to `stats`
+// and `overhead` (per link).
+void FlowFabric::spread_carried(std::vector<LinkStats>& stats, std::vector<std::uint64_t>& overhead) const {
+    for (const Route& r : m_routes)
+        for (const Route::Carried* c : {&r.out, &r.back}) {
+            if (c->packets == 0) continue;
+            for (const auto& [link, share] : r.links) {
+                const TopoLink& l = m_topology->links()[link];
+                LinkStats& s = stats[link];
+                const std::uint64_t headers = l.framed ? (c->frames + c->control) * l.header
+                                                       : c->headed * l.header + (c->packets - c->headed) * ack_wire(l);
+                s.bytes += c->bytes;
+                s.wire_bytes += c->bytes + headers;
+                s.packets += c->packets;
+                if (l.nic_out) overhead[link] += c->messages * m_message_ps;
+            }
+        }
 }
 
 // The busy time a link's load since its last change adds, spread over the bins it covers.
@@ -801,6 +843,7 @@ std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
     std::sort(touched.begin(), touched.end());  // link order, as a walk over all links would give
     for (std::uint32_t l : touched) {
         r.links.emplace_back(l, on_link[l] > 1 - 1e-12 ? 1.0 : on_link[l]);
+        r.whole = r.whole && r.links.back().second >= 1.0;
         on_link[l] = 0;
     }
     index = std::int32_t(m_routes.size());
@@ -855,11 +898,18 @@ std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std
 std::vector<LinkStats> FlowFabric::link_stats() const {
     std::vector<LinkStats> out;
     const double unavailable = std::numeric_limits<double>::quiet_NaN();  // a fluid has no queues
+    std::vector<LinkStats> carried(m_links.size());
+    std::vector<std::uint64_t> overhead(m_links.size(), 0);
+    for (std::size_t l = 0; l < m_links.size(); ++l) overhead[l] = m_links[l].overhead_ps;
+    spread_carried(carried, overhead);
     for (std::size_t l = 0; l < m_links.size(); ++l) {
         LinkStats s = m_links[l].s;
+        s.bytes += carried[l].bytes;
+        s.wire_bytes += carried[l].wire_bytes;
+        s.packets += carried[l].packets;
         if (m_busy[l].bin != kNoBin) s.busy_bins.emplace_back(m_busy[l].bin, m_busy[l].busy);  // the open bin
         const TopoLink& link = m_topology->links()[l];
-        s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + m_links[l].overhead_ps;
+        s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + overhead[l];
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;
         out.push_back(std::move(s));
     }

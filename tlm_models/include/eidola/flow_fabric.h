@@ -138,6 +138,21 @@ private:
         };
         ZeroLoad memo[2];
         std::uint8_t memo_next = 0;  // the answer the next new one replaces
+        bool whole = true;  // every packet crosses every link of `links` (no spreading)
+        // What the finished flows put on this route's links, counted per route and spread over its
+        // links only when link_stats() asks (a whole route's counts are sums of whole numbers, the
+        // same in any order): as the route of their request (`out`) and of their response (`back`).
+        // Counting link by link as each flow finished read every link's statistics record, some
+        // 200 bytes, twice per flow: a cache miss each at hundreds of GPUs.
+        struct Carried {
+            std::uint64_t packets = 0;   // packets (and acknowledgements) of the flows
+            std::uint64_t bytes = 0;     // payload carried this way (writes out, reads back)
+            std::uint64_t headed = 0;    // packets with a link header (the rest carry link.ack)
+            std::uint64_t frames = 0;    // framed links: the NIC's network packets of that payload
+            std::uint64_t control = 0;   // framed links: requests and acknowledgements as one network packet
+            std::uint64_t messages = 0;  // messages started (the sending NIC's processing, out only)
+        };
+        Carried out, back;
     };
 
     tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -181,6 +196,7 @@ private:
     double framed_header(const Flow& f, const TopoLink& l, bool forward) const;
     std::uint32_t window_resource(std::uint32_t gpu, std::uint32_t window);
     void count_links(const Flow& f);
+    void spread_carried(std::vector<LinkStats>& stats, std::vector<std::uint64_t>& overhead) const;
     void account_busy(std::uint32_t link, std::uint64_t now);
     std::uint32_t ack_wire(const TopoLink& l) const { return m_ack_bytes ? m_ack_bytes : l.header; }
     double credit_seconds(const TopoLink& l, std::uint64_t wire) const;
