@@ -360,9 +360,9 @@ void FlowSolver::queue(std::uint32_t ri, double level) {
 
 // The same steps by a scan of the touched resources for the lowest (level, index) at each step:
 // the level the heap would hold for each is the one computed from its record now, so the order
-// of steps and every sum are the heap's, bit for bit. A fill of a few dozen resources (most of
-// them at scale: 38 on average at 512 GPUs) re-queues most of them after every freeze, and the
-// scan costs less than that heap traffic.
+// of steps and every sum are the heap's, bit for bit. Most fills at scale are of a few dozen
+// resources (38 on average at 512 GPUs), most of which every freeze moves: a scan of them per step
+// costs about what the heap's re-queuing does, without its bookkeeping.
 void FlowSolver::fill_by_scan(std::size_t unfrozen) {
     double level = 0;
     while (unfrozen > 0) {

@@ -97,8 +97,8 @@ public:
     /// Fills of at most `resources` touched resources find each step's full resource by a scan of
     /// them, larger ones by a heap of fill levels (default kScanFill). Both give the same rates bit
     /// for bit (the tests hold them to it); only the cost differs: the scan costs the touched
-    /// resources per step, the heap a logarithm per resource a step moves, and a fill of a few
-    /// dozen resources re-queues most of them at every step.
+    /// resources per step, the heap a logarithm per entry it queues, and a fill of a few dozen
+    /// resources moves most of them at every step.
     void set_scan_fill(std::size_t resources) { m_scan_fill = resources; }
     /// The default of set_scan_fill.
     static constexpr std::size_t kScanFill = 64;
