@@ -1,7 +1,7 @@
 """Tests of bulk appends (ProfileBuilder.programs_at): the same ops, in the same order, as the per-op builder.
 
 Three references: per-op versions of the generators written out here; a per-op stand-in for
-ProgramSet (`_OneByOne`, each call looping over its programs' ProgramBuilders) under which every
+ProgramSet (`OneByOne`, one_by_one.py, each call looping over its programs' ProgramBuilders) under which every
 collective schedule runs unchanged; and counts and bytes derived by hand.
 """
 
@@ -9,6 +9,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from one_by_one import OneByOne
 
 from eidola.errors import ProfileError
 from eidola.generators import (
@@ -21,24 +22,6 @@ from eidola.generators import (
     ring_allreduce,
 )
 from eidola.profile import ProfileBuilder, load_profile
-
-COLUMN = (list, tuple, np.ndarray)
-
-
-class _OneByOne:
-    """ProgramSet's contract built from ProgramBuilders: each call appends to each program in turn."""
-
-    def __init__(self, b, gpus, wgs):
-        g, w = np.broadcast_arrays(np.asarray(gpus), np.asarray(wgs))
-        self.progs = [b.program_at(int(x), int(y)) for x, y in zip(g.reshape(-1), w.reshape(-1))]
-
-    def __getattr__(self, kind):
-        def append(*args, **kw):
-            for i, p in enumerate(self.progs):
-                getattr(p, kind)(*(v[i] if isinstance(v, COLUMN) else v for v in args),
-                                 **{k: v[i] if isinstance(v, COLUMN) else v for k, v in kw.items()})
-            return self
-        return append
 
 
 def _neighbor_exchange_per_op(P, S, K, W):
@@ -154,14 +137,14 @@ def test_collectives_match_their_per_op_build(monkeypatch, fn, kw, P, W, C):
     if kw.get("schedule") == "pinned":
         W, S = P - 1, P * (P - 1) * C * 8
     bulk = fn(P, S, workgroups=W, chunks=C, **kw)
-    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: OneByOne(b, gpus, wgs))
     assert bulk == fn(P, S, workgroups=W, chunks=C, **kw)
 
 
 @pytest.mark.parametrize("P, W", [(4, 2), (5, 3)])
 def test_mixed_per_op_and_collective_calls_match_their_per_op_build(monkeypatch, P, W):
     bulk = _mixed(P, W)
-    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: OneByOne(b, gpus, wgs))
     assert bulk == _mixed(P, W)
 
 
@@ -211,7 +194,7 @@ def test_reused_tuple_and_uniform_columns_give_the_per_op_ops(monkeypatch):
     with pytest.raises(ProfileError, match=r"gpu 1 wg 0 op 9 \(signal\).*value"):
         bulk.programs_at([0, 1, 2, 3], 0).signal(dst=0, flag="f0", value=mixed)  # True is not 1
     prof = bulk.build()
-    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+    monkeypatch.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: OneByOne(b, gpus, wgs))
     assert prof == _reused_columns(ProfileBuilder(4, 2))[0].build()
     # and by hand: program (2, 0) waits on f0 (its place 2 in `flags`); program (0, 1), place 3 of c, signals f0
     # (place 3 of `other`) and waits on f2

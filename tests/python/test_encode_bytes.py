@@ -4,40 +4,20 @@
 filling in each row's peer, offset and size a block at a time; the bulk builder groups equal op
 bodies and places the rows of many calls at once. Both are there for speed only. The reference
 here takes neither shortcut: the collective is built one op per call through ProgramBuilders (the
-per-op path, as test_bulk's stand-in does), and every op is encoded on its own into an OP_DTYPE
+per-op path, one_by_one.OneByOne), and every op is encoded on its own into an OP_DTYPE
 record from the field use documented at ``eidola::Op`` (program.h), with the window laid out by
 hand (flag words from 0, each buffer at the next 4 KiB boundary). The two must give the same bytes.
 """
 
 import numpy as np
 import pytest
+from one_by_one import OneByOne
 
 import eidola
 from eidola.platform import catalog
 from eidola.run.encode import OP_DTYPE, PROGRAM_DTYPE, encode_profile
 from eidola.workload.builder import ProfileBuilder
 from eidola.workload.nccl import build_collective
-
-COLUMN = (list, tuple, np.ndarray)
-
-
-class _OneByOne:
-    """A ProgramSet made of ProgramBuilders: each call appends to each program in turn (no grouping, no runs)."""
-
-    def __init__(self, b, gpus, wgs):
-        g, w = np.broadcast_arrays(np.asarray(gpus), np.asarray(wgs))
-        self.progs = [b.program_at(int(x), int(y)) for x, y in zip(g.reshape(-1), w.reshape(-1))]
-
-    def __len__(self):
-        return len(self.progs)
-
-    def __getattr__(self, kind):
-        def append(*args, **kw):
-            for i, p in enumerate(self.progs):
-                getattr(p, kind)(*(v[i] if isinstance(v, COLUMN) else v for v in args),
-                                 **{k: v[i] if isinstance(v, COLUMN) else v for k, v in kw.items()})
-            return self
-        return append
 
 
 def _code(enum, name):
@@ -119,7 +99,7 @@ def test_encoded_ops_match_a_one_op_at_a_time_encoding(monkeypatch, repo, name, 
         plan_ = plat.elaborate()
     encoded = encode_profile(profile, plan_)
     with monkeypatch.context() as m:
-        m.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: _OneByOne(b, gpus, wgs))
+        m.setattr(ProfileBuilder, "programs_at", lambda b, gpus, wgs: OneByOne(b, gpus, wgs))
         one_by_one, plan2 = build_collective(plat, op, nbytes, gpus, algo, proto, channels, calls=calls, steady=steady)
     assert plan2 == plan
     ops, progs = _reference(one_by_one)
