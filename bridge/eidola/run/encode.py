@@ -128,8 +128,7 @@ def _gather(records: np.ndarray[Any, np.dtype[Any]], table: OpTable) -> np.ndarr
     """
     rows = table.rows
     n = len(rows)
-    per_ref = np.array([(t.kind in ("write", "read", "put"), t.kind in ("write", "read", "put", "signal"))
-                        for t in table.templates], dtype=bool).reshape(-1, 2)
+    is_transfer, has_peer = table.template_mask("write", "read", "put"), table.template_mask("write", "read", "put", "signal")
     ops_arr = np.empty(n, dtype=OP_DTYPE)
     items, flat = records.view(_RECORD_ITEM), ops_arr.view(_RECORD_ITEM)
     for lo in range(0, n, _BLOCK):
@@ -137,7 +136,7 @@ def _gather(records: np.ndarray[Any, np.dtype[Any]], table: OpTable) -> np.ndarr
         block, part = ops_arr[lo:hi], rows[lo:hi]
         refs = part[:, 0]
         np.take(items, refs, out=flat[lo:hi])
-        transfer, peer = per_ref[refs, 0], per_ref[refs, 1]
+        transfer, peer = is_transfer[refs], has_peer[refs]
         np.copyto(block["peer"], part[:, 1], casting="unsafe", where=peer)
         np.add(block["offset"], part[:, 2].astype(np.uint64), out=block["offset"], where=transfer)
         np.copyto(block["nbytes"], part[:, 3], casting="unsafe", where=transfer)

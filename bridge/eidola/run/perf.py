@@ -106,7 +106,7 @@ def written_bytes(profile: Profile) -> int:
     # profile has ten million rows, and copying out the masked column cost more than the sums.
     mask = table.kind_mask("write", "read", "put")
     uses = np.bincount(table.rows[:, 0], minlength=len(table.templates))
-    signals = sum(int(uses[ref]) for ref, t in enumerate(table.templates) if t.kind == "signal")
+    signals = int(uses[table.template_mask("signal")].sum())
     total = int(np.add.reduce(table.rows[:, 3], where=mask)) + SIGNAL_BYTES * signals
     sizes = dict(profile.multicast_groups)
     for ref, t in enumerate(table.templates):

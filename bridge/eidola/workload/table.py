@@ -161,10 +161,13 @@ class OpTable:
             ops = self._programs[index] = tuple(out)
         return ops
 
+    def template_mask(self, *kinds: str) -> NDArray[np.bool_]:
+        """Per template: whether its op is one of `kinds` (index it with a row's ref)."""
+        return np.array([t.kind in kinds for t in self.templates], dtype=bool)
+
     def kind_mask(self, *kinds: str) -> NDArray[np.bool_]:
         """Per row: whether its op is one of `kinds`."""
-        per_ref = np.array([t.kind in kinds for t in self.templates], dtype=bool)
-        return per_ref[self.rows[:, 0]] if len(self) else np.zeros(0, dtype=bool)
+        return self.template_mask(*kinds)[self.rows[:, 0]] if len(self) else np.zeros(0, dtype=bool)
 
     def _canonical(self, order: dict[Template, int]) -> NDArray[np.int64]:
         """The rows with refs renumbered by `order` (template -> number), for comparing tables."""
