@@ -29,6 +29,17 @@ void solve(FlowSolver& s) {
 
 using Templates = std::vector<std::vector<FlowSolver::Use>>;
 
+// A flow of a switch in miniature (resource 2g: GPU g's up link, 2g + 1: its down link), at random:
+// weight about 1 on its source's up and its destination's down link, and an acknowledgement weight
+// of 0, 1/16 or 1/8 on the reverse links.
+std::vector<FlowSolver::Use> random_switch_flow(std::mt19937_64& rng, int gpus) {
+    const std::uint32_t src = std::uint32_t(rng() % gpus), dst = (src + 1 + std::uint32_t(rng() % (gpus - 1))) % gpus;
+    const double ack = double(rng() % 3) / 16;
+    std::vector<FlowSolver::Use> uses{{2 * src, 1.0 + double(rng() % 4) / 64}, {2 * dst + 1, 1.0}};
+    if (ack > 0) uses.insert(uses.end(), {{2 * dst, ack}, {2 * src + 1, ack}});
+    return uses;
+}
+
 // One random step: 1 to 4 of the flow ids (one per entry of tmpl: its template, -1 when absent) come or go.
 void toggle_flows(FlowSolver& s, std::mt19937_64& rng, const Templates& templates, std::vector<int>& tmpl) {
     for (int k = 1 + int(rng() % 4); k > 0; --k) {
@@ -213,10 +224,7 @@ int main() {
                         full.remove_flow(f);
                         dflt.remove_flow(f);
                     } else {
-                        const std::uint32_t src = std::uint32_t(rng() % gpus), dst = (src + 1 + std::uint32_t(rng() % (gpus - 1))) % gpus;
-                        const double ack = double(rng() % 3) / 16;  // 0, 1/16 or 1/8
-                        uses[f] = {{2 * src, 1.0 + double(rng() % 4) / 64}, {2 * dst + 1, 1.0}};
-                        if (ack > 0) uses[f].insert(uses[f].end(), {{2 * dst, ack}, {2 * src + 1, ack}});
+                        uses[f] = random_switch_flow(rng, gpus);
                         inc.add_flow(f, uses[f]);
                         full.add_flow(f, uses[f]);
                         dflt.add_flow(f, uses[f]);
@@ -515,12 +523,7 @@ int main() {
                 heap.add_resource(cap.back());
             }
             Templates templates;
-            for (int t = 0; t < 4 * gpus; ++t) {
-                const std::uint32_t src = std::uint32_t(rng() % gpus), dst = (src + 1 + std::uint32_t(rng() % (gpus - 1))) % gpus;
-                const double ack = double(rng() % 3) / 16;
-                templates.push_back({{2 * src, 1.0 + double(rng() % 4) / 64}, {2 * dst + 1, 1.0}});
-                if (ack > 0) templates.back().insert(templates.back().end(), {{2 * dst, ack}, {2 * src + 1, ack}});
-            }
+            for (int t = 0; t < 4 * gpus; ++t) templates.push_back(random_switch_flow(rng, gpus));
             std::vector<int> tmpl(8 * std::size_t(gpus), -1), same = tmpl;
             std::mt19937_64 rng2 = rng;  // the same changes for both solvers
             for (int step = 0; step < 300; ++step) {

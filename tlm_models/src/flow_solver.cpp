@@ -291,8 +291,8 @@ void FlowSolver::fill() {
 }
 
 // Freezes the unfrozen groups of S on resource `full` at `level` and takes their share from every
-// resource they use; calls `changed(resource)` once per resource a freeze moved (the heap re-queues
-// those).
+// resource they use; calls `changed(resource)` for each use it moves (a resource that several of
+// the groups use, more than once).
 template <class Changed>
 void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed) {
     for (const Member& m : m_resources[full].members) {
@@ -321,8 +321,10 @@ void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen,
 // whole-component refill at 512 GPUs, some 2,000 groups, push about ten entries per group.)
 void FlowSolver::fill_by_heap(std::size_t unfrozen) {
     m_heap.clear();
-    for (std::uint32_t ri : m_touched)
-        if (m_resources[ri].unfrozen > 0 && m_resources[ri].weights > 0) queue(ri, level_of(m_resources[ri]));
+    for (std::uint32_t ri : m_touched) {
+        const Resource& r = m_resources[ri];
+        if (r.unfrozen > 0 && r.weights > 0) queue(ri, level_of(r));
+    }
     double level = 0;
     while (unfrozen > 0 && !m_heap.empty()) {
         std::pop_heap(m_heap.begin(), m_heap.end(), LaterEntry{});
@@ -347,7 +349,8 @@ void FlowSolver::fill_by_heap(std::size_t unfrozen) {
         });
         for (std::uint32_t ri : m_requeue) {
             const Resource& r = m_resources[ri];
-            if (r.unfrozen > 0 && r.weights > 0 && level_of(r) < r.queued) queue(ri, level_of(r));
+            if (r.unfrozen == 0 || !(r.weights > 0)) continue;
+            if (const double now = level_of(r); now < r.queued) queue(ri, now);
         }
     }
 }
