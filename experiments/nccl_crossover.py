@@ -1,0 +1,74 @@
+"""The flow fabric against the packet fabric on the collectives `eidola perf` runs, where its auto fabric changes model.
+
+`eidola perf --fabric auto` simulates a size on the packet fabric while the collective writes at most 64 MiB
+in all GPUs together and on the flow fabric above (docs/perf.md), so on 8 GPUs an all-reduce of about
+4.6 MiB and up runs on the flow fabric. A curve is continuous across that point only where the two
+models agree on these collectives (NCCL's channels, FIFOs and protocols as the tuner chooses them, not
+the generic generators of tests/python/test_flow_validation.py). For each shipped single-fabric
+platform and each collective, at 1 MiB and 8 MiB, this runs the size on both fabrics with everything
+else as shipped and records flow / packet - 1 (the packet fabric is the reference).
+
+Writes nccl_crossover.csv beside this file and prints the table of docs/fabrics.md, "NCCL collectives
+across the auto fabric's switch". About 3 minutes.
+Run: .venv/bin/python experiments/nccl_crossover.py
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from eidola.run.perf import Fabrics, run_sizes
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CSV = HERE / "nccl_crossover.csv"
+PLATFORMS = ["mi300x-8gpu", "dgx-h100", "dgx-a100", "switch-8gpu", "rail-16gpu", "hierarchical-16gpu"]
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast"]
+SIZES = [1 << 20, 8 << 20]
+
+
+def measure() -> list[dict[str, object]]:
+    """Both fabrics for every platform, collective and size; one row each."""
+    rows: list[dict[str, object]] = []
+    for platform in PLATFORMS:
+        path = str(ROOT / "platforms" / f"{platform}.yaml")
+        fabrics = {f: Fabrics(path, {}, f) for f in ("packet", "flow")}
+        gpus = len(fabrics["packet"].base.gpus())
+        for op in OPS:
+            points = [(s, s // 4) for s in SIZES]
+            packet = run_sizes(fabrics["packet"], op, points, gpus)
+            flow = run_sizes(fabrics["flow"], op, points, gpus)
+            for p, f in zip(packet, flow):
+                rows.append({"platform": platform, "op": op, "bytes": p.size, "algo": p.plan.algo,
+                             "proto": p.plan.proto, "channels": p.plan.channels, "packet_us": round(p.time_us, 3),
+                             "flow_us": round(f.time_us, 3), "error": round(f.time_us / p.time_us - 1, 4)})
+                print(rows[-1], flush=True)
+    return rows
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    """The markdown table: one line per platform and collective, the signed error at each size."""
+    lines = ["| platform | collective | plan (algorithm, protocol at 1 / 8 MiB) | 1 MiB | 8 MiB |",
+             "|---|---|---|---|---|"]
+    for platform in PLATFORMS:
+        for op in OPS:
+            mine = [r for r in rows if r["platform"] == platform and r["op"] == op]
+            plans = " / ".join(f"{r['algo']} {r['proto']}" for r in mine)
+            errors = " | ".join(f"{float(r['error']):+.1%} ({r['packet_us']} / {r['flow_us']} us)"  # type: ignore[arg-type]
+                                for r in mine)
+            lines.append(f"| {platform} | {op} | {plans} | {errors} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    rows = measure()
+    with CSV.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
