@@ -25,6 +25,12 @@ class OneByOne:
     def __len__(self) -> int:
         return len(self.progs)
 
+    def subset(self, mask: Any) -> OneByOne:
+        """The programs where `mask` (one bool per program) holds, in order, as ProgramSet.subset."""
+        out = OneByOne.__new__(OneByOne)
+        out.progs = [p for p, keep in zip(self.progs, mask) if keep]
+        return out
+
     def __getattr__(self, kind: str) -> Any:
         def append(*args: Any, **kw: Any) -> OneByOne:
             for i, p in enumerate(self.progs):

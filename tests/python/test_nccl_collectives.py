@@ -82,6 +82,33 @@ def test_all_gather_and_reduce_scatter_send_k_minus_1_blocks(write_platform):
         assert res.gpus["bytes_sent"].tolist() == [(k - 1) * C * (2 * block + 8)] * k
 
 
+def test_ll128_units_move_on_pass_by_pass(write_platform):
+    # NCCL's LL128 loop (prims_ll128.h GenericOp) takes a step in passes of 20 warps x 32 threads x 8 x 8 B =
+    # 40,960 B of lines, each stored on to the next peer as soon as its flags show. A broadcast of S = 200,000 B
+    # on 3 GPUs, one channel: one unit of ceil(200,000 / 120) = 1,667 lines (213,376 B), so ceil(213,376 /
+    # 40,960) = 6 passes of 278 lines (the first 5) and 277 (1,667 = 6 x 277 + 5).
+    k, S, passes = 3, 200_000, 6
+    lines = -(-S // 120)
+    sizes = [(lines // passes + (j < lines % passes)) * 128 for j in range(passes)]
+    assert sizes == [278 * 128] * 5 + [277 * 128]
+    plat = _ideal(write_platform, k)
+    prof, plan = build_collective(plat, "broadcast", S, proto="LL128", channels=1)
+    assert plan == Plan("ring", "LL128", 1)
+
+    def ops(gpu):
+        return [(op.kind, op["nbytes"] if op.kind == "put" else op["value"]) for op in prof.program(gpu, 0)
+                if op.kind in ("put", "wait")]
+
+    # The root puts the passes back to back; the middle waits for pass j (its tail counts passes) and forwards it
+    # at once, then returns the slot (one 8-byte credit for the unit); the end waits for each pass in turn.
+    assert ops(0) == [("put", n) for n in sizes]
+    assert ops(1) == [x for j, n in enumerate(sizes) for x in (("wait", j + 1), ("put", n))] + [("put", 8)]
+    assert ops(2) == [("wait", j + 1) for j in range(passes)] + [("put", 8)]
+    # The wire bytes are the unit's lines whatever the passes: every rank but the last forwards them.
+    sent = eidola.simulate(plat, prof).gpus["bytes_sent"].tolist()
+    assert sent == [lines * 128, lines * 128 + 8, 8]
+
+
 def test_tree_broadcast_and_alltoall_bytes(write_platform):
     # k = 4, one channel, LL (wire = 2 x data), S = 4000 B: one LL step per hop. Credits are 8 B per unit received.
     k, S = 4, 4000

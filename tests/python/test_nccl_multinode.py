@@ -122,6 +122,33 @@ def test_ring_allreduce_nic_bytes(write_platform):
     assert g * steps * block == 2 * (k - 1) / k * S
 
 
+
+def test_ll_units_cross_nodes_whole_and_move_pass_by_pass_inside(write_platform):
+    # NCCL's proxy sends a network step once the GPU has written all of it, so across nodes an LL unit is one
+    # put; inside a node the receiving threads forward it pass by pass (docs/collectives.md, "Passes"). LL's
+    # pass: 512 threads x one 16-byte line = 8 KiB of lines, 4 KiB of data. n = 2 nodes of g = 4, C = 4, a
+    # block of 16 KiB = 2,048 lines = 32 KiB of wire: 4 passes of 8 KiB. Channel c leaves node 0 at local rank
+    # c + 2 (zigzag, test above), so GPU 2 sends channel 0's units to node 1: one 32 KiB put a step, while its
+    # other channels' sends stay in the node: 4 puts of 8 KiB a step. Bytes per NIC as for Simple above, with
+    # LL's wire (2 x data) and no step counter: 2(k-1) x (2 x 16 KiB + 8).
+    n, g, C, block = 2, 4, 4, 16384
+    k = n * g
+    plat = _nodes(write_platform, n, g)
+    prof, plan = build_collective(plat, "all_reduce", k * C * block, algo="ring", proto="LL", channels=C)
+    assert plan == Plan("ring", "LL", C)
+    steps, wire = 2 * (k - 1), 2 * block
+    sys = System.of(plat)
+    rings = sys.rings(k, C)
+    for c in range(C):
+        ring = rings[c]
+        for pos, gpu in enumerate(ring):
+            nxt = ring[(pos + 1) % k]
+            puts = [op["nbytes"] for op in prof.program(gpu, c) if op.kind == "put" and op["buffer"].endswith("fifo")]
+            crossing = gpu // g != nxt // g
+            assert puts == ([wire] if crossing else [wire // 4] * 4) * steps, (c, gpu, nxt)
+    res = eidola.simulate(plat, prof)
+    assert (_nic_out(res, k) == steps * (wire + FLAG)).all()
+
 def test_tree_allreduce_nic_bytes(write_platform):
     # n = 2 nodes of g = 4, C = 4 channels: channels 0, 1 on tree 0 (node 0 the root), 2, 3 on tree 1 (node 1);
     # channel c's chain starts at local rank c mod 2 (pairs share a chain), the head, which alone talks to the

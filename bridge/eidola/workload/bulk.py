@@ -113,6 +113,10 @@ class ProgramSet:
     def __len__(self) -> int:
         return len(self.pids)
 
+    def subset(self, mask: NDArray[np.bool_]) -> ProgramSet:
+        """The programs of this set where `mask` (one bool per program) holds, in set order."""
+        return ProgramSet(self._store, self.pids[mask], self._workgroups)
+
     def _fail(self, kind: str, i: int, e: Invalid) -> ProfileError:
         """The error of program i's op, worded as the per-op path words it (counting its ops is slow, but rare)."""
         pid = int(self.pids[i])

@@ -97,16 +97,17 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
     """Append one call of `op` as `plan` runs it, its flags and buffers named with `prefix`."""
     p = protocol(plan.proto, sys.library)
     try:
+        g, nodes = sys.node_size(k), sys.nodes(k)
         if op == "alltoall":
             chunk = p2p.P2P_CHUNK[sys.link_type]
-            p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix)
+            p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix,
+                         per_node=g if nodes > 1 else 0)
         else:
             rings = sys.rings(k, plan.channels)
-            g, nodes = sys.node_size(k), sys.nodes(k)
             if plan.algo == "nvls":
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op == "broadcast":
-                ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, prefix)
+                ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, prefix, per_node=g if nodes > 1 else 0)
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:

@@ -14,6 +14,13 @@ Eidolon ops, per transfer unit n (a step for LL/LL128 and p2p, a slice of SLICES
   thread sees it), then after consuming ``put(prev, heads, 0, 8 B, flag=head)``: the credit is the
   8-byte head store, landing as a flag update with no release (it waits for no acknowledgement).
 
+LL and LL128 units go in passes (`protocols.passes`): NCCL's receiving threads take a step one pass of
+their loop at a time, each as soon as its lines' flags show, and store it on to the next peer at once, so a
+step moves along a chain pass by pass, not once all of it has landed. A unit of p passes is p puts, one
+per pass's lines, each bumping the tail by one: the tail counts passes, the head still counts units (a
+slot is returned once all of it is consumed). Sender and receiver of a unit count its passes from the
+same data, the channel's, so they agree.
+
 Flags and buffers are per connection name and channel: ``<prefix><conn>.tail<c>`` on the receiver,
 ``<prefix><conn>.head<c>`` on the sender, the FIFO ``<prefix><conn>.fifo`` of channels x buffer bytes
 (channel c's slots at c x buffer) and ``<prefix><conn>.heads`` (8 B) that the credits land in.
@@ -27,13 +34,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from .protocols import NCCL_STEPS, Protocol
+from .protocols import NCCL_STEPS, Protocol, passes
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
     from ..bulk import ProgramSet
 
-__all__ = ["Ints", "Conn", "Side", "split", "primitive", "proxy_ns", "proxy_start", "WAIT", "HEAD_BYTES"]
+__all__ = ["Ints", "Conn", "Side", "split", "primitive", "multi_primitive", "unit_passes", "across", "proxy_ns",
+           "proxy_start",
+           "WAIT", "HEAD_BYTES"]
 
 Ints = NDArray[np.int64]
 #: How every FIFO wait waits: SyncMon wakes the workgroup when the flag lands (NCCL's threads spin on it).
@@ -75,10 +84,11 @@ class Conn:
         """Units the sender may run ahead of the receiver: NCCL_STEPS / steps per unit."""
         return NCCL_STEPS // self.unit_steps
 
-    def side(self, ps: ProgramSet, channel: Ints, peer: Ints) -> Side:
+    def side(self, ps: ProgramSet, channel: Ints, peer: Ints, network: NDArray[np.bool_] | None = None) -> Side:
         """The end of this connection in the programs of `ps` (their channel per program), talking to `peer`
-        (per program: the receiver's GPU for a sending side, the sender's GPU for a receiving side)."""
-        return Side(self, ps, channel, peer)
+        (per program: the receiver's GPU for a sending side, the sender's GPU for a receiving side);
+        `network`, per program: whether the peer is in another node (None: none is)."""
+        return Side(self, ps, channel, peer, network)
 
 
 @dataclass
@@ -89,7 +99,13 @@ class Side:
     ps: ProgramSet
     channel: Ints
     peer: Ints
+    #: per program: the peer is in another node, so a unit goes whole (None: no program's is). NCCL's proxy
+    #: sends a network step once the GPU has written all of it, so its passes do not move on one by one.
+    network: NDArray[np.bool_] | None = None
     n: int = 0  #: units sent (a sending side) or received (a receiving side) so far
+    #: a receiving side: the tail bumps it has waited for so far, per program where they differ (a unit is one
+    #: bump for Simple and across nodes, one per pass otherwise)
+    tail: Ints | int = 0
     _names: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False, repr=False)
 
     def _flag(self, which: str) -> tuple[str, ...]:
@@ -103,6 +119,12 @@ class Side:
             out = self._names[which] = tuple(names[self.channel].tolist())
         return out
 
+    def view(self, mask: NDArray[np.bool_]) -> Side:
+        """This side in the programs of `mask` only, at the same unit (`multi_primitive`'s groups)."""
+        tail = self.tail[mask] if isinstance(self.tail, np.ndarray) else self.tail
+        network = None if self.network is None else self.network[mask]
+        return Side(self.conn, self.ps.subset(mask), self.channel[mask], self.peer[mask], network, self.n, tail)
+
     def credit_wait(self) -> None:
         """Sender: wait until the receiver has freed the slot of the next unit (nothing for the first `depth`)."""
         if self.n >= self.conn.depth:
@@ -110,38 +132,60 @@ class Side:
 
     def send(self, data: Ints) -> None:
         """Sender: post the next unit of `data` bytes per program into the receiver's slot and bump its tail."""
-        self.send_data(data)
-        self.send_release()
+        p = unit_passes(self.conn.proto, data)
+        for i in range(p):
+            self.send_data(data, i, p)
+        self.release()
+        self.n += 1
 
-    def send_data(self, data: Ints) -> None:
-        """Sender: the unit's stores: LL/LL128 a `put` (its landing is the tail bump), Simple a `write`."""
+    def send_data(self, data: Ints, i: int = 0, p: int = 1) -> None:
+        """Sender: the unit's stores: LL/LL128 a `put` of pass i's lines of p (its landing bumps the tail),
+        Simple a `write` of the whole unit (i 0 of 1)."""
         c, proto = self.conn, self.conn.proto
         slot = (self.n * c.unit_steps) % NCCL_STEPS
         offset = self.channel * proto.buffer + slot * proto.step_wire
         tail = self._flag("tails")
         if proto.flag_in_data:
             lines = np.maximum(-(-data // proto.payload), 1)
-            self.ps.put(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset, nbytes=lines * proto.line, flag=tail,
-                        value=1, op="add")
+            before = sum((split(lines, p, j) for j in range(i)), np.zeros_like(lines))
+            mine = split(lines, p, i)
+            # A pass of a short unit may hold no line: it still stores one (its flag), as a step with no data does.
+            self.ps.put(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset + np.minimum(before, lines - 1) * proto.line,
+                        nbytes=np.maximum(mine, 1) * proto.line, flag=tail, value=1, op="add")
         else:
             self.ps.write(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset, nbytes=np.maximum(data, 1))
 
-    def send_release(self) -> None:
+    def release(self) -> None:
         """Sender: Simple's fence and step-counter store (a release signal of the tail); nothing for LL/LL128,
-        whose data carried the flag. Ends the unit."""
+        whose data carried the flag."""
         if not self.conn.proto.flag_in_data:
             self.ps.signal(dst=self.peer, flag=self._flag("tails"), op="add", value=1, scope="peer")
-        self.n += 1
 
-    def recv_wait(self) -> None:
-        """Receiver: wait until the next unit has arrived (its tail counts it)."""
-        self.ps.wait(flag=self._flag("tails"), cond=">=", value=self.n + 1, **WAIT)
+    def recv_wait(self, upto: int = 1) -> None:
+        """Receiver: wait until the next unit has arrived (Simple), or its first `upto` passes (LL/LL128)."""
+        self.ps.wait(flag=self._flag("tails"), cond=">=", value=self.tail + upto, **WAIT)
 
-    def recv_done(self) -> None:
-        """Receiver: return the consumed unit's slot to the sender (the 8-byte head store)."""
+    def recv_done(self, p: int = 1) -> None:
+        """Receiver: return the consumed unit's slot to the sender (the 8-byte head store); the unit came in
+        `p` passes."""
         self.ps.put(dst=self.peer, buffer=f"{self.conn.name}.heads", offset=0, nbytes=HEAD_BYTES,
                     flag=self._flag("heads"), value=1, op="add")
-        self.n += 1
+        self.tail = self.tail + p
+
+
+def unit_passes(proto: Protocol, data: Ints) -> int:
+    """The passes of a unit of `data` bytes per program (`protocols.passes` of the largest): the same for
+    every program, which the ops of a program set need, and for both ends of a connection, whose data is
+    their channel's."""
+    return passes(proto, int(np.max(data))) if np.size(data) else 1
+
+
+def across(gpu: Ints, peer: Ints, per_node: int) -> NDArray[np.bool_] | None:
+    """Per program: whether `peer` is in another node than `gpu` (None with one node: per_node 0)."""
+    if not per_node:
+        return None
+    out: NDArray[np.bool_] = (np.asarray(peer) // per_node) != (np.asarray(gpu) // per_node)
+    return out
 
 
 def proxy_ns(proxy: float, gpu: Ints, recv_from: Ints | None, send_to: Ints | None, per_node: int
@@ -181,18 +225,72 @@ def primitive(ps: ProgramSet, recv: Side | None, send: Side | None, data: Ints,
     program, across nodes): the proxies' time between the unit's arrival and its use, and between the
     credit and the send (`proxy_ns`), spent before the stores are issued.
     """
-    if recv is not None:
-        recv.recv_wait()
-    if send is not None:
-        send.credit_wait()
+    multi_primitive(ps, [recv] if recv is not None else [], [send] if send is not None else [], data,
+                    np.asarray(local_ns, dtype=float), pre_ns)
+
+
+def multi_primitive(ps: ProgramSet, recvs: list[Side], sends: list[Side], data: Ints,
+                    local: NDArray[np.float64], pre_ns: NDArray[np.float64] | None, passes: int = 0) -> None:
+    """`primitive` with several receive peers (a reduce of every child's unit) or several send peers (the
+    result to every child), as NCCL's ``FanAsymmetric<NCCL_MAX_TREE_ARITY, ...>`` primitives: wait for every
+    input and every credit, the proxies' time, the stores to every peer, the local memory time, the
+    releases, then the credits back to every sender. LL/LL128 go pass by pass (see the module's doc) where
+    the peer is in the node; `passes`: the unit's passes when the programs of `ps` are not all of the
+    channels (0: `unit_passes` of `data`)."""
+    p = passes or unit_passes((recvs or sends)[0].conn.proto, data)
+    sides = recvs + sends
+    nets = [s.network for s in sides]
+    if p == 1 or all(net is None or not net.any() for net in nets):
+        _passes(ps, recvs, sends, data, local, pre_ns, [p] * len(recvs), [p] * len(sends))
+        for s in sides:
+            s.n += 1
+        return
+    # Programs whose sides cross nodes alike run alike: one group of programs each, in a fixed order.
+    bits = np.zeros(len(ps), dtype=np.int64)
+    for i, net in enumerate(nets):
+        if net is not None:
+            bits |= net.astype(np.int64) << i
+    for key in np.unique(bits).tolist():
+        mask = bits == key
+        views = [s.view(mask) for s in sides]
+        each = [1 if key >> i & 1 else p for i in range(len(sides))]
+        _passes(ps.subset(mask), views[:len(recvs)], views[len(recvs):], data[mask],
+                local[mask] if local.ndim else local, None if pre_ns is None else pre_ns[mask],
+                each[:len(recvs)], each[len(recvs):])
+        for r, v in zip(recvs, views[:len(recvs)]):
+            if not isinstance(r.tail, np.ndarray):
+                r.tail = np.full(len(ps), r.tail, dtype=np.int64)
+            r.tail[mask] = v.tail
+    for s in sides:
+        s.n += 1
+
+
+def _passes(ps: ProgramSet, recvs: list[Side], sends: list[Side], data: Ints, local: NDArray[np.float64],
+            pre_ns: NDArray[np.float64] | None, p_recv: list[int], p_send: list[int]) -> None:
+    """One unit's ops in programs whose sides take it in p_recv / p_send passes each (1: whole). A side in
+    passes takes pass i at step i of the loop; a whole receive is waited for first, a whole send goes at the
+    last step, once every pass it carries is in. The sides' unit counts are the caller's to advance."""
+    P = max(p_recv + p_send)
+    for r in recvs:
+        r.recv_wait()
+    for s in sends:
+        s.credit_wait()
     if pre_ns is not None:
         ps.compute(ns=pre_ns)
-    if send is not None:
-        send.send_data(data)
-    ns = np.asarray(local_ns, dtype=float)
-    if ns.size and float(ns.max()) > 0:
-        ps.compute(ns=ns if ns.ndim else float(ns))
-    if send is not None:
-        send.send_release()
-    if recv is not None:
-        recv.recv_done()
+    share = local / P if P > 1 else local
+    for i in range(P):
+        if i:
+            for r, pr in zip(recvs, p_recv):
+                if pr > 1:
+                    r.recv_wait(i + 1)
+        for s, pss in zip(sends, p_send):
+            if pss > 1:
+                s.send_data(data, i, pss)
+            elif i == P - 1:
+                s.send_data(data)
+        if share.size and float(share.max()) > 0:
+            ps.compute(ns=share if share.ndim else float(share))
+    for s in sends:
+        s.release()
+    for r, pr in zip(recvs, p_recv):
+        r.recv_done(pr)

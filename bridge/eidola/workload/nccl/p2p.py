@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .fifo import Conn, primitive, split
+from .fifo import Conn, across, primitive, split
 from .protocols import Protocol
 from .ring import local_ns
 
@@ -38,15 +38,16 @@ def per_peer_channels(channels: int, k: int, per_peer: int, chunk: int) -> int:
 
 
 def alltoall(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, mem_bw: float,
-             prefix: str) -> None:
-    """Append an all-to-all of S bytes sent per rank on GPUs 0..k-1, m workgroups per peer."""
+             prefix: str, per_node: int = 0) -> None:
+    """Append an all-to-all of S bytes sent per rank on GPUs 0..k-1, m workgroups per peer. per_node: GPUs per
+    node (0: one node), for which peers are across nodes."""
     W = m * (k - 1)
     G, Wg = np.repeat(np.arange(k), W), np.tile(np.arange(W), k)
     d, j = Wg % (k - 1) + 1, Wg // (k - 1)
     ps = b.programs_at(G, Wg)
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
-    send = conn.side(ps, Wg, (G + d) % k)
-    recv = conn.side(ps, Wg, (G - d) % k)
+    send = conn.side(ps, Wg, (G + d) % k, across(G, (G + d) % k, per_node))
+    recv = conn.side(ps, Wg, (G - d) % k, across(G, (G - d) % k, per_node))
     ns_per_byte = W / mem_bw * 1e9
     own = split(split(S, k, G), m, j)
     if float(own.max()) * ns_per_byte > 0:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Protocol", "PROTOCOL_NAMES", "NCCL_STEPS", "protocol", "wire_bytes", "SIMPLE_SLICE_FLOOR_DIV",
+__all__ = ["Protocol", "PROTOCOL_NAMES", "NCCL_STEPS", "protocol", "passes", "wire_bytes", "SIMPLE_SLICE_FLOOR_DIV",
            "CHUNK_STEPS", "SLICE_STEPS"]
 
 #: Slots of every connection FIFO (``NCCL_STEPS``): the sender runs at most this many steps ahead.
@@ -45,6 +45,12 @@ class Protocol:
     line: int        #: wire bytes per line (0: Simple has no lines)
     payload: int     #: data bytes per line (0 for Simple)
     buffer: int      #: FIFO bytes per connection (wire bytes, all NCCL_STEPS slots)
+    #: LL/LL128: wire bytes the receiving threads take per pass of their loop (0 for Simple). The primitive
+    #: loops over a step in passes (``GenericOp`` in ``prims_ll.h``, ``prims_ll128.h``): each thread loads
+    #: its lines of the pass once their flags show, reduces or copies them and stores them on to the next
+    #: peer, so a step moves on pass by pass as it lands, not once all of it has. LL: one 16-byte line per
+    #: thread a pass; LL128: each warp a slice of NCCL_LL128_SHMEM_ELEMS_PER_THREAD (8) x 8 B per thread.
+    pass_wire: int = 0
 
     @property
     def flag_in_data(self) -> bool:
@@ -70,12 +76,23 @@ class Protocol:
 def protocol(name: str, library: str = "nccl") -> Protocol:
     """The protocol `name` ("LL", "LL128", "Simple") as `library` ("nccl" or "rccl") runs it."""
     if name == "LL":  # 8 lines per thread x 8 steps x 16 B: NCCL 512 threads, RCCL 256
-        return Protocol("LL", 16, 8, 512 * 1024 if library == "nccl" else 256 * 1024)
+        threads = 512 if library == "nccl" else 256
+        return Protocol("LL", 16, 8, threads * 1024, pass_wire=threads * 16)
     if name == "LL128":  # elements per thread x threads x 8 steps x 8 B: NCCL 120 x 640, RCCL 28 x 256
-        return Protocol("LL128", 128, 120, 4_915_200) if library == "nccl" else Protocol("LL128", 64, 56, 458_752)
+        # passes a step: NCCL 614,400 / (640 x 64) = 15, RCCL 57,344 / (256 x 64) = 3.5
+        return (Protocol("LL128", 128, 120, 4_915_200, pass_wire=640 * 64) if library == "nccl"
+                else Protocol("LL128", 64, 56, 458_752, pass_wire=256 * 64))
     if name == "Simple":
         return Protocol("Simple", 0, 0, 4 * 1024 * 1024)
     raise ValueError(f"protocol {name!r} is not one of {', '.join(PROTOCOL_NAMES)}")
+
+
+def passes(proto: Protocol, data: int) -> int:
+    """LL/LL128: the passes of the receiving loop over a unit of `data` bytes (at least 1); Simple: 1 (a
+    slice is used only once all of it is in, after its release)."""
+    if not proto.line:
+        return 1
+    return max(1, -(-wire_bytes(proto, data) // proto.pass_wire))
 
 
 def wire_bytes(proto: Protocol, data: int) -> int:

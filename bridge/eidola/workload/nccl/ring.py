@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from .fifo import Conn, Ints, primitive, proxy_ns, proxy_start, split
+from .fifo import Conn, Ints, across, primitive, proxy_ns, proxy_start, split
 from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protocol
 
 if TYPE_CHECKING:
@@ -122,8 +122,8 @@ def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Prot
     base, Q = P - P % k, P % k  # the piece's first position, the position inside it
     conn = Conn(b, f"{prefix}ring", proto, geo.unit_steps, C)
     nxt, prv = order[Ch, base + (Q + 1) % k], order[Ch, base + (Q - 1) % k]
-    send = conn.side(ps, Ch, nxt)
-    recv = conn.side(ps, Ch, prv)
+    send = conn.side(ps, Ch, nxt, across(G, nxt, per_node))
+    recv = conn.side(ps, Ch, prv, across(G, prv, per_node))
     proxy_start(b, G, Ch, [nxt, prv], per_node, launch)
     ns_per_byte = C / mem_bw * 1e9
     part = split(S, C, Ch)
@@ -141,9 +141,10 @@ def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Prot
 
 
 def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
-              prefix: str) -> None:
+              prefix: str, per_node: int = 0) -> None:
     """Append a broadcast of S bytes from GPU `root`: per channel a chain along its ring from the root; the root
-    sends, the others recvCopySend, the last receives (NCCL's ring broadcast)."""
+    sends, the others recvCopySend, the last receives (NCCL's ring broadcast). per_node: GPUs per node (0: one
+    node), for which hops cross nodes."""
     C, k = len(rings), len(rings[0])
     geo = geometry("broadcast", proto, S, C, 1)
     order = np.array([r[r.index(root):] + r[:r.index(root)] for r in rings], dtype=np.int64)  # root at position 0
@@ -157,8 +158,9 @@ def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, prot
         Pp = np.repeat(np.array(positions, dtype=np.int64), C)
         Ch = np.tile(np.arange(C), len(positions))
         ps = b.programs_at(order[Ch, Pp], Ch)
-        send = conn.side(ps, Ch, order[Ch, (Pp + 1) % k]) if s else None
-        recv = conn.side(ps, Ch, order[Ch, (Pp - 1) % k]) if r else None
+        here, nxt, prv = order[Ch, Pp], order[Ch, (Pp + 1) % k], order[Ch, (Pp - 1) % k]
+        send = conn.side(ps, Ch, nxt, across(here, nxt, per_node)) if s else None
+        recv = conn.side(ps, Ch, prv, across(here, prv, per_node)) if r else None
         part = split(S, C, Ch)
         for loop in range(geo.loops):
             block = split(part, geo.loops, loop)

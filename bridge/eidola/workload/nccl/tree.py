@@ -14,17 +14,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
-from .fifo import Conn, Ints, Side, primitive, proxy_start, split
+from .fifo import Conn, across, multi_primitive, primitive, proxy_start, split, unit_passes
 from .protocols import Protocol
 from .ring import geometry, local_ns
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
-    from ..bulk import ProgramSet
 
-__all__ = ["tree_allreduce", "btree", "dtree", "dtree_links", "dtree_allreduce", "multi_primitive"]
+__all__ = ["tree_allreduce", "btree", "dtree", "dtree_links", "dtree_allreduce"]
 
 
 def tree_allreduce(b: ProfileBuilder, S: int, rings: list[list[int]], proto: Protocol, mem_bw: float,
@@ -154,12 +152,12 @@ def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: i
         part = split(S, C, Ch)
         root = slot < 0
         # up: receive from each child, send to the parent
-        recvs = [up[j].side(ps, Ch, kids[j]) for j in range(nk)]
-        send = None if root else up[slot].side(ps, Ch, par)
+        recvs = [up[j].side(ps, Ch, kids[j], across(G, kids[j], g)) for j in range(nk)]
+        send = None if root else up[slot].side(ps, Ch, par, across(G, par, g))
         up_local = nk + 1 + (1 if root else 0)
         # down: receive from the parent, send to each child
-        drecv = None if root else down[slot].side(ps, Ch, par)
-        dsends = [down[j].side(ps, Ch, kids[j]) for j in range(nk)]
+        drecv = None if root else down[slot].side(ps, Ch, par, across(G, par, g))
+        dsends = [down[j].side(ps, Ch, kids[j], across(G, kids[j], g)) for j in range(nk)]
         down_local = 1 if root else 2
         for phase in ("up", "down"):
             rs = recvs if phase == "up" else ([drecv] if drecv is not None else [])
@@ -167,28 +165,10 @@ def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: i
             local = up_local if phase == "up" else down_local
             for loop in range(geo.loops):
                 block = split(part, geo.loops, loop)
+                widest = split(split(S, C, 0), geo.loops, loop)  # channel 0's, the largest: the same in every group
                 for u in range(geo.units):
                     data = split(block, geo.units, u)
-                    multi_primitive(ps, rs, ss, data, local_ns(local, data, ns_per_byte), pre_or_none)
-
-
-def multi_primitive(ps: ProgramSet, recvs: list[Side], sends: list[Side], data: Ints,
-                    local: NDArray[np.float64], pre_ns: NDArray[np.float64] | None) -> None:
-    """`fifo.primitive` with several receive peers (a reduce of every child's unit) or several send peers (the
-    result to every child), as NCCL's ``FanAsymmetric<NCCL_MAX_TREE_ARITY, ...>`` primitives: wait for every
-    input and every credit, the proxies' time, the stores to every peer, the local memory time, the
-    releases, then the credits back to every sender."""
-    for r in recvs:
-        r.recv_wait()
-    for s in sends:
-        s.credit_wait()
-    if pre_ns is not None:
-        ps.compute(ns=pre_ns)
-    for s in sends:
-        s.send_data(data)
-    if local.size and float(local.max()) > 0:
-        ps.compute(ns=local)
-    for s in sends:
-        s.send_release()
-    for r in recvs:
-        r.recv_done()
+                    # A unit's passes from a figure every group shares: a child and its parent are in different
+                    # groups, and each group holds only some channels.
+                    p = unit_passes(proto, split(widest, geo.units, u))
+                    multi_primitive(ps, rs, ss, data, local_ns(local, data, ns_per_byte), pre_or_none, p)
