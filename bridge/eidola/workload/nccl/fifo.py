@@ -41,8 +41,7 @@ if TYPE_CHECKING:
     from ..bulk import ProgramSet
 
 __all__ = ["Ints", "Conn", "Side", "split", "primitive", "multi_primitive", "unit_passes", "across", "proxy_ns",
-           "proxy_start",
-           "WAIT", "HEAD_BYTES"]
+           "proxy_start", "WAIT", "HEAD_BYTES"]
 
 Ints = NDArray[np.int64]
 #: How every FIFO wait waits: SyncMon wakes the workgroup when the flag lands (NCCL's threads spin on it).
