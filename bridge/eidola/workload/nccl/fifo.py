@@ -129,14 +129,6 @@ class Side:
         if self.n >= self.conn.depth:
             self.ps.wait(flag=self._flag("heads"), cond=">=", value=self.n + 1 - self.conn.depth, **WAIT)
 
-    def send(self, data: Ints) -> None:
-        """Sender: post the next unit of `data` bytes per program into the receiver's slot and bump its tail."""
-        p = unit_passes(self.conn.proto, data)
-        for i in range(p):
-            self.send_data(data, i, p)
-        self.release()
-        self.n += 1
-
     def send_data(self, data: Ints, i: int = 0, p: int = 1) -> None:
         """Sender: the unit's stores: LL/LL128 a `put` of pass i's lines of p (its landing bumps the tail),
         Simple a `write` of the whole unit (i 0 of 1)."""
@@ -146,7 +138,7 @@ class Side:
         tail = self._flag("tails")
         if proto.flag_in_data:
             lines = np.maximum(-(-data // proto.payload), 1)
-            before = sum((split(lines, p, j) for j in range(i)), np.zeros_like(lines))
+            before = lines // p * i + np.minimum(i, lines % p)  # the lines of passes 0..i-1 (`split`'s pieces)
             mine = split(lines, p, i)
             # A pass of a short unit may hold no line: it still stores one (its flag), as a step with no data does.
             self.ps.put(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset + np.minimum(before, lines - 1) * proto.line,
@@ -179,10 +171,10 @@ def unit_passes(proto: Protocol, data: Ints) -> int:
     return passes(proto, int(np.max(data))) if np.size(data) else 1
 
 
-def across(gpu: Ints, peer: Ints, per_node: int) -> NDArray[np.bool_] | None:
-    """Per program: whether `peer` is in another node than `gpu` (None with one node: per_node 0)."""
+def across(gpu: Ints, peer: Ints, per_node: int) -> NDArray[np.bool_]:
+    """Per program: whether `peer` is in another node than `gpu` (per_node 0: one node, none is)."""
     if not per_node:
-        return None
+        return np.zeros(np.shape(gpu), dtype=bool)
     out: NDArray[np.bool_] = (np.asarray(peer) // per_node) != (np.asarray(gpu) // per_node)
     return out
 
@@ -192,10 +184,9 @@ def proxy_ns(proxy: float, gpu: Ints, recv_from: Ints | None, send_to: Ints | No
     """Per program: `proxy` ns for each of its receive and send peers in another node (GPU // per_node differs),
     the proxy thread's part of a network step at that end; None when no program of the set crosses a node."""
     out = np.zeros(len(gpu), dtype=np.float64)
-    node = gpu // per_node
     for peer in (recv_from, send_to):
         if peer is not None:
-            out += proxy * (peer // per_node != node)
+            out += proxy * across(gpu, peer, per_node)
     return out if proxy > 0 and bool(out.any()) else None
 
 
@@ -205,10 +196,9 @@ def proxy_start(b: ProfileBuilder, gpu: Ints, channel: Ints, peers: list[Ints], 
     first network step can move (`System.proxy_launch_ns`)."""
     if launch <= 0 or not per_node:
         return
-    node = gpu // per_node
     cross = np.zeros(len(gpu), dtype=bool)
     for peer in peers:
-        cross |= (peer >= 0) & (peer // per_node != node)
+        cross |= (peer >= 0) & across(gpu, peer, per_node)
     if cross.any():
         b.programs_at(gpu[cross], channel[cross]).compute(ns=float(launch))
 
@@ -238,25 +228,25 @@ def multi_primitive(ps: ProgramSet, recvs: list[Side], sends: list[Side], data: 
     channels (0: `unit_passes` of `data`)."""
     p = passes or unit_passes((recvs or sends)[0].conn.proto, data)
     sides = recvs + sends
-    nets = [s.network for s in sides]
-    if p == 1 or all(net is None or not net.any() for net in nets):
-        _passes(ps, recvs, sends, data, local, pre_ns, [p] * len(recvs), [p] * len(sends))
-        for s in sides:
-            s.n += 1
-        return
-    # Programs whose sides cross nodes alike run alike: one group of programs each, in a fixed order.
-    bits = np.zeros(len(ps), dtype=np.int64)
-    for i, net in enumerate(nets):
-        if net is not None:
-            bits |= net.astype(np.int64) << i
-    for key in np.unique(bits).tolist():
-        mask = bits == key
+    # Programs whose sides cross nodes alike run alike: one group of programs each, in a fixed order (bit i
+    # of a program's key: side i's peer is in another node, so that side takes the unit whole).
+    key = np.zeros(len(ps), dtype=np.int64)
+    if p > 1:
+        for i, s in enumerate(sides):
+            if s.network is not None:
+                key |= s.network.astype(np.int64) << i
+    keys = np.unique(key).tolist()
+    for k in keys:
+        each = [1 if k >> i & 1 else p for i in range(len(sides))]
+        if len(keys) == 1:  # every program alike: the sides as they are
+            _passes(ps, recvs, sends, data, local, pre_ns, each[:len(recvs)], each[len(recvs):])
+            continue
+        mask = key == k
         views = [s.view(mask) for s in sides]
-        each = [1 if key >> i & 1 else p for i in range(len(sides))]
         _passes(ps.subset(mask), views[:len(recvs)], views[len(recvs):], data[mask],
                 local[mask] if local.ndim else local, None if pre_ns is None else pre_ns[mask],
                 each[:len(recvs)], each[len(recvs):])
-        for r, v in zip(recvs, views[:len(recvs)]):
+        for r, v in zip(recvs, views):
             if not isinstance(r.tail, np.ndarray):
                 r.tail = np.full(len(ps), r.tail, dtype=np.int64)
             r.tail[mask] = v.tail

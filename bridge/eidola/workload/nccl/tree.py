@@ -144,9 +144,8 @@ def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: i
         kids = [np.array([children[c][gpu][j] for gpu, c in members], dtype=np.int64) for j in range(nk)]
         proxy_start(b, G, Ch, [par, *kids], g, launch)
         ps = b.programs_at(G, Ch)
-        node = G // g
-        net_kids = sum(((kk // g) != node).astype(np.float64) for kk in kids) if kids else np.zeros(len(G))
-        net_par = ((par // g) != node).astype(np.float64) * (par >= 0)
+        net_kids = sum(across(G, kk, g).astype(np.float64) for kk in kids) if kids else np.zeros(len(G))
+        net_par = (across(G, par, g) & (par >= 0)).astype(np.float64)
         pre = np.asarray(proxy * (net_kids + net_par), dtype=np.float64)
         pre_or_none = pre if proxy > 0 and bool(pre.any()) else None
         part = split(S, C, Ch)
