@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <vector>
@@ -38,6 +39,17 @@ std::vector<FlowSolver::Use> random_switch_flow(std::mt19937_64& rng, int gpus) 
     std::vector<FlowSolver::Use> uses{{2 * src, 1.0 + double(rng() % 4) / 64}, {2 * dst + 1, 1.0}};
     if (ack > 0) uses.insert(uses.end(), {{2 * dst, ack}, {2 * src + 1, ack}});
     return uses;
+}
+
+// The links of random_switch_flow's switch (2 per GPU), each of 50 to 149 units at random, added in
+// the same order to every solver given; returns their capacities.
+std::vector<double> random_switch_links(std::mt19937_64& rng, int gpus, std::initializer_list<FlowSolver*> solvers) {
+    std::vector<double> cap;
+    for (int r = 0; r < 2 * gpus; ++r) {
+        cap.push_back(50 + double(rng() % 100));
+        for (FlowSolver* s : solvers) s->add_resource(cap.back());
+    }
+    return cap;
 }
 
 // One random step: 1 to 4 of the flow ids (one per entry of tmpl: its template, -1 when absent) come or go.
@@ -206,13 +218,7 @@ int main() {
             inc.set_backoff(false);
             full.set_incremental(false);
             full.set_small_component(0);
-            std::vector<double> cap;
-            for (int r = 0; r < 2 * gpus; ++r) {
-                cap.push_back(50 + double(rng() % 100));
-                inc.add_resource(cap.back());
-                full.add_resource(cap.back());
-                dflt.add_resource(cap.back());
-            }
+            const std::vector<double> cap = random_switch_links(rng, gpus, {&inc, &full, &dflt});
             const std::uint32_t kFlows = 6 * std::uint32_t(gpus);
             std::vector<std::vector<FlowSolver::Use>> uses(kFlows);
             std::vector<bool> active(kFlows, false);
@@ -516,12 +522,7 @@ int main() {
             FlowSolver scan, heap;
             scan.set_scan_fill(std::numeric_limits<std::size_t>::max());
             heap.set_scan_fill(0);
-            std::vector<double> cap;
-            for (int r = 0; r < 2 * gpus; ++r) {
-                cap.push_back(50 + double(rng() % 100));
-                scan.add_resource(cap.back());
-                heap.add_resource(cap.back());
-            }
+            const std::vector<double> cap = random_switch_links(rng, gpus, {&scan, &heap});
             Templates templates;
             for (int t = 0; t < 4 * gpus; ++t) templates.push_back(random_switch_flow(rng, gpus));
             std::vector<int> tmpl(8 * std::size_t(gpus), -1), same = tmpl;
