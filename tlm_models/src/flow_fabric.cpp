@@ -377,7 +377,7 @@ void FlowFabric::activate(std::uint32_t id) {
         };
         // A framed link (rail NICs and network) carries the NIC's headers per network packet of
         // the message rather than a header per GPU packet; its packets' wire size is their mean.
-        for (const auto& [link, share] : route(src, dst).links) {
+        for (const auto& [link, share] : m_routes[ri].links) {  // no route is built in this loop: the reference holds
             const TopoLink& l = m_topology->links()[link];
             const double headers = l.framed ? framed_header(f, l, true) : n * l.header;
             const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
