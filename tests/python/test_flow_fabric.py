@@ -125,6 +125,30 @@ def test_two_flows_on_one_link_get_half_each(write_platform):
     assert hot["bytes"] == 2 * nbytes and hot["utilization"] > 0.97
 
 
+def test_a_single_packet_crosses_a_full_link_at_zero_load_and_takes_no_share(write_platform):
+    # GPU 0 streams 4 MiB to GPU 2 through the switch while GPUs 1 and 3 each write one 256-byte
+    # packet to GPU 2 over the same, full, switch -> GPU 2 link. A single packet is timed alone
+    # (docs/fabrics.md, "Single packets"): it arrives a zero-load latency after it is issued and its
+    # ack comes back at zero load, as on an idle fabric (the two land together, so GPU 2's memory
+    # serves one after the other), and the stream ends when it would alone.
+    nbytes = 4 << 20
+    n = nbytes // P
+    small = ProfileBuilder(gpus=4, workgroups=3, name="stream-and-packets")
+    small.buffer("data", nbytes=nbytes)
+    small.program(gpu=0, wg=0).write(dst=2, buffer="data", offset=0, nbytes=nbytes)
+    small.program(gpu=1, wg=1).write(dst=2, buffer="data", offset=0, nbytes=P)
+    small.program(gpu=3, wg=2).write(dst=2, buffer="data", offset=0, nbytes=P)
+    res = eidola.simulate(_platform(write_platform, 4, "switch"), small.build())
+    packet_trip = zl(P + H, 2) + M + P / MEM * 1e9 + zl(H, 2)
+    first, second = sorted(res.gpus["finish_ns"][[1, 3]])
+    assert first == pytest.approx(packet_trip, abs=1e-3)
+    assert second == pytest.approx(packet_trip + P / MEM * 1e9, abs=1e-3)
+    alone = (n - 1) * ser_ns(P + H) + zl(P + H, 2) + M + P / MEM * 1e9 + zl(H, 2)
+    assert res.gpus["finish_ns"][0] == pytest.approx(alone, rel=1e-6)
+    hot = res.links[(res.links["src"] == 4) & (res.links["dst"] == 2)][0]  # the switch is node 4
+    assert hot["bytes"] == nbytes + 2 * P  # bytes stay exact
+
+
 def test_credits_limit_a_link_whose_buffer_misses_the_round_trip(write_platform):
     # A buffer of 32 packets on a 64 GB/s link: at most 32 packets per credit round trip
     # (L/B + 2 lat + sw = 254.25 ns), 32 x 272 B / 254.25 ns = 34.2 GB/s on the wire, a little over

@@ -97,6 +97,7 @@ private:
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
+        bool alone = false;              // a single packet timed outside the solver (timed_alone)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
@@ -198,6 +199,9 @@ private:
     void count_links(const Flow& f);
     void spread_carried(std::vector<LinkStats>& stats, std::vector<std::uint64_t>& overhead) const;
     void account_busy(std::uint32_t link, std::uint64_t now);
+    void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
+    void open_bin(std::uint32_t link, std::uint64_t bin);
+    void timed_alone(std::uint32_t id);
     std::uint32_t ack_wire(const TopoLink& l) const { return m_ack_bytes ? m_ack_bytes : l.header; }
     double credit_seconds(const TopoLink& l, std::uint64_t wire) const;
 
