@@ -125,28 +125,36 @@ def test_two_flows_on_one_link_get_half_each(write_platform):
     assert hot["bytes"] == 2 * nbytes and hot["utilization"] > 0.97
 
 
-def test_a_single_packet_crosses_a_full_link_at_zero_load_and_takes_no_share(write_platform):
-    # GPU 0 streams 4 MiB to GPU 2 through the switch while GPUs 1 and 3 each write one 256-byte
-    # packet to GPU 2 over the same, full, switch -> GPU 2 link. A single packet is timed alone
-    # (docs/fabrics.md, "Single packets"): it arrives a zero-load latency after it is issued and its
-    # ack comes back at zero load, as on an idle fabric (the two land together, so GPU 2's memory
-    # serves one after the other), and the stream ends when it would alone.
-    nbytes = 4 << 20
+def test_a_flag_crosses_a_full_link_at_zero_load_and_takes_no_share(write_platform):
+    # GPU 0 streams 4 MiB to GPU 2 through the switch while GPUs 1 and 3 each write an 8-byte flag
+    # to GPU 2 over the same, full, switch -> GPU 2 link. A flag (a payload of at most 64 bytes) is
+    # timed alone where its windows are large (docs/fabrics.md, "Flags"): it arrives a zero-load
+    # latency after it is issued and its ack comes back at zero load, as on an idle fabric (the
+    # two land together, so GPU 2's memory serves one after the other), and the stream ends when it
+    # would alone. A 256-byte write is data: it shares the link (the stream ends later).
+    nbytes, flag = 4 << 20, 8
     n = nbytes // P
-    small = ProfileBuilder(gpus=4, workgroups=3, name="stream-and-packets")
-    small.buffer("data", nbytes=nbytes)
-    small.program(gpu=0, wg=0).write(dst=2, buffer="data", offset=0, nbytes=nbytes)
-    small.program(gpu=1, wg=1).write(dst=2, buffer="data", offset=0, nbytes=P)
-    small.program(gpu=3, wg=2).write(dst=2, buffer="data", offset=0, nbytes=P)
-    res = eidola.simulate(_platform(write_platform, 4, "switch"), small.build())
-    packet_trip = zl(P + H, 2) + M + P / MEM * 1e9 + zl(H, 2)
+
+    def run(small):
+        b = ProfileBuilder(gpus=4, workgroups=3, name="stream-and-flags")
+        b.buffer("data", nbytes=nbytes)
+        b.program(gpu=0, wg=0).write(dst=2, buffer="data", offset=0, nbytes=nbytes)
+        b.program(gpu=1, wg=1).write(dst=2, buffer="data", offset=0, nbytes=small)
+        b.program(gpu=3, wg=2).write(dst=2, buffer="data", offset=0, nbytes=small)
+        return eidola.simulate(_platform(write_platform, 4, "switch"), b.build())
+
+    res = run(flag)
+    trip = zl(flag + H, 2) + M + flag / MEM * 1e9 + zl(H, 2)
     first, second = sorted(res.gpus["finish_ns"][[1, 3]])
-    assert first == pytest.approx(packet_trip, abs=1e-3)
-    assert second == pytest.approx(packet_trip + P / MEM * 1e9, abs=1e-3)
+    assert first == pytest.approx(trip, abs=1e-3)
+    assert second == pytest.approx(trip + flag / MEM * 1e9, abs=1e-3)
     alone = (n - 1) * ser_ns(P + H) + zl(P + H, 2) + M + P / MEM * 1e9 + zl(H, 2)
     assert res.gpus["finish_ns"][0] == pytest.approx(alone, rel=1e-6)
     hot = res.links[(res.links["src"] == 4) & (res.links["dst"] == 2)][0]  # the switch is node 4
-    assert hot["bytes"] == nbytes + 2 * P  # bytes stay exact
+    assert hot["bytes"] == nbytes + 2 * flag  # bytes stay exact
+    # Two 256-byte writes take their share: the stream loses about their wire time, 2 x 272 B.
+    shared = run(P).gpus["finish_ns"][0]
+    assert shared - alone == pytest.approx(2 * ser_ns(P + H), rel=0.05)
 
 
 def test_credits_limit_a_link_whose_buffer_misses_the_round_trip(write_platform):

@@ -226,6 +226,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     packets_of(trans, f.bytes, f.packets, f.packet_bytes);
     f.arrived_ps = now_ps();
     f.multimem = trans.get_extension<MultimemExtension>();
+    f.ext = trans.get_extension<FlowExtension>();
     if (m_mtu) f.framing = message_framing(trans, m_mtu);
     // A write waits behind the writes its GPU issued before on that link. A multimem access does
     // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
@@ -242,7 +243,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         f.queue = m_routes[r].injection;
         Injection& q = m_injection[std::size_t(f.queue)];
         if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
-            const FlowExtension* ext = trans.get_extension<FlowExtension>();
+            const FlowExtension* ext = f.ext;
             if (ext && ext->signal && f.packets == 1 && own_backlog(q, ext->workgroup)) {
                 // A signal behind its own workgroup's flows: it slips in behind their backlog,
                 // outside the queue (slip_at). When, is worked out once the flows ahead have
@@ -271,7 +272,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
 // first served, the signal's own write early, and keeps its signal behind the others instead.
 bool FlowFabric::own_backlog(const Injection& q, std::uint32_t wg) const {
     auto own = [&](std::uint32_t id) {
-        const FlowExtension* ext = m_flows[id].trans ? m_flows[id].trans->get_extension<FlowExtension>() : nullptr;
+        const FlowExtension* ext = m_flows[id].trans ? m_flows[id].ext : nullptr;
         return ext && ext->window > 0 && ext->workgroup == wg;
     };
     return std::all_of(q.active_ids.begin(), q.active_ids.end(), own) && std::all_of(q.waiting.begin(), q.waiting.end(), own);
@@ -312,7 +313,7 @@ std::uint64_t FlowFabric::slip_at(const Injection& q) const {
         ahead += left;
         rate += g.rate;
         beyond += std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
-        if (const FlowExtension* ext = g.trans->get_extension<FlowExtension>(); ext && ext->window > 0)
+        if (const FlowExtension* ext = g.ext; ext && ext->window > 0)
             window = std::max(window, double(ext->window) * double(ext->packet_bytes));
     }
     for (std::uint32_t w : q.waiting) ahead += double(m_flows[w].bytes);  // issued too, as far as the window goes
@@ -342,7 +343,6 @@ void FlowFabric::sent(std::uint32_t id) {
 void FlowFabric::activate(std::uint32_t id) {
     Flow& f = m_flows[id];
     const std::uint32_t src = f.src, dst = f.dst;
-    const tlm::tlm_generic_payload& trans = *f.trans;
     f.start_ps = f.anchor_ps = now_ps();
     const double payload = double(std::max<std::uint64_t>(f.bytes, 1));
     f.remaining = payload;
@@ -360,7 +360,7 @@ void FlowFabric::activate(std::uint32_t id) {
     const double n = double(f.packets), data = double(f.bytes);
     std::uint64_t round_trip = 0;
     if (src != dst) {
-        const FlowExtension* ext = trans.get_extension<FlowExtension>();
+        const FlowExtension* ext = f.ext;
         const std::uint32_t window = ext && ext->window > 0 ? ext->window : 0;
         const std::uint64_t turnaround = window ? ext->turnaround_ps : 0;
         const std::uint32_t ri = route_index(src, dst);
@@ -458,14 +458,26 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
     if (m_held.size() < m_solver.resources()) m_held.resize(m_solver.resources(), 0.0);
     double burst = n;
+    // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
+    // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
+    // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
+    // filled by flags as much as by data (so a flag waits for room there, and holds it).
+    bool alone = f.bytes <= kFlagBytes && !f.multimem && !(m_message_ps && f.framing.first);
+    bool small = false;
     for (const Paced& p : m_paced) {
         if (!(p.per_packet > 0)) continue;
-        const double room = m_solver.capacity(p.resource) - m_solver.load(p.resource) - m_held[p.resource];
+        const double capacity = m_solver.capacity(p.resource);
+        const double room = capacity - m_solver.load(p.resource) - m_held[p.resource];
         burst = std::min(burst, std::floor(std::max(0.0, room) / p.per_packet + 1e-9));
+        if (p.per_packet * kLargeWindow > capacity) {
+            small = true;
+            if (room < p.per_packet) alone = false;
+        }
     }
-    // A single packet (a signal, a flag, a small write) takes its room whether or not the windows
-    // have it: see timed_alone.
-    const bool alone = f.packets == 1 && !(m_message_ps && f.framing.first);
+    if (alone && !small) {
+        timed_alone(id);
+        return;
+    }
     const std::uint64_t burst_packets = m_paced.empty() ? 0 : alone ? 1 : std::uint64_t(burst);
     auto hold = [&](Flow& b, double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
@@ -504,15 +516,16 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     schedule_solve();
 }
 
-// Single packet `id` (its uses in m_uses) ends at the rate its route would give it alone, outside
-// the solver. Why: at scale most flows are such packets (67% of them in NCCL's tree on 64 GPUs:
-// credits, step counters, flags), and each one's start and end re-solved the flows sharing its
-// links and rescheduled their finishes twice, for a share of under a nanosecond of link time.
-// Its delivery does not depend on its rate (its only packet leaves when it starts and arrives a
-// zero-load latency later); what it leaves out is the few wire bytes it would take from the others
-// while it lasts, and a wait for room in a full window (it holds its slot for its round trip, as
-// a burst does). A packet that carries a NIC's message overhead stays in the solver: that
-// overhead holds the NIC's link for a whole message time.
+// Flag `id` (a single packet of at most kFlagBytes; its uses in m_uses) ends at the rate its
+// route would give it alone, outside the solver. Why: at scale most flows are flags (67% of them
+// in NCCL's tree on 64 GPUs: credits, step counters, signals), and each one's start and end
+// re-solved the flows sharing its links and rescheduled their finishes twice, for a share of under
+// a nanosecond of link time. Its delivery does not depend on its rate (its only packet leaves when
+// it starts and arrives a zero-load latency later); what it leaves out is the few wire bytes it
+// would take from the others while it lasts, which still count in the links' bytes and busy time.
+// launch() sends a flag here only where no small window is full, and keeps in the solver one that
+// carries a NIC's message overhead (which holds the NIC's link for a whole message time) or is a
+// multimem access (the switch's reduction engine is shared too).
 void FlowFabric::timed_alone(std::uint32_t id) {
     Flow& f = m_flows[id];
     const std::uint64_t now = now_ps();
@@ -622,9 +635,8 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     // a read's is its request's, as in the packet fabric.
     const bool starts = f.packets == 1 && f.framing.first;
     const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false, starts);
-    if (FlowExtension* ext = f.trans->get_extension<FlowExtension>())
-        ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
-    if (f.packets > 1 && !f.trans->get_extension<FlowExtension>()) {
+    if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
+    if (f.packets > 1 && !f.ext) {
         // A train from a GPU that paces its own window: its acknowledgements come one packet apart.
         if (TrainExtension* train = f.trans->get_extension<TrainExtension>(); train && f.rate != FlowSolver::kUnlimited)
             train->spacing_ps = round_ps(double(f.packet_bytes) * 1e12 / f.rate);

@@ -34,6 +34,7 @@
 namespace eidola {
 
 class PacketPool;
+struct FlowExtension;
 
 /// A flow-level TLM-2.0 fabric over the packet fabric's Topology and parameters (the same
 /// platform file runs on either). b_transport on targets[i] is forwarded at zero-load latency.
@@ -97,7 +98,8 @@ private:
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
-        bool alone = false;              // a single packet timed outside the solver (timed_alone)
+        FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
+        bool alone = false;              // a flag timed outside the solver (timed_alone)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
@@ -202,6 +204,10 @@ private:
     void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
     void open_bin(std::uint32_t link, std::uint64_t bin);
     void timed_alone(std::uint32_t id);
+    /// The largest payload timed alone (timed_alone): a flag, a counter, a signal's operand.
+    static constexpr std::uint64_t kFlagBytes = 64;
+    /// A window of at least this many of a flag's packets is never held full by flags (timed_alone).
+    static constexpr double kLargeWindow = 1024;
     std::uint32_t ack_wire(const TopoLink& l) const { return m_ack_bytes ? m_ack_bytes : l.header; }
     double credit_seconds(const TopoLink& l, std::uint64_t wire) const;
 
