@@ -21,6 +21,18 @@ if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-echo "setup: building and installing eidola (C++ models via CMake)"
-.venv/bin/python -m pip install -q ".[test]"
+# The C++ models are built profile-guided (CMakeLists.txt, EIDOLA_PGO): once instrumented, trained
+# on a few simulations (scripts/pgo_train.py, about 15 s), then again from the profile. Both builds
+# use scikit-build's one build directory (build/wheel), whose object paths name the profile's files.
+echo "setup: building and installing eidola (C++ models via CMake), instrumented for its profile"
+.venv/bin/python -m pip install -q ".[test]" --config-settings=cmake.define.EIDOLA_PGO=generate
+rm -rf build/wheel/pgo
+echo "setup: training the profile (scripts/pgo_train.py)"
+if .venv/bin/python scripts/pgo_train.py >/dev/null; then
+  echo "setup: building eidola again from the profile"
+  .venv/bin/python -m pip install -q --no-deps . --config-settings=cmake.define.EIDOLA_PGO=use
+else
+  echo "setup: the profile's training run failed (above); building eidola without a profile"
+  .venv/bin/python -m pip install -q --no-deps . --config-settings=cmake.define.EIDOLA_PGO=
+fi
 echo "setup: done"
