@@ -462,7 +462,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
     // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
     // filled by flags as much as by data (so a flag waits for room there, and holds it).
-    bool alone = f.bytes <= kFlagBytes && !f.multimem && !(m_message_ps && f.framing.first);
+    bool alone = f.bytes <= kFlagBytes && f.packets == 1 && !f.multimem && !(m_message_ps && f.framing.first);
     bool small = false;
     for (const Paced& p : m_paced) {
         if (!(p.per_packet > 0)) continue;
