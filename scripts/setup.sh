@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian 12/13 machine (as root), idempotently:
 # SystemC from the distribution, a virtual environment in .venv, the eidola package with its
-# C++ models built by CMake. Safe to run again; it only does what is missing or changed.
+# C++ models built by CMake. Safe to run again: packages and .venv are added only where missing;
+# the models are built and their profile trained again each time (about two minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -474,7 +474,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
             if (room < p.per_packet) alone = false;
         }
     }
-    if (alone && !small) {
+    if (alone && !small) {  // only large windows: no wait for room, and nothing held
         timed_alone(id);
         return;
     }
@@ -508,7 +508,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         }
         hold(f, double(burst_packets));
     }
-    if (alone) {
+    if (alone) {  // a small window had room: the flag holds it for its round trip (above)
         timed_alone(id);
         return;
     }
