@@ -146,6 +146,7 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
                     return;
                 }
                 if (!released(w, op)) {
+                    g.release_peer = release_scope(op);
                     g.state = WgState::Releasing;  // writes_drained() goes on
                     return;
                 }
@@ -180,6 +181,10 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
             g.state = WgState::Waiting;
             g.wait_since_ps = now;
             g.interval_ps = std::uint64_t(op.time_ps);
+            g.wait_flag = op.offset / 8;
+            g.wait_value = op.value;
+            g.wait_cond = op.sub;
+            g.wait_all = op.option != 0;
             ++m_waiting;
             m_last_flag_change_ps = now;
             if (m_core.monitor && m_core.monitor->external_writers() && !m_quiet_watching) {
@@ -199,16 +204,15 @@ void WorkgroupEngine::start_op(std::uint32_t w) {
     m_core.fail(m_core.name() + ": unknown op kind in a program");
 }
 
-bool WorkgroupEngine::released(std::uint32_t w, const Op& op) const {
-    return static_cast<ReleaseScope>(op.mode) == ReleaseScope::Peer ? m_initiator->unacked_to(w, op.peer) == 0
-                                                                    : m_initiator->unacked(w) == 0;
+bool WorkgroupEngine::released_to(std::uint32_t w, std::int32_t peer) const {
+    return peer >= 0 ? m_initiator->unacked_to(w, peer) == 0 : m_initiator->unacked(w) == 0;
 }
 
 void WorkgroupEngine::writes_drained(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
     switch (g.state) {
         case WgState::Releasing:
-            if (!released(w, g.ops[g.pc])) return;
+            if (!released_to(w, g.release_peer)) return;
             g.released = true;
             g.state = WgState::Ready;  // start_op() issues the signal now
             break;
@@ -262,13 +266,12 @@ void WorkgroupEngine::end_wait(std::uint32_t w) {
 // the log, or poll when the log is full.
 void WorkgroupEngine::arm_done(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
-    const Op& op = g.ops[g.pc];
     ++m_core.syncmon.stats().arms;
-    if (cond_holds(static_cast<Cond>(op.sub), m_core.memory.peek_flag(op.offset / 8), op.value)) {
+    if (cond_holds(static_cast<Cond>(g.wait_cond), m_core.memory.peek_flag(g.wait_flag), g.wait_value)) {
         end_wait(w);
         return;
     }
-    if (m_core.syncmon.arm(op.offset / 8, w)) {
+    if (m_core.syncmon.arm(g.wait_flag, SyncMonWaiter{w, g.wait_cond, g.wait_all, g.wait_value})) {
         note_syncmon();
         return;
     }
@@ -277,34 +280,33 @@ void WorkgroupEngine::arm_done(std::uint32_t w) {
 
 // With the condition in the monitor, only satisfied waiters wake (wake-one waiters: at most one
 // per write); otherwise every write wakes them to re-read the flag, and a false re-check is a
-// spurious wake-up.
+// spurious wake-up. The waiters' conditions are the log's copies: no workgroup is touched
+// until it wakes.
 void WorkgroupEngine::flag_written(std::uint64_t flag) {
     m_last_flag_change_ps = now_ps();
-    const std::vector<std::uint32_t>* list = m_core.syncmon.waiters(flag);
+    const std::vector<SyncMonWaiter>* list = m_core.syncmon.waiters(flag);
     if (!list) return;
     // Waking edits the log, so walk a copy; a member buffer, so a flag write costs no allocation.
     m_waking.assign(list->begin(), list->end());
-    const std::vector<std::uint32_t>& waiters = m_waking;
     const std::int64_t value = m_core.memory.peek_flag(flag);
     const std::uint64_t now = now_ps();
     bool woke_one = false;
-    for (std::uint32_t w : waiters) {
-        Workgroup& g = m_wgs[w];
-        const Op& op = g.ops[g.pc];
-        const bool wake_all = op.option != 0;
-        if (!wake_all && woke_one) continue;
+    for (const SyncMonWaiter& waiter : m_waking) {
+        const std::uint32_t w = waiter.wg;
+        if (!waiter.wake_all && woke_one) continue;
         if (m_config.check_in_monitor) {
-            if (!cond_holds(static_cast<Cond>(op.sub), value, op.value)) continue;
+            if (!cond_holds(static_cast<Cond>(waiter.cond), value, waiter.value)) continue;
             m_core.syncmon.disarm(flag, w);
             note_syncmon();
             m_core.actions.push(now + m_config.wake_latency_ps, {GpuActionKind::WaitDone, w});
         } else {
+            Workgroup& g = m_wgs[w];
             if (g.rechecking) continue;
             g.rechecking = true;
             m_core.actions.push(m_core.memory.schedule(now + m_config.wake_latency_ps, 8), {GpuActionKind::Recheck, w});
         }
         ++m_core.syncmon.stats().wakeups;
-        woke_one = woke_one || !wake_all;
+        woke_one = woke_one || !waiter.wake_all;
     }
 }
 

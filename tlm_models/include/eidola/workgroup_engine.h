@@ -117,18 +117,32 @@ private:
         std::uint64_t count = 0;
         std::uint64_t pc = 0;
         WgState state = WgState::Idle;
-        std::uint64_t wait_since_ps = 0;
-        std::uint64_t interval_ps = 0;    // current poll interval (spin-yield backs off)
-        std::uint64_t op_begin_ps = 0;    // when the current op started (for the trace)
         bool held = false;                // the current op's hold (wake-up delay) has been served
         bool released = false;            // the current signal's release wait is over (it began before)
         bool rechecking = false;          // woken by SyncMon, re-reading its flag
+        // The current op's fields that are read again after it starts (a release's scope, a wait's
+        // condition), copied here when it starts. Why: the op array is cold by then at scale (a
+        // cache miss per read), while this record is touched anyway.
+        std::uint8_t wait_cond = 0;       // Cond of the current wait
+        bool wait_all = false;            // the current wait wakes with all its flag's waiters
+        std::int32_t release_peer = -1;   // the peer a Releasing signal waits for, -1 for all its writes
+        std::uint64_t wait_flag = 0;      // the current wait's flag (index of its 8-byte word)
+        std::int64_t wait_value = 0;      // the value the current wait's condition compares with
+        std::uint64_t wait_since_ps = 0;
+        std::uint64_t interval_ps = 0;    // current poll interval (spin-yield backs off)
+        std::uint64_t op_begin_ps = 0;    // when the current op started (for the trace)
         WorkgroupStats stats;
     };
 
     void run(std::uint32_t wg);
     /// Whether the signal `op` of workgroup `wg` may go: the earlier writes its scope covers are acknowledged.
-    bool released(std::uint32_t wg, const Op& op) const;
+    bool released(std::uint32_t wg, const Op& op) const { return released_to(wg, release_scope(op)); }
+    /// The peer whose writes a signal `op` waits for, or -1 for all its workgroup's writes.
+    static std::int32_t release_scope(const Op& op) {
+        return static_cast<ReleaseScope>(op.mode) == ReleaseScope::Peer ? op.peer : -1;
+    }
+    /// Whether workgroup `wg`'s writes to `peer` (all of them for -1) are acknowledged.
+    bool released_to(std::uint32_t wg, std::int32_t peer) const;
     void start_op(std::uint32_t wg);
     void advance(std::uint32_t wg);
     void note_syncmon() {
@@ -143,7 +157,7 @@ private:
     std::uint64_t m_finish_ps = 0;
     bool m_tracing = false;
     std::vector<OpRecord> m_trace;
-    std::vector<std::uint32_t> m_waking;     // flag_written()'s copy of a waiter list, kept to reuse its storage
+    std::vector<SyncMonWaiter> m_waking;     // flag_written()'s copy of a waiter list, kept to reuse its storage
     std::vector<std::pair<std::uint64_t, std::uint32_t>> m_syncmon_trace;
     bool m_quiet_watching = false;           // a QuietWatch action is pending
     std::uint64_t m_last_flag_change_ps = 0; // last flag write here, or last wait begun here
