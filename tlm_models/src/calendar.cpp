@@ -34,14 +34,11 @@ Calendar::Calendar() : m_event("eidola_calendar_event"), m_context(sc_core::sc_g
 }
 
 std::uint32_t Calendar::new_bucket_for(std::uint64_t at_ps) {
-    std::uint32_t b;
-    auto found = m_bucket_of.find(at_ps);
-    if (found != m_bucket_of.end()) {
-        b = found->second;
-    } else {
+    std::uint32_t b = m_bucket_of.find(at_ps);
+    if (b == FlatIndex::kAbsent) {
         b = take_slot(m_buckets, m_free);
         m_buckets[b].at_ps = at_ps;
-        m_bucket_of.emplace(at_ps, b);
+        m_bucket_of.insert(at_ps, b);
         m_times.emplace_back(at_ps, b);
         std::push_heap(m_times.begin(), m_times.end(), LaterTime{});
     }

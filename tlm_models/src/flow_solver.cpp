@@ -45,15 +45,15 @@ std::uint64_t uses_key(const std::vector<FlowSolver::Use>& uses) {
 }  // namespace
 
 std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t key) {
-    const auto it = m_index.find(key);
-    if (it == m_index.end()) return kNone;
-    const UseList mine = this->uses(it->second);
+    const std::uint32_t found = m_index.find(key);
+    if (found == FlatIndex::kAbsent) return kNone;
+    const UseList mine = this->uses(found);
     if (mine.size() != uses.size()) return kNone;
     for (std::size_t i = 0; i < uses.size(); ++i)
         if (mine[i].resource != uses[i].resource ||
             std::memcmp(&mine[i].weight, &uses[i].weight, sizeof(double)) != 0)
             return kNone;  // a hash collision: the newcomer gets a group of its own
-    return it->second;
+    return found;
 }
 
 std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t key) {
@@ -89,7 +89,7 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
         r.members.push_back(Member{id, i, 0.0});
     }
     m_group_key[id] = key;
-    m_index.emplace(key, id);  // kept by an earlier group on a collision: this one stays unindexed
+    m_index.insert(key, id);  // kept by an earlier group on a collision: this one stays unindexed
     ++m_active;
     return id;
 }
@@ -152,8 +152,7 @@ void FlowSolver::remove_flow(std::uint32_t id) {
     g.size = 0;
     g.count = 0;
     m_rate[gi] = 0;
-    const auto it = m_index.find(m_group_key[gi]);
-    if (it != m_index.end() && it->second == gi) m_index.erase(it);
+    if (m_index.find(m_group_key[gi]) == gi) m_index.erase(m_group_key[gi]);
     m_free_groups.push_back(gi);
     --m_active;
 }

@@ -14,11 +14,12 @@
 
 #include <cstdint>
 #include <limits>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <systemc>
+
+#include "eidola/flat_index.h"
 
 namespace eidola {
 
@@ -90,7 +91,7 @@ private:
     std::vector<Bucket> m_buckets;                              // live and recycled buckets
     std::vector<std::uint32_t> m_free;                          // recycled bucket indices
     std::vector<std::pair<std::uint64_t, std::uint32_t>> m_times;  // min-heap of (time, bucket), distinct times
-    std::unordered_map<std::uint64_t, std::uint32_t> m_bucket_of;  // time -> its bucket
+    FlatIndex m_bucket_of;                                      // time -> its bucket
     std::uint64_t m_last_ps = std::numeric_limits<std::uint64_t>::max();  // the last booked time and its bucket:
     std::uint32_t m_last_bucket = 0;                                      // bookings come in runs of one time
     std::uint64_t m_next_seq = 0;

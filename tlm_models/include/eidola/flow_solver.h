@@ -41,8 +41,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <unordered_map>
 #include <vector>
+
+#include "eidola/flat_index.h"
 
 namespace eidola {
 
@@ -238,7 +239,7 @@ private:
     std::vector<std::vector<std::uint32_t>> m_group_flows;  // per group: its flows' ids
     std::vector<std::uint64_t> m_group_key;                 // per group: the hash of its uses
     std::vector<std::uint32_t> m_free_groups;
-    std::unordered_map<std::uint64_t, std::uint32_t> m_index;  // hash of uses -> the group with them
+    FlatIndex m_index;  // hash of uses -> the group with them
     std::vector<std::uint32_t> m_group_of, m_slot;  // per flow id: its group (kNone: none), its place there
     std::vector<std::uint32_t> m_reported;          // per flow id: the solve that last reported it
     // Solve generations, per group (in m_set) and per resource (in m_touched), apart from the
