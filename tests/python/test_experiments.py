@@ -50,3 +50,24 @@ def test_every_experiment_spec_is_a_valid_sweep(repo):
     assert {p.stem for p in specs} >= {"wakeup_sweep", "variability", "mi300x_busbw", "ring_vs_direct"}
     for path in specs:
         assert expand(load_spec(path))  # files found, metrics known, axes well formed
+
+
+def test_flow_error_measures_a_series_again_when_its_stored_packet_column_is_stale(experiments):
+    """--reuse-packet checks the stored packet column on each series' first size (a model or a platform file
+    may have changed since it was measured): a stored time that differs from the packet fabric's now makes the
+    whole series run again; a matching one lets the later sizes be taken as stored."""
+    import flow_error
+
+    pattern, platform, kib = "all-gather", "switch-8gpu.yaml", 1024
+    sentinel = (100.0, 777.0)  # a stored 256 KiB point no simulation gives
+    stale = flow_error.series(pattern, platform, 1e9, {(pattern, platform, 64 * kib): (0.1, 1.0),
+                                                       (pattern, platform, 256 * kib): sentinel}, largest=256 * kib)
+    assert [r["nbytes"] for r in stale] == [64 * kib, 256 * kib]
+    assert stale[1]["packet_ns"] != sentinel[1]  # measured again, not taken
+    assert stale[1]["packet_ns"] > stale[0]["packet_ns"] > 1.0
+    fresh = (0.1, stale[0]["packet_ns"])  # the first size as the packet fabric gives it now
+    reused = flow_error.series(pattern, platform, 1e9, {(pattern, platform, 64 * kib): fresh,
+                                                        (pattern, platform, 256 * kib): sentinel}, largest=256 * kib)
+    assert reused[0]["packet_ns"] == fresh[1]
+    assert (reused[1]["packet_wall_s"], reused[1]["packet_ns"]) == sentinel  # taken as stored
+    assert reused[1]["flow_ns"] == stale[1]["flow_ns"]  # the flow fabric runs either way, deterministically
