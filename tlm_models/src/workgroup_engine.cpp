@@ -239,16 +239,16 @@ void WorkgroupEngine::issue_poll(std::uint32_t w) {
 
 void WorkgroupEngine::poll_done(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
-    const Op& op = g.ops[g.pc];
     ++g.stats.polls;
-    const std::int64_t value = m_core.memory.poll_flag(op.offset / 8);
+    const std::int64_t value = m_core.memory.poll_flag(g.wait_flag);
     const std::uint64_t now = now_ps();
-    if (cond_holds(static_cast<Cond>(op.sub), value, op.value)) {
+    if (cond_holds(static_cast<Cond>(g.wait_cond), value, g.wait_value)) {
         end_wait(w);
         return;
     }
     if (m_core.monitor) m_core.monitor->maybe_check(now);
     m_core.actions.push(now + g.interval_ps, {GpuActionKind::PollIssue, w});
+    const Op& op = g.ops[g.pc];
     if (static_cast<WaitMode>(op.mode) == WaitMode::SpinYield)  // back off, like s_sleep doubling
         g.interval_ps = std::min<std::uint64_t>(g.interval_ps * 2, std::uint64_t(op.time2_ps));
 }
@@ -312,11 +312,10 @@ void WorkgroupEngine::flag_written(std::uint64_t flag) {
 
 void WorkgroupEngine::recheck_done(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
-    const Op& op = g.ops[g.pc];
     g.rechecking = false;
     ++g.stats.polls;
-    if (cond_holds(static_cast<Cond>(op.sub), m_core.memory.poll_flag(op.offset / 8), op.value)) {
-        m_core.syncmon.disarm(op.offset / 8, w);
+    if (cond_holds(static_cast<Cond>(g.wait_cond), m_core.memory.poll_flag(g.wait_flag), g.wait_value)) {
+        m_core.syncmon.disarm(g.wait_flag, w);
         note_syncmon();
         end_wait(w);
         return;

@@ -1,7 +1,8 @@
-// A map from 64-bit keys to 32-bit indices: open addressing, linear probing, one flat array.
+// A map from 64-bit keys to 32-bit values: open addressing, linear probing, one flat array.
 //
-// Why not std::unordered_map: the calendar (a time's bucket) and the flow solver (a set of uses'
-// group) look a key up, add it and drop it again for most events at scale, and the standard map
+// Why not std::unordered_map: the calendar (a time's bucket), the flow solver (a set of uses'
+// group) and the GPU initiator (a workgroup's unacknowledged writes to a peer, PeerCounts) look
+// a key up, add it and drop it again for most events at scale, and the standard map
 // pays a heap node per key, a pointer chase per lookup and a 64-bit division per hash. Here a key
 // and its index share one 16-byte slot, found by a multiplicative hash and a short scan of
 // neighbouring slots; a removal shifts the slots after it back (no tombstones), so lookups stay
@@ -14,7 +15,7 @@
 
 namespace eidola {
 
-/// Keys (any 64-bit value) to indices (any value but kAbsent).
+/// Keys (any 64-bit value) to values (any but kAbsent).
 class FlatIndex {
 public:
     /// What find() gives for a key that is not in the map; never stored as a value.
@@ -24,10 +25,16 @@ public:
 
     /// The index stored for `key`, or kAbsent.
     std::uint32_t find(std::uint64_t key) const {
+        const std::uint32_t* v = const_cast<FlatIndex*>(this)->value(key);
+        return v ? *v : kAbsent;
+    }
+
+    /// The value stored for `key`, to read or change in place (never to kAbsent), or nullptr.
+    std::uint32_t* value(std::uint64_t key) {
         for (std::size_t i = home(key);; i = (i + 1) & m_mask) {
-            const Slot& s = m_slots[i];
-            if (s.value == kAbsent) return kAbsent;
-            if (s.key == key) return s.value;
+            Slot& s = m_slots[i];
+            if (s.value == kAbsent) return nullptr;
+            if (s.key == key) return &s.value;
         }
     }
 

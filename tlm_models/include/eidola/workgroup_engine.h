@@ -121,8 +121,9 @@ private:
         bool released = false;            // the current signal's release wait is over (it began before)
         bool rechecking = false;          // woken by SyncMon, re-reading its flag
         // The current op's fields that are read again after it starts (a release's scope, a wait's
-        // condition), copied here when it starts. Why: the op array is cold by then at scale (a
-        // cache miss per read), while this record is touched anyway.
+        // condition: every check of the condition reads these), copied here when it starts. Why:
+        // the op array is cold by then at scale (a cache miss per read), while this record is
+        // touched anyway.
         std::uint8_t wait_cond = 0;       // Cond of the current wait
         bool wait_all = false;            // the current wait wakes with all its flag's waiters
         std::int32_t release_peer = -1;   // the peer a Releasing signal waits for, -1 for all its writes
