@@ -11,6 +11,12 @@ Cost per event = the 2R run's extra CPU seconds over its extra events (building 
 ratio is against 8 GPUs in the same run. The cases run in turn, `--repeats` times, and each keeps its least
 CPU time: the machine is shared and noisy, and the least is the run least disturbed.
 `python bench/flow_scale.py` measures it and replaces its section of bench/RESULTS.md.
+
+`--instructions` runs the same cases under valgrind's callgrind instead, with its cache simulation sized to this
+machine's L2 (a last-level cache of that size), and reports instructions and simulated L2 misses per event: the
+work per event apart from the memory hierarchy. Both are deterministic (the same binary gives the same counts,
+however loaded the machine), and they tell a solver that does more per event at scale from one that does the same
+work out of a cache it no longer fits. Takes about four minutes; replaces its own section.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import argparse
 import datetime
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +36,9 @@ from results_md import write_section  # bench/ is on sys.path when this file run
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = ROOT / "build" / "cpp" / "eidola_flow_scale_driver"
 HEADING = "## Issue 25: cost per flow event from 8 to 1,024 GPUs, lockstep and skewed (bench/flow_scale.py)"
+COUNTS_HEADING = ("## Issue 25: instructions and simulated L2 misses per flow event, 8 to 1,024 GPUs "
+                  "(bench/flow_scale.py --instructions)")
+L2 = Path("/sys/devices/system/cpu/cpu0/cache/index2")
 # (traffic, GPUs, R): the rounds keep the event count about equal at both sizes.
 CASES = [("lockstep", 8, 512), ("lockstep", 1024, 4), ("skewed", 8, 256), ("skewed", 1024, 2)]
 SKEW = ["1000", str(1 << 20)]  # the driver's SKEW_NS and BYTES for the skewed traffic
@@ -37,6 +48,54 @@ def _run(traffic: str, gpus: int, rounds: int) -> dict:
     args = [str(DRIVER), str(gpus), str(rounds)] + (SKEW if traffic == "skewed" else [])
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+def _l2() -> tuple[int, int, int]:
+    """This machine's L2 (size, ways, line bytes), as callgrind's --LL takes it."""
+    size = (L2 / "size").read_text().strip()
+    scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1], 1)
+    return (int(size.rstrip("KM")) * scale, int((L2 / "ways_of_associativity").read_text()),
+            int((L2 / "coherency_line_size").read_text()))
+
+
+def _count(traffic: str, gpus: int, rounds: int, l2: tuple[int, int, int]) -> dict:
+    """One run under callgrind: the driver's JSON line, with its instructions and simulated L2 (LL) misses."""
+    args = ["valgrind", "--tool=callgrind", "--cache-sim=yes", f"--LL={l2[0]},{l2[1]},{l2[2]}",
+            "--callgrind-out-file=/dev/null", str(DRIVER), str(gpus), str(rounds)] + (SKEW if traffic == "skewed" else [])
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    run = json.loads(done.stdout.strip().splitlines()[-1])
+
+    def total(label: str) -> int:
+        match = re.search(rf"{label}:\s+([\d,]+)", done.stderr)
+        if not match:
+            raise RuntimeError(f"callgrind printed no '{label}' line:\n{done.stderr}")
+        return int(match.group(1).replace(",", ""))
+
+    run["instructions"], run["l2_misses"] = total("I +refs"), total("LL misses")
+    return run
+
+
+def counts_section(l2: tuple[int, int, int]) -> list[str]:
+    """Instructions and simulated L2 misses per event, as differences of the R and 2R runs (setup left out)."""
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [COUNTS_HEADING, "",
+             f"Revision {rev}, {when}; valgrind callgrind with its last-level cache set to this machine's L2 "
+             f"({l2[0] >> 10} KiB, {l2[1]}-way, {l2[2]}-byte lines). Per event: the 2R run's extra over the R run's, "
+             "whole process (the driver's setup cancels out).", "",
+             "| traffic | GPUs | events (R / 2R) | instructions per event | ratio | L2 misses per event | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    base: dict[str, tuple[float, float]] = {}
+    for traffic, gpus, rounds in CASES:
+        one, two = (_count(traffic, gpus, r, l2) for r in (rounds, 2 * rounds))
+        events = two["events"] - one["events"]
+        ins = (two["instructions"] - one["instructions"]) / events
+        miss = (two["l2_misses"] - one["l2_misses"]) / events
+        base.setdefault(traffic, (ins, miss))
+        lines.append(f"| {traffic} | {gpus:,} | {one['events']:,} / {two['events']:,} | {ins:,.0f} | "
+                     f"**{ins / base[traffic][0]:.2f}x** | {miss:.2f} | {miss / base[traffic][1]:.1f}x |")
+    return lines
 
 
 def measure(repeats: int) -> dict[tuple[str, int, int], dict]:
@@ -77,10 +136,18 @@ def section(best: dict[tuple[str, int, int], dict], repeats: int) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3, help="runs per case; the least CPU time is kept")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions and simulated L2 misses per event under callgrind instead")
     args = parser.parse_args()
     if not DRIVER.exists():
         print(f"{DRIVER} not built: run `cmake --build build/cpp` (or bash scripts/test.sh) first", file=sys.stderr)
         return 2
+    if args.instructions:
+        if not shutil.which("valgrind"):
+            print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
+            return 2
+        write_section(counts_section(_l2()))
+        return 0
     write_section(section(measure(args.repeats), args.repeats))
     return 0
 
