@@ -15,7 +15,14 @@ channels, link type, protocols and GPU generation, filling in what the section l
 - host_call: 0 (the host's cost per call, for `harness.back_to_back`).
 
 Ring orders (`rings`): on a fully connected fabric each channel's ring takes other links, as RCCL's
-hand-made rings do; elsewhere every channel follows GPU order (a switch gives every pair the same path).
+hand-made rings do. On a fabric of direct links between neighbours (topology ``ring``, ``mesh2d``,
+``torus2d``) the rings are directed Hamiltonian cycles of the GPUs' neighbour links that share no
+directed link, as many as can be found up to a GPU's links out (`link_cycles`): NCCL's ring search
+(``src/graph/search.cc``, ``followPath``) takes a ring's bandwidth from each link in its direction
+only, so a bidirectional ring of links carries a ring each way, and a 4x4 torus up to four. Channel c
+takes cycle c mod their number, as NCCL duplicates its rings over its channels. Where no such cycle
+exists (a mesh with an odd number of GPUs each way, a unidirectional ring's subset) and on every other
+fabric, every channel follows GPU order (a switch gives every pair the same path).
 
 Nodes: a fabric of topology ``rail`` or ``hierarchical`` groups its GPUs in nodes of
 ``fabric.rail.gpus_per_node`` (``hierarchical.gpus_per_node``) GPUs; every other fabric is one node.
@@ -37,7 +44,8 @@ from ...platform import units
 if TYPE_CHECKING:
     from ...platform.model import Platform
 
-__all__ = ["System", "hamiltonian_cycles", "stride_cycles", "zigzag_path", "PROXY_STEP_NS", "NET_OVERHEAD_US"]
+__all__ = ["System", "hamiltonian_cycles", "link_cycles", "direct_rings", "neighbours", "stride_cycles", "zigzag_path",
+           "PROXY_STEP_NS", "NET_OVERHEAD_US"]
 
 #: Default proxy cost per network step at each end, ns: the time from a GPU's step-counter store to the
 #: proxy thread posting the RDMA write (sender), or from the completion to the tail store the GPU polls
@@ -73,6 +81,9 @@ class System:
     proxy_ns: float = PROXY_STEP_NS  #: proxy cost per network step at each end, ns (collectives.proxy_step)
     proxy_launch_ns: float = 0.0  #: the proxy's start per collective, ns (collectives.proxy_launch)
     intra_fully_connected: bool = False  #: inside a node every GPU pair has its own link
+    #: One node of direct links (ring, mesh2d, torus2d): each GPU's neighbours over its links out (`neighbours`),
+    #: whose Hamiltonian cycles are the rings; None on every other fabric.
+    neighbours: tuple[tuple[int, ...], ...] | None = None
 
     @staticmethod
     def of(platform: Platform) -> System:
@@ -99,9 +110,12 @@ class System:
         if multi and per_node < n:
             nics = (int(fab.get("nic.count", 0)) or per_node) if topology == "rail" else per_node  # 0: one a GPU
             nic_bw = float(fab.get("nic.bandwidth", 50e9)) * nics
+        direct = neighbours(topology, n, fab) if model in ("PacketFabric", "FlowFabric") else None
         if model in ("PacketFabric", "FlowFabric"):
             per_link = float(fab["link.bandwidth"]) * int(fab.get("link.count", 1))
             gpu_bw = per_link * (per_node - 1 if intra_fc else 1)
+            if direct is not None:  # the rings' links out of a GPU, one a cycle (NCCL's graph: channels x bw)
+                gpu_bw = per_link * len(direct_rings(direct, n) or [[]])
             if per_node == 1 and nics:  # one GPU a node: its only way out is its NIC
                 gpu_bw = nic_bw
         else:
@@ -123,7 +137,7 @@ class System:
                       gpus_per_node=per_node, nic_bw=nic_bw, nics_per_node=nics,
                       proxy_ns=units.parse(sec["proxy_step"], "time") * 1e9 if "proxy_step" in sec else PROXY_STEP_NS,
                       proxy_launch_ns=units.parse(sec.get("proxy_launch", "0s"), "time") * 1e9,
-                      intra_fully_connected=intra_fc)
+                      intra_fully_connected=intra_fc, neighbours=direct)
 
     def node_size(self, k: int) -> int:
         """GPUs per node among the first k GPUs (k itself when they fit in one node)."""
@@ -163,10 +177,13 @@ class System:
 
     def rings(self, k: int, channels: int) -> list[list[int]]:
         """The ring order (GPUs 0..k-1) of each channel: spread over the links of a fully connected fabric
-        (channel c takes cycle c mod (k-1) of a decomposition of its directed links), GPU order otherwise;
-        across nodes `multi_rings`."""
+        (channel c takes cycle c mod (k-1) of a decomposition of its directed links), over the neighbour links
+        of a ring, mesh or torus (`direct_rings`), GPU order otherwise; across nodes `multi_rings`."""
         if self.nodes(k) > 1:
             return self.multi_rings(k, channels)
+        if self.neighbours is not None:
+            cycles = direct_rings(self.neighbours, k)
+            return [cycles[c % len(cycles)] for c in range(channels)] if cycles else [list(range(k))] * channels
         if not self.intra_fully_connected or k < 3:
             return [list(range(k))] * channels
         cycles = hamiltonian_cycles(k) or stride_cycles(k)
@@ -186,13 +203,81 @@ def stride_cycles(k: int) -> list[list[int]]:
     return [[(i * s) % k for i in range(k)] for s in range(1, k) if math.gcd(s, k) == 1]
 
 
+def neighbours(topology: str, n: int, fab: dict[str, Any]) -> tuple[tuple[int, ...], ...] | None:
+    """Each GPU's neighbours over its links out, as topology.cpp builds a ``ring`` (``bidirectional``), ``mesh2d``
+    or ``torus2d`` (``dims`` [x, y], else the squarest split with the larger factor along x; GPU j x + i at
+    column i, row j); None for any other topology."""
+    out: list[set[int]] = [set() for _ in range(n)]
+
+    def link(a: int, b: int) -> None:
+        if a != b:
+            out[a].add(b)
+
+    if topology == "ring":
+        for a in range(n if n > 1 else 0):
+            link(a, (a + 1) % n)
+            if fab.get("bidirectional", True) and n > 2:
+                link((a + 1) % n, a)
+    elif topology in ("mesh2d", "torus2d"):
+        dims = fab.get("dims") or []
+        if len(dims) == 2:
+            x, y = int(dims[0]), int(dims[1])
+        else:
+            x = max(1, math.isqrt(n))
+            while x > 1 and n % x:
+                x -= 1
+            x = n // x
+            y = n // x
+        if x * y != n:
+            return None  # the fabric refuses it, naming the dims
+        torus = topology == "torus2d"
+        for j in range(y):
+            for i in range(x):
+                here = j * x + i
+                if i + 1 < x or (torus and x > 1):
+                    link(here, j * x + (i + 1) % x)
+                    link(j * x + (i + 1) % x, here)
+                if j + 1 < y or (torus and y > 1):
+                    link(here, ((j + 1) % y) * x + i)
+                    link(((j + 1) % y) * x + i, here)
+    else:
+        return None
+    return tuple(tuple(sorted(s)) for s in out)
+
+
+@functools.cache
+def direct_rings(neighbours: tuple[tuple[int, ...], ...], k: int) -> list[list[int]] | None:
+    """The rings of the first k GPUs over their neighbour links: the most directed Hamiltonian cycles, up to the
+    fewest links out of a GPU, that share no directed link (`link_cycles`); None if there is not even one."""
+    local = tuple(tuple(v for v in neighbours[u] if v < k) for u in range(k))
+    for want in range(min(len(vs) for vs in local), 0, -1):
+        cycles = link_cycles(local, want)
+        if cycles:
+            return cycles
+    return None
+
+
 @functools.cache
 def hamiltonian_cycles(k: int, budget: int = 200_000) -> list[list[int]] | None:
     """k-1 directed rings through all k GPUs that together use every directed link exactly once (a Hamiltonian
     decomposition of the complete digraph: it exists for every k but 4 and 6), found by a deterministic
     depth-first search; None if none is found within `budget` steps. With C channels on cycle c mod (k-1),
     every link carries C / (k-1) channels, so the rings load all k-1 links of each GPU alike."""
-    used = [[i == j for j in range(k)] for i in range(k)]
+    return link_cycles(tuple(tuple(v for v in range(k) if v != u) for u in range(k)), k - 1, budget)
+
+
+def link_cycles(neighbours: tuple[tuple[int, ...], ...], want: int, budget: int = 200_000) -> list[list[int]] | None:
+    """`want` directed Hamiltonian cycles over the links u -> neighbours[u] that share no link, each from GPU 0,
+    found by a deterministic depth-first search (neighbours in the order given, backtracking into earlier
+    cycles); None if there are none within `budget` steps."""
+    k = len(neighbours)
+    if k < 2 or want < 1:
+        return None
+    used = [[False] * k for _ in range(k)]
+    linked = [[False] * k for _ in range(k)]
+    for u, vs in enumerate(neighbours):
+        for v in vs:
+            linked[u][v] = True
     cycles: list[list[int]] = []
     steps = 0
 
@@ -203,16 +288,16 @@ def hamiltonian_cycles(k: int, budget: int = 200_000) -> list[list[int]] | None:
             return False
         u = path[-1]
         if len(path) == k:
-            if used[u][path[0]]:
+            if not linked[u][path[0]] or used[u][path[0]]:
                 return False
             used[u][path[0]] = True
             cycles.append(list(path))
-            if len(cycles) == k - 1 or extend([0], [v == 0 for v in range(k)]):
+            if len(cycles) == want or extend([0], [v == 0 for v in range(k)]):
                 return True
             cycles.pop()
             used[u][path[0]] = False
             return False
-        for v in range(k):
+        for v in neighbours[u]:
             if not seen[v] and not used[u][v]:
                 used[u][v], seen[v] = True, True
                 path.append(v)
