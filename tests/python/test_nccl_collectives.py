@@ -129,6 +129,53 @@ def test_tree_broadcast_and_alltoall_bytes(write_platform):
     assert res.gpus["bytes_sent"].tolist() == [(k - 1) * (S // k + 16)] * k
 
 
+def test_reduce_and_sendrecv_bytes(write_platform):
+    # k = 4, S = 4000 B. Reduce to root 0 on one LL channel (wire = 2 x data, one step a hop): NCCL's reduce.h
+    # starts the chain at the rank whose ring predecessor is the root, so it runs 1 -> 2 -> 3 -> 0; GPUs 1-3 each
+    # send 2S, every rank but the chain's start credits its sender 8 B, and the root sends only that credit:
+    # the broadcast's chain from the other end.
+    k, S = 4, 4000
+    plat = _ideal(write_platform, k)
+    prof, plan = build_collective(plat, "reduce", S, proto="LL", channels=1)
+    assert plan == Plan("ring", "LL", 1)
+    res = eidola.simulate(plat, prof)
+    assert res.gpus["bytes_sent"].tolist() == [8, 2 * S, 2 * S + 8, 2 * S + 8]
+    assert res.gpus["bytes_received"].tolist() == [2 * S, 8, 2 * S + 8, 2 * S + 8]
+    # Send/recv (nccl-tests: each rank sends S to rank + 1, receives S from rank - 1), Simple on 2 channels: each
+    # channel writes S/2, its step counter (8 B) and the credit for the unit it received (8 B).
+    prof, plan = build_collective(plat, "sendrecv", S, proto="Simple", channels=2)
+    assert plan == Plan("p2p", "Simple", 2)
+    res = eidola.simulate(plat, prof)
+    assert res.gpus["bytes_sent"].tolist() == [S + 2 * 16] * k
+    assert res.gpus["bytes_received"].tolist() == [S + 2 * 16] * k
+
+
+@pytest.mark.parametrize("platform, wire_per_payload, link_bw, links_out", [
+    # switch-8gpu: 4 lanes of 100 GB/s; GPU r's uplink carries its data to r + 1 (256 B + a 16-byte header a
+    # packet) and the 16-byte acknowledgements of r - 1's packets to it
+    ("switch-8gpu", (256 + 16 + 16) / 256, 400e9, 1),
+    # mi300x-8gpu: one 64 GB/s xGMI link a pair, 85-byte headers; link r -> r + 1 carries r's data only (the
+    # acknowledgements go back over r + 1 -> r, which carries nothing else); RCCL's 28 rings spread a reduce's
+    # chains over all 7 links of a GPU
+    ("mi300x-8gpu", (256 + 85) / 256, 64e9, 7),
+])
+def test_sendrecv_and_reduce_at_64mib_against_the_wire(repo, platform, wire_per_payload, link_bw, links_out):
+    # nccl-tests' busbw of sendrecv and reduce is the algorithm bandwidth (factor 1): S over the time. A
+    # sendrecv sends S over one path, so it cannot beat one link's payload rate, and, every pair streaming at
+    # once over its own path, must come within 10% of it at 64 MiB on the flow fabric. In a reduce every GPU
+    # but the root sends S in all over its channels' chains: it cannot beat the GPU's links out.
+    from eidola.run.perf import Fabrics, run_sizes
+
+    size = 64 << 20
+    bound = link_bw / wire_per_payload / 1e9
+    fabrics = Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow")
+    (sendrecv,) = run_sizes(fabrics, "sendrecv", [(size, size // 4)], 8)
+    assert sendrecv.plan.algo == "p2p"
+    assert 0.9 * bound < sendrecv.busbw < bound, (sendrecv, bound)
+    (reduce,) = run_sizes(fabrics, "reduce", [(size, size // 4)], 8)
+    assert reduce.plan.algo == "ring" and reduce.busbw < links_out * bound
+
+
 # --- the channel split ---------------------------------------------------------------------------------------
 
 

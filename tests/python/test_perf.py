@@ -77,6 +77,8 @@ def test_size_lists():
     # 250 elements / 8 ranks = 31, down to a multiple of 4 (16 B) = 28 per rank; 28 x 8 x 4 B = 896 B
     ("all_gather", 1000, (896, 28)), ("reduce_scatter", 1000, (896, 28)), ("alltoall", 1000, (896, 28)),
     ("all_gather", 8, (0, 0)), ("all_gather", 2**20, (2**20, 2**15)),
+    # reduce and sendrecv (nccl-tests' reduce.cu, sendrecv.cu): send = receive = the count passed = size / 4
+    ("reduce", 1000, (1000, 250)), ("sendrecv", 1000, (1000, 250)), ("sendrecv", 1001, (1000, 250)),
 ])
 def test_size_and_count_columns(op, size, expected):
     assert nccl_tests.columns(op, size, 8) == expected
@@ -86,10 +88,14 @@ def test_bus_factors_and_columns():
     assert nccl_tests.bus_factor("all_reduce", 8) == 14 / 8
     for op in ("all_gather", "reduce_scatter", "alltoall"):
         assert nccl_tests.bus_factor(op, 8) == 7 / 8
-    assert nccl_tests.bus_factor("broadcast", 8) == 1
-    assert [nccl_tests.redop(op) for op in ("all_reduce", "reduce_scatter", "all_gather", "broadcast")] == \
-        ["sum", "sum", "none", "none"]
-    assert nccl_tests.root("broadcast") == 0 and nccl_tests.root("alltoall") == -1
+    for op in ("broadcast", "reduce", "sendrecv"):  # *GetBw: factor 1
+        assert nccl_tests.bus_factor(op, 8) == 1
+    # sendrecv prints the test's operator (-o, default sum) though it reduces nothing
+    assert [nccl_tests.redop(op) for op in ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
+                                            "sendrecv", "alltoall")] == ["sum", "sum", "none", "none", "sum", "sum",
+                                                                         "none"]
+    assert nccl_tests.root("broadcast") == 0 and nccl_tests.root("reduce") == 0
+    assert nccl_tests.root("alltoall") == -1 and nccl_tests.root("sendrecv") == -1
 
 
 def test_numbers_print_in_their_width():
@@ -233,18 +239,24 @@ PLANS = {"all_reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
          "all_gather": (("ring", "LL", "1"), ("ring", "LL", "16")),
          "reduce_scatter": (("ring", "LL", "2"), ("ring", "LL", "28")),
          "alltoall": (("p2p", "LL", "7"), ("p2p", "Simple", "7")),
-         "broadcast": (("ring", "LL", "1"), ("ring", "LL", "16"))}
+         "broadcast": (("ring", "LL", "1"), ("ring", "LL", "16")),
+         # reduce: the broadcast's chain the other way, the same tuning (k-1 steps)
+         "reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
+         # sendrecv: one peer, LL up to 16 KiB; one channel while the buffer is one 512 KiB chunk
+         "sendrecv": (("p2p", "LL", "1"), ("p2p", "Simple", "1"))}
 
 
 @pytest.mark.parametrize("op,gpus,redop,root", [("all_reduce", 8, "sum", "-1"), ("all_gather", 8, "none", "-1"),
                                                ("reduce_scatter", 4, "sum", "-1"), ("alltoall", 8, "none", "-1"),
-                                               ("broadcast", 8, "none", "0")])
+                                               ("broadcast", 8, "none", "0"), ("reduce", 8, "sum", "0"),
+                                               ("sendrecv", 8, "sum", "-1")])
 def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root):
     table = tmp_path / "perf.csv"
     code, out, err = _main(capsys, "perf", repo / "platforms/mi300x-8gpu.yaml", "--op", op, "-g", gpus,
                            "-b", "16K", "-e", "256K", "-f", "16", "--csv", table)
     assert code == 0, err
-    factor = {"all_reduce": 2 * (gpus - 1) / gpus, "broadcast": 1.0}.get(op, (gpus - 1) / gpus)
+    factor = {"all_reduce": 2 * (gpus - 1) / gpus, "broadcast": 1.0, "reduce": 1.0, "sendrecv": 1.0}.get(
+        op, (gpus - 1) / gpus)
     rows = _data_rows(out)
     assert [int(r[0]) for r in rows] == [16384, 262144]
     with open(table) as fh:
@@ -257,7 +269,8 @@ def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root)
     for printed, line, plan in zip(rows, lines, PLANS[op]):
         size, count, type_, red, rt, time_us, alg, bus, algo, proto, channels, fabric = printed
         # count: elements of 4 bytes, per rank's share for the collectives that split the buffer
-        assert int(count) == (int(size) // 4 if op in ("all_reduce", "broadcast") else int(size) // 4 // gpus)
+        whole = op in ("all_reduce", "broadcast", "reduce", "sendrecv")
+        assert int(count) == (int(size) // 4 if whole else int(size) // 4 // gpus)
         assert (type_, red, rt) == ("float", redop, root)
         t = float(line[1])
         assert int(line[0]) == int(size) and t > 0
@@ -282,25 +295,29 @@ def _ideal_ns(op, proto, steps, block, local):
     receive then does its local memory work (`local` bytes a byte of its `block`, at 1000 TB/s on its one
     channel) and returns its credit, a put acknowledged 2L + M later, when the kernel ends."""
     L, M = 500, 300
-    step, depth = (L + M, 8) if proto == "LL" else (3 * L + 2 * M, 4 if op != "broadcast" else 8)
+    step, depth = (L + M, 8) if proto == "LL" else (3 * L + 2 * M, 8 if op in ("broadcast", "reduce", "sendrecv") else 4)
     return steps * step + max(steps - depth, 0) * M + local * block / 1e15 * 1e9 + (2 * L + M)
 
 
 @pytest.mark.parametrize("proto", ["LL", "Simple"])
 @pytest.mark.parametrize("op,steps,factor,block,local", [
     ("all_reduce", 6, 1.5, 1024, 2), ("all_gather", 3, 0.75, 1024, 2), ("reduce_scatter", 3, 0.75, 1024, 3),
-    ("broadcast", 3, 1.0, 4096, 2)])
+    ("broadcast", 3, 1.0, 4096, 2), ("reduce", 3, 1.0, 4096, 3), ("sendrecv", 1, 1.0, 4096, 0)])
 def test_ring_times_derived_on_the_ideal_fabric(tmp_path, capsys, op, steps, factor, block, local, proto):
     # The NCCL ring on the ideal fabric (L = 500 ns each way, M = 300 ns, memory at 1000 TB/s), forced to one
     # channel and `proto`, 4 KiB on P = 4 ranks: 4 blocks of 1 KiB (broadcast: one of 4 KiB), each one unit
     # (an LL step holds 32 KiB, a Simple slice at least 32 KiB). Sends on the critical path: all_reduce
     # 2(P-1) = 6; all_gather, reduce_scatter and the broadcast's chain from root 0 P-1 = 3. The last receive's
     # local work: a recv copies (2 bytes a byte), reduce_scatter's recvReduceCopy reduces (3), some ps.
+    # reduce: the chain 1 -> 2 -> 3 -> 0 ends at root 0, whose recvReduceCopy reduces (3). sendrecv: every rank
+    # puts its 4 KiB to the next at once and receives the one before's, one step (LL 800 ns, Simple 2100 ns),
+    # with no local work (the data lands in place), then returns the credit: 2100 and 3400 ns.
     # LL: all_reduce 6 x 800 + 1300 = 6100 ns, the others 3700 ns; Simple: 6 x 2100 + 2 x 300 + 1300 =
     # 14 500 ns, the others 7600 ns.
     P, size = 4, 4096
     time_ns = _ideal_ns(op, proto, steps, block, local)
-    assert round(time_ns) == {("LL", 6): 6100, ("LL", 3): 3700, ("Simple", 6): 14500, ("Simple", 3): 7600}[
+    assert round(time_ns) == {("LL", 6): 6100, ("LL", 3): 3700, ("Simple", 6): 14500, ("Simple", 3): 7600,
+                              ("LL", 1): 2100, ("Simple", 1): 3400}[
         proto, steps]
     plat = _ideal(tmp_path)
     table = tmp_path / "t.csv"
@@ -320,7 +337,8 @@ def test_ring_times_derived_on_the_ideal_fabric(tmp_path, capsys, op, steps, fac
     assert float(row["busbw_GBps"]) == pytest.approx(algbw * factor, rel=1e-12)
     (printed,) = _data_rows(out)
     assert printed[5:8] == [f"{period_ns / 1000:.2f}", f"{algbw:.2f}", f"{algbw * factor:.2f}"]
-    assert (row["algo"], row["proto"], row["channels"], row["fabric"], P) == ("ring", proto, "1", "ideal", 4)
+    algo = "p2p" if op == "sendrecv" else "ring"
+    assert (row["algo"], row["proto"], row["channels"], row["fabric"], P) == (algo, proto, "1", "ideal", 4)
 
 
 # --- compare -------------------------------------------------------------------------------------------

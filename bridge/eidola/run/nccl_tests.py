@@ -10,7 +10,9 @@ columns of each collective, bus bandwidth, and how numbers are printed.
   is ``max(send, receive) x 4``. Collectives that split a buffer among ranks round each rank's
   share down to a multiple of 16 bytes (``(count/nranks) & ~3`` for 4-byte elements).
 - ``algbw = size / time`` in GB/s (10^9 B/s); ``busbw = algbw x factor``: all_reduce 2(n-1)/n,
-  all_gather, reduce_scatter and alltoall (n-1)/n, broadcast 1 (``*GetBw``).
+  all_gather, reduce_scatter and alltoall (n-1)/n, broadcast, reduce and sendrecv 1 (``*GetBw``).
+- the redop column: ``sum`` for all_reduce, reduce_scatter and reduce, and for sendrecv, which passes the test's
+  operator through unused; ``none`` for the others. The root column: 0 for broadcast and reduce (``-r 0``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ import re
 
 from ..errors import ConfigError
 
-__all__ = ["ELEMENT", "REDUCTIONS", "parse_size", "sizes", "columns", "bus_factor", "redop", "root", "float_str",
+__all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "parse_size", "sizes", "columns", "bus_factor", "redop", "root", "float_str",
            "algbw"]
 
 ELEMENT = 4  #: bytes per element: nccl-tests' default type, float
-REDUCTIONS = ("all_reduce", "reduce_scatter")  #: the collectives with a reduction operator (redop sum)
+REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")  #: the collectives with a reduction operator (redop sum)
+#: The collectives with a root (nccl-tests' -r, default 0).
+ROOTED = ("broadcast", "reduce")
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*$")
 _UNIT = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 MAX_SIZE = 2**50  #: a size past this is a typing mistake, not a message
@@ -58,7 +62,7 @@ def columns(op: str, size: int, nranks: int) -> tuple[int, int]:
     """(size, count) as nccl-tests prints them for a swept `size` of collective `op` on `nranks` ranks."""
     count = size // ELEMENT
     align = ~(16 // ELEMENT - 1)
-    if op in ("all_reduce", "broadcast"):
+    if op in ("all_reduce", "broadcast", "reduce", "sendrecv"):
         send = recv = param = count
     elif op == "all_gather":
         param = send = (count // nranks) & align
@@ -75,10 +79,11 @@ def columns(op: str, size: int, nranks: int) -> tuple[int, int]:
 
 
 def bus_factor(op: str, nranks: int) -> float:
-    """busbw / algbw: all_reduce 2(n-1)/n; all_gather, reduce_scatter and alltoall (n-1)/n; broadcast 1."""
+    """busbw / algbw: all_reduce 2(n-1)/n; all_gather, reduce_scatter and alltoall (n-1)/n; broadcast, reduce and
+    sendrecv 1."""
     if op == "all_reduce":
         return 2 * (nranks - 1) / nranks
-    if op == "broadcast":
+    if op in ("broadcast", "reduce", "sendrecv"):
         return 1.0
     return (nranks - 1) / nranks
 
@@ -89,13 +94,13 @@ def algbw(size: int, time_us: float) -> float:
 
 
 def redop(op: str) -> str:
-    """The redop column: ``sum`` for reductions, ``none`` otherwise."""
-    return "sum" if op in REDUCTIONS else "none"
+    """The redop column: ``sum`` for reductions and for sendrecv (nccl-tests prints its -o there), ``none`` otherwise."""
+    return "sum" if op in REDUCTIONS or op == "sendrecv" else "none"
 
 
 def root(op: str) -> int:
-    """The root column: 0 for broadcast, -1 for collectives without a root."""
-    return 0 if op == "broadcast" else -1
+    """The root column: 0 for broadcast and reduce, -1 for collectives without a root."""
+    return 0 if op in ROOTED else -1
 
 
 def float_str(value: float, width: int) -> str:

@@ -8,9 +8,9 @@ time: the tuner only chooses (docs/collectives.md). The textbook schedules in `w
 stay as they are.
 
 Files: `protocols` (wire formats, FIFO geometry), `fifo` (a connection and one primitive), `ring`
-(ring all-reduce, all-gather, reduce-scatter, broadcast), `tree` (chain all-reduce), `nvls` (NVLink
+(ring all-reduce, all-gather, reduce-scatter, broadcast, reduce), `tree` (chain all-reduce), `nvls` (NVLink
 SHARP all-reduce, all-gather, reduce-scatter through the switch), `p2p`
-(all-to-all), `hier` (the hierarchical all-reduce across nodes), `tuner` (NCCL's tuning model), `system`
+(all-to-all, send/recv), `hier` (the hierarchical all-reduce across nodes), `tuner` (NCCL's tuning model), `system`
 (what a platform gives them: GPUs, nodes, NICs). Across nodes, ring and tree run NCCL's multi-node
 forms (rail-local rings, the double binary tree) and network steps pay the proxy (`fifo.proxy_ns`).
 """
@@ -30,17 +30,19 @@ if TYPE_CHECKING:
     from ...platform.model import Platform
     from ..profile import Profile
 
-__all__ = ["OPS", "Plan", "build_collective", "System"]
+__all__ = ["OPS", "P2P_OPS", "Plan", "build_collective", "System"]
 
 #: The collectives, by their nccl-tests names.
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
+#: The collectives that run point-to-point (algo "p2p") rather than by the tuner.
+P2P_OPS = ("alltoall", "sendrecv")
 
 
 @dataclass(frozen=True)
 class Plan:
     """How the collective runs: algorithm, protocol and channels (workgroups per GPU)."""
 
-    algo: str  #: "ring", "tree", "nvls" or "hierarchical" ("p2p" for alltoall)
+    algo: str  #: "ring", "tree", "nvls" or "hierarchical" ("p2p" for alltoall and sendrecv)
     proto: str  #: "LL", "LL128" or "Simple"
     channels: int  #: channels = workgroups of every GPU that run it
 
@@ -52,7 +54,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
 
     op: one of OPS. nbytes: the nccl-tests size (all_reduce: the buffer per rank; all_gather: the
     gathered output per rank; reduce_scatter: the input per rank; alltoall: the per-rank send total;
-    broadcast: the buffer, from GPU 0). algo / proto: "auto" (the tuner's choice) or a name;
+    broadcast: the buffer, from GPU 0; reduce: the buffer, to GPU 0; sendrecv: the bytes each rank sends to
+    the next and receives from the one before). algo / proto: "auto" (the tuner's choice) or a name;
     channels: 0 (the tuner's count) or a count. calls: how many of it, back to back on each GPU's stream
     as nccl-tests issues them (`harness`: two extra workgroups per GPU, the host and a marker; read one
     call's time with `harness.period_ns`). steady: one call in the steady state of that loop
@@ -72,8 +75,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     k = sys.gpus if gpus is None else gpus
     if type(k) is not int or not 2 <= k <= sys.gpus:
         raise ConfigError(f"gpus: expected an integer from 2 to the platform's {sys.gpus} GPUs, got {gpus!r}")
-    if op == "alltoall":
-        plan = _p2p_plan(sys, nbytes, k, algo, proto, channels)
+    if op in P2P_OPS:
+        plan = _p2p_plan(sys, op, nbytes, k, algo, proto, channels)
     else:
         plan = Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
     extra = harness.EXTRA_WORKGROUPS if calls > 1 else harness.STEADY_WORKGROUPS if steady else 0
@@ -98,16 +101,20 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
     p = protocol(plan.proto, sys.library)
     try:
         g, nodes = sys.node_size(k), sys.nodes(k)
-        if op == "alltoall":
+        if op in P2P_OPS:
             chunk = p2p.P2P_CHUNK[sys.link_type]
-            p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix,
-                         per_node=g if nodes > 1 else 0)
+            if op == "alltoall":
+                p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix,
+                             per_node=g if nodes > 1 else 0)
+            else:
+                p2p.sendrecv(b, nbytes, k, plan.channels, p, chunk, prefix, per_node=g if nodes > 1 else 0)
         else:
             rings = sys.rings(k, plan.channels)
             if plan.algo == "nvls":
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
-            elif op == "broadcast":
-                ring.broadcast(b, nbytes, rings, 0, p, sys.mem_bw, prefix, per_node=g if nodes > 1 else 0)
+            elif op in ("broadcast", "reduce"):
+                chain = ring.broadcast if op == "broadcast" else ring.reduce
+                chain(b, nbytes, rings, 0, p, sys.mem_bw, prefix, per_node=g if nodes > 1 else 0)
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:
@@ -124,12 +131,14 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
         raise ProfileError(f"{op} of {nbytes} B ({plan}): {e}") from None
 
 
-def _p2p_plan(sys: System, nbytes: int, k: int, algo: str, proto: str, channels: int) -> Plan:
-    """All-to-all: no tuning model in NCCL; LL up to the p2p LL threshold per peer, else Simple; channels
-    per peer as `p2p.per_peer_channels`, rounded to whole peers."""
+def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, channels: int) -> Plan:
+    """All-to-all and send/recv: no tuning model in NCCL; LL up to the p2p LL threshold per peer, else Simple;
+    channels per peer as `p2p.per_peer_channels` (send/recv: one peer, the whole buffer), all-to-all's
+    rounded to whole peers."""
     if algo not in ("auto", "p2p"):
-        raise ConfigError(f"algo: alltoall runs point-to-point; expected auto or p2p, got {algo!r}")
-    per_peer = -(-nbytes // k)
+        raise ConfigError(f"algo: {op} runs point-to-point; expected auto or p2p, got {algo!r}")
+    peers = k - 1 if op == "alltoall" else 1
+    per_peer = -(-nbytes // k) if op == "alltoall" else nbytes
     if proto == "auto":
         proto = "LL" if per_peer <= p2p.P2P_LL_THRESHOLD and "LL" in sys.protocols else "Simple"
     elif proto not in ("LL", "LL128", "Simple") or proto not in sys.protocols:
@@ -137,11 +146,11 @@ def _p2p_plan(sys: System, nbytes: int, k: int, algo: str, proto: str, channels:
     if type(channels) is not int or channels < 0:
         raise ConfigError(f"channels: expected 0 (the tuner's count) or a positive integer, got {channels!r}")
     if channels:
-        m = channels // (k - 1)
-        if m < 1 or m * (k - 1) != channels or channels > sys.workgroups:
-            raise ConfigError(f"channels: alltoall on {k} GPUs needs a multiple of {k - 1} (one set per peer) up "
-                              f"to {sys.workgroups}, got {channels}")
+        m = channels // peers
+        if m < 1 or m * peers != channels or channels > sys.workgroups:
+            what = f"a multiple of {k - 1} (one set per peer)" if peers > 1 else "a count"
+            raise ConfigError(f"channels: {op} on {k} GPUs needs {what} up to {sys.workgroups}, got {channels}")
     else:
-        m = p2p.per_peer_channels(sys.channels, k, per_peer, p2p.P2P_CHUNK[sys.link_type])
-        m = max(1, min(m, sys.workgroups // (k - 1)))
-    return Plan("p2p", proto, m * (k - 1))
+        m = p2p.per_peer_channels(sys.channels, peers + 1, per_peer, p2p.P2P_CHUNK[sys.link_type])
+        m = max(1, min(m, sys.workgroups // peers))
+    return Plan("p2p", proto, m * peers)

@@ -1,10 +1,10 @@
-"""Ring all-reduce, all-gather, reduce-scatter and the broadcast chain, as NCCL's ``src/device/*.h`` run them.
+"""Ring all-reduce, all-gather, reduce-scatter and the broadcast and reduce chains, as NCCL's ``src/device/*.h`` run them.
 
 Channel c is workgroup c of every GPU, with its own ring order (`System.rings`) and its own FIFO per
 connection. The buffer of S bytes is split into C channel parts, each part into L loops, each loop
-into k blocks (one per rank; broadcast: 1), each block into the protocol's units; at every level the
+into k blocks (one per rank; broadcast and reduce: 1), each block into the protocol's units; at every level the
 pieces are equal but the first (total mod parts) are a byte longer (`fifo.split`). L is the fewest
-loops whose blocks fit one chunk: 4 Simple steps (2 MiB; broadcast 1 step) or one LL/LL128 step.
+loops whose blocks fit one chunk: 4 Simple steps (2 MiB; broadcast and reduce 1 step) or one LL/LL128 step.
 A Simple chunk is cut into slices of max(block / 2, 1 MiB / 32) (``prims_simple.h``), one FIFO
 unit of 2 steps each; an LL or LL128 chunk is one unit of one step.
 
@@ -33,7 +33,7 @@ from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protoco
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
 
-__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "local_ns"]
+__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "reduce", "local_ns"]
 
 #: One primitive: (receives, sends, local bytes per data byte, block(p, i, k) -> the block it moves)
 Prim = tuple[bool, bool, int, Callable[[Ints, int, int], Ints]]
@@ -143,16 +143,35 @@ def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Prot
 def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
               prefix: str, per_node: int = 0) -> None:
     """Append a broadcast of S bytes from GPU `root`: per channel a chain along its ring from the root; the root
-    sends, the others recvCopySend, the last receives (NCCL's ring broadcast). per_node: GPUs per node (0: one
-    node), for which hops cross nodes."""
-    C, k = len(rings), len(rings[0])
-    geo = geometry("broadcast", proto, S, C, 1)
-    order = np.array([r[r.index(root):] + r[:r.index(root)] for r in rings], dtype=np.int64)  # root at position 0
-    conn = Conn(b, f"{prefix}bcast", proto, geo.unit_steps, C)
+    sends, the others recvCopySend, the last receives (NCCL's ring broadcast, ``src/device/broadcast.h``).
+    per_node: GPUs per node (0: one node), for which hops cross nodes."""
+    order = [r[r.index(root):] + r[:r.index(root)] for r in rings]  # the root first
+    _chain(b, "broadcast", S, order, proto, mem_bw, f"{prefix}bcast", per_node, (1, 2, 2))
+
+
+def reduce(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
+           prefix: str, per_node: int = 0) -> None:
+    """Append a reduce of S bytes to GPU `root`: per channel a chain along its ring that ends at the root; the
+    root's successor sends its input, the others recvReduceSend (the received partial sum plus their own
+    input), the root recvReduceCopy into its output (NCCL's ring reduce, ``src/device/reduce.h``: the rank whose
+    ring predecessor is the root sends). per_node: GPUs per node (0: one node), for which hops cross nodes."""
+    order = [r[r.index(root) + 1:] + r[:r.index(root) + 1] for r in rings]  # the root last
+    _chain(b, "reduce", S, order, proto, mem_bw, f"{prefix}reduce", per_node, (1, 2, 3))
+
+
+def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: Protocol, mem_bw: float, name: str,
+           per_node: int, local: tuple[int, int, int]) -> None:
+    """Append a chain along each channel's `orders` (position 0 first): position 0 sends, the middle receives
+    and sends, the last receives; local: the local bytes per data byte of the three (`local_ns`). The chain's
+    unit is one step (``BROADCAST_*STEPS`` = ``REDUCE_*STEPS`` = 1)."""
+    C, k = len(orders), len(orders[0])
+    geo = geometry(op, proto, S, C, 1)
+    order = np.array(orders, dtype=np.int64)
+    conn = Conn(b, name, proto, geo.unit_steps, C)
     ns_per_byte = C / mem_bw * 1e9
-    # (positions, receives, sends, local bytes per byte): the root, the middle of the chain, its end
-    for positions, r, s, local in (([0], False, True, 1), (list(range(1, k - 1)), True, True, 2),
-                                   ([k - 1], True, False, 2)):
+    # (positions, receives, sends, local bytes per byte): the chain's start, its middle, its end
+    for positions, r, s, lb in (([0], False, True, local[0]), (list(range(1, k - 1)), True, True, local[1]),
+                                ([k - 1], True, False, local[2])):
         if not positions:
             continue
         Pp = np.repeat(np.array(positions, dtype=np.int64), C)
@@ -166,4 +185,4 @@ def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, prot
             block = split(part, geo.loops, loop)
             for u in range(geo.units):
                 data = split(block, geo.units, u)
-                primitive(ps, recv, send, data, local_ns(local, data, ns_per_byte))
+                primitive(ps, recv, send, data, local_ns(lb, data, ns_per_byte))

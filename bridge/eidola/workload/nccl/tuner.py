@@ -5,7 +5,7 @@ takes the least; then it drops channels for small messages. Its prediction is ne
 time of a collective is always the simulation of the profile it chose (docs/collectives.md).
 
 - latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
-  k-1 for all_gather, reduce_scatter and broadcast; tree all_reduce 2(k-1) chain hops within a node.
+  k-1 for all_gather, reduce_scatter, broadcast and reduce; tree all_reduce 2(k-1) chain hops within a node.
 - bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
   B / 4 for all_reduce, B / 3 for the others up to NCCL 2.24 (Ampere and Hopper here), B / 2 from
   2.25 (Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
