@@ -9,7 +9,7 @@ platform and each collective, at 1 MiB and 8 MiB, this runs the size on both fab
 else as shipped and records flow / packet - 1 (the packet fabric is the reference).
 
 Writes nccl_crossover.csv beside this file and prints the table of docs/fabrics.md, "NCCL collectives
-across the auto fabric's switch". About 3 minutes.
+across the auto fabric's switch". About 4 minutes.
 Run: .venv/bin/python experiments/nccl_crossover.py
 """
 
@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CSV = HERE / "nccl_crossover.csv"
 PLATFORMS = ["mi300x-8gpu", "dgx-h100", "dgx-a100", "switch-8gpu", "rail-16gpu", "hierarchical-16gpu"]
-OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast"]
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"]
 SIZES = [1 << 20, 8 << 20]
 
 
@@ -48,7 +48,7 @@ def measure() -> list[dict[str, object]]:
 
 
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-         "alltoall": "all-to-all", "broadcast": "broadcast"}
+         "alltoall": "all-to-all", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send/recv"}
 
 
 def _error(r: dict[str, object]) -> str:
