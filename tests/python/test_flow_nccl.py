@@ -6,10 +6,11 @@ curve on the flow fabric. The curve is continuous there only if the two fabrics 
 collectives (channels, FIFOs, protocols as the tuner picks them), which test_flow_validation.py's generic
 generators do not cover. Each case runs one size through perf's own path on both fabrics, everything else
 as shipped, and checks flow / packet - 1 against issue 25's bound for its row (ring collectives 3%,
-all-to-all 5%), and both fabrics against a wire floor worked out from the platform file: the bytes the
+all-to-all and send/recv 5%), and both fabrics against a wire floor worked out from the platform file: the bytes the
 busiest GPU sends, with each packet's header (and, where the GPU's one uplink also carries them, the
 acknowledgements of as many bytes received) and the protocol's own overhead (LL128: 128 bytes of line per
-120 of data), through all of the GPU's links at once. The full table, 1 and 8 MiB on six platforms, is
+120 of data), through all of the GPU's links at once (send/recv: through the one path to its peer). The
+full table, 1 and 8 MiB on six platforms, is
 experiments/nccl_crossover.py's (docs/fabrics.md, "NCCL collectives across the auto fabric's switch").
 """
 
@@ -24,10 +25,11 @@ MIB = 1 << 20
 P = 256  # max_payload on these platforms
 # Per platform file: a GPU's links out at once, lanes x lane bandwidth (B/s), header and acknowledgement
 # bytes per packet, and whether one uplink carries the acknowledgements of what the GPU receives.
+# path: one path's rate (send/recv sends to one peer only).
 EGRESS = {
-    "mi300x-8gpu": dict(rate=7 * 64e9, h=85, ack=16, uplink=False),   # fully connected: 7 links of 64 GB/s
-    "switch-8gpu": dict(rate=4 * 100e9, h=16, ack=16, uplink=True),   # one uplink of 4 x 100 GB/s
-    "dgx-a100": dict(rate=12 * 25e9, h=72, ack=3, uplink=True),       # one uplink of 12 x 25 GB/s
+    "mi300x-8gpu": dict(rate=7 * 64e9, path=64e9, h=85, ack=16, uplink=False),  # fully connected: 7 links of 64 GB/s
+    "switch-8gpu": dict(rate=4 * 100e9, path=4 * 100e9, h=16, ack=16, uplink=True),  # one uplink of 4 x 100 GB/s
+    "dgx-a100": dict(rate=12 * 25e9, path=12 * 25e9, h=72, ack=3, uplink=True),  # one uplink of 12 x 25 GB/s
 }
 # Data the busiest GPU sends, per byte of the nccl-tests size S, on k GPUs.
 SENT = {
@@ -35,8 +37,11 @@ SENT = {
     "all_gather": lambda k: (k - 1) / k,
     "alltoall": lambda k: (k - 1) / k,
     "broadcast": lambda k: 1.0,  # every GPU of the chain but the last forwards all of it
+    "reduce": lambda k: 1.0,  # every GPU of the chain but the root sends all of it
+    "sendrecv": lambda k: 1.0,  # all of it, to the next GPU
 }
-BOUND = {"all_reduce": 0.03, "all_gather": 0.03, "alltoall": 0.05, "broadcast": 0.03}
+BOUND = {"all_reduce": 0.03, "all_gather": 0.03, "alltoall": 0.05, "broadcast": 0.03, "reduce": 0.03,
+         "sendrecv": 0.05}
 
 # Why broadcast parts the fabrics (measured 2026-12-02; docs/fabrics.md): on MI300X (Simple, 28 channels),
 # not analysed further yet, each channel's slice crosses every hop whole, NCCL's release after the slice, and
@@ -52,7 +57,7 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     link = EGRESS[platform]
     per_packet = P + link["h"] + (link["ack"] if link["uplink"] else 0)
     data = SENT[op](gpus) * size / protocol(proto).efficiency
-    return data / P * per_packet / link["rate"] * 1e9
+    return data / P * per_packet / link["path" if op == "sendrecv" else "rate"] * 1e9
 
 
 @pytest.mark.parametrize("platform, op", [
@@ -62,6 +67,9 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     ("switch-8gpu", "all_reduce"),      # ring LL128, 16 channels: +0.2%
     ("switch-8gpu", "all_gather"),      # -1.3%
     ("switch-8gpu", "alltoall"),        # +0.2%
+    ("mi300x-8gpu", "sendrecv"),        # p2p Simple, 16 channels: 0.0%
+    ("switch-8gpu", "sendrecv"),        # +0.1%
+    ("mi300x-8gpu", "reduce"),          # ring Simple, 28 channels: -0.4% (its broadcast mirror: +20.4%, below)
     pytest.param("dgx-a100", "all_reduce", marks=pytest.mark.xfail(
         strict=True, reason="measured -8.7%: packet 116.12 us, flow 106.02 us (LL128, 24 channels); the packet "
         "GPU resumes a workgroup after a posted write's last packet is issued, round robin with the others, so "
