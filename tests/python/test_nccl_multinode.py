@@ -203,6 +203,39 @@ def test_each_network_step_pays_the_proxy_at_both_ends(write_platform):
     assert times[5, 30] - times[5, 0] == pytest.approx(30000.0, abs=1.0)
 
 
+def test_sendrecv_and_alltoall_across_nodes(write_platform):
+    # Bytes: 2 nodes of 2 GPUs, send/recv of S = 1 MiB on one Simple channel: GPU 1 -> 2 and 3 -> 0 cross
+    # nodes, 0 -> 1 and 2 -> 3 do not. Each pair moves 2 units of the NVLink p2p chunk (512 KiB), each followed
+    # by its 8-byte counter; the receiver returns an 8-byte credit per unit. So GPUs 1 and 3 send S + 2 x 8
+    # bytes on their NIC links, GPUs 0 and 2 the 2 credits of what they received over the network.
+    S = 1 << 20
+    plat = _nodes(write_platform, 2, 2)
+    prof, plan = build_collective(plat, "sendrecv", S, proto="Simple", channels=1)
+    assert plan == Plan("p2p", "Simple", 1)
+    res = eidola.simulate(plat, prof)
+    assert _nic_out(res, 4).tolist() == [2 * FLAG, S + 2 * FLAG, 2 * FLAG, S + 2 * FLAG]
+    # All-to-all of S = 2 MiB per rank, one channel per peer: each block is S/4, one unit; a GPU's NIC link
+    # carries its 2 remote blocks with their counters and a credit for each of the 2 remote blocks it receives.
+    prof, plan = build_collective(plat, "alltoall", 2 * S, proto="Simple", channels=3)
+    res = eidola.simulate(plat, prof)
+    assert _nic_out(res, 4).tolist() == [2 * (2 * S // 4 + FLAG) + 2 * FLAG] * 4
+
+
+@pytest.mark.parametrize("op", ["sendrecv", "alltoall"])
+def test_point_to_point_network_steps_pay_the_proxy_at_both_ends(write_platform, op):
+    # 2 nodes of one GPU, 1 KiB with LL on one channel: each GPU's one unit goes out (the sender's proxy, X)
+    # and comes in (the receiver's, X), both directions at once, so the time grows by 2X; the proxy's start L
+    # comes once, before each GPU's first op (as test_each_network_step_pays_the_proxy_at_both_ends for rings).
+    times = {}
+    for x, launch in ((0, 0), (5, 0), (5, 30)):
+        plat = _nodes(write_platform, 2, 1, f"collectives: {{proxy_step: {x}us, proxy_launch: {launch}us}}",
+                      mem_bw="1000TB/s")
+        prof, _ = build_collective(plat, op, 1024, proto="LL", channels=1)
+        times[x, launch] = eidola.simulate(plat, prof).kernel_time_ns
+    assert times[5, 0] - times[0, 0] == pytest.approx(2 * 5000.0, abs=1.0)
+    assert times[5, 30] - times[5, 0] == pytest.approx(30000.0, abs=1.0)
+
+
 # --- the tuner across nodes ----------------------------------------------------------------------------------------
 
 

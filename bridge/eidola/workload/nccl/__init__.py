@@ -103,11 +103,13 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
         g, nodes = sys.node_size(k), sys.nodes(k)
         if op in P2P_OPS:
             chunk = p2p.P2P_CHUNK[sys.link_type]
+            per_node = g if nodes > 1 else 0
             if op == "alltoall":
-                p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix,
-                             per_node=g if nodes > 1 else 0)
+                p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, per_node,
+                             sys.proxy_ns, sys.proxy_launch_ns)
             else:
-                p2p.sendrecv(b, nbytes, k, plan.channels, p, chunk, prefix, per_node=g if nodes > 1 else 0)
+                p2p.sendrecv(b, nbytes, k, plan.channels, p, chunk, prefix, per_node, sys.proxy_ns,
+                             sys.proxy_launch_ns)
         else:
             rings = sys.rings(k, plan.channels)
             if plan.algo == "nvls":
