@@ -5,8 +5,9 @@ crosses in that direction only, so on a bidirectional ring of links it finds a r
 torus as many Hamiltonian cycles as the links out of a GPU allow. The collectives' rings here are
 directed Hamiltonian cycles of the GPUs' neighbour links that share no directed link
 (`System.rings`). Checked: the neighbour graph the rings are drawn from is the one the C++ topology
-builds (read from a run's link table, not from our Python), the rings' structure, and the bus bandwidth
-of a large all-gather against the wire arithmetic of one and of two directions of the ring's links.
+builds (read from a run's link table, not from our Python), the rings' structure, the bus bandwidth
+of a large all-gather against the wire arithmetic of one and of two directions of the ring's links, and
+that of a large all-reduce against every ring's link rate less headers and acknowledgements.
 """
 
 from __future__ import annotations
@@ -111,3 +112,19 @@ def test_all_gather_on_a_bidirectional_ring_uses_both_directions(repo):
     one_way = 64e9 * 256 / 272 / 1e9
     assert point.plan.algo == "ring"
     assert 1.5 * one_way < point.busbw < 2 * one_way, point
+
+
+@pytest.mark.parametrize("platform, gpus, rings", [("ring-8gpu", 8, 2), ("mesh2d-16gpu", 16, 2),
+                                                  ("torus2d-16gpu", 16, 4)])
+def test_all_reduce_fills_every_ring_link_direction(repo, platform, gpus, rings):
+    # A ring all-reduce's bus bandwidth is what one ring carries per GPU: each ring's link out of a GPU
+    # carries its data (256 B + a 16-byte header a packet) and the 16-byte acknowledgements of the ring
+    # running the other way over the same link, 64 GB/s x 256 / 288 = 56.9 GB/s; the rings share no
+    # directed link, so together they give `rings` times that. At 64 MiB on the flow fabric the measured
+    # bus bandwidth must come within 3% of it and not above.
+    size = 64 * MIB
+    (point,) = run_sizes(Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow"), "all_reduce",
+                         [(size, size // 4)], gpus)
+    bound = rings * 64e9 * 256 / 288 / 1e9
+    assert point.plan.algo == "ring"
+    assert 0.97 * bound < point.busbw < bound, (point, bound)
