@@ -221,11 +221,12 @@ def test_sendrecv_and_alltoall_across_nodes(write_platform):
     assert _nic_out(res, 4).tolist() == [2 * (2 * S // 4 + FLAG) + 2 * FLAG] * 4
 
 
-@pytest.mark.parametrize("op", ["sendrecv", "alltoall"])
-def test_point_to_point_network_steps_pay_the_proxy_at_both_ends(write_platform, op):
-    # 2 nodes of one GPU, 1 KiB with LL on one channel: each GPU's one unit goes out (the sender's proxy, X)
-    # and comes in (the receiver's, X), both directions at once, so the time grows by 2X; the proxy's start L
-    # comes once, before each GPU's first op (as test_each_network_step_pays_the_proxy_at_both_ends for rings).
+@pytest.mark.parametrize("op", ["sendrecv", "alltoall", "broadcast", "reduce"])
+def test_point_to_point_and_chain_network_steps_pay_the_proxy_at_both_ends(write_platform, op):
+    # 2 nodes of one GPU, 1 KiB with LL on one channel: the one unit on the critical path goes out (the
+    # sender's proxy, X) and comes in (the receiver's, X), so the time grows by 2X (send/recv and all-to-all:
+    # both directions at once; broadcast 0 -> 1, reduce 1 -> 0); the proxy's start L comes once, before each
+    # GPU's first op (as test_each_network_step_pays_the_proxy_at_both_ends for rings).
     times = {}
     for x, launch in ((0, 0), (5, 0), (5, 30)):
         plat = _nodes(write_platform, 2, 1, f"collectives: {{proxy_step: {x}us, proxy_launch: {launch}us}}",

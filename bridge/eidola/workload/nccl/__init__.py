@@ -116,7 +116,8 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op in ("broadcast", "reduce"):
                 chain = ring.broadcast if op == "broadcast" else ring.reduce
-                chain(b, nbytes, rings, 0, p, sys.mem_bw, prefix, per_node=g if nodes > 1 else 0)
+                chain(b, nbytes, rings, 0, p, sys.mem_bw, prefix, g if nodes > 1 else 0, sys.proxy_ns,
+                      sys.proxy_launch_ns)
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:

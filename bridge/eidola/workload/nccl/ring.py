@@ -141,29 +141,32 @@ def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Prot
 
 
 def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
-              prefix: str, per_node: int = 0) -> None:
+              prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
     """Append a broadcast of S bytes from GPU `root`: per channel a chain along its ring from the root; the root
     sends, the others recvCopySend, the last receives (NCCL's ring broadcast, ``src/device/broadcast.h``).
-    per_node: GPUs per node (0: one node), for which hops cross nodes."""
+    per_node, proxy, launch: GPUs per node (0: one node), for which hops cross nodes, and the proxy's ns per
+    network step at each end and its start, as for `ring`."""
     order = [r[r.index(root):] + r[:r.index(root)] for r in rings]  # the root first
-    _chain(b, "broadcast", S, order, proto, mem_bw, f"{prefix}bcast", per_node, (1, 2, 2))
+    _chain(b, "broadcast", S, order, proto, mem_bw, f"{prefix}bcast", per_node, proxy, launch, (1, 2, 2))
 
 
 def reduce(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
-           prefix: str, per_node: int = 0) -> None:
+           prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
     """Append a reduce of S bytes to GPU `root`: per channel a chain along its ring that ends at the root; the
     root's successor sends its input, the others recvReduceSend (the received partial sum plus their own
     input), the root recvReduceCopy into its output (NCCL's ring reduce, ``src/device/reduce.h``: the rank whose
-    ring predecessor is the root sends). per_node: GPUs per node (0: one node), for which hops cross nodes."""
+    ring predecessor is the root sends). per_node, proxy, launch: as `broadcast`."""
     order = [r[r.index(root) + 1:] + r[:r.index(root) + 1] for r in rings]  # the root last
-    _chain(b, "reduce", S, order, proto, mem_bw, f"{prefix}reduce", per_node, (1, 2, 3))
+    _chain(b, "reduce", S, order, proto, mem_bw, f"{prefix}reduce", per_node, proxy, launch, (1, 2, 3))
 
 
 def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: Protocol, mem_bw: float, name: str,
-           per_node: int, local: tuple[int, int, int]) -> None:
+           per_node: int, proxy: float, launch: float, local: tuple[int, int, int]) -> None:
     """Append a chain along each channel's `orders` (position 0 first): position 0 sends, the middle receives
     and sends, the last receives; local: the local bytes per data byte of the three (`local_ns`). The chain's
-    unit is one step (``BROADCAST_*STEPS`` = ``REDUCE_*STEPS`` = 1)."""
+    unit is one step (``BROADCAST_*STEPS`` = ``REDUCE_*STEPS`` = 1). A hop between nodes pays the proxy at
+    each end and a program with such a hop first waits its start, as a ring's do (`fifo.proxy_ns`,
+    `fifo.proxy_start`)."""
     C, k = len(orders), len(orders[0])
     geo = geometry(op, proto, S, C, 1)
     order = np.array(orders, dtype=np.int64)
@@ -180,9 +183,12 @@ def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: P
         here, nxt, prv = order[Ch, Pp], order[Ch, (Pp + 1) % k], order[Ch, (Pp - 1) % k]
         send = conn.side(ps, Ch, nxt, across(here, nxt, per_node)) if s else None
         recv = conn.side(ps, Ch, prv, across(here, prv, per_node)) if r else None
+        proxy_start(b, here, Ch, [nxt if s else np.full_like(nxt, -1), prv if r else np.full_like(prv, -1)],
+                    per_node, launch)
+        pre = proxy_ns(proxy, here, prv if r else None, nxt if s else None, per_node) if per_node else None
         part = split(S, C, Ch)
         for loop in range(geo.loops):
             block = split(part, geo.loops, loop)
             for u in range(geo.units):
                 data = split(block, geo.units, u)
-                primitive(ps, recv, send, data, local_ns(lb, data, ns_per_byte))
+                primitive(ps, recv, send, data, local_ns(lb, data, ns_per_byte), pre)
