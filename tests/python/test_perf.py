@@ -96,6 +96,10 @@ def test_bus_factors_and_columns():
                                                                          "none"]
     assert nccl_tests.root("broadcast") == 0 and nccl_tests.root("reduce") == 0
     assert nccl_tests.root("alltoall") == -1 and nccl_tests.root("sendrecv") == -1
+    # what a log's redop column may say for each: an operator for reductions, none otherwise, anything for sendrecv
+    assert nccl_tests.redop_fits("reduce", "sum") and not nccl_tests.redop_fits("reduce", "none")
+    assert nccl_tests.redop_fits("broadcast", "none") and not nccl_tests.redop_fits("broadcast", "sum")
+    assert all(nccl_tests.redop_fits("sendrecv", r) for r in ("sum", "prod", "max", "none"))
 
 
 def test_numbers_print_in_their_width():
@@ -405,6 +409,22 @@ def test_our_own_table_reads_back_as_a_log(repo, tmp_path, capsys):
     rows = _data_rows(out)
     assert len(rows) == 3 and all(abs(float(r[3]) - float(r[2])) <= 0.005 for r in rows)
     assert "64 KiB to 1 GiB (1 size):" in out
+
+
+def test_a_sendrecv_log_compares_whatever_its_redop(repo, tmp_path, capsys):
+    # nccl-tests' sendrecv_perf prints its -o operator in the redop column (sum unless told otherwise) though it
+    # reduces nothing, so a sendrecv log with prod compares; the same log is refused for all_gather by name.
+    plat = repo / "platforms/switch-8gpu.yaml"
+    code, out, err = _main(capsys, "perf", plat, "--op", "sendrecv", "-b", "1K", "-e", "32K", "-f", "32")
+    assert code == 0, err
+    log = tmp_path / "sendrecv.log"
+    log.write_text("# Collective test starting: sendrecv_perf\n" + out.replace("   sum   ", "  prod   "))
+    assert "  prod   " in log.read_text()
+    code, out, err = _main(capsys, "perf", plat, "--op", "sendrecv", "--compare", log)
+    assert code == 0, err
+    assert len(_data_rows(out)) == 2
+    code, out, err = _main(capsys, "perf", plat, "--op", "all_gather", "--compare", log)
+    assert code == 2 and "is a run of sendrecv_perf" in err
 
 
 def test_plot_with_measured_points(repo, tmp_path, capsys):

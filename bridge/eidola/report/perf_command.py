@@ -179,7 +179,7 @@ def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels
         raise ConfigError(f"--op {o.op}: {o.compare} is a run of {log.test}")
     reduces = o.op in nccl_tests.REDUCTIONS
     for r in log.rows:
-        if (r.redop != "none") != reduces:
+        if not nccl_tests.redop_fits(o.op, r.redop):
             raise ConfigError(f"{o.compare}:{r.line}: redop {r.redop!r} is not a {o.op} "
                               f"({'a reduction' if reduces else 'no reduction, redop none'} expected)")
     times: dict[int, list[float]] = {}

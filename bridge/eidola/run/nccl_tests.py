@@ -21,7 +21,8 @@ import re
 
 from ..errors import ConfigError
 
-__all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "parse_size", "sizes", "columns", "bus_factor", "redop", "root", "float_str",
+__all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "parse_size", "sizes", "columns", "bus_factor", "redop", "redop_fits",
+           "root", "float_str",
            "algbw"]
 
 ELEMENT = 4  #: bytes per element: nccl-tests' default type, float
@@ -96,6 +97,14 @@ def algbw(size: int, time_us: float) -> float:
 def redop(op: str) -> str:
     """The redop column: ``sum`` for reductions and for sendrecv (nccl-tests prints its -o there), ``none`` otherwise."""
     return "sum" if op in REDUCTIONS or op == "sendrecv" else "none"
+
+
+def redop_fits(op: str, printed: str) -> bool:
+    """Whether a log's redop column can be a run of `op`: an operator for a reduction, ``none`` for the others,
+    anything for sendrecv (it prints the test's ``-o``, ``sum`` unless told otherwise, and reduces nothing)."""
+    if op == "sendrecv":
+        return True
+    return (printed != "none") == (op in REDUCTIONS)
 
 
 def root(op: str) -> int:
