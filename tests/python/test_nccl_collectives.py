@@ -15,6 +15,7 @@ import pytest
 import eidola
 from eidola.errors import ConfigError
 from eidola.profile import ProfileBuilder
+from eidola.run.perf import Fabrics, run_sizes
 from eidola.workload.nccl import Plan, build_collective, tuner
 from eidola.workload.nccl.fifo import Conn, primitive
 from eidola.workload.nccl.protocols import protocol
@@ -164,8 +165,6 @@ def test_sendrecv_and_reduce_at_64mib_against_the_wire(repo, platform, wire_per_
     # sendrecv sends S over one path, so it cannot beat one link's payload rate, and, every pair streaming at
     # once over its own path, must come within 10% of it at 64 MiB on the flow fabric. In a reduce every GPU
     # but the root sends S in all over its channels' chains: it cannot beat the GPU's links out.
-    from eidola.run.perf import Fabrics, run_sizes
-
     size = 64 << 20
     bound = link_bw / wire_per_payload / 1e9
     fabrics = Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow")

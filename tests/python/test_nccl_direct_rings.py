@@ -28,8 +28,11 @@ def _platform_text(gpus: int, topology: str, extra: str = "") -> str:
             "  link: {bandwidth: 64GB/s, latency: 100ns, header: 16B}\n  switch: {latency: 50ns}\n")
 
 
-def _cpp_links(write_platform, gpus: int, topology: str, extra: str) -> set[tuple[int, int]]:
-    """The GPU-to-GPU links of the C++ topology: every link of a run's link table (GPU nodes are 0..gpus-1)."""
+def _cpp_links(write_platform, gpus: int, topology: str, fab: dict) -> set[tuple[int, int]]:
+    """The GPU-to-GPU links of the C++ topology with the `fab` keys: every link of a run's link table (GPU nodes
+    are 0..gpus-1)."""
+    extra = "".join(f"  {key}: {str(value).lower() if isinstance(value, bool) else value}\n"
+                    for key, value in fab.items())
     plat = eidola.load_platform(write_platform(_platform_text(gpus, topology, extra)))
     b = ProfileBuilder(gpus=gpus, workgroups=1, name="one write")
     b.buffer("data", nbytes=256)
@@ -38,26 +41,23 @@ def _cpp_links(write_platform, gpus: int, topology: str, extra: str) -> set[tupl
     return {(int(r["src"]), int(r["dst"])) for r in res.links}
 
 
-@pytest.mark.parametrize("gpus, topology, extra", [
-    (8, "ring", ""),
-    (8, "ring", "  bidirectional: false\n"),
-    (2, "ring", ""),
-    (3, "ring", ""),
-    (16, "mesh2d", "  dims: [4, 4]\n"),
-    (6, "mesh2d", "  dims: [3, 2]\n"),
-    (12, "mesh2d", ""),             # no dims: the squarest split, the larger factor along x (4 x 3)
-    (16, "torus2d", "  dims: [4, 4]\n"),
-    (8, "torus2d", "  dims: [2, 4]\n"),  # a torus dimension of 2: one link pair, no wrap
-    (9, "torus2d", "  dims: [3, 3]\n"),
+@pytest.mark.parametrize("gpus, topology, fab", [
+    (8, "ring", {}),
+    (8, "ring", {"bidirectional": False}),
+    (2, "ring", {}),
+    (3, "ring", {}),
+    (16, "mesh2d", {"dims": [4, 4]}),
+    (6, "mesh2d", {"dims": [3, 2]}),
+    (12, "mesh2d", {}),             # no dims: the squarest split, the larger factor along x (4 x 3)
+    (16, "torus2d", {"dims": [4, 4]}),
+    (8, "torus2d", {"dims": [2, 4]}),  # a torus dimension of 2: one link pair, no wrap
+    (9, "torus2d", {"dims": [3, 3]}),
 ])
-def test_neighbours_are_the_links_the_topology_builds(write_platform, gpus, topology, extra):
-    fab = {"bidirectional": "false" not in extra}
-    if "dims" in extra:
-        fab["dims"] = [int(v) for v in extra.split("[")[1].split("]")[0].split(",")]
+def test_neighbours_are_the_links_the_topology_builds(write_platform, gpus, topology, fab):
     graph = neighbours(topology, gpus, fab)
     assert graph is not None
     ours = {(u, v) for u, vs in enumerate(graph) for v in vs}
-    assert ours == _cpp_links(write_platform, gpus, topology, extra)
+    assert ours == _cpp_links(write_platform, gpus, topology, fab)
 
 
 def _arcs(ring: list[int]) -> list[tuple[int, int]]:

@@ -139,8 +139,9 @@ def _check_plan(fabrics: Fabrics, o: PerfOptions, gpus: int, channels: int) -> N
 
 
 def _factor_text(op: str, n: int) -> str:
-    return {"all_reduce": f"2(n-1)/n = {nccl_tests.bus_factor(op, n):.4g}",
-            "broadcast": "1", "reduce": "1", "sendrecv": "1"}.get(op, f"(n-1)/n = {nccl_tests.bus_factor(op, n):.4g}")
+    if op in nccl_tests.FACTOR_ONE:
+        return "1"
+    return f"{'2(n-1)/n' if op == 'all_reduce' else '(n-1)/n'} = {nccl_tests.bus_factor(op, n):.4g}"
 
 
 def _gpus(o: PerfOptions, log: NcclLog | None, available: int) -> int:

@@ -21,14 +21,17 @@ import re
 
 from ..errors import ConfigError
 
-__all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "parse_size", "sizes", "columns", "bus_factor", "redop", "redop_fits",
-           "root", "float_str",
-           "algbw"]
+__all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "WHOLE", "FACTOR_ONE", "parse_size", "sizes", "columns", "bus_factor",
+           "redop", "redop_fits", "root", "float_str", "algbw"]
 
 ELEMENT = 4  #: bytes per element: nccl-tests' default type, float
 REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")  #: the collectives with a reduction operator (redop sum)
 #: The collectives with a root (nccl-tests' -r, default 0).
 ROOTED = ("broadcast", "reduce")
+#: The collectives whose every rank passes the whole buffer (count = size / 4, not split among ranks).
+WHOLE = ("all_reduce", "broadcast", "reduce", "sendrecv")
+#: The collectives whose bus bandwidth is their algorithm bandwidth (``*GetBw``: factor 1).
+FACTOR_ONE = ("broadcast", "reduce", "sendrecv")
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgG]?)\s*$")
 _UNIT = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
 MAX_SIZE = 2**50  #: a size past this is a typing mistake, not a message
@@ -63,7 +66,7 @@ def columns(op: str, size: int, nranks: int) -> tuple[int, int]:
     """(size, count) as nccl-tests prints them for a swept `size` of collective `op` on `nranks` ranks."""
     count = size // ELEMENT
     align = ~(16 // ELEMENT - 1)
-    if op in ("all_reduce", "broadcast", "reduce", "sendrecv"):
+    if op in WHOLE:
         send = recv = param = count
     elif op == "all_gather":
         param = send = (count // nranks) & align
@@ -84,7 +87,7 @@ def bus_factor(op: str, nranks: int) -> float:
     sendrecv 1."""
     if op == "all_reduce":
         return 2 * (nranks - 1) / nranks
-    if op in ("broadcast", "reduce", "sendrecv"):
+    if op in FACTOR_ONE:
         return 1.0
     return (nranks - 1) / nranks
 

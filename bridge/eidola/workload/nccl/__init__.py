@@ -101,9 +101,9 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
     p = protocol(plan.proto, sys.library)
     try:
         g, nodes = sys.node_size(k), sys.nodes(k)
+        per_node = g if nodes > 1 else 0  # 0: one node, no step crosses the network
         if op in P2P_OPS:
             chunk = p2p.P2P_CHUNK[sys.link_type]
-            per_node = g if nodes > 1 else 0
             if op == "alltoall":
                 p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, per_node,
                              sys.proxy_ns, sys.proxy_launch_ns)
@@ -116,8 +116,7 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op in ("broadcast", "reduce"):
                 chain = ring.broadcast if op == "broadcast" else ring.reduce
-                chain(b, nbytes, rings, 0, p, sys.mem_bw, prefix, g if nodes > 1 else 0, sys.proxy_ns,
-                      sys.proxy_launch_ns)
+                chain(b, nbytes, rings, 0, p, sys.mem_bw, prefix, per_node, sys.proxy_ns, sys.proxy_launch_ns)
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:
@@ -128,8 +127,8 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
             elif plan.algo == "tree":
                 tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, prefix)
             else:
-                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, prefix, per_node=g if nodes > 1 else 0,
-                          proxy=sys.proxy_ns, launch=sys.proxy_launch_ns)
+                ring.ring(b, op, nbytes, rings, p, sys.mem_bw, prefix, per_node=per_node, proxy=sys.proxy_ns,
+                          launch=sys.proxy_launch_ns)
     except ProfileError as e:  # a bug of ours, not the user's: say which collective made it
         raise ProfileError(f"{op} of {nbytes} B ({plan}): {e}") from None
 

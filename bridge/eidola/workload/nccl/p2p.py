@@ -89,8 +89,7 @@ def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: 
     send = conn.side(ps, Wg, to, across(G, to, per_node))
     recv = conn.side(ps, Wg, frm, across(G, frm, per_node))
     proxy_start(b, G, Wg, [to, frm], per_node, launch)
-    pre_send = proxy_ns(proxy, G, None, to, per_node) if per_node else None
-    pre_recv = proxy_ns(proxy, G, frm, None, per_node) if per_node else None
+    pre_send, pre_recv = proxy_ns(proxy, G, None, to, per_node), proxy_ns(proxy, G, frm, None, per_node)
     cap = chunk if not proto.flag_in_data else proto.step_data
     units = max(1, -(-int(out.max()) // cap))
     for u in range(units):

@@ -183,9 +183,8 @@ def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: P
         here, nxt, prv = order[Ch, Pp], order[Ch, (Pp + 1) % k], order[Ch, (Pp - 1) % k]
         send = conn.side(ps, Ch, nxt, across(here, nxt, per_node)) if s else None
         recv = conn.side(ps, Ch, prv, across(here, prv, per_node)) if r else None
-        proxy_start(b, here, Ch, [nxt if s else np.full_like(nxt, -1), prv if r else np.full_like(prv, -1)],
-                    per_node, launch)
-        pre = proxy_ns(proxy, here, prv if r else None, nxt if s else None, per_node) if per_node else None
+        proxy_start(b, here, Ch, [peer for peer, on in ((nxt, s), (prv, r)) if on], per_node, launch)
+        pre = proxy_ns(proxy, here, prv if r else None, nxt if s else None, per_node)
         part = split(S, C, Ch)
         for loop in range(geo.loops):
             block = split(part, geo.loops, loop)

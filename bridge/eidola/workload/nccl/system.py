@@ -110,10 +110,11 @@ class System:
         if multi and per_node < n:
             nics = (int(fab.get("nic.count", 0)) or per_node) if topology == "rail" else per_node  # 0: one a GPU
             nic_bw = float(fab.get("nic.bandwidth", 50e9)) * nics
-        direct = neighbours(topology, n, fab) if model in ("PacketFabric", "FlowFabric") else None
+        direct = None
         if model in ("PacketFabric", "FlowFabric"):
             per_link = float(fab["link.bandwidth"]) * int(fab.get("link.count", 1))
             gpu_bw = per_link * (per_node - 1 if intra_fc else 1)
+            direct = neighbours(topology, n, fab)
             if direct is not None:  # the rings' links out of a GPU, one a cycle (NCCL's graph: channels x bw)
                 gpu_bw = per_link * len(direct_rings(direct, n) or [[]])
             if per_node == 1 and nics:  # one GPU a node: its only way out is its NIC
