@@ -310,6 +310,39 @@ def test_skewed_all_to_all(repo, platform, nbytes, bound):
     _check(packet, flow, bound, wire, wire + _tail_ns(link) * 1.01 + 2000)
 
 
+def _staggered_all_to_all(gpus: int, nbytes: int, sets: int, late: int, delay_ns: float):
+    """All-to-all of `nbytes` per GPU on `sets` workgroups per peer (workgroup w writes to peer w mod (gpus - 1)
+    + 1 the (w div (gpus - 1))-th of `sets` equal parts of its share), the first `late` workgroups of every
+    GPU starting `delay_ns` after the others."""
+    peers = gpus - 1
+    b = ProfileBuilder(gpus=gpus, workgroups=sets * peers, name="staggered-all-to-all")
+    part = nbytes // gpus // sets
+    b.buffer("recv", nbytes=nbytes // gpus)
+    for g in range(gpus):
+        for w in range(sets * peers):
+            program = b.program(gpu=g, wg=w)
+            if w < late:
+                program.compute(ns=delay_ns)
+            program.write(dst=(g + w % peers + 1) % gpus, buffer="recv", offset=(w // peers) * part, nbytes=part)
+    return b.build()
+
+
+@pytest.mark.parametrize("delay_ns", [0.001, 1.0, 100.0])
+def test_all_to_all_with_staggered_starts(repo, delay_ns):
+    # MI300X, 16 MiB, two workgroups per peer, workgroups 0-3 (peers 1-4) starting a picosecond to
+    # 100 ns after the rest: 14 writes of 1 MiB (4,096 packets each) against a window of 2,048
+    # packets, so the window paces every GPU's writes, and on links 1-4 a write starts behind the
+    # other workgroup's. The packet GPU issues its workgroups' packets round robin, so the late write
+    # shares the link with the early one; the flow fabric once queued it behind all of the early
+    # write, outside the window's round robin (+37% at a picosecond, on an RCCL all-to-all at
+    # 8 MiB). Each link carries 2 MiB of data and headers one way and the acknowledgements of
+    # 2 MiB the other.
+    nbytes = 16 * MIB
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _staggered_all_to_all(8, nbytes, 2, 4, delay_ns))
+    n = nbytes / 8 / P
+    _check(packet, flow, 0.05, _stream_ns(MI300X, n * (P + MI300X["h"] + MI300X["ack"])))
+
+
 def test_flags_wait_for_room_in_a_credit_starved_buffer(repo):
     # switch-8gpu with 16-packet buffers against a credit round trip of 148 packets (docs/fabrics.md,
     # "Flags"): a 64 KiB all-to-all of 32 workgroups sends one-packet writes and as many signals, and
