@@ -11,8 +11,8 @@ a FIFO of 8 chunk-sized units (512 KiB of data over NVLink, 128 KiB over PCIe or
 ``NCCL_P2P_*_CHUNKSIZE``; the chunk of the platform's link type for every pair: see `_exchange`). Per unit
 it sends, then receives, so a GPU's every pair moves at once. A step between nodes pays the proxy at both
 ends, as a ring's does.
-The rank's own block is a local copy: 2 bytes a byte (read and write) at its workgroup's share of
-memory bandwidth, once at the start.
+The rank's own block is a local copy: 2 bytes a byte (read and write), once at the start, shared by the
+W workgroups, each copying a W-th of it at its W-th share of memory bandwidth.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def alltoall(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: 
     d, j = Wg % (k - 1) + 1, Wg // (k - 1)
     ps = b.programs_at(G, Wg)
     ns_per_byte = W / mem_bw * 1e9
-    own = split(split(S, k, G), m, j)
+    own = split(split(S, k, G), W, Wg)
     if float(own.max()) * ns_per_byte > 0:
         ps.compute(ns=local_ns(2, own, ns_per_byte))
     # Sent and received blocks: (S/k for the peer) / m; the block for GPU r+d is r+d's share of S.
