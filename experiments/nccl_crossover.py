@@ -24,7 +24,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CSV = HERE / "nccl_crossover.csv"
 PLATFORMS = ["mi300x-8gpu", "dgx-h100", "dgx-a100", "switch-8gpu", "rail-16gpu", "hierarchical-16gpu"]
-OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv"]
+OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
+       "scatter"]
 SIZES = [1 << 20, 8 << 20]
 
 
@@ -48,7 +49,8 @@ def measure() -> list[dict[str, object]]:
 
 
 NAMES = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
-         "alltoall": "all-to-all", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send/recv"}
+         "alltoall": "all-to-all", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "send/recv",
+         "gather": "gather", "scatter": "scatter"}
 
 
 def _error(r: dict[str, object]) -> str:

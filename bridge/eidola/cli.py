@@ -427,8 +427,8 @@ def _perf_parser(sub: Any) -> None:
                                     "(docs/perf.md); with --compare LOG, set the simulation beside a real "
                                     "nccl-tests or rccl-tests run.")
     pf.add_argument("platform", help="platform YAML file")
-    pf.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce "
-                                                "or sendrecv (nccl-tests' names)")
+    pf.add_argument("--op", required=True, help="all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, "
+                                                "sendrecv, gather or scatter (nccl-tests' names)")
     pf.add_argument("-b", "--minbytes", help="smallest size: bytes with an optional K, M or G (powers of 2), "
                                              "as nccl-tests reads it (default 8)")
     pf.add_argument("-e", "--maxbytes", help="largest size (default 256M)")
@@ -436,7 +436,7 @@ def _perf_parser(sub: Any) -> None:
     pf.add_argument("-g", "--ngpus", help="GPUs taking part: the first N of the platform (default: all of them, "
                                           "or the LOG's ranks with --compare)")
     pf.add_argument("--algo", default="auto", help="auto, ring, tree, nvls, hierarchical (all_reduce across "
-                    "nodes) or p2p (alltoall, sendrecv) (default auto: the tuner chooses)")
+                    "nodes) or p2p (alltoall, sendrecv, gather, scatter) (default auto: the tuner chooses)")
     pf.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default auto)")
     pf.add_argument("--channels", default="0", help="channels (workgroups per GPU); 0 lets the tuner choose")
     pf.add_argument("--fabric", default="auto",

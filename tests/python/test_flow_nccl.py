@@ -39,9 +39,13 @@ SENT = {
     "broadcast": lambda k: 1.0,  # every GPU of the chain but the last forwards all of it
     "reduce": lambda k: 1.0,  # every GPU of the chain but the root sends all of it
     "sendrecv": lambda k: 1.0,  # all of it, to the next GPU
+    "gather": lambda k: (k - 1) / k,  # into the root, every other rank's share
+    "scatter": lambda k: (k - 1) / k,  # out of the root
 }
 BOUND = {"all_reduce": 0.03, "all_gather": 0.03, "alltoall": 0.05, "broadcast": 0.03, "reduce": 0.03,
-         "sendrecv": 0.05}
+         "sendrecv": 0.05, "gather": 0.05, "scatter": 0.05}
+#: The root's link carries its data one way and, the other way, only its credits' acknowledgements.
+ROOTED = ("gather", "scatter")
 
 # Why broadcast parts the fabrics (measured 2026-12-02; docs/fabrics.md): on MI300X (Simple, 28 channels),
 # not analysed further yet, each channel's slice crosses every hop whole, NCCL's release after the slice, and
@@ -55,7 +59,7 @@ CHAIN = ("a chain of 7 hops, the channels' units interleaved round robin on the 
 
 def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float:
     link = EGRESS[platform]
-    per_packet = P + link["h"] + (link["ack"] if link["uplink"] else 0)
+    per_packet = P + link["h"] + (link["ack"] if link["uplink"] and op not in ROOTED else 0)
     data = SENT[op](gpus) * size / protocol(proto).efficiency
     return data / P * per_packet / link["path" if op == "sendrecv" else "rate"] * 1e9
 
@@ -70,6 +74,8 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     ("mi300x-8gpu", "sendrecv"),        # p2p Simple, 16 channels: 0.0%
     ("switch-8gpu", "sendrecv"),        # +0.1%
     ("mi300x-8gpu", "reduce"),          # ring Simple, 28 channels: -0.4% (its broadcast mirror: +20.4%, below)
+    ("mi300x-8gpu", "gather"),          # p2p Simple, 14 channels: -0.01%
+    ("switch-8gpu", "scatter"),         # -0.00%
     pytest.param("dgx-a100", "all_reduce", marks=pytest.mark.xfail(
         strict=True, reason="measured -8.7%: packet 116.12 us, flow 106.02 us (LL128, 24 channels); the packet "
         "GPU resumes a workgroup after a posted write's last packet is issued, round robin with the others, so "

@@ -168,6 +168,40 @@ def test_reduce_and_sendrecv_bytes(write_platform):
     assert res.gpus["bytes_received"].tolist() == [S + 2 * 16] * k
 
 
+def test_gather_and_scatter_bytes(write_platform):
+    # k = 4, S = 4000 B (1000 B a rank), Simple on one channel per peer of root 0 (3): in a gather every other rank
+    # writes its 1000 B to the root and bumps the root's tail (8 B), and the root credits the unit it received
+    # (8 B); the root's own 1000 B are a local copy. A scatter is the same the other way.
+    k, S = 4, 4000
+    plat = _ideal(write_platform, k)
+    unit = S // k + 8
+    for op, sent, received in (("gather", [3 * 8] + [unit] * 3, [3 * unit] + [8] * 3),
+                               ("scatter", [3 * unit] + [8] * 3, [3 * 8] + [unit] * 3)):
+        prof, plan = build_collective(plat, op, S, proto="Simple", channels=k - 1)
+        assert plan == Plan("p2p", "Simple", k - 1)
+        res = eidola.simulate(plat, prof)
+        assert res.gpus["bytes_sent"].tolist() == sent, op
+        assert res.gpus["bytes_received"].tolist() == received, op
+
+
+@pytest.mark.parametrize("platform, root_rate", [
+    # switch-8gpu: the root's one link of 4 x 100 GB/s carries (k-1)/k of S in 256-byte packets with 16-byte headers
+    ("switch-8gpu", 400e9 * 256 / 272),
+    # mi300x-8gpu: the root's 7 links of 64 GB/s, 85-byte headers
+    ("mi300x-8gpu", 7 * 64e9 * 256 / 341),
+])
+def test_gather_and_scatter_at_64mib_against_the_roots_links(repo, platform, root_rate):
+    # nccl-tests' busbw of gather and scatter is (k-1)/k of S over the time: the data into (out of) the root, which
+    # cannot beat the root's links' payload rate and, every peer streaming at once, must come within 10% of it at
+    # 64 MiB on the flow fabric.
+    size = 64 << 20
+    fabrics = Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow")
+    for op in ("gather", "scatter"):
+        (row,) = run_sizes(fabrics, op, [(size, size // 4)], 8)
+        assert row.plan.algo == "p2p"
+        assert 0.9 * root_rate / 1e9 < row.busbw < root_rate / 1e9, (op, row, root_rate)
+
+
 @pytest.mark.parametrize("platform, wire_per_payload, link_bw, links_out", [
     # switch-8gpu: 4 lanes of 100 GB/s; GPU r's uplink carries its data to r + 1 (256 B + a 16-byte header a
     # packet) and the 16-byte acknowledgements of r - 1's packets to it

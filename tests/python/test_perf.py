@@ -79,6 +79,8 @@ def test_size_lists():
     ("all_gather", 8, (0, 0)), ("all_gather", 2**20, (2**20, 2**15)),
     # reduce and sendrecv (nccl-tests' reduce.cu, sendrecv.cu): send = receive = the count passed = size / 4
     ("reduce", 1000, (1000, 250)), ("sendrecv", 1000, (1000, 250)), ("sendrecv", 1001, (1000, 250)),
+    # gather and scatter (gather.cu, scatter.cu): each rank's share as all_gather's and reduce_scatter's
+    ("gather", 1000, (896, 28)), ("scatter", 1000, (896, 28)), ("gather", 2**20, (2**20, 2**15)),
 ])
 def test_size_and_count_columns(op, size, expected):
     assert nccl_tests.columns(op, size, 8) == expected
@@ -86,7 +88,7 @@ def test_size_and_count_columns(op, size, expected):
 
 def test_bus_factors_and_columns():
     assert nccl_tests.bus_factor("all_reduce", 8) == 14 / 8
-    for op in ("all_gather", "reduce_scatter", "alltoall"):
+    for op in ("all_gather", "reduce_scatter", "alltoall", "gather", "scatter"):
         assert nccl_tests.bus_factor(op, 8) == 7 / 8
     for op in ("broadcast", "reduce", "sendrecv"):  # *GetBw: factor 1
         assert nccl_tests.bus_factor(op, 8) == 1
@@ -95,6 +97,8 @@ def test_bus_factors_and_columns():
                                             "sendrecv", "alltoall")] == ["sum", "sum", "none", "none", "sum", "sum",
                                                                          "none"]
     assert nccl_tests.root("broadcast") == 0 and nccl_tests.root("reduce") == 0
+    assert nccl_tests.root("gather") == 0 and nccl_tests.root("scatter") == 0
+    assert nccl_tests.redop("gather") == "none" and nccl_tests.redop("scatter") == "none"
     assert nccl_tests.root("alltoall") == -1 and nccl_tests.root("sendrecv") == -1
     # what a log's redop column may say for each: an operator for reductions, none otherwise, anything for sendrecv
     assert nccl_tests.redop_fits("reduce", "sum") and not nccl_tests.redop_fits("reduce", "none")
@@ -247,13 +251,17 @@ PLANS = {"all_reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
          # reduce: the broadcast's chain the other way, the same tuning (k-1 steps)
          "reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
          # sendrecv: one peer, LL up to 16 KiB; one channel while the buffer is one 512 KiB chunk
-         "sendrecv": (("p2p", "LL", "1"), ("p2p", "Simple", "1"))}
+         "sendrecv": (("p2p", "LL", "1"), ("p2p", "Simple", "1")),
+         # gather and scatter: the root's pairs of the all-to-all, S/k a peer as there
+         "gather": (("p2p", "LL", "7"), ("p2p", "Simple", "7")),
+         "scatter": (("p2p", "LL", "7"), ("p2p", "Simple", "7"))}
 
 
 @pytest.mark.parametrize("op,gpus,redop,root", [("all_reduce", 8, "sum", "-1"), ("all_gather", 8, "none", "-1"),
                                                ("reduce_scatter", 4, "sum", "-1"), ("alltoall", 8, "none", "-1"),
                                                ("broadcast", 8, "none", "0"), ("reduce", 8, "sum", "0"),
-                                               ("sendrecv", 8, "sum", "-1")])
+                                               ("sendrecv", 8, "sum", "-1"), ("gather", 8, "none", "0"),
+                                               ("scatter", 8, "none", "0")])
 def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root):
     table = tmp_path / "perf.csv"
     code, out, err = _main(capsys, "perf", repo / "platforms/mi300x-8gpu.yaml", "--op", op, "-g", gpus,

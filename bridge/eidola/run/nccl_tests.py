@@ -10,9 +10,11 @@ columns of each collective, bus bandwidth, and how numbers are printed.
   is ``max(send, receive) x 4``. Collectives that split a buffer among ranks round each rank's
   share down to a multiple of 16 bytes (``(count/nranks) & ~3`` for 4-byte elements).
 - ``algbw = size / time`` in GB/s (10^9 B/s); ``busbw = algbw x factor``: all_reduce 2(n-1)/n,
-  all_gather, reduce_scatter and alltoall (n-1)/n, broadcast, reduce and sendrecv 1 (``*GetBw``).
+  all_gather, reduce_scatter, alltoall, gather and scatter (n-1)/n, broadcast, reduce and sendrecv 1
+  (``*GetBw``).
 - the redop column: ``sum`` for all_reduce, reduce_scatter and reduce, and for sendrecv, which passes the test's
-  operator through unused; ``none`` for the others. The root column: 0 for broadcast and reduce (``-r 0``).
+  operator through unused; ``none`` for the others. The root column: 0 for broadcast, reduce, gather and scatter
+  (``-r 0``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ __all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "WHOLE", "FACTOR_ONE", "parse_size
 ELEMENT = 4  #: bytes per element: nccl-tests' default type, float
 REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")  #: the collectives with a reduction operator (redop sum)
 #: The collectives with a root (nccl-tests' -r, default 0).
-ROOTED = ("broadcast", "reduce")
+ROOTED = ("broadcast", "reduce", "gather", "scatter")
 #: The collectives whose every rank passes the whole buffer (count = size / 4, not split among ranks).
 WHOLE = ("all_reduce", "broadcast", "reduce", "sendrecv")
 #: The collectives whose bus bandwidth is their algorithm bandwidth (``*GetBw``: factor 1).
@@ -68,10 +70,10 @@ def columns(op: str, size: int, nranks: int) -> tuple[int, int]:
     align = ~(16 // ELEMENT - 1)
     if op in WHOLE:
         send = recv = param = count
-    elif op == "all_gather":
+    elif op in ("all_gather", "gather"):
         param = send = (count // nranks) & align
         recv = send * nranks
-    elif op == "reduce_scatter":
+    elif op in ("reduce_scatter", "scatter"):
         param = recv = (count // nranks) & align
         send = recv * nranks
     elif op == "alltoall":
@@ -83,8 +85,8 @@ def columns(op: str, size: int, nranks: int) -> tuple[int, int]:
 
 
 def bus_factor(op: str, nranks: int) -> float:
-    """busbw / algbw: all_reduce 2(n-1)/n; all_gather, reduce_scatter and alltoall (n-1)/n; broadcast, reduce and
-    sendrecv 1."""
+    """busbw / algbw: all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall, gather and scatter (n-1)/n;
+    broadcast, reduce and sendrecv 1."""
     if op == "all_reduce":
         return 2 * (nranks - 1) / nranks
     if op in FACTOR_ONE:
@@ -111,7 +113,7 @@ def redop_fits(op: str, printed: str) -> bool:
 
 
 def root(op: str) -> int:
-    """The root column: 0 for broadcast and reduce, -1 for collectives without a root."""
+    """The root column: 0 for broadcast, reduce, gather and scatter, -1 for collectives without a root."""
     return 0 if op in ROOTED else -1
 
 

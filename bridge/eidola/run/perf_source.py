@@ -13,8 +13,8 @@ from ..workload.nccl import OPS, Plan, build_collective
 
 __all__ = ["OPS", "ALGOS", "PROTOS", "Plan", "build_collective", "SOURCE"]
 
-#: What ``--algo`` and ``--proto`` may say (the libraries' names, and p2p: alltoall's and sendrecv's, as the algo column
-#: prints it); the source refuses what an op or a platform does not run (nvls without an NVLS switch).
+#: What ``--algo`` and ``--proto`` may say (the libraries' names, and p2p: that of alltoall, sendrecv, gather and
+#: scatter, as the algo column prints it); the source refuses what an op or a platform does not run (nvls without an NVLS switch).
 ALGOS = ("auto", "ring", "tree", "nvls", "hierarchical", "p2p")
 PROTOS = ("auto", "LL", "LL128", "Simple")
 #: The module the collectives come from, for the printed header: a table says which ones made it.

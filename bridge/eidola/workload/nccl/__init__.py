@@ -33,16 +33,19 @@ if TYPE_CHECKING:
 __all__ = ["OPS", "P2P_OPS", "Plan", "build_collective", "System"]
 
 #: The collectives, by their nccl-tests names.
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv")
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
+       "scatter")
 #: The collectives that run point-to-point (algo "p2p") rather than by the tuner.
-P2P_OPS = ("alltoall", "sendrecv")
+P2P_OPS = ("alltoall", "sendrecv", "gather", "scatter")
+#: The point-to-point collectives with a set of channels per peer of the root (or, all-to-all, of every rank).
+_PER_PEER = ("alltoall", "gather", "scatter")
 
 
 @dataclass(frozen=True)
 class Plan:
     """How the collective runs: algorithm, protocol and channels (workgroups per GPU)."""
 
-    algo: str  #: "ring", "tree", "nvls" or "hierarchical" ("p2p" for alltoall and sendrecv)
+    algo: str  #: "ring", "tree", "nvls" or "hierarchical" ("p2p" for alltoall, sendrecv, gather and scatter)
     proto: str  #: "LL", "LL128" or "Simple"
     channels: int  #: channels = workgroups of every GPU that run it
 
@@ -55,7 +58,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     op: one of OPS. nbytes: the nccl-tests size (all_reduce: the buffer per rank; all_gather: the
     gathered output per rank; reduce_scatter: the input per rank; alltoall: the per-rank send total;
     broadcast: the buffer, from GPU 0; reduce: the buffer, to GPU 0; sendrecv: the bytes each rank sends to
-    the next and receives from the one before). algo / proto: "auto" (the tuner's choice) or a name;
+    the next and receives from the one before; gather: the gathered output at GPU 0, S/k from each rank; scatter:
+    the input at GPU 0, S/k to each rank). algo / proto: "auto" (the tuner's choice) or a name;
     channels: 0 (the tuner's count) or a count. calls: how many of it, back to back on each GPU's stream
     as nccl-tests issues them (`harness`: two extra workgroups per GPU, the host and a marker; read one
     call's time with `harness.period_ns`). steady: one call in the steady state of that loop
@@ -107,6 +111,10 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
             if op == "alltoall":
                 p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, per_node,
                              sys.proxy_ns, sys.proxy_launch_ns)
+            elif op in ("gather", "scatter"):
+                rooted = p2p.gather if op == "gather" else p2p.scatter
+                rooted(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, 0, per_node,
+                       sys.proxy_ns, sys.proxy_launch_ns)
             else:
                 p2p.sendrecv(b, nbytes, k, plan.channels, p, chunk, prefix, per_node, sys.proxy_ns,
                              sys.proxy_launch_ns)
@@ -134,13 +142,13 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
 
 
 def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, channels: int) -> Plan:
-    """All-to-all and send/recv: no tuning model in NCCL; LL up to the p2p LL threshold per peer, else Simple;
-    channels per peer as `p2p.per_peer_channels` (send/recv: one peer, the whole buffer), all-to-all's
-    rounded to whole peers."""
+    """All-to-all, send/recv, gather and scatter: no tuning model in NCCL; LL up to the p2p LL threshold per peer,
+    else Simple; channels per peer as `p2p.per_peer_channels` (send/recv: one peer, the whole buffer; the others
+    S/k to or from each of k-1 peers), rounded to whole peers."""
     if algo not in ("auto", "p2p"):
         raise ConfigError(f"algo: {op} runs point-to-point; expected auto or p2p, got {algo!r}")
-    peers = k - 1 if op == "alltoall" else 1
-    per_peer = -(-nbytes // k) if op == "alltoall" else nbytes
+    peers = k - 1 if op in _PER_PEER else 1
+    per_peer = -(-nbytes // k) if op in _PER_PEER else nbytes
     if proto == "auto":
         proto = "LL" if per_peer <= p2p.P2P_LL_THRESHOLD and "LL" in sys.protocols else "Simple"
     elif proto not in ("LL", "LL128", "Simple") or proto not in sys.protocols:

@@ -3,6 +3,12 @@
 Send/recv is nccl-tests' ``sendrecv_perf``: every rank r sends S bytes to r+1 and receives S from r-1 in one
 group, over m channels of S/m each, a FIFO unit at a time as below.
 
+Gather and scatter (``ncclGather``, ``ncclScatter``; nccl-tests' ``gather_perf``, ``scatter_perf``) are the
+all-to-all's pairs with the root only, as NCCL enqueues them (``enqueue.cc``: a send of every rank's S/k to the
+root and the root's receive from every rank, or the reverse): the root's workgroups of distance d receive from
+(or send to) rank root -/+ d, that rank's workgroups of the same channels send (receive), and the root's own
+block is a local copy.
+
 NCCL runs an all-to-all as k-1 rounds of send to r+d and receive from r-d (d = 1..k-1), each peer
 pair on its own channels. Here workgroup w of every GPU serves distance d = w mod (k-1) + 1 and slice
 j = w div (k-1) of the m = workgroups / (k-1) channels per peer: it sends its block for GPU r+d
@@ -29,7 +35,7 @@ if TYPE_CHECKING:
     from ..builder import ProfileBuilder
     from ..bulk import ProgramSet
 
-__all__ = ["alltoall", "sendrecv", "P2P_CHUNK", "P2P_LL_THRESHOLD", "per_peer_channels"]
+__all__ = ["alltoall", "sendrecv", "gather", "scatter", "P2P_CHUNK", "P2P_LL_THRESHOLD", "per_peer_channels"]
 
 #: p2p chunk, bytes of data per FIFO unit: link type -> size (NVLink 512 KiB, else 128 KiB)
 P2P_CHUNK = {"nvlink": 512 * 1024, "xgmi": 512 * 1024, "pcie": 128 * 1024, "network": 128 * 1024}
@@ -68,6 +74,55 @@ def sendrecv(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: 
     G, Wg = np.repeat(np.arange(k), m), np.tile(np.arange(m), k)
     ps = b.programs_at(G, Wg)
     _exchange(b, ps, G, Wg, np.ones_like(G), k, m, split(S, m, Wg), proto, chunk, prefix, per_node, proxy, launch)
+
+
+def gather(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, mem_bw: float, prefix: str,
+           root: int = 0, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
+    """Append a gather of S bytes in all to GPU `root` of GPUs 0..k-1: rank r's S/k (its share of S) to the root,
+    m workgroups per peer. per_node, proxy, launch: as `alltoall`."""
+    _rooted(b, S, k, m, proto, chunk, mem_bw, prefix, root, True, per_node, proxy, launch)
+
+
+def scatter(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, mem_bw: float, prefix: str,
+            root: int = 0, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
+    """Append a scatter of S bytes in all from GPU `root` of GPUs 0..k-1: rank r's share of S (S/k) from the
+    root, m workgroups per peer. per_node, proxy, launch: as `alltoall`."""
+    _rooted(b, S, k, m, proto, chunk, mem_bw, prefix, root, False, per_node, proxy, launch)
+
+
+def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, mem_bw: float, prefix: str,
+            root: int, to_root: bool, per_node: int, proxy: float, launch: float) -> None:
+    """Gather (`to_root`) or scatter: the all-to-all's channel layout (workgroup w serves distance w mod (k-1) + 1,
+    slice w div (k-1)) with the root's pairs only."""
+    W = m * (k - 1)
+    Wg = np.arange(W)
+    d, j = Wg % (k - 1) + 1, Wg // (k - 1)
+    peer = (root + (-d if to_root else d)) % k  # the root's peer on each of its workgroups
+    at_root = np.full(W, root)
+    # The root's own block: a local copy, shared by its W workgroups.
+    own = split(split(S, k, at_root), W, Wg)
+    if float(own.max()) * W / mem_bw > 0:
+        b.programs_at(at_root, Wg).compute(ns=local_ns(2, own, W / mem_bw * 1e9))
+    data = split(split(S, k, peer), m, j)  # the peer's share of S, on its m slices
+    conn = Conn(b, f"{prefix}p2p", proto, 1, W)
+    ps_root, ps_peer = b.programs_at(at_root, Wg), b.programs_at(peer, Wg)
+    if to_root:  # the peers send, the root receives
+        send = conn.side(ps_peer, Wg, at_root, across(peer, at_root, per_node))
+        recv = conn.side(ps_root, Wg, peer, across(at_root, peer, per_node))
+        sender, receiver, ps_send, ps_recv = peer, at_root, ps_peer, ps_root
+    else:
+        send = conn.side(ps_root, Wg, peer, across(at_root, peer, per_node))
+        recv = conn.side(ps_peer, Wg, at_root, across(peer, at_root, per_node))
+        sender, receiver, ps_send, ps_recv = at_root, peer, ps_root, ps_peer
+    proxy_start(b, np.concatenate([sender, receiver]), np.concatenate([Wg, Wg]),
+                [np.concatenate([receiver, sender])], per_node, launch)
+    pre_send = proxy_ns(proxy, sender, None, receiver, per_node)
+    pre_recv = proxy_ns(proxy, receiver, sender, None, per_node)
+    cap = chunk if not proto.flag_in_data else proto.step_data
+    units = max(1, -(-int(data.max()) // cap))
+    for u in range(units):
+        primitive(ps_send, None, send, split(data, units, u), 0.0, pre_send)
+        primitive(ps_recv, recv, None, split(data, units, u), 0.0, pre_recv)
 
 
 def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: int, W: int, out: Ints, proto: Protocol,
