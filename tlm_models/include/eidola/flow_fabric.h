@@ -102,7 +102,7 @@ private:
         bool alone = false;              // a flag timed outside the solver (timed_alone)
         bool windowed = false;           // its GPU's window had no room for all its packets at once: the
                                          // rest are issued as the window frees, so a write issued behind
-                                         // it interleaves with them (issue_behind)
+                                         // it interleaves with them (issuing)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
