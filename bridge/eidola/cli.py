@@ -417,7 +417,7 @@ def _cmd_perf(args: argparse.Namespace) -> int:
 
     perf(PerfOptions(args.platform, args.op, args.minbytes, args.maxbytes, args.stepfactor, args.ngpus, args.algo,
                      args.proto, args.channels, args.fabric, _overrides(args.set), args.csv, args.plot, args.compare,
-                     args.column, progress=lambda label: _progress(label, args.progress)))
+                     args.column, root=args.root, progress=lambda label: _progress(label, args.progress)))
     return 0
 
 
@@ -435,6 +435,8 @@ def _perf_parser(sub: Any) -> None:
     pf.add_argument("-f", "--stepfactor", help="multiplication factor between sizes, >= 2 (default 2)")
     pf.add_argument("-g", "--ngpus", help="GPUs taking part: the first N of the platform (default: all of them, "
                                           "or the LOG's ranks with --compare)")
+    pf.add_argument("-r", "--root", help="the root rank of broadcast, reduce, gather and scatter (default 0, or the "
+                                         "LOG's root with --compare); the other collectives have none")
     pf.add_argument("--algo", default="auto", help="auto, ring, tree, nvls, hierarchical (all_reduce across "
                     "nodes) or p2p (alltoall, sendrecv, gather, scatter) (default auto: the tuner chooses)")
     pf.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default auto)")

@@ -184,6 +184,25 @@ def test_gather_and_scatter_bytes(write_platform):
         assert res.gpus["bytes_received"].tolist() == received, op
 
 
+def test_rooted_collectives_take_any_root(write_platform):
+    # k = 4, S = 4000 B, as the root-0 tests above. Broadcast from root 2 on one LL channel: the chain follows the
+    # ring from the root, 2 -> 3 -> 0 -> 1, so GPU 2 sends 2S, 3 and 0 forward 2S and credit 8 B, 1 only credits.
+    # Gather to root 3 (Simple, one channel per peer): GPUs 0-2 each send S/k and a tail bump, the root 3 credits.
+    k, S = 4, 4000
+    plat = _ideal(write_platform, k)
+    prof, _ = build_collective(plat, "broadcast", S, proto="LL", channels=1, root=2)
+    assert eidola.simulate(plat, prof).gpus["bytes_sent"].tolist() == [2 * S + 8, 8, 2 * S, 2 * S + 8]
+    unit = S // k + 8
+    prof, _ = build_collective(plat, "gather", S, proto="Simple", channels=k - 1, root=3)
+    res = eidola.simulate(plat, prof)
+    assert res.gpus["bytes_sent"].tolist() == [unit] * 3 + [3 * 8]
+    assert res.gpus["bytes_received"].tolist() == [8] * 3 + [3 * unit]
+    for bad in (-1, 4, 1.0):
+        with pytest.raises(ConfigError, match="root: expected a GPU from 0 to 3"):
+            build_collective(plat, "scatter", S, root=bad)
+    build_collective(plat, "all_reduce", S, root=7)  # no root: ignored, as nccl-tests ignores -r there
+
+
 @pytest.mark.parametrize("platform, root_rate", [
     # switch-8gpu: the root's one link of 4 x 100 GB/s carries (k-1)/k of S in 256-byte packets with 16-byte headers
     ("switch-8gpu", 400e9 * 256 / 272),
@@ -397,7 +416,7 @@ def test_overrides_are_honoured_and_bad_ones_named(write_platform):
     _, plan = build_collective(plat, "all_reduce", 1 << 20, algo="tree", proto="LL128", channels=5)
     assert plan == Plan("tree", "LL128", 5)
     for kwargs, word in ((dict(proto="LL256"), "proto"), (dict(algo="nvls"), "nvls"), (dict(channels=-1), "channels"),
-                         (dict(algo="tree", op="all_gather"), "tree"), (dict(op="gather"), "op"),
+                         (dict(algo="tree", op="all_gather"), "tree"), (dict(op="hypercube"), "op"),
                          (dict(gpus=9), "gpus"), (dict(nbytes=0), "nbytes")):
         args = {"op": "all_reduce", "nbytes": 1024, **kwargs}
         with pytest.raises(ConfigError, match=word):

@@ -435,6 +435,36 @@ def test_a_sendrecv_log_compares_whatever_its_redop(repo, tmp_path, capsys):
     assert code == 2 and "is a run of sendrecv_perf" in err
 
 
+def test_root_option_and_a_logs_root(repo, tmp_path, capsys):
+    # custom-4gpu's links differ, so a broadcast's time depends on its root (nccl-tests' -r): at 256 KiB the chain
+    # from GPU 1 takes longer than from GPU 0 (measured 29.65 against 24.90 us). The root column prints -r for the
+    # rooted collectives and -1 for the others; --compare takes the LOG's root, so our own table of root 1 reads
+    # back within the printed rounding, where root 0 would be off by 4.75 us.
+    plat = repo / "platforms/custom-4gpu.yaml"
+    code, out, err = _main(capsys, "perf", plat, "--op", "broadcast", "-r", "1", "-b", "256K", "-e", "256K")
+    assert code == 0, err
+    ((size, _, _, _, root, t1, *_),) = _data_rows(out)
+    assert (size, root) == ("262144", "1")
+    code, out0, err = _main(capsys, "perf", plat, "--op", "broadcast", "-b", "256K", "-e", "256K")
+    assert code == 0, err
+    t0 = _data_rows(out0)[0][5]
+    assert abs(float(t1) - float(t0)) > 1.0, (t0, t1)
+    log = tmp_path / "bcast.log"
+    log.write_text(out)
+    code, cmp, err = _main(capsys, "perf", plat, "--op", "broadcast", "--compare", log)
+    assert code == 0, err
+    ((_, _, measured, predicted, *_),) = _data_rows(cmp)
+    assert abs(float(predicted) - float(measured)) <= 0.005
+    # a -r that differs from the LOG's root, a LOG of several roots (nccl-tests' -r -1), a root past the GPUs
+    _bad(capsys, ["-r 2", "root 1", "-r 1"], "perf", plat, "--op", "broadcast", "-r", "2", "--compare", log)
+    both = tmp_path / "roots.log"
+    both.write_text(out + out.replace("       1    ", "       2    "))
+    _bad(capsys, ["roots 1, 2", "-r -1"], "perf", plat, "--op", "broadcast", "--compare", both)
+    _bad(capsys, ["-r 4", "0 to 3"], "perf", plat, "--op", "gather", "-r", "4", "-b", "1K", "-e", "1K")
+    code, out, err = _main(capsys, "perf", plat, "--op", "alltoall", "-r", "2", "-b", "4K", "-e", "4K")
+    assert code == 0 and _data_rows(out)[0][4] == "-1", err
+
+
 def test_plot_with_measured_points(repo, tmp_path, capsys):
     figure = tmp_path / "perf.png"
     code, _, err = _main(capsys, "perf", repo / "platforms/mi300x-8gpu.yaml", "--op", "all_reduce", "--compare",

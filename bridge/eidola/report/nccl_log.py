@@ -48,6 +48,7 @@ class LogRow:
     redop: str      #: sum, prod, ... or none
     time_us: float  #: the time of the chosen group (out-of-place or in-place)
     line: int       #: where it is in the file (1-based)
+    root: int = -1  #: the root column: a rooted collective's root (nccl-tests' -r), -1 for the others
 
 
 @dataclass(frozen=True)
@@ -138,4 +139,8 @@ def _row(where: str, lineno: int, fields: list[str], at: int) -> LogRow:
     if not (math.isfinite(time_us) and (time_us > 0 or (size == 0 and time_us == 0))):
         raise ConfigError(f"{where}:{lineno}: time {shown(fields[at])} (field {at + 1}) is not a positive number "
                           "of microseconds")
-    return LogRow(size, int(fields[1]), fields[3], time_us, lineno)
+    try:
+        root = int(fields[4])
+    except ValueError:
+        raise ConfigError(f"{where}:{lineno}: root {shown(fields[4])} (field 5) is not a whole number") from None
+    return LogRow(size, int(fields[1]), fields[3], time_us, lineno, root)

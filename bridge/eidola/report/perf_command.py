@@ -48,6 +48,7 @@ class PerfOptions:
     plot: str | None = None
     compare: str | None = None
     column: str = "out-of-place"
+    root: str | None = None  #: -r: the root of broadcast, reduce, gather and scatter (default 0, or the LOG's)
     #: Makes the progress reporter of one size's simulation from its label (``"1073741824 B, flow fabric"``),
     #: or None for none: the CLI's stderr line (--progress, or a terminal), so a point of minutes is not silent.
     progress: Callable[[str], Progress | None] | None = None
@@ -92,7 +93,8 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
     fabrics = Fabrics(o.platform, o.overrides or {}, o.fabric)
     available = len(fabrics.base.eidolons())
     gpus = _gpus(o, log, available)
-    _check_plan(fabrics, o, gpus, channels)
+    root = _root(o, log, gpus)
+    _check_plan(fabrics, o, gpus, channels, root)
     config = f"algo {o.algo}, proto {o.proto}, channels {channels or 'auto'}"
     head = [f"# eidola perf: {o.op} simulated on {fabrics.base.name} ({o.platform}), {gpus} of {available} GPUs",
             f"# nThread 1 nGpus {gpus} minBytes {lo} maxBytes {hi} "
@@ -106,10 +108,10 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
             "#"]
     print("\n".join(head), file=out, flush=True)
     if log is None:
-        rows = _sweep(fabrics, o, sizes, gpus, channels, out)
+        rows = _sweep(fabrics, o, sizes, gpus, channels, root, out)
         measured: list[tuple[int, float]] = []
     else:
-        rows, measured = _compare(fabrics, o, log, gpus, channels, out)
+        rows, measured = _compare(fabrics, o, log, gpus, channels, root, out)
     if o.csv is not None:
         perf_table.write_csv(o.csv, rows)
     if o.plot is not None:
@@ -121,15 +123,16 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
 
 
 #: The collective's parameter names in its errors, and the options that give them.
-_OPTION_OF = (("algo:", "--algo"), ("proto:", "--proto"), ("channels:", "--channels"), ("gpus:", "-g"))
+_OPTION_OF = (("algo:", "--algo"), ("proto:", "--proto"), ("channels:", "--channels"), ("gpus:", "-g"),
+              ("root:", "-r"))
 
 
-def _check_plan(fabrics: Fabrics, o: PerfOptions, gpus: int, channels: int) -> None:
+def _check_plan(fabrics: Fabrics, o: PerfOptions, gpus: int, channels: int, root: int) -> None:
     """Builds the collective once at a small size before anything is printed, so a choice the platform cannot run
     (NVLS without an NVLS switch, a protocol it does not enable, too many channels) is refused naming the option,
     with no table header before it. The choices do not depend on the size, so one small size tells."""
     try:
-        build_collective(fabrics.base, o.op, 4096 * gpus, gpus, o.algo, o.proto, channels)
+        build_collective(fabrics.base, o.op, 4096 * gpus, gpus, o.algo, o.proto, channels, root=root)
     except ConfigError as e:
         text = str(e)
         for key, option in _OPTION_OF:
@@ -160,7 +163,27 @@ def _gpus(o: PerfOptions, log: NcclLog | None, available: int) -> int:
     return g
 
 
-def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, channels: int,
+def _root(o: PerfOptions, log: NcclLog | None, gpus: int) -> int:
+    """-r, else the LOG's root column (one root: nccl-tests' -r -1 runs every root in turn, a run to compare one at
+    a time), else 0; a -r that differs from the LOG's root is refused. Only rooted collectives have one."""
+    given = _int(o.root, "-r", 0) if o.root is not None else None
+    if given is not None and given >= gpus:
+        raise ConfigError(f"-r {o.root}: expected a rank from 0 to {gpus - 1} ({gpus} GPUs)")
+    if log is None or o.op not in nccl_tests.ROOTED:
+        return 0 if given is None else given
+    roots = sorted({r.root for r in log.rows})
+    if len(roots) > 1:
+        raise ConfigError(f"--compare {o.compare}: rows of roots {', '.join(map(str, roots))} (nccl-tests' -r -1 "
+                          "runs every root); compare a run of one root")
+    if given is not None and given != roots[0]:
+        raise ConfigError(f"-r {given}: {o.compare} was measured with root {roots[0]}; leave out -r or give "
+                          f"-r {roots[0]}")
+    if not 0 <= roots[0] < gpus:
+        raise ConfigError(f"--compare {o.compare}: root {roots[0]} is not a rank of its {gpus} GPUs")
+    return roots[0]
+
+
+def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, channels: int, root: int,
            out: TextIO) -> list[PerfRow]:
     print("\n".join(perf_table.head_lines()), file=out, flush=True)
     points = [nccl_tests.columns(o.op, s, gpus) for s in sizes]
@@ -169,12 +192,13 @@ def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, ch
             print(f"# {swept} B: 0 B per rank after nccl-tests' rounding (a 16-byte multiple per rank); "
                   "nothing to simulate", file=out)
     rows = run_sizes(fabrics, o.op, points, gpus, o.algo, o.proto, channels,
-                     done=lambda r: print(perf_table.row_line(o.op, r), file=out, flush=True), progress=o.progress)
+                     done=lambda r: print(perf_table.row_line(o.op, r), file=out, flush=True), progress=o.progress,
+                     root=root)
     print("\n".join(perf_table.trailer(rows)), file=out)
     return rows
 
 
-def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels: int,
+def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels: int, root: int,
              out: TextIO) -> tuple[list[PerfRow], list[tuple[int, float]]]:
     if log.test is not None and log.test.removesuffix("_perf") != o.op:
         raise ConfigError(f"--op {o.op}: {o.compare} is a run of {log.test}")
@@ -201,6 +225,6 @@ def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels
         print(perf_table.compare_line(c), file=out, flush=True)
 
     rows = run_sizes(fabrics, o.op, sorted(counts.items()), gpus, o.algo, o.proto, channels, done=done,
-                     progress=o.progress)
+                     progress=o.progress, root=root)
     print("\n".join(perf_table.compare_trailer(compared)), file=out)
     return rows, sorted(measured.items())

@@ -53,7 +53,7 @@ def head_lines() -> list[str]:
 def row_line(op: str, row: PerfRow) -> str:
     """One data line: nccl-tests' columns, then algo, proto, channels and fabric."""
     f = nccl_tests.float_str
-    return (_lead(row.size, row.count, "float", nccl_tests.redop(op), nccl_tests.root(op))
+    return (_lead(row.size, row.count, "float", nccl_tests.redop(op), row.root)
             + f"  {f(row.time_us, 7)}  {f(row.algbw, 6)}  {f(row.busbw, 6)}"
             + _extra(row.plan.algo, row.plan.proto, row.plan.channels, row.fabric))
 

@@ -13,8 +13,8 @@ columns of each collective, bus bandwidth, and how numbers are printed.
   all_gather, reduce_scatter, alltoall, gather and scatter (n-1)/n, broadcast, reduce and sendrecv 1
   (``*GetBw``).
 - the redop column: ``sum`` for all_reduce, reduce_scatter and reduce, and for sendrecv, which passes the test's
-  operator through unused; ``none`` for the others. The root column: 0 for broadcast, reduce, gather and scatter
-  (``-r 0``).
+  operator through unused; ``none`` for the others. The root column: the ``-r`` rank (default 0) for broadcast,
+  reduce, gather and scatter, -1 for the others.
 """
 
 from __future__ import annotations
@@ -22,14 +22,13 @@ from __future__ import annotations
 import re
 
 from ..errors import ConfigError
+from ..workload.nccl import ROOTED  # the collectives with a root (nccl-tests' -r, default 0)
 
 __all__ = ["ELEMENT", "REDUCTIONS", "ROOTED", "WHOLE", "FACTOR_ONE", "parse_size", "sizes", "columns", "bus_factor",
            "redop", "redop_fits", "root", "float_str", "algbw"]
 
 ELEMENT = 4  #: bytes per element: nccl-tests' default type, float
 REDUCTIONS = ("all_reduce", "reduce_scatter", "reduce")  #: the collectives with a reduction operator (redop sum)
-#: The collectives with a root (nccl-tests' -r, default 0).
-ROOTED = ("broadcast", "reduce", "gather", "scatter")
 #: The collectives whose every rank passes the whole buffer (count = size / 4, not split among ranks).
 WHOLE = ("all_reduce", "broadcast", "reduce", "sendrecv")
 #: The collectives whose bus bandwidth is their algorithm bandwidth (``*GetBw``: factor 1).
@@ -112,9 +111,10 @@ def redop_fits(op: str, printed: str) -> bool:
     return (printed != "none") == (op in REDUCTIONS)
 
 
-def root(op: str) -> int:
-    """The root column: 0 for broadcast, reduce, gather and scatter, -1 for collectives without a root."""
-    return 0 if op in ROOTED else -1
+def root(op: str, rank: int = 0) -> int:
+    """The root column: the root `rank` (``-r``, default 0) for broadcast, reduce, gather and scatter, -1 for
+    collectives without a root."""
+    return rank if op in ROOTED else -1
 
 
 def float_str(value: float, width: int) -> str:

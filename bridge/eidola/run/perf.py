@@ -66,6 +66,7 @@ class PerfRow:
     fabric: str        #: packet | flow | ideal | plugin
     busbw_factor: float  #: busbw / algbw for this collective and GPU count
     wall_s: float = 0.0  #: what the simulation cost
+    root: int = -1       #: nccl-tests' root column: the root of a rooted collective, -1 for the others
 
     @property
     def algbw(self) -> float:
@@ -199,12 +200,13 @@ def _fabric_name(platform: Platform) -> str:
 
 def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus: int, algo: str = "auto",
               proto: str = "auto", channels: int = 0, done: Callable[[PerfRow], None] | None = None,
-              progress: Callable[[str], Progress | None] | None = None) -> list[PerfRow]:
+              progress: Callable[[str], Progress | None] | None = None, root: int = 0) -> list[PerfRow]:
     """Simulates collective `op` at each (size, count) of `points` (nccl-tests' size and count columns) on `gpus` GPUs.
 
     Sizes of 0 bytes are left out (nothing moves). `done` is called with each row as it is
     finished, so a long sweep prints as it goes; `progress` makes each size's progress reporter
-    (simulate's `progress`) from its label, ``"SIZE B, FABRIC fabric"``. A simulation that fails
+    (simulate's `progress`) from its label, ``"SIZE B, FABRIC fabric"``. `root`: a rooted collective's root
+    (nccl-tests' -r). A simulation that fails
     raises its SimulationError (exit status 3) naming the size.
     """
     from .simulate import simulate  # loads cppyy only when a simulation is asked for
@@ -214,7 +216,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
     for size, count in points:
         if size <= 0:
             continue
-        profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels, steady=True)
+        profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels, steady=True, root=root)
         fabric = fabrics.choose(written_bytes(profile))
         start = time.perf_counter()
         try:
@@ -226,7 +228,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
             raise SimulationError(f"size {size} B ({op}, {fabric} fabric): stopped at limits.sim_time with workgroups "
                                   "unfinished; raise or remove limits.sim_time")
         row = PerfRow(size, count, result.kernel_time_ns / 1000, plan, fabric, factor,
-                      time.perf_counter() - start)
+                      time.perf_counter() - start, nccl_tests.root(op, root))
         rows.append(row)
         if done is not None:
             done(row)

@@ -30,13 +30,15 @@ if TYPE_CHECKING:
     from ...platform.model import Platform
     from ..profile import Profile
 
-__all__ = ["OPS", "P2P_OPS", "Plan", "build_collective", "System"]
+__all__ = ["OPS", "P2P_OPS", "ROOTED", "Plan", "build_collective", "System"]
 
 #: The collectives, by their nccl-tests names.
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
        "scatter")
 #: The collectives that run point-to-point (algo "p2p") rather than by the tuner.
 P2P_OPS = ("alltoall", "sendrecv", "gather", "scatter")
+#: The collectives with a root (nccl-tests' -r).
+ROOTED = ("broadcast", "reduce", "gather", "scatter")
 #: The point-to-point collectives with a set of channels per peer of the root (or, all-to-all, of every rank).
 _PER_PEER = ("alltoall", "gather", "scatter")
 
@@ -52,14 +54,15 @@ class Plan:
 
 def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None = None, algo: str = "auto",
                      proto: str = "auto", channels: int = 0, calls: int = 1,
-                     steady: bool = False) -> tuple[Profile, Plan]:
+                     steady: bool = False, root: int = 0) -> tuple[Profile, Plan]:
     """One collective as the library runs it, on the first `gpus` GPUs of `platform` (default all), as a profile.
 
     op: one of OPS. nbytes: the nccl-tests size (all_reduce: the buffer per rank; all_gather: the
     gathered output per rank; reduce_scatter: the input per rank; alltoall: the per-rank send total;
-    broadcast: the buffer, from GPU 0; reduce: the buffer, to GPU 0; sendrecv: the bytes each rank sends to
-    the next and receives from the one before; gather: the gathered output at GPU 0, S/k from each rank; scatter:
-    the input at GPU 0, S/k to each rank). algo / proto: "auto" (the tuner's choice) or a name;
+    broadcast: the buffer, from the root; reduce: the buffer, to the root; sendrecv: the bytes each rank sends to
+    the next and receives from the one before; gather: the gathered output at the root, S/k from each rank;
+    scatter: the input at the root, S/k to each rank). root: the root GPU of broadcast, reduce, gather and scatter
+    (nccl-tests' -r, default 0); the other collectives have none and ignore it. algo / proto: "auto" (the tuner's choice) or a name;
     channels: 0 (the tuner's count) or a count. calls: how many of it, back to back on each GPU's stream
     as nccl-tests issues them (`harness`: two extra workgroups per GPU, the host and a marker; read one
     call's time with `harness.period_ns`). steady: one call in the steady state of that loop
@@ -79,6 +82,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     k = sys.gpus if gpus is None else gpus
     if type(k) is not int or not 2 <= k <= sys.gpus:
         raise ConfigError(f"gpus: expected an integer from 2 to the platform's {sys.gpus} GPUs, got {gpus!r}")
+    if op in ROOTED and (type(root) is not int or not 0 <= root < k):
+        raise ConfigError(f"root: expected a GPU from 0 to {k - 1} (the {op}'s root), got {root!r}")
     if op in P2P_OPS:
         plan = _p2p_plan(sys, op, nbytes, k, algo, proto, channels)
     else:
@@ -90,7 +95,7 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     for call in range(calls):
         if call:
             harness.before_call(b, k, plan.channels, call, sys.launch_ns)
-        _emit(b, sys, op, nbytes, k, plan, f"call{call}." if call else "")
+        _emit(b, sys, op, nbytes, k, plan, f"call{call}." if call else "", root if op in ROOTED else 0)
         if call < calls - 1:
             harness.after_call(b, k, plan.channels)
     if calls > 1:
@@ -100,8 +105,9 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     return b.build(), plan
 
 
-def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Plan, prefix: str) -> None:
-    """Append one call of `op` as `plan` runs it, its flags and buffers named with `prefix`."""
+def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Plan, prefix: str, root: int) -> None:
+    """Append one call of `op` as `plan` runs it, its flags and buffers named with `prefix`; `root`: a rooted
+    collective's root."""
     p = protocol(plan.proto, sys.library)
     try:
         g, nodes = sys.node_size(k), sys.nodes(k)
@@ -113,7 +119,7 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
                              sys.proxy_ns, sys.proxy_launch_ns)
             elif op in ("gather", "scatter"):
                 rooted = p2p.gather if op == "gather" else p2p.scatter
-                rooted(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, 0, per_node,
+                rooted(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, root, per_node,
                        sys.proxy_ns, sys.proxy_launch_ns)
             else:
                 p2p.sendrecv(b, nbytes, k, plan.channels, p, chunk, prefix, per_node, sys.proxy_ns,
@@ -124,7 +130,7 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op in ("broadcast", "reduce"):
                 chain = ring.broadcast if op == "broadcast" else ring.reduce
-                chain(b, nbytes, rings, 0, p, sys.mem_bw, prefix, per_node, sys.proxy_ns, sys.proxy_launch_ns)
+                chain(b, nbytes, rings, root, p, sys.mem_bw, prefix, per_node, sys.proxy_ns, sys.proxy_launch_ns)
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:
