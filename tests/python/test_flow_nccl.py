@@ -84,8 +84,7 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     pytest.param("mi300x-8gpu", "broadcast", marks=pytest.mark.xfail(
         strict=True, reason="measured +20.4%: packet 158.90 us, flow 191.35 us (Simple, 28 channels); " + CHAIN)),
     pytest.param("switch-8gpu", "broadcast", marks=pytest.mark.xfail(
-        strict=True, reason="measured +20.8%: packet 46.86 us, flow 56.60 us (LL128, 16 channels; +16.4% before the "
-        "flow fabric's window rule of docs/fabrics.md, 'NCCL collectives across the auto fabric's switch'); " + CHAIN + "; "
+        strict=True, reason="measured +16.4%: packet 46.86 us, flow 54.52 us (LL128, 16 channels); " + CHAIN + "; "
         "on the flow fabric each forwarding write is held at the root's stream's rate by its acknowledgements on "
         "its GPU's full downlink (max-min gives every flow there one rate), and the packet GPU's issue gates slow "
         "the packet fabric: without the acknowledgements 2 channels agree within 0.1%, and 16 give 33.66 us against "

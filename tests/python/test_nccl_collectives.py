@@ -133,18 +133,19 @@ def test_tree_broadcast_and_alltoall_bytes(write_platform):
 def test_alltoall_copies_the_own_block_once(write_platform):
     # k = 4, S = 4 MiB, Simple on 2 channels per peer (W = 6 workgroups a GPU): the rank's own block, S/k, is a
     # local copy (2 bytes of memory traffic a byte) done once, shared by the W workgroups at W-th shares of the
-    # memory bandwidth, so each takes 2 (S/k) / bandwidth before its sends. Each used to copy S/k / 2 at its W-th
-    # share, the block k - 1 = 3 times over, holding every send back 3x as long.
+    # memory bandwidth: each copies the largest piece, ceil(S/k / W) = 174,763 B, in 2 x 174,763 x W / bandwidth,
+    # all alike so that they start their sends together. Each used to copy S/k / 2 at its W-th share, the block
+    # k - 1 = 3 times over, holding every send back 3x as long.
     k, S, W, mem_bw = 4, 4 << 20, 6, 1000e12  # _ideal: 1000 TB/s
+    piece = -(-(S // k) // W)
     plat = _ideal(write_platform, k)
     prof, plan = build_collective(plat, "alltoall", S, proto="Simple", channels=W)
-    assert plan == Plan("p2p", "Simple", W)
+    assert plan == Plan("p2p", "Simple", W) and piece == 174_763
     for g in range(k):
         first = [prof.program(g, w)[0] for w in range(W)]
         assert all(op.kind == "compute" for op in first)
-        ns = [op["ns"] for op in first]
-        assert ns == pytest.approx([2 * S / k / mem_bw * 1e9] * W, rel=1e-5)
-        assert sum(n * 1e-9 * mem_bw / W / 2 for n in ns) == pytest.approx(S / k, rel=1e-9)
+        assert [op["ns"] for op in first] == pytest.approx([2 * piece * W / mem_bw * 1e9] * W, rel=1e-12)
+        assert S // k <= W * piece < S // k + W  # the block once, to the byte each piece rounds up
 
 
 def test_reduce_and_sendrecv_bytes(write_platform):

@@ -242,7 +242,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         }
         f.queue = m_routes[r].injection;
         Injection& q = m_injection[std::size_t(f.queue)];
-        if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty()) && !issuing(q, f.ext)) {
+        if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             const FlowExtension* ext = f.ext;
             if (ext && ext->signal && f.packets == 1 && own_backlog(q, ext->workgroup)) {
                 // A signal behind its own workgroup's flows: it slips in behind their backlog,
@@ -276,26 +276,6 @@ bool FlowFabric::own_backlog(const Injection& q, std::uint32_t wg) const {
         return ext && ext->window > 0 && ext->workgroup == wg;
     };
     return std::all_of(q.active_ids.begin(), q.active_ids.end(), own) && std::all_of(q.waiting.begin(), q.waiting.end(), own);
-}
-
-// Whether a write (`ext`: its GPU's flow extension) issued now goes beside the writes sending from
-// queue `q` rather than behind them: none waits, none is its own workgroup's (a workgroup's writes
-// go out one after another, whole), and some has packets its GPU's window had no room for when it
-// started, so they are still being issued. Why: the packet fabric's GPU issues its workgroups'
-// packets round robin, so while a window holds back a write's packets, the packets of another
-// workgroup's write issued later go into the injection queue between them, and the two share the
-// link; only packets issued at once stand ahead of it. Queued behind such writes, a write was left
-// out of the window's round robin and waited for all of them (an all-to-all on MI300X whose
-// workgroups started picoseconds apart: +37% against the packet fabric, 0.1% now).
-bool FlowFabric::issuing(const Injection& q, const FlowExtension* ext) const {
-    if (!ext || ext->signal || !q.waiting.empty()) return false;
-    bool windowed = false;
-    for (std::uint32_t a : q.active_ids) {
-        const Flow& g = m_flows[a];
-        if (!g.ext || g.ext->workgroup == ext->workgroup) return false;
-        windowed = windowed || g.windowed;
-    }
-    return windowed;
 }
 
 // Signal `id`, issued behind an injection queue's flows, goes once the backlog ahead of it is sent.
@@ -478,8 +458,6 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
     if (m_held.size() < m_solver.resources()) m_held.resize(m_solver.resources(), 0.0);
     double burst = n;
-    const std::int64_t window = m_window[f.src];  // the GPU's window (max_outstanding), if it sends flows
-    double issue_room = n;                         // its packets the GPU's window lets it issue now
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
     // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
@@ -491,8 +469,6 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         const double capacity = m_solver.capacity(p.resource);
         const double room = capacity - m_solver.load(p.resource) - m_held[p.resource];
         burst = std::min(burst, std::floor(std::max(0.0, room) / p.per_packet + 1e-9));
-        if (window >= 0 && p.resource == std::uint32_t(window))
-            issue_room = std::floor(std::max(0.0, room) / p.per_packet + 1e-9);
         if (p.per_packet * kLargeWindow > capacity) {
             small = true;
             if (room < p.per_packet) alone = false;
@@ -503,7 +479,6 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         return;
     }
     const std::uint64_t burst_packets = m_paced.empty() ? 0 : alone ? 1 : std::uint64_t(burst);
-    f.windowed = issue_room < n;
     auto hold = [&](Flow& b, double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
         for (const Paced& p : m_paced) {

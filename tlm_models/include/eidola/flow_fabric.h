@@ -100,9 +100,6 @@ private:
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
         FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
         bool alone = false;              // a flag timed outside the solver (timed_alone)
-        bool windowed = false;           // its GPU's window had no room for all its packets at once: the
-                                         // rest are issued as the window frees, so a write issued behind
-                                         // it interleaves with them (issuing)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
@@ -179,7 +176,6 @@ private:
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
-    bool issuing(const Injection& q, const FlowExtension* ext) const;
     void schedule_solve();
     void solve();
     void finish(std::uint32_t id, std::uint32_t version);

@@ -58,10 +58,7 @@ def alltoall(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: 
     G, Wg = np.repeat(np.arange(k), W), np.tile(np.arange(W), k)
     d, j = Wg % (k - 1) + 1, Wg // (k - 1)
     ps = b.programs_at(G, Wg)
-    ns_per_byte = W / mem_bw * 1e9
-    own = split(split(S, k, G), W, Wg)
-    if float(own.max()) * ns_per_byte > 0:
-        ps.compute(ns=local_ns(2, own, ns_per_byte))
+    _own_copy(ps, split(S, k, G), W, mem_bw)
     # Sent and received blocks: (S/k for the peer) / m; the block for GPU r+d is r+d's share of S.
     _exchange(b, ps, G, Wg, d, k, W, split(split(S, k, (G + d) % k), m, j), proto, chunk, prefix, per_node,
               proxy, launch)
@@ -99,10 +96,7 @@ def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: i
     d, j = Wg % (k - 1) + 1, Wg // (k - 1)
     peer = (root + (-d if to_root else d)) % k  # the root's peer on each of its workgroups
     at_root = np.full(W, root)
-    # The root's own block: a local copy, shared by its W workgroups.
-    own = split(split(S, k, at_root), W, Wg)
-    if float(own.max()) * W / mem_bw > 0:
-        b.programs_at(at_root, Wg).compute(ns=local_ns(2, own, W / mem_bw * 1e9))
+    _own_copy(b.programs_at(at_root, Wg), split(S, k, at_root), W, mem_bw)
     data = split(split(S, k, peer), m, j)  # the peer's share of S, on its m slices
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
     ps_root, ps_peer = b.programs_at(at_root, Wg), b.programs_at(peer, Wg)
@@ -123,6 +117,18 @@ def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: i
     for u in range(units):
         primitive(ps_send, None, send, split(data, units, u), 0.0, pre_send)
         primitive(ps_recv, recv, None, split(data, units, u), 0.0, pre_recv)
+
+
+def _own_copy(ps: ProgramSet, block: Ints, W: int, mem_bw: float) -> None:
+    """The rank's own block (`block` bytes, per program) copied locally by its W workgroups (`ps`), 2 bytes a byte,
+    each a W-th of it at a W-th of the memory bandwidth. Every workgroup takes the time of the largest piece (a byte
+    more than some), so that all of them start their sends in the same picosecond: the flow fabric queues a write
+    issued even a picosecond after another workgroup's on its link behind all of that one (docs/fabrics.md,
+    "Injection"), which cost an MI300X all-to-all 37% when the pieces' times differed by their odd byte."""
+    piece = -(-np.asarray(block, dtype=np.int64) // W)
+    ns = local_ns(2, piece, W / mem_bw * 1e9)
+    if float(ns.max()) > 0:
+        ps.compute(ns=ns)
 
 
 def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: int, W: int, out: Ints, proto: Protocol,
