@@ -310,3 +310,21 @@ def test_a_thousand_gpus_fit_in_memory(repo):
     zl2 = lambda wire: wire / lane * 1e9 + 2 * (150 + 100) + 16 / lane * 1e9  # noqa: E731
     expected = 15 * 272 / (4 * lane) * 1e9 + zl2(272) + M + P / MEM * 1e9 + zl2(16)  # the 4 lanes share the stream
     assert res.kernel_time_ns == pytest.approx(expected, rel=1e-3)
+
+
+def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
+    # The flow fabric's speed comes from a handful of kernel events per transaction: its request, a share of the
+    # solves, its finish (again when its rate changes), its delivery and its response. hierarchical-16gpu's 64 MiB
+    # direct all-reduce (32 workgroups a GPU, SyncMon) has 30,720 transactions (a write and a release to each of 15
+    # peers per workgroup), and half of them cross the two NICs, where hundreds of flows can share a link: it takes
+    # 205,346 events, 6.7 a transaction. A rule that put the GPUs' later writes beside the earlier ones there (tried
+    # 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate all of them: 1,117,150
+    # events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not timed: deterministic.
+    profile = direct_allreduce(16, 64 << 20, workgroups=32, mode="syncmon")
+    transactions = sum(1 for g in range(16) for w in range(32) for op in profile.program(g, w)
+                       if op.kind in ("write", "signal"))
+    assert transactions == 30_720
+    plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
+                                overrides={"fabric.model": "flow", "fabric.stats.bin": "100us"})
+    events = eidola.simulate(plat, profile).events
+    assert events <= 10 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
