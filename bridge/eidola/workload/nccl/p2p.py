@@ -96,10 +96,10 @@ def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: i
     d, j = Wg % (k - 1) + 1, Wg // (k - 1)
     peer = (root + (-d if to_root else d)) % k  # the root's peer on each of its workgroups
     at_root = np.full(W, root)
-    _own_copy(b.programs_at(at_root, Wg), split(S, k, at_root), W, mem_bw)
+    ps_root, ps_peer = b.programs_at(at_root, Wg), b.programs_at(peer, Wg)
+    _own_copy(ps_root, split(S, k, at_root), W, mem_bw)
     data = split(split(S, k, peer), m, j)  # the peer's share of S, on its m slices
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
-    ps_root, ps_peer = b.programs_at(at_root, Wg), b.programs_at(peer, Wg)
     if to_root:  # the peers send, the root receives
         send = conn.side(ps_peer, Wg, at_root, across(peer, at_root, per_node))
         recv = conn.side(ps_root, Wg, peer, across(at_root, peer, per_node))
@@ -112,11 +112,17 @@ def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: i
                 [np.concatenate([receiver, sender])], per_node, launch)
     pre_send = proxy_ns(proxy, sender, None, receiver, per_node)
     pre_recv = proxy_ns(proxy, receiver, sender, None, per_node)
-    cap = chunk if not proto.flag_in_data else proto.step_data
-    units = max(1, -(-int(data.max()) // cap))
+    units = _units(data, proto, chunk)
     for u in range(units):
         primitive(ps_send, None, send, split(data, units, u), 0.0, pre_send)
         primitive(ps_recv, recv, None, split(data, units, u), 0.0, pre_recv)
+
+
+def _units(data: Ints, proto: Protocol, chunk: int) -> int:
+    """FIFO units of the largest of `data` (bytes per program): p2p chunks for Simple, one step each for LL and
+    LL128, at least one."""
+    cap = chunk if not proto.flag_in_data else proto.step_data
+    return max(1, -(-int(data.max()) // cap))
 
 
 def _own_copy(ps: ProgramSet, block: Ints, W: int, mem_bw: float) -> None:
@@ -151,8 +157,7 @@ def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: 
     recv = conn.side(ps, Wg, frm, across(G, frm, per_node))
     proxy_start(b, G, Wg, [to, frm], per_node, launch)
     pre_send, pre_recv = proxy_ns(proxy, G, None, to, per_node), proxy_ns(proxy, G, frm, None, per_node)
-    cap = chunk if not proto.flag_in_data else proto.step_data
-    units = max(1, -(-int(out.max()) // cap))
+    units = _units(out, proto, chunk)
     for u in range(units):
         primitive(ps, None, send, split(out, units, u), 0.0, pre_send)
         primitive(ps, recv, None, split(out, units, u), 0.0, pre_recv)

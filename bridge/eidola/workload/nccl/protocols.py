@@ -32,11 +32,10 @@ PROTOCOL_NAMES = ("LL", "LL128", "Simple")
 #: The Simple slice floor is the full slice divided by this (``sliceSize / 32``).
 SIMPLE_SLICE_FLOOR_DIV = 32
 #: Simple steps per chunk, per collective (``*_CHUNKSTEPS``): ring collectives 4 (2 MiB), broadcast and reduce 1.
-CHUNK_STEPS = {"all_reduce": 4, "all_gather": 4, "reduce_scatter": 4, "broadcast": 1, "reduce": 1, "alltoall": 1,
-               "sendrecv": 1}
-#: Simple steps per slice (``*_SLICESTEPS``): ring collectives 2, broadcast and reduce 1; p2p moves whole chunks.
-SLICE_STEPS = {"all_reduce": 2, "all_gather": 2, "reduce_scatter": 2, "broadcast": 1, "reduce": 1, "alltoall": 1,
-               "sendrecv": 1}
+#: The point-to-point collectives have none: they move whole p2p chunks (`p2p.P2P_CHUNK`).
+CHUNK_STEPS = {"all_reduce": 4, "all_gather": 4, "reduce_scatter": 4, "broadcast": 1, "reduce": 1}
+#: Simple steps per slice (``*_SLICESTEPS``): ring collectives 2, broadcast and reduce 1.
+SLICE_STEPS = {"all_reduce": 2, "all_gather": 2, "reduce_scatter": 2, "broadcast": 1, "reduce": 1}
 
 
 @dataclass(frozen=True)
