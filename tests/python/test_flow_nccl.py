@@ -44,8 +44,9 @@ SENT = {
 }
 BOUND = {"all_reduce": 0.03, "all_gather": 0.03, "alltoall": 0.05, "broadcast": 0.03, "reduce": 0.03,
          "sendrecv": 0.05, "gather": 0.05, "scatter": 0.05}
-#: The root's link carries its data one way and, the other way, only its credits' acknowledgements.
-ROOTED = ("gather", "scatter")
+#: The collectives whose root's link carries data one way and, the other way, only its credits'
+#: acknowledgements (not nccl_tests.ROOTED: a broadcast's and a reduce's chain crosses links both ways).
+ONE_WAY_AT_THE_ROOT = ("gather", "scatter")
 
 # Why broadcast parts the fabrics (measured 2026-12-02; docs/fabrics.md): on MI300X (Simple, 28 channels),
 # not analysed further yet, each channel's slice crosses every hop whole, NCCL's release after the slice, and
@@ -59,7 +60,7 @@ CHAIN = ("a chain of 7 hops, the channels' units interleaved round robin on the 
 
 def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float:
     link = EGRESS[platform]
-    per_packet = P + link["h"] + (link["ack"] if link["uplink"] and op not in ROOTED else 0)
+    per_packet = P + link["h"] + (link["ack"] if link["uplink"] and op not in ONE_WAY_AT_THE_ROOT else 0)
     data = SENT[op](gpus) * size / protocol(proto).efficiency
     return data / P * per_packet / link["path" if op == "sendrecv" else "rate"] * 1e9
 

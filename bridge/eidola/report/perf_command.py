@@ -123,8 +123,8 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
 
 
 #: The collective's parameter names in its errors, and the options that give them.
-_OPTION_OF = (("algo:", "--algo"), ("proto:", "--proto"), ("channels:", "--channels"), ("gpus:", "-g"),
-              ("root:", "-r"))
+#: (A root is checked by `_root` before the collective is built, so build_collective's "root:" never comes here.)
+_OPTION_OF = (("algo:", "--algo"), ("proto:", "--proto"), ("channels:", "--channels"), ("gpus:", "-g"))
 
 
 def _check_plan(fabrics: Fabrics, o: PerfOptions, gpus: int, channels: int, root: int) -> None:

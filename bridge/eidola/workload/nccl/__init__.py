@@ -95,7 +95,7 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     for call in range(calls):
         if call:
             harness.before_call(b, k, plan.channels, call, sys.launch_ns)
-        _emit(b, sys, op, nbytes, k, plan, f"call{call}." if call else "", root if op in ROOTED else 0)
+        _emit(b, sys, op, nbytes, k, plan, f"call{call}." if call else "", root)
         if call < calls - 1:
             harness.after_call(b, k, plan.channels)
     if calls > 1:
@@ -107,7 +107,7 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
 
 def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Plan, prefix: str, root: int) -> None:
     """Append one call of `op` as `plan` runs it, its flags and buffers named with `prefix`; `root`: a rooted
-    collective's root."""
+    collective's root (the others do not read it)."""
     p = protocol(plan.proto, sys.library)
     try:
         g, nodes = sys.node_size(k), sys.nodes(k)

@@ -99,15 +99,11 @@ def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: i
     ps_root, ps_peer = b.programs_at(at_root, Wg), b.programs_at(peer, Wg)
     _own_copy(ps_root, split(S, k, at_root), W, mem_bw)
     data = split(split(S, k, peer), m, j)  # the peer's share of S, on its m slices
+    # Gather: the peers send and the root receives; scatter: the other way.
+    sender, receiver, ps_send, ps_recv = (peer, at_root, ps_peer, ps_root) if to_root else (at_root, peer, ps_root, ps_peer)
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
-    if to_root:  # the peers send, the root receives
-        send = conn.side(ps_peer, Wg, at_root, across(peer, at_root, per_node))
-        recv = conn.side(ps_root, Wg, peer, across(at_root, peer, per_node))
-        sender, receiver, ps_send, ps_recv = peer, at_root, ps_peer, ps_root
-    else:
-        send = conn.side(ps_root, Wg, peer, across(at_root, peer, per_node))
-        recv = conn.side(ps_peer, Wg, at_root, across(peer, at_root, per_node))
-        sender, receiver, ps_send, ps_recv = at_root, peer, ps_root, ps_peer
+    send = conn.side(ps_send, Wg, receiver, across(sender, receiver, per_node))
+    recv = conn.side(ps_recv, Wg, sender, across(receiver, sender, per_node))
     proxy_start(b, np.concatenate([sender, receiver]), np.concatenate([Wg, Wg]),
                 [np.concatenate([receiver, sender])], per_node, launch)
     pre_send = proxy_ns(proxy, sender, None, receiver, per_node)
