@@ -316,10 +316,13 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # The flow fabric's speed comes from a handful of kernel events per transaction: its request, a share of the
     # solves, its finish (again when its rate changes), its delivery and its response. hierarchical-16gpu's 64 MiB
     # direct all-reduce (32 workgroups a GPU, SyncMon) has 30,720 transactions (a write and a release to each of 15
-    # peers per workgroup), and half of them cross the two NICs, where hundreds of flows can share a link: it takes
-    # 205,346 events, 6.7 a transaction. A rule that put the GPUs' later writes beside the earlier ones there (tried
-    # 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate all of them: 1,117,150
-    # events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not timed: deterministic.
+    # peers per workgroup), and half of them cross the two NICs, where hundreds of flows can share a link: it took
+    # 205,346 events, 6.7 a transaction, and takes 325,111, 10.6, since the GPU's issue is modelled (each write's
+    # issue completion and its place in its output queue are timed, and writes that finish issuing together
+    # are told one packet apart, each a wake of its GPU). A rule that put the GPUs' later writes beside the
+    # earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate
+    # all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not
+    # timed: deterministic.
     profile = direct_allreduce(16, 64 << 20, workgroups=32, mode="syncmon")
     transactions = sum(1 for g in range(16) for w in range(32) for op in profile.program(g, w)
                        if op.kind in ("write", "signal"))
@@ -327,4 +330,4 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
                                 overrides={"fabric.model": "flow", "fabric.stats.bin": "100us"})
     events = eidola.simulate(plat, profile).events
-    assert events <= 10 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+    assert events <= 12 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"

@@ -114,17 +114,26 @@ def test_all_gather_on_a_bidirectional_ring_uses_both_directions(repo):
     assert 1.5 * one_way < point.busbw < 2 * one_way, point
 
 
+# The packet fabric's bus bandwidth on the same runs (64 MiB, the tuner's ring Simple on 16 channels; measured
+# 2026-12-03, revision d6b1a21's packet fabric, 9 to 25 s of wall time each, too long for this suite): the
+# reference the flow fabric is held to, beside the wire bound it cannot pass.
+PACKET_BUSBW = {"ring-8gpu": 110.11, "mesh2d-16gpu": 106.57, "torus2d-16gpu": 200.75}
+
+
 @pytest.mark.parametrize("platform, gpus, rings", [("ring-8gpu", 8, 2), ("mesh2d-16gpu", 16, 2),
                                                   ("torus2d-16gpu", 16, 4)])
 def test_all_reduce_fills_every_ring_link_direction(repo, platform, gpus, rings):
     # A ring all-reduce's bus bandwidth is what one ring carries per GPU: each ring's link out of a GPU
     # carries its data (256 B + a 16-byte header a packet) and the 16-byte acknowledgements of the ring
     # running the other way over the same link, 64 GB/s x 256 / 288 = 56.9 GB/s; the rings share no
-    # directed link, so together they give `rings` times that. At 64 MiB on the flow fabric the measured
-    # bus bandwidth must come within 3% of it and not above.
+    # directed link, so together they give `rings` times that, which no fabric may pass. At 64 MiB the
+    # packet fabric reaches 96.8% / 93.7% / 88.2% of it (pipeline fill, and the GPU's issue gates: a
+    # single ring's share would be at most 1 / `rings` of it), and the flow fabric must come within 3% of
+    # the packet fabric.
     size = 64 * MIB
     (point,) = run_sizes(Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow"), "all_reduce",
                          [(size, size // 4)], gpus)
     bound = rings * 64e9 * 256 / 288 / 1e9
     assert point.plan.algo == "ring"
-    assert 0.97 * bound < point.busbw < bound, (point, bound)
+    assert point.busbw < bound, (point, bound)
+    assert abs(point.busbw / PACKET_BUSBW[platform] - 1) <= 0.03, (point, PACKET_BUSBW[platform])

@@ -50,6 +50,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
       m_credit_bytes(p.router.buffer.in_bytes()),
       m_credits(0),
       m_credit_base(0),
+      m_issue_gates(p.flow_issue.get() == "gates"),
       m_actions(this, [](void* f) { static_cast<FlowFabric*>(f)->on_event(); }) {
     const Topology& topo = *m_topology;
     const std::uint32_t n = ports();
@@ -93,6 +94,13 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
             if (p.router.ejection.get() == "link") m_eject[2 * g + cls] = m_solver.add_resource(port_rate);
         }
     m_window.assign(n, -1);
+    m_issuers.resize(n);
+    m_inject_units.assign(n, 0);
+    // The packet fabric's injection buffer per class: switch.buffer per output and two more (or one
+    // queue, fifo), in its credits (packets, or flits where the buffer is a size).
+    for (std::uint32_t g = 0; g < n; ++g)
+        m_inject_units[g] = double(m_credits) *
+                            (p.router.injection.get() == "fifo" ? 1.0 : 2.0 + double(topo.out_links(g).size()));
     m_route_index.assign(std::size_t(n) * n, -1);
     m_request_busy.assign(n, 0);
     m_response_busy.assign(n, 0);
@@ -122,6 +130,12 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
             return tlm::TLM_COMPLETED;
         }
         if (trans.get_extension<MultimemExtension>() && !multimem_accepted(src, trans, m_reduce_bytes_per_s, ~std::uint32_t(0))) return tlm::TLM_COMPLETED;
+        // flow.issue: gates times the GPU's issue of its posted writes (flow_issue.cpp) and tells it
+        // when each is issued; queue leaves that to the GPU (at once) and queues writes per link.
+        if (FlowExtension* e = trans.get_extension<FlowExtension>(); e && e->tell_sent) {
+            e->tell_sent = m_issue_gates;
+            e->will_tell = m_issue_gates;
+        }
         start_flow(src, std::uint32_t(dst), trans);
         phase = tlm::END_REQ;  // a flow enters at once; its rate says how fast it leaves
         return tlm::TLM_UPDATED;
@@ -227,9 +241,24 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.arrived_ps = now_ps();
     f.multimem = trans.get_extension<MultimemExtension>();
     f.ext = trans.get_extension<FlowExtension>();
+    if (f.ext && f.ext->tell_sent) {
+        // A copy within the GPU, or a flag-sized write (timed alone, outside the send rates): issued once
+        // its flow has run (finish).
+        if (src != dst && !(f.bytes <= kFlagBytes && f.packets == 1)) issue_write(id);
+        else f.telling = true;
+    }
     if (m_mtu) f.framing = message_framing(trans, m_mtu);
     // A write waits behind the writes its GPU issued before on that link. A multimem access does
     // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
+    if (f.telling) {  // its GPU's issue and output queue are modelled (flow_issue.cpp): it goes at once
+        activate(id);
+        return;
+    }
+    if (f.ext && f.ext->signal && f.packets == 1 && src != dst && m_issuers[src].used) {
+        // A signal of such a GPU: one more packet in its round robin, behind what its gates hold.
+        m_actions.push(f.arrived_ps, {ActionKind::Slip, id, 0, nullptr});
+        return;
+    }
     if (!f.read && src != dst && !f.multimem) {
         // The queue is the source's on its first link; the pair's route remembers it, so the map
         // (shared by every destination behind that link) is looked up once per pair, not per write.
@@ -287,7 +316,12 @@ void FlowFabric::slip(std::uint32_t id) {
             m_actions.push(now, {ActionKind::Slip, id, 0, nullptr});
             return;
         }
-        f.slip_ps = std::max<std::uint64_t>(now, slip_at(m_injection[std::size_t(f.behind)]));
+        if (m_issuers[f.src].used) {  // behind what its output queue holds (flow_issue.cpp)
+            if (queue_signal(id)) return;
+            f.slip_ps = now;
+        } else {
+            f.slip_ps = std::max<std::uint64_t>(now, slip_at(m_injection[std::size_t(f.behind)]));
+        }
         if (f.slip_ps > now) {
             m_actions.push(f.slip_ps, {ActionKind::Slip, id, 0, nullptr});
             return;
@@ -570,7 +604,17 @@ void FlowFabric::schedule_solve() {
 void FlowFabric::solve() {
     const std::uint64_t now = now_ps();
     m_solve_at = kNever;
-    if (!m_solver.dirty()) return;
+    if (m_solver.dirty()) solve_rates(now);
+    // The GPUs whose send rate changed re-plan their issue (flow_issue.cpp).
+    for (std::uint32_t g : m_dirty_issuers) {
+        if (!m_issuers[g].dirty) continue;
+        m_issuers[g].dirty = false;
+        plan_issue(g);
+    }
+    m_dirty_issuers.clear();
+}
+
+void FlowFabric::solve_rates(std::uint64_t now) {
     const std::uint32_t links = std::uint32_t(m_links.size());
     m_solved_links.clear();
     m_solver.solve([&](std::uint32_t r) {
@@ -582,8 +626,11 @@ void FlowFabric::solve() {
                        Flow& f = m_flows[id];
                        f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
                        f.anchor_ps = now;
-                       f.rate = m_solver.rate(id);
+                       set_rate(f, m_solver.rate(id));
                        const std::uint32_t version = ++m_next_version[id];
+                       // A queued write's last phase ends when its output queue has sent it (fifo_due), not
+                       // at its own share's pace: no Finish to book (and re-book at every change of rate).
+                       if (f.queued && !f.due && !f.paced_bytes && f.rate != FlowSolver::kUnlimited) return;
                        const double left_ps = f.rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / f.rate;
                        m_actions.push(now + std::uint64_t(std::ceil(left_ps)), {ActionKind::Finish, id, version, nullptr});
                    });
@@ -614,11 +661,12 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         f.remaining = double(f.paced_bytes);
         f.paced_bytes = 0;
         f.anchor_ps = now;
-        f.rate = 0;
+        set_rate(f, 0);
         m_solver.add_flow(id, f.paced);
         return;
     }
     ++m_next_version[id];  // no Finish of this flow stands any more
+    count_send_rate(f, 0);  // out of its GPU's send rate; its last packet's timing below reads f.rate
     sent(id);
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     std::uint64_t last_starts = now;
@@ -631,6 +679,20 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         m_free_flows.push_back(id);
         return;
     }
+    if (f.telling && !f.queued) tell_sent(f);
+    if (f.queued) {  // its end is its place in its GPU's output queue (flow_issue.cpp)
+        Issuer& is = m_issuers[f.src];
+        if (f.telling) {  // sent before the fluid issue had it issued: it is issued now at the latest
+            is.pending.erase(std::find(is.pending.begin(), is.pending.end(), id));
+            tell_sent(f);
+        }
+        f.sent_all = true;
+        all_sent(f);
+        is.dirty = false;
+        plan_issue(f.src);  // f's rate left the send rate; its own end may be due now
+        if (f.due && f.trans) account_flow(id);
+        return;
+    }
     // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
     // a read's is its request's, as in the packet fabric.
     const bool starts = f.packets == 1 && f.framing.first;
@@ -641,6 +703,15 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         if (TrainExtension* train = f.trans->get_extension<TrainExtension>(); train && f.rate != FlowSolver::kUnlimited)
             train->spacing_ps = round_ps(double(f.packet_bytes) * 1e12 / f.rate);
     }
+    m_actions.push(deliver, {ActionKind::Deliver, f.dst, f.src, f.trans});
+    account_flow(id);
+}
+
+// Flow `id` is sent and delivered: what it carried goes to its links' and its pair's counts, and
+// its slot is free.
+void FlowFabric::account_flow(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    const bool starts = f.packets == 1 && f.framing.first;
     count_links(f);
     PairStats& pair = m_route_pairs[route_index(f.src, f.dst)];
     pair.src = std::int32_t(f.src);
@@ -652,7 +723,6 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         double(zero_load_ps(f.src, f.dst, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false, starts));
     pair.latency_sum_ps += f.packets * packet_latency;
     pair.latency_max_ps = std::max(pair.latency_max_ps, packet_latency);
-    m_actions.push(deliver, {ActionKind::Deliver, f.dst, f.src, f.trans});
     f.trans = nullptr;
     f.paced.clear();
     m_free_flows.push_back(id);
@@ -781,6 +851,7 @@ void FlowFabric::on_event() {
             case ActionKind::Deliver: deliver(a.a, a.trans, a.b); break;
             case ActionKind::NvlsIn: nvls_in(a.a); break;
             case ActionKind::Slip: slip(a.a); break;
+            case ActionKind::Issued: issued(a.a, a.b); break;
             case ActionKind::Return: give_back(a.a, a.trans); break;
             case ActionKind::RequestFree:
                 m_request_busy[a.a] = false;

@@ -212,6 +212,12 @@ void GpuInitiator::try_issue() {
             p->set_extension(&p->message);
             p->message_attached = true;
         }
+        // A posted write's last flow: its workgroup goes on once the fabric says its last packet is
+        // issued (FLOW_SENT), as the packet GPU's goes on once that packet is in the injection buffer,
+        // if the fabric says it will (will_tell); else at once.
+        const bool tell = p->flow_attached && kind != OpKind::Signal && !p->multimem_attached && !t.blocking &&
+                          n == t.left;
+        p->flow.tell_sent = tell;
         if (!send(p)) {  // a fabric that cannot carry trains to this peer: packet by packet from now on
             if (m_no_trains.size() <= std::size_t(t.peer)) m_no_trains.resize(std::size_t(t.peer) + 1, false);
             m_no_trains[std::size_t(t.peer)] = true;
@@ -229,7 +235,7 @@ void GpuInitiator::try_issue() {
         if (!issued_all) m_issue_queue.push_back(w);
         // Posted: issued is done. The workgroup goes on at once rather than through an action: this
         // runs inside the GPU's own process, and its next op may queue more packets for this loop.
-        if (issued_all && !t.blocking) m_engine.resume(w);
+        if (issued_all && !t.blocking && !(tell && p->flow.will_tell)) m_engine.resume(w);
     }
 }
 
@@ -287,6 +293,10 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
             m_core.actions.push(at, {GpuActionKind::EndReq, 0});
         }
         if (phase == tlm::END_REQ) return tlm::TLM_ACCEPTED;
+    }
+    if (phase == FLOW_SENT) {
+        if (p->flow_attached && p->flow.tell_sent) m_core.actions.push(at, {GpuActionKind::Resume, p->wg});
+        return tlm::TLM_ACCEPTED;
     }
     if (phase == tlm::BEGIN_RESP) {
         if (now) response_arrived(p);

@@ -15,6 +15,10 @@
 
 namespace eidola {
 
+/// Sent by a flow fabric on the backward path when a flow that asked for it (FlowExtension::tell_sent)
+/// has its last packet issued. Ignorable: an initiator that does not know it returns TLM_ACCEPTED.
+DECLARE_EXTENDED_PHASE(FLOW_SENT);
+
 /// What a flow's initiator tells a flow-level fabric, and what the fabric tells its target.
 class FlowExtension : public tlm::tlm_extension<FlowExtension> {
 public:
@@ -26,6 +30,12 @@ public:
     /// A signal (a flag or a held release): one packet that the GPU slips into its round robin
     /// between a workgroup's packets, rather than a flow (window 0: the fabric paces it by none).
     bool signal = false;
+    /// A posted write whose workgroup the GPU holds until its last packet would be issued: the fabric
+    /// then sends FLOW_SENT on the backward path (an ignorable extended phase).
+    bool tell_sent = false;
+    /// Set by a fabric that takes `tell_sent` up (the flow fabric with flow.issue: gates): it will send
+    /// FLOW_SENT. Left false, the GPU goes on at once, as with any fabric that does not know the phase.
+    bool will_tell = false;
     /// Set by the fabric on delivery: when the flow's first packet was in at the target (its
     /// bytes then kept arriving until the delivery). 0 with a single packet.
     std::uint64_t first_ps = 0;

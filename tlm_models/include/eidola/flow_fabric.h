@@ -66,7 +66,7 @@ private:
     friend struct FabricInitiatorPort<FlowFabric>;
     FlowFabric(sc_core::sc_module_name name, const Params& params);
 
-    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip };
+    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued };
     struct Action {
         ActionKind kind;
         std::uint32_t a;  // flow id or port
@@ -100,6 +100,13 @@ private:
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
         FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
         bool alone = false;              // a flag timed outside the solver (timed_alone)
+        bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
+        double unissued = 0;             // telling: its bytes the GPU has not yet issued (flow_issue.cpp)
+        bool queued = false;             // telling: its end is its place in its GPU's output queue (flow_issue.cpp)
+        bool sent_all = false;           // queued: its flow has sent its bytes
+        std::int32_t output = -1;        // queued: its output queue (Issuer::outputs)
+        bool due = false;                // queued: its place in the output queue has been sent (delivered)
+        bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
@@ -178,6 +185,7 @@ private:
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
     void schedule_solve();
     void solve();
+    void solve_rates(std::uint64_t now);
     void finish(std::uint32_t id, std::uint32_t version);
     void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
     void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
@@ -204,6 +212,17 @@ private:
     void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
     void open_bin(std::uint32_t link, std::uint64_t bin);
     void timed_alone(std::uint32_t id);
+    // The packet GPU's issue of posted writes, as a fluid (flow_issue.cpp).
+    void set_rate(Flow& f, double rate);
+    void count_send_rate(Flow& f, double rate);
+    void issue_write(std::uint32_t id);
+    void fifo_due(std::uint32_t id);
+    void account_flow(std::uint32_t id);
+    double issue_cap(std::uint32_t gpu, const Flow& f) const;
+    void advance_issue(std::uint32_t gpu);
+    void plan_issue(std::uint32_t gpu);
+    void issued(std::uint32_t gpu, std::uint32_t version);
+    void tell_sent(Flow& f, std::uint64_t later_ps = 0);
     /// The largest payload timed alone (timed_alone): a flag, a counter, a signal's operand.
     static constexpr std::uint64_t kFlagBytes = 64;
     /// A window of at least this many of a flag's packets is never held full by flags (timed_alone).
@@ -224,9 +243,47 @@ private:
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
+    bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
     static constexpr std::uint32_t kNoHolds = ~std::uint32_t(0);
+    /// A GPU's issue of its posted writes (flow_issue.cpp): the writes whose last packet is not yet
+    /// issued, what its gates (injection buffer, window) hold issued and not yet sent, and the rate
+    /// its windowed writes are being sent at, which is the rate the gates free room at.
+    struct Issuer {
+        std::vector<std::uint32_t> pending;  // flows, by bytes left to issue at the last room shared, then as they came
+        /// One of its output queues (one per first link): the bytes issued into it and sent from it
+        /// in all, and its writes issued whole and its signals, in order, each with the count at
+        /// which its last byte (a signal: what was issued before it) has been sent.
+        struct Output {
+            std::uint32_t link = 0;
+            double rate = 0;           // its windowed writes' flows' rates now: what it sends
+            double issued = 0, sent = 0;
+            std::int32_t sending = 0;  // its windowed writes with a rate (in `rate`)
+            std::uint32_t unsent = 0;  // its writes whose flows have not yet sent all their bytes
+            std::uint32_t issuing = 0; // the GPU's pending writes into it, as of the last plan
+            std::deque<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
+        };
+        std::vector<Output> outputs;
+        double rate = 0;                     // payload bytes per second its windowed writes' flows carry now
+        double in_flight = 0;                // their rates x their round trips: what is sent and not yet answered
+        std::int32_t sending = 0;            // its windowed writes with a rate (in `rate`)
+        std::uint64_t since_ps = 0;          // when `sending` last went up from 0
+        std::uint64_t anchor_ps = 0;         // what it holds and has issued is as of this time
+        std::uint32_t version = 0;           // bumped at every booking: older Issued actions are stale
+        std::uint64_t booked_ps = 0;         // when the last Issued action was booked for
+        bool dirty = false;                  // its rate changed in the solve under way
+        bool used = false;                   // its GPU has asked to hear when its writes are issued
+    };
+    std::vector<Issuer> m_issuers;                // per GPU
+    Issuer::Output& output_of(Flow& f);
+    void all_sent(Flow& f);
+    bool queue_signal(std::uint32_t id);
+    static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
+    double gates_hold(const Issuer& is) const;
+    double least_unissued(const Issuer& is) const;
+    std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
+    std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
     std::vector<double> m_held;                   // per resource: what bursts hold of a window
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
     std::vector<std::uint32_t> m_free_holds;

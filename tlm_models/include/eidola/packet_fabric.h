@@ -125,6 +125,15 @@ struct PacketFabricParams : ParamGroup {
                                0, 1.0};
     } router{*this};
 
+    /// How the flow fabric models a GPU's issue of its posted writes (the packet fabric ignores it).
+    ChoiceParam flow_issue{*this, "flow.issue", {"gates", "queue"},
+                           "fabric.model flow only (the packet fabric ignores it, so that one platform serves both): "
+                           "gates: a GPU issues its posted writes through its injection buffer (switch.buffer per "
+                           "output) and max_outstanding, as the packet GPU does, and a workgroup goes on when its "
+                           "write is issued; queue: the writes through a link go at once, first come first served, "
+                           "so the gates never hold the link below its rate (the real-system platforms: "
+                           "docs/fabrics.md, \"The GPU's issue gates\")"};
+
     /// Equal-cost spreading.
     BoolParam spread{*this, "routing.spread", false, "spread packets round robin over equal-cost next hops"};
 

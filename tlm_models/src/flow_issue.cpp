@@ -1,0 +1,330 @@
+// The packet GPU's issue of posted writes and its output queues, as a fluid, for the flow fabric
+// (flow_fabric.h; the design and its measurements: docs/fabrics.md, "The GPU's issue gates").
+//
+// A packet GPU issues its workgroups' packets round robin into its injection buffer while the
+// buffer has room and its window (max_outstanding) has a free slot; a posted write's workgroup goes
+// on once the write's last packet is issued, and each output queue of the buffer sends its packets
+// in the order they were issued. The flow fabric sends each write as one flow, so the GPU
+// (FlowExtension::tell_sent) waits for FLOW_SENT instead, and this file times it and the write's end:
+//   - what the gates hold issued and not yet sent is at most the buffer, and at most the window
+//     less what is in flight beyond it (each sending flow's rate times its round trip, ramping up
+//     from when sending began);
+//   - the gates' room is issued at once, shared equally among the pending writes (round robin),
+//     the smallest done first;
+//   - once full, they take more as fast as the GPU's writes are sent, and that rate too is shared
+//     equally among the pending writes: a processor-sharing queue, whose next completion is booked
+//     as an Issued action and re-planned whenever the send rate or the pending writes change;
+//     writes that complete together are told one packet's issue apart, in the round robin's order;
+//   - each output queue (one per first link) is first in, first out: a write's last byte leaves
+//     once everything issued into it before has, so its end (delivery, acknowledgement, release)
+//     is when the queue's sent bytes reach its issued ones at its issue's end, and a signal leaves
+//     when the queue has sent what was issued before it. The writes' flows still carry the bytes,
+//     at max-min rates, for the links and the send rates; only the ends come from the queues.
+#include <algorithm>
+#include <cmath>
+
+#include "eidola/flow_extension.h"
+#include "eidola/flow_fabric.h"
+#include "eidola/round_ps.h"
+
+namespace eidola {
+
+namespace {
+constexpr double kIssuedBytes = 1e-6;  // fewer bytes than this count as none (rounding)
+}
+
+// A flow's new rate; a windowed write's is also its GPU's send rate (set_rate(f, 0) takes it out).
+void FlowFabric::set_rate(Flow& f, double rate) {
+    count_send_rate(f, rate);
+    f.rate = rate;
+}
+
+// Flow `f`'s part in its GPU's and output queue's send rates becomes `rate` (its own rate, f.rate, is
+// the caller's: a flow that has sent its bytes leaves the send rates but keeps its last rate).
+void FlowFabric::count_send_rate(Flow& f, double rate) {
+    const bool counts = f.ext && f.ext->window > 0 && !f.read && !f.multimem && rate != FlowSolver::kUnlimited && rate > 0;
+    if (counts || f.counted) {
+        Issuer& is = m_issuers[f.src];
+        advance_issue(f.src);  // up to now at the old rate
+        const double round_trip = double(f.round_trip_ps) * 1e-12;
+        if (f.counted) {
+            is.rate -= f.rate;
+            is.in_flight -= f.rate * round_trip;
+        }
+        if (counts) {
+            is.rate += rate;
+            is.in_flight += rate * round_trip;
+        }
+        if (is.sending == 0 && counts) is.since_ps = now_ps();
+        is.sending += std::int32_t(counts) - std::int32_t(f.counted);
+        if (is.sending == 0) is.rate = is.in_flight = 0;
+        if (f.queued) {
+            Issuer::Output& out = output_of(f);
+            if (f.counted) out.rate -= f.rate;
+            if (counts) out.rate += rate;
+            out.sending += std::int32_t(counts) - std::int32_t(f.counted);
+            if (out.sending == 0) out.rate = 0;
+        }
+        if (!is.dirty) {
+            is.dirty = true;
+            m_dirty_issuers.push_back(f.src);
+        }
+    }
+    f.counted = counts;
+}
+
+// Posted write `id` came: its bytes wait to be issued.
+void FlowFabric::issue_write(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    advance_issue(f.src);
+    f.telling = f.queued = true;
+    f.unissued = double(f.bytes);
+    ++output_of(f).unsent;
+    Issuer& is = m_issuers[f.src];
+    is.used = true;
+    is.pending.push_back(id);
+    // Planned in this time step's solve, once every write issued now has come: the packet GPU's
+    // round robin shares the gates' room among all of them.
+    if (!is.dirty) {
+        is.dirty = true;
+        m_dirty_issuers.push_back(f.src);
+    }
+    schedule_solve();
+}
+
+// What GPU `gpu`'s gates may hold issued and not yet sent, in payload bytes of writes like `f`.
+double FlowFabric::issue_cap(std::uint32_t gpu, const Flow& f) const {
+    const double packet = double(std::max<std::uint32_t>(1, f.packet_bytes));
+    const double credits = m_credit_bytes ? std::max(1.0, std::ceil((packet + m_header) / m_flit)) : 1.0;
+    const double buffer = m_inject_units[gpu] / credits * packet;
+    const double window = double(f.ext->window) * packet;
+    // In flight beyond the gates: each sending flow's rate times its own round trip (a GPU's peers
+    // differ: one hop, or the network through its NIC), but no more than was sent since sending began.
+    const Issuer& is = m_issuers[gpu];
+    const double beyond = std::min(is.in_flight, is.rate * double(now_ps() - is.since_ps) * 1e-12);
+    return std::max(0.0, std::min(buffer, window - beyond));
+}
+
+// What GPU `gpu`'s gates hold issued and not yet sent: its output queues' backlogs.
+double FlowFabric::gates_hold(const Issuer& is) const {
+    double held = 0;
+    for (const Issuer::Output& out : is.outputs) held += std::max(0.0, out.issued - out.sent);
+    return held;
+}
+
+// The pending writes' least bytes left to issue.
+double FlowFabric::least_unissued(const Issuer& is) const {
+    double least = m_flows[is.pending.front()].unissued;
+    for (std::uint32_t id : is.pending) least = std::min(least, m_flows[id].unissued);
+    return least;
+}
+
+// Brings GPU `gpu`'s issue up to now: its output queues sent at their flows' rates, and the pending
+// writes took equal shares of what that freed (their next completion was booked, so none completed
+// in between).
+void FlowFabric::advance_issue(std::uint32_t gpu) {
+    Issuer& is = m_issuers[gpu];
+    const std::uint64_t now = now_ps();
+    if (now == is.anchor_ps) return;
+    const double seconds = double(now - is.anchor_ps) * 1e-12;
+    is.anchor_ps = now;
+    if (!is.pending.empty()) {
+        // Gates holding more than they may now (the window's room shrank as sending picked up) first
+        // send the excess, issuing nothing meanwhile.
+        const double moved = is.rate * seconds;
+        const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
+        const double each = (moved - std::min(moved, excess)) / double(is.pending.size());
+        for (std::uint32_t id : is.pending) {
+            Flow& f = m_flows[id];
+            output_of(f).issued += std::min(each, f.unissued);
+            f.unissued = std::max(0.0, f.unissued - each);
+        }
+    }
+    // The outputs send at their rates what was issued into them, this interval's issue included.
+    for (Issuer::Output& out : is.outputs) out.sent = std::min(out.issued, out.sent + out.rate * seconds);
+}
+
+// Issues what GPU `gpu`'s gates have room for now, tells the writes that are done, ends the writes
+// (and lets go the signals) whose place in their output queue has been sent, and books the next.
+void FlowFabric::plan_issue(std::uint32_t gpu) {
+    Issuer& is = m_issuers[gpu];
+    advance_issue(gpu);
+    if (!is.pending.empty()) {
+        const double room = issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is);
+        if (room > 0) {
+            // Round robin: equal shares of the room, the smallest writes done first (water filling).
+            // The pending writes stay in that order, ties in the order they came: it is the order in
+            // which they finish issuing (each smaller one runs out a turn earlier).
+            std::vector<std::uint32_t>& by_size = is.pending;
+            std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
+                return m_flows[a].unissued < m_flows[b].unissued;
+            });
+            const std::size_t n = by_size.size();
+            double left = room;
+            for (std::size_t i = 0; i < n && left > 0;) {
+                const double need = m_flows[by_size[i]].unissued;  // the least left: all of it, to all of them?
+                const double take = std::min(need, left / double(n - i));
+                for (std::size_t j = i; j < n; ++j) {
+                    m_flows[by_size[j]].unissued -= take;
+                    output_of(m_flows[by_size[j]]).issued += take;
+                }
+                left -= take * double(n - i);
+                while (i < n && m_flows[by_size[i]].unissued <= kIssuedBytes) ++i;
+                if (take < need) break;
+            }
+        }
+        // Tell the writes that are issued, in the round robin's order (the pending order), one
+        // packet's issue apart: the packet GPU issues their last packets in turn, and the first
+        // workgroup back then has the room that frees to itself.
+        std::vector<std::uint32_t> done;
+        for (std::uint32_t id : is.pending)
+            if (m_flows[id].unissued <= kIssuedBytes) done.push_back(id);
+        if (!done.empty()) {
+            is.pending.erase(std::remove_if(is.pending.begin(), is.pending.end(),
+                                            [&](std::uint32_t id) { return m_flows[id].unissued <= kIssuedBytes; }),
+                             is.pending.end());
+            const double packet = double(std::max<std::uint32_t>(1, m_flows[done.front()].packet_bytes));
+            const std::uint64_t turn_ps = is.rate > 0 ? round_ps(packet * 1e12 / is.rate) : 0;
+            for (std::size_t k = 0; k < done.size(); ++k) tell_sent(m_flows[done[k]], k * turn_ps);
+        }
+    }
+    // The writes whose last byte has left their output queue end now; the signals behind them go.
+    double wait_ps = -1;
+    auto sooner = [&](double ps) { wait_ps = wait_ps < 0 ? ps : std::min(wait_ps, ps); };
+    for (Issuer::Output& out : is.outputs) {
+        while (!out.fifo.empty() && out.fifo.front().first <= out.sent + kIssuedBytes) {
+            const std::uint32_t entry = out.fifo.front().second;
+            out.fifo.pop_front();
+            if (entry & kSignalInFifo) {  // its turn has come: it goes on in its own action
+                const std::uint32_t id = entry & ~kSignalInFifo;
+                m_flows[id].slip_ps = std::max<std::uint64_t>(1, now_ps());
+                m_actions.push(now_ps(), {ActionKind::Slip, id, 0, nullptr});
+            } else {
+                fifo_due(entry);  // delivers only (no new flow, no new output): `out` stays valid
+            }
+        }
+        if (!out.fifo.empty() && out.rate > 0) sooner((out.fifo.front().first - out.sent) / out.rate * 1e12);
+        out.issuing = 0;
+    }
+    // An output queue whose backlog will empty (it sends faster than its share of the issue comes
+    // in): re-planned then, since the bytes it then cannot send stay in the gates.
+    for (std::uint32_t id : is.pending) ++output_of(m_flows[id]).issuing;
+    const double share = is.pending.empty() ? 0 : is.rate / double(is.pending.size());
+    for (const Issuer::Output& out : is.outputs) {
+        const double drains = out.rate - double(out.issuing) * share;
+        if (out.issued - out.sent > kIssuedBytes && drains > 0) sooner((out.issued - out.sent) / drains * 1e12);
+    }
+    if (!is.pending.empty() && is.rate > 0) {
+        const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
+        sooner((excess + least_unissued(is) * double(is.pending.size())) / is.rate * 1e12);
+    }
+    if (wait_ps < 0) return;
+    const std::uint64_t at = now_ps() + std::max<std::uint64_t>(1, std::uint64_t(std::ceil(wait_ps)));
+    if (at == is.booked_ps) return;  // booked already (a plan that changed nothing books nothing new)
+    is.booked_ps = at;
+    m_actions.push(at, {ActionKind::Issued, gpu, ++is.version, nullptr});
+}
+
+// GPU `gpu`'s booked issue completion or output-queue end is due (unless it was re-planned since).
+void FlowFabric::issued(std::uint32_t gpu, std::uint32_t version) {
+    Issuer& is = m_issuers[gpu];
+    if (version != is.version) return;
+    advance_issue(gpu);
+    if (!is.pending.empty()) {
+        // The booking rounded up: a write it may have been booked for is done.
+        const double least = least_unissued(is);
+        const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
+        if (least * double(is.pending.size()) + excess <= is.rate * 1e-12 + kIssuedBytes)
+            for (std::uint32_t id : is.pending)
+                if (m_flows[id].unissued <= least + kIssuedBytes) m_flows[id].unissued = 0;
+    }
+    const double share = is.pending.empty() ? 0 : is.rate / double(is.pending.size());
+    for (Issuer::Output& out : is.outputs) {  // the booking rounded up: within a picosecond's sending counts as sent
+        if (!out.fifo.empty() && out.fifo.front().first - out.sent <= out.rate * 1e-12)
+            out.sent = std::max(out.sent, out.fifo.front().first);
+        if (out.issued - out.sent <= (out.rate - double(out.issuing) * share) * 1e-12) out.sent = out.issued;
+    }
+    plan_issue(gpu);
+}
+
+// Flow `f`'s output queue: its GPU's on the first link of its route.
+FlowFabric::Issuer::Output& FlowFabric::output_of(Flow& f) {
+    Issuer& is = m_issuers[f.src];
+    if (f.output < 0) {
+        const std::uint32_t link = m_routes[route_index(f.src, f.dst)].path.front();
+        std::size_t o = 0;
+        while (o < is.outputs.size() && is.outputs[o].link != link) ++o;
+        if (o == is.outputs.size()) {
+            is.outputs.emplace_back();
+            is.outputs.back().link = link;
+        }
+        f.output = std::int32_t(o);
+    }
+    return is.outputs[std::size_t(f.output)];
+}
+
+// Tells flow `f`'s GPU, `later_ps` from now, that its last packet is issued (its workgroup goes on),
+// and queues its end.
+void FlowFabric::tell_sent(Flow& f, std::uint64_t later_ps) {
+    f.telling = false;
+    f.unissued = 0;
+    if (f.queued) {
+        Issuer::Output& out = output_of(f);
+        out.fifo.emplace_back(out.issued, std::uint32_t(&f - m_flows.data()));
+    }
+    tlm::tlm_phase phase = FLOW_SENT;
+    sc_core::sc_time delay = sc_core::sc_time::from_value(later_ps);
+    initiator_of(f.src).nb_transport_bw(*f.trans, phase, delay);
+}
+
+// Queued write `f` has sent all its bytes: once none of its output's writes is left to send,
+// nothing issued is left unsent there.
+void FlowFabric::all_sent(Flow& f) {
+    advance_issue(f.src);
+    Issuer::Output& out = output_of(f);
+    if (--out.unsent == 0) out.sent = out.issued;
+}
+
+// Signal `id` goes behind what its output queue holds, if anything: true if it waits there. It
+// leaves when the queue has sent what was issued into it before, whatever the rates meanwhile (a
+// wait computed once from the rates of the moment is wrong by the rest: a flag that joins the
+// solver for its few nanoseconds holds every flow of its link to the flag's own rate).
+bool FlowFabric::queue_signal(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    advance_issue(f.src);
+    Issuer::Output& out = output_of(f);
+    if (!(out.issued - out.sent > kIssuedBytes)) return false;
+    out.fifo.emplace_back(out.issued, id | kSignalInFifo);
+    plan_issue(f.src);
+    return true;
+}
+
+// Write `id`'s last byte has left its GPU's output queue: it is delivered one zero-load trip later.
+void FlowFabric::fifo_due(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    f.due = true;
+    const std::uint64_t now = now_ps();
+    const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
+    if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_ps(f.src, f.dst, f.packet_bytes, false)) : 0;
+    // Its last packet started one packet's time at its rate before its last byte left.
+    const double rate = f.rate;  // kept when its flow sent its last byte (finish)
+    std::uint64_t last_starts = now;
+    if (rate > 0 && rate != FlowSolver::kUnlimited)
+        last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / rate));
+    // A single-packet message's NIC processing time is on its way, as in finish().
+    const bool starts = f.packets == 1 && f.framing.first;
+    m_actions.push(last_starts + zero_load_ps(f.src, f.dst, last, false, starts), {ActionKind::Deliver, f.dst, f.src, f.trans});
+    if (f.sent_all) {
+        account_flow(id);
+        return;
+    }
+    // Its bytes have left the queue, whatever its flow's max-min share had carried of them: the flow
+    // ends now (in this time step, outside the plan under way), so that the flows the solver holds are
+    // the ones the output queue holds.
+    f.paced_bytes = 0;
+    f.remaining = 0;
+    f.anchor_ps = now;
+    m_actions.push(now, {ActionKind::Finish, id, ++m_next_version[id], nullptr});
+}
+
+}  // namespace eidola
