@@ -88,7 +88,9 @@ def series(pattern: str, platform: str, limit_s: float,
             if model == "packet" and stored is not None and rows and not stale:
                 times[model] = stored
                 continue
-            plat = eidola.load_platform(ROOT / "platforms" / file, overrides={**overrides, "fabric.model": model})
+            # flow.issue gates: the packet fabric's counterpart, also where the platform sets queue (mi300x-8gpu)
+            plat = eidola.load_platform(ROOT / "platforms" / file,
+                                        overrides={"fabric.flow.issue": "gates", **overrides, "fabric.model": model})
             start = time.perf_counter()
             result = eidola.simulate(plat, profile)
             times[model] = (time.perf_counter() - start, result.kernel_time_ns)

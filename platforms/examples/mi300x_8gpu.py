@@ -22,7 +22,8 @@ def build() -> Platform:
     fabric = p.add(models.PacketFabric("fabric", topology="fully_connected",
                                        link={"bandwidth": "64GB/s", "latency": "174ns", "header": "85B",
                                              "ack": "16B", "count": 1},
-                                       switch={"latency": "100ns", "buffer": 128}))
+                                       switch={"latency": "100ns", "buffer": 128},
+                                       flow={"issue": "queue"}))  # as the YAML: its calibration (docs/fabrics.md)
     for i, gpu in enumerate(gpus):
         p.connect(gpu.initiator, fabric.targets[i])
         p.connect(fabric.initiators[i], gpu.target)
