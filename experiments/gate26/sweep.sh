@@ -1,7 +1,7 @@
 #!/bin/bash
 # Flow against packet for every case of test_flow_validation.py and test_flow_nccl.py, one line a case, in
-# $SWEEP_DIR/LABEL.log (default /tmp/gate26). Needs issue_fluid.patch and then sweep_hooks.patch applied
-# (the latter's FLOWLOG and PACKETCACHE hooks in those two test files), and the package's environment (the
+# $SWEEP_DIR/LABEL.log (default /tmp/gate26). Needs sweep_hooks.patch applied
+# (its FLOWLOG and PACKETCACHE hooks in those two test files), and the package's environment (the
 # README's set-up, or PYTHONPATH and EIDOLA_NATIVE_DIR pointing at a build). The packet fabric's kernel times
 # are cached in $SWEEP_DIR/packet.json*, so a sweep after a change to the flow fabric alone takes about ten
 # seconds (a minute the first time). --runxfail: the cases marked xfail run and count as failures.
