@@ -333,3 +333,45 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
                                 overrides={"fabric.model": "flow", "fabric.stats.bin": "100us"})
     events = eidola.simulate(plat, profile).events
     assert events <= 12 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+
+
+# ---- fabric.flow.issue: the GPU's issue gates (docs/fabrics.md, "The GPU's issue gates") ----------
+
+def _burst(mib_per_peer: int):  # one workgroup on GPU 0 posts a write to each of its 7 peers, back to back
+    b = ProfileBuilder(gpus=8, workgroups=1, name="burst")
+    b.buffer("recv", nbytes=mib_per_peer << 20)
+    for peer in range(1, 8):
+        b.program(gpu=0, wg=0).write(dst=peer, buffer="recv", offset=0, nbytes=mib_per_peer << 20)
+    return b.build()
+
+
+def _burst_ns(model: str, issue: str) -> float:
+    from conftest import REPO
+    plat = eidola.load_platform(REPO / "platforms" / "mi300x-8gpu.yaml",
+                                overrides={"gpus.launch": "0ns", "fabric.model": model, "fabric.flow.issue": issue})
+    return eidola.simulate(plat, _burst(1)).kernel_time_ns
+
+
+def test_issue_gates_serialise_one_workgroups_burst_as_the_packet_gpu_does():
+    # mi300x-8gpu: a link per peer, 64 GB/s, 256 B packets with 85 B of header; the GPU's injection
+    # buffer holds switch.buffer x (2 + 7 outputs) = 1152 packets; max_outstanding 2048 is far above
+    # rate x round trip (~190 packets), so the buffer is the gate.
+    packets, buffer, packet_ns = 4096, 128 * (2 + 7), 341 / 64
+    wire = packets * packet_ns
+    # queue: the seven writes go at once, each on its own link: one write's wire time and a tail
+    # (first packet's trip, the last acknowledgement back) under a microsecond.
+    queue = _burst_ns("flow", "queue")
+    assert wire < queue < wire + 1000
+    tail = queue - wire
+    # gates: a posted write is done once its last packet is in the buffer, so the workgroup's next
+    # write starts when the buffer holds the last 1152 packets of this one; those drain on their
+    # link while the next write fills what they free and its own link drains it: every write costs
+    # (4096 - 1152) packet times of issue, and the last one's 1152 then drain.
+    gates = (7 * (packets - buffer) + buffer) * packet_ns + tail
+    assert _burst_ns("flow", "gates") == pytest.approx(gates, rel=1e-3)
+    assert _burst_ns("packet", "gates") == pytest.approx(gates, rel=1e-3)  # the outside reference
+
+
+def test_the_packet_fabric_ignores_flow_issue():
+    # One platform file serves both fabrics (perf --fabric auto), so the packet fabric must not move.
+    assert _burst_ns("packet", "queue") == _burst_ns("packet", "gates")
