@@ -156,7 +156,7 @@ def scaling_section(quick: bool = False) -> list[str]:
     mib = 16 if quick else 256
     profile = all_gather(8, mib * MIB, workgroups=WORKGROUPS, mode="syncmon")
     wp, kp, ep = _run("mi300x-8gpu.yaml", {"fabric.model": "packet"}, profile)
-    wf, kf, ef = _run("mi300x-8gpu.yaml", {"fabric.model": "flow"}, profile)
+    wf, kf, ef = _run("mi300x-8gpu.yaml", {"fabric.flow.issue": "gates", "fabric.model": "flow"}, profile)
     rows += ["", f"Kernel events at {mib} MiB (ring all-gather, mi300x-8gpu.yaml, {WORKGROUPS} workgroups, SyncMon): "
              f"packet {ep:,} ({wp:.1f} s), flow {ef:,} ({wf:.2f} s): **{ep / ef:,.0f}x fewer** "
              f"(kernel time {kp / 1e3:.1f} us against {kf / 1e3:.1f} us, {kf / kp - 1:+.2%}).", ""]
