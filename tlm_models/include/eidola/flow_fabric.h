@@ -80,7 +80,6 @@ private:
         std::uint64_t bytes = 0;         // payload bytes
         std::uint32_t packets = 1;       // packets it stands for
         std::uint32_t packet_bytes = 0;  // payload per packet but the last
-        bool read = false;
         std::uint64_t start_ps = 0;      // issued
         double remaining = 0;            // payload bytes not yet sent, as of anchor_ps
         double rate = 0;                 // payload bytes per second since anchor_ps
@@ -91,6 +90,7 @@ private:
         std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
         std::vector<FlowSolver::Use> paced;
         std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
+        std::int32_t output = -1;        // queued: its output queue (Issuer::outputs)
         std::uint64_t round_trip_ps = 0; // a packet's zero-load round trip, memory included (a burst: when
                                          // its packets are answered and the windows free)
         std::int64_t behind = -1;        // a single packet slipping in behind this injection queue's backlog
@@ -99,12 +99,14 @@ private:
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
         FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
+        double unissued = 0;             // telling: its bytes the GPU has not yet issued (flow_issue.cpp)
+        // The flags together, after the wider fields: no padding between them (a flow is touched at
+        // every event of its own, and 1,024 GPUs' flows do not fit in a core's cache).
+        bool read = false;
         bool alone = false;              // a flag timed outside the solver (timed_alone)
         bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
-        double unissued = 0;             // telling: its bytes the GPU has not yet issued (flow_issue.cpp)
         bool queued = false;             // telling: its end is its place in its GPU's output queue (flow_issue.cpp)
         bool sent_all = false;           // queued: its flow has sent its bytes
-        std::int32_t output = -1;        // queued: its output queue (Issuer::outputs)
         bool due = false;                // queued: its place in the output queue has been sent (delivered)
         bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
