@@ -30,7 +30,9 @@ def main() -> None:
     rows = int(sys.argv[6]) if len(sys.argv) > 6 else 60
     ops = {}
     for model in ("packet", "flow"):
-        plat = eidola.load_platform(ROOT / "platforms" / platform, overrides={"gpus.launch": "0ns", "fabric.model": model})
+        # flow.issue gates: the packet fabric's counterpart, also where the platform sets queue (mi300x-8gpu)
+        plat = eidola.load_platform(ROOT / "platforms" / platform, overrides={
+            "gpus.launch": "0ns", "fabric.flow.issue": "gates", "fabric.model": model})
         if kind.startswith("nccl:"):
             profile, plan = build_collective(plat, kind[5:], int(nbytes), int(gpus))
             print(f"{model}: {plan}")

@@ -154,11 +154,23 @@ class Fabrics:
     def rule(self) -> str:
         """How this run chooses each size's fabric, for the printed header."""
         if self.choice != "auto":
-            return f"{self.choice} for every size (--fabric {self.choice})"
+            return f"{self.choice} for every size (--fabric {self.choice}){self._issue('flow')}"
         if not self.switchable:
-            return f"{self.native} for every size (the platform's own fabric)"
+            return f"{self.native} for every size (the platform's own fabric){self._issue(self.native)}"
         return (f"auto: packet while the collective writes at most {AUTO_PACKET_BYTES // 2**20} MiB in all GPUs "
-                "together, flow above")
+                f"together, flow above{self._issue('flow')}")
+
+    def _issue(self, fabric: str) -> str:
+        """Where the flow fabric runs: how it times the GPUs' issue (fabric.flow.issue, docs/fabrics.md)."""
+        if fabric != "flow":
+            return ""
+        component = self.base.components.get("fabric")
+        issue = component.resolved().get("flow.issue") if component is not None else None
+        if issue is None:
+            return ""
+        why = ("writes go at their links' rates, the GPUs' issue gates left out"
+               if issue == "queue" else "the GPUs' issue held by their gates, as on the packet fabric")
+        return f"; flow.issue: {issue} ({why})"
 
     def choose(self, written: int) -> str:
         """The fabric a collective that writes `written` bytes in all runs on."""
