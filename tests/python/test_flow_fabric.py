@@ -37,7 +37,8 @@ def zl(wire, hops):
     return ser_ns(wire) + hops * (LAT + SW) + (hops - 1) * F
 
 
-def _platform(write_platform, gpus, topology, model="flow", max_outstanding=100000, buffer="4096", extra=""):
+def _platform(write_platform, gpus, topology, model="flow", max_outstanding=100000, buffer="4096", extra="",
+              issue="gates"):
     return eidola.load_platform(write_platform(f"""
         eidola: 1
         name: flow-test
@@ -52,8 +53,9 @@ def _platform(write_platform, gpus, topology, model="flow", max_outstanding=1000
           topology: {topology}
           link: {{bandwidth: 64GB/s, latency: {LAT:g}ns, header: {H}B}}
           switch: {{latency: {SW:g}ns, buffer: {buffer}}}
+          flow: {{issue: {issue}}}
         {extra}
-        """, name=f"{model}-{topology}.yaml"))
+        """, name=f"{model}-{topology}-{issue}.yaml"))
 
 
 def _writes(gpus, pairs, nbytes):
@@ -188,8 +190,9 @@ def test_queueing_is_unavailable_not_zero(write_platform):
         assert np.isnan(res.links[column]).all(), column
 
 
-def test_reruns_are_bit_identical(write_platform):
-    plat = _platform(write_platform, 8, "switch")
+@pytest.mark.parametrize("issue", ["gates", "queue"])
+def test_reruns_are_bit_identical(write_platform, issue):
+    plat = _platform(write_platform, 8, "switch", issue=issue)
     prof = ring_allreduce(gpus=8, nbytes=1 << 20, workgroups=4)
     first, second = eidola.simulate(plat, prof), eidola.simulate(plat, prof)
     assert first.kernel_time_ns == second.kernel_time_ns
