@@ -322,9 +322,10 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # solves, its finish (again when its rate changes), its delivery and its response. hierarchical-16gpu's 64 MiB
     # direct all-reduce (32 workgroups a GPU, SyncMon) has 30,720 transactions (a write and a release to each of 15
     # peers per workgroup), and half of them cross the two NICs, where hundreds of flows can share a link: it took
-    # 205,346 events, 6.7 a transaction, and takes 325,111, 10.6, since the GPU's issue is modelled (each write's
+    # 205,346 events, 6.7 a transaction, and 325,111, 10.6, once the GPU's issue was modelled (each write's
     # issue completion and its place in its output queue are timed, and writes that finish issuing together
-    # are told one packet apart, each a wake of its GPU). A rule that put the GPUs' later writes beside the
+    # are told one packet apart, each a wake of its GPU); 391,852, 12.8, since those writes also end a packet
+    # apart in their output queue (each end its own plan of the GPU's issue). A rule that put the GPUs' later writes beside the
     # earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate
     # all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not
     # timed: deterministic.
@@ -335,7 +336,7 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
                                 overrides={"fabric.model": "flow", "fabric.stats.bin": "100us"})
     events = eidola.simulate(plat, profile).events
-    assert events <= 12 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+    assert events <= 13 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
 
 
 # ---- fabric.flow.issue: the GPU's issue gates (docs/fabrics.md, "The GPU's issue gates") ----------

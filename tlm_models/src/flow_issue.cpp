@@ -185,7 +185,16 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
                              is.pending.end());
             const double packet = double(std::max<std::uint32_t>(1, m_flows[done.front()].packet_bytes));
             const std::uint64_t turn_ps = is.rate > 0 ? round_ps(packet * 1e12 / is.rate) : 0;
-            for (std::size_t k = 0; k < done.size(); ++k) tell_sent(m_flows[done[k]], k * turn_ps);
+            // Their last packets go into their output queues in that order too: a write is followed
+            // there by the last packets of the later ones to the same output, so it ends (and its
+            // acknowledgement and release come) a packet's sending before theirs.
+            for (std::size_t k = 0; k < done.size(); ++k) {
+                Flow& f = m_flows[done[k]];
+                std::size_t later = 0;
+                for (std::size_t j = k + 1; j < done.size(); ++j)
+                    later += m_flows[done[j]].queued && m_flows[done[j]].output == f.output;
+                tell_sent(f, k * turn_ps, double(later) * packet);
+            }
         }
     }
     // The writes whose last byte has left their output queue end now; the signals behind them go.
@@ -265,12 +274,16 @@ FlowFabric::Issuer::Output& FlowFabric::output_of(Flow& f) {
 
 // Tells flow `f`'s GPU, `later_ps` from now, that its last packet is issued (its workgroup goes on),
 // and queues its end.
-void FlowFabric::tell_sent(Flow& f, std::uint64_t later_ps) {
+void FlowFabric::tell_sent(Flow& f, std::uint64_t later_ps, double behind_bytes) {
     f.telling = false;
     f.unissued = 0;
     if (f.queued) {
         Issuer::Output& out = output_of(f);
-        out.fifo.emplace_back(out.issued, std::uint32_t(&f - m_flows.data()));
+        // Its last byte leaves before the `behind_bytes` issued with it after it, never before the
+        // entries already queued (the queue's counts only grow).
+        double count = out.issued - behind_bytes;
+        if (!out.fifo.empty()) count = std::max(count, out.fifo.back().first);
+        out.fifo.emplace_back(count, std::uint32_t(&f - m_flows.data()));
     }
     tlm::tlm_phase phase = FLOW_SENT;
     sc_core::sc_time delay = sc_core::sc_time::from_value(later_ps);

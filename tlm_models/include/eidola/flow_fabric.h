@@ -224,7 +224,7 @@ private:
     void advance_issue(std::uint32_t gpu);
     void plan_issue(std::uint32_t gpu);
     void issued(std::uint32_t gpu, std::uint32_t version);
-    void tell_sent(Flow& f, std::uint64_t later_ps = 0);
+    void tell_sent(Flow& f, std::uint64_t later_ps = 0, double behind_bytes = 0);
     /// The largest payload timed alone (timed_alone): a flag, a counter, a signal's operand.
     static constexpr std::uint64_t kFlagBytes = 64;
     /// A window of at least this many of a flag's packets is never held full by flags (timed_alone).
