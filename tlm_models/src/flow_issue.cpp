@@ -14,7 +14,9 @@
 //   - once full, they take more as fast as the GPU's writes are sent, and that rate too is shared
 //     equally among the pending writes: a processor-sharing queue, whose next completion is booked
 //     as an Issued action and re-planned whenever the send rate or the pending writes change;
-//     writes that complete together are told one packet's issue apart, in the round robin's order;
+//     writes that complete together are told one packet's issue apart, in the round robin's order,
+//     and end a packet apart in their output queues (each one's last packet is followed there by
+//     the later ones' to the same output);
 //   - each output queue (one per first link) is first in, first out: a write's last byte leaves
 //     once everything issued into it before has, so its end (delivery, acknowledgement, release)
 //     is when the queue's sent bytes reach its issued ones at its issue's end, and a signal leaves
