@@ -235,6 +235,10 @@ def test_auto_fabric_in_the_table_and_an_ideal_platform_stays_ideal(repo, write_
                            "-e", "1K", "--set", "fabric.flow.issue=gates")
     assert code == 0, err
     assert "flow above; flow.issue: gates" in out
+    code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
+                           "-e", "1K", "--fabric", "packet")
+    assert code == 0, err
+    assert "packet for every size (--fabric packet)" in out and "flow.issue" not in out  # no flow size ran
     code, out, err = _main(capsys, "perf", write_platform(gpus=4), "--op", "alltoall", "-b", "1K", "-e", "64K",
                            "-f", "64")
     assert code == 0, err

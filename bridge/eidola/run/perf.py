@@ -154,7 +154,7 @@ class Fabrics:
     def rule(self) -> str:
         """How this run chooses each size's fabric, for the printed header."""
         if self.choice != "auto":
-            return f"{self.choice} for every size (--fabric {self.choice}){self._issue('flow')}"
+            return f"{self.choice} for every size (--fabric {self.choice}){self._issue(self.choice)}"
         if not self.switchable:
             return f"{self.native} for every size (the platform's own fabric){self._issue(self.native)}"
         return (f"auto: packet while the collective writes at most {AUTO_PACKET_BYTES // 2**20} MiB in all GPUs "
