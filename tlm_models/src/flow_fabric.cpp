@@ -96,11 +96,11 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     m_window.assign(n, -1);
     m_issuers.resize(n);
     m_inject_units.assign(n, 0);
-    // The packet fabric's injection buffer per class: switch.buffer per output and two more (or one
-    // queue, fifo), in its credits (packets, or flits where the buffer is a size).
+    // The packet fabric's injection buffer per class, in its credits (packets, or flits where the
+    // buffer is a size).
+    const bool fifo = p.router.injection.get() == "fifo";
     for (std::uint32_t g = 0; g < n; ++g)
-        m_inject_units[g] = double(m_credits) *
-                            (p.router.injection.get() == "fifo" ? 1.0 : 2.0 + double(topo.out_links(g).size()));
+        m_inject_units[g] = double(m_credits) * double(injection_queues(fifo, topo.out_links(g).size()));
     m_route_index.assign(std::size_t(n) * n, -1);
     m_request_busy.assign(n, 0);
     m_response_busy.assign(n, 0);

@@ -110,7 +110,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
         Input in{node, link, {}, 0};
         std::uint32_t lanes = 1;
         if (link < 0) {
-            in.per_class = m_inject_fifo ? 1 : 2 + std::uint32_t(topo.out_links(node).size());
+            in.per_class = injection_queues(m_inject_fifo, topo.out_links(node).size());
             in.vcs.resize(2 * in.per_class);
             in.speedup_one = m_inject_fifo;
             in.capacity = m_inject_depth;

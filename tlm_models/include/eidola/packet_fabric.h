@@ -27,6 +27,13 @@ struct InjectionTurns;  // packet_fabric_parts.h
 
 /// The packet fabric's parameters. Those of one topology are grouped in its own section; every
 /// section registers into the same list, under the dotted names the YAML uses.
+/// A GPU port's injection queues per message class (switch.injection): one (fifo), or one per output
+/// of its router, its two ejections and its `links_out` links (voq). The port's buffer holds
+/// switch.buffer for each; the flow fabric's model of the GPU's issue takes the same buffer.
+inline std::uint32_t injection_queues(bool fifo, std::size_t links_out) {
+    return fifo ? 1 : 2 + std::uint32_t(links_out);
+}
+
 struct PacketFabricParams : ParamGroup {
     /// Graph of GPUs, switches and links.
     ChoiceParam topology{*this, "topology",
