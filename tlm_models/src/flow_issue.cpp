@@ -178,7 +178,8 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
         // Tell the writes that are issued, in the round robin's order (the pending order), one
         // packet's issue apart: the packet GPU issues their last packets in turn, and the first
         // workgroup back then has the room that frees to itself.
-        std::vector<std::uint32_t> done;
+        std::vector<std::uint32_t>& done = m_done_scratch;
+        done.clear();
         for (std::uint32_t id : is.pending)
             if (m_flows[id].unissued <= kIssuedBytes) done.push_back(id);
         if (!done.empty()) {
@@ -190,12 +191,14 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
             // Their last packets go into their output queues in that order too: a write is followed
             // there by the last packets of the later ones to the same output, so it ends (and its
             // acknowledgement and release come) a packet's sending before theirs.
+            std::vector<std::uint32_t>& later = m_later_scratch;  // per output: done writes still to tell
+            later.assign(is.outputs.size(), 0);
+            for (std::uint32_t id : done)
+                if (m_flows[id].queued) ++later[std::size_t(m_flows[id].output)];
             for (std::size_t k = 0; k < done.size(); ++k) {
                 Flow& f = m_flows[done[k]];
-                std::size_t later = 0;
-                for (std::size_t j = k + 1; j < done.size(); ++j)
-                    later += m_flows[done[j]].queued && m_flows[done[j]].output == f.output;
-                tell_sent(f, k * turn_ps, double(later) * packet);
+                const std::uint32_t behind = f.queued ? --later[std::size_t(f.output)] : 0;
+                tell_sent(f, k * turn_ps, double(behind) * packet);
             }
         }
     }

@@ -285,6 +285,8 @@ private:
     double gates_hold(const Issuer& is) const;
     double least_unissued(const Issuer& is) const;
     std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
+    std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
+    std::vector<std::uint32_t> m_later_scratch;   // scratch of plan_issue(): per output, its writes still to tell
     std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
     std::vector<double> m_held;                   // per resource: what bursts hold of a window
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
