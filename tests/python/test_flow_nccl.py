@@ -63,6 +63,11 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     return data / P * per_packet / link["path" if op == "sendrecv" else "rate"] * 1e9
 
 
+def _known_gap(platform: str, op: str, reason: str):
+    """A case the flow fabric does not meet yet: a strict expected failure that says what it measured."""
+    return pytest.param(platform, op, marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
 # Measured 2026-12-03 with the GPU's issue gates modelled (docs/fabrics.md, "The GPU's issue gates"); the
 # figures before them in brackets.
 @pytest.mark.parametrize("platform, op", [
@@ -78,26 +83,23 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     ("switch-8gpu", "alltoall"),        # +0.2% (+0.2%)
     ("mi300x-8gpu", "sendrecv"),        # p2p Simple, 16 channels: 0.0% (0.0%)
     ("switch-8gpu", "sendrecv"),        # +0.1% (+0.1%)
-    pytest.param("mi300x-8gpu", "reduce", marks=pytest.mark.xfail(
-        strict=True, reason="measured -10.7% (-0.4% before the issue gates were modelled): packet 193.75 us, flow "
+    _known_gap("mi300x-8gpu", "reduce", "measured -10.7% (-0.4% before the issue gates were modelled): packet 193.75 us, flow "
         "173.08 us (ring Simple, 28 channels); the chain's channels end unevenly on both fabrics (packet 80 to "
         "186 us, flow 85 to 165 us): the packet fabric's per-link fairness among a GPU's channels, which the "
         "flow fabric's first-come-first-served link queue happened to reproduce and its model of the issue "
-        "does not")),
+        "does not"),
     ("mi300x-8gpu", "gather"),          # p2p Simple, 14 channels: -0.0% (-0.01%)
     ("switch-8gpu", "scatter"),         # -0.0% (-0.00%)
-    pytest.param("dgx-a100", "all_reduce", marks=pytest.mark.xfail(
-        strict=True, reason="measured -7.7% (-8.7% before the issue gates were modelled): packet 116.12 us, flow "
+    _known_gap("dgx-a100", "all_reduce", "measured -7.7% (-8.7% before the issue gates were modelled): packet 116.12 us, flow "
         "107.20 us (LL128, 24 channels); the packet GPU resumes a workgroup after a posted write's last packet is "
         "issued, round robin with the others, so each pass's reduce (1.78 us at A100's 1.555 TB/s) follows its "
         "160 packets; the flow fabric now holds the workgroup until then too (FLOW_SENT), and the rest is how "
-        "the 24 channels' passes interleave: with gpus.memory.bandwidth 5.3TB/s the two agreed within 0.2%")),
+        "the 24 channels' passes interleave: with gpus.memory.bandwidth 5.3TB/s the two agreed within 0.2%"),
     ("mi300x-8gpu", "broadcast"),       # ring Simple, 28 channels: +0.7% (+20.4%)
-    pytest.param("switch-8gpu", "broadcast", marks=pytest.mark.xfail(
-        strict=True, reason="measured -4.3% (+16.4% before the issue gates were modelled): packet 46.86 us, flow "
+    _known_gap("switch-8gpu", "broadcast", "measured -4.3% (+16.4% before the issue gates were modelled): packet 46.86 us, flow "
         "44.86 us (LL128, 16 channels); " + CHAIN + "; on the flow fabric each forwarding write is held at the "
         "root's stream's rate by its acknowledgements on its GPU's full downlink (max-min gives every flow there "
-        "one rate)")),
+        "one rate)"),
 ])
 def test_nccl_collective_at_the_switch(repo, platform, op):
     size, gpus = 8 * MIB, 8
