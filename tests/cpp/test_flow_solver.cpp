@@ -521,7 +521,7 @@ int main() {
             const int gpus = 8 + int(rng() % 57);
             FlowSolver scan, heap;
             scan.set_scan_fill(std::numeric_limits<std::size_t>::max());
-            heap.set_scan_fill(0);
+            heap.set_scan_fill(0, 0);
             const std::vector<double> cap = random_switch_links(rng, gpus, {&scan, &heap});
             Templates templates;
             for (int t = 0; t < 4 * gpus; ++t) templates.push_back(random_switch_flow(rng, gpus));

@@ -186,13 +186,14 @@ W = 8  # workgroups per GPU
     ("reduce-scatter", "switch-8gpu.yaml", SWITCH, reduce_scatter, 8, MIB, 7 / 8 * MIB, True),
     ("reduce-scatter", "mi300x-8gpu.yaml", MI300X, reduce_scatter, 8, 16 * MIB, 7 / 8 * 16 * MIB, False),
     ("all-gather", "mi300x-8gpu.yaml", MI300X, all_gather, 8, MIB, 7 / 8 * MIB, False),
-    pytest.param("direct all-reduce", "switch-8gpu.yaml", SWITCH, direct_allreduce, 8, 16 * MIB, 2 * 7 / 8 * 16 * MIB,
-                 True, marks=pytest.mark.xfail(strict=True, reason=(
-                     "measured +3.40%: packet 90.08 us, flow 93.15 us (+0.61% before the writes that finish issuing "
-                     "together were queued a packet apart in their output queue, which fixed NCCL's MI300X "
-                     "all-gather); the all-gather half parts: one GPU's workgroups wake in a different order from "
-                     "another's, so up to several GPUs write to one peer at once through the switch and the last "
-                     "flags come 5.9 us late, where the packet fabric's GPUs keep in step (docs/fabrics.md)"))),
+    # Measured +0.57% (packet 90.08 us, flow 90.59 us). This case sits on a knife edge, and the bound holds by
+    # luck of rounding as much as by the model: in the all-gather half one GPU's workgroups can wake in a
+    # different order from another's, so several GPUs write to one peer at once through the switch and the last
+    # flags come up to 5.9 us late, where the packet fabric's GPUs keep in step. Which order they wake in
+    # follows the last bits of the solver's sums: +0.61%, +3.40% and +0.57% at three revisions that changed
+    # no rule of the model, only the order of sums; between +0.10% and +2.11% with the solver's rates truncated
+    # to 40 or 32 bits (an experiment, not kept). docs/fabrics.md.
+    ("direct all-reduce", "switch-8gpu.yaml", SWITCH, direct_allreduce, 8, 16 * MIB, 2 * 7 / 8 * 16 * MIB, True),
     # direct on MI300X: each of a GPU's 7 links carries 2/8 of S each way. Measured -1.05% (packet 130.84 us, flow
     # 129.46 us); -25% before the flow fabric modelled the GPU's issue gates (docs/fabrics.md).
     ("direct all-reduce", "mi300x-8gpu.yaml", MI300X, direct_allreduce, 8, 16 * MIB, 2 / 8 * 16 * MIB, True),

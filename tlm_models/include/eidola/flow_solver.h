@@ -100,9 +100,19 @@ public:
     /// for bit (the tests hold them to it); only the cost differs: the scan costs the touched
     /// resources per step, the heap a logarithm per entry it queues, and a fill of a few dozen
     /// resources moves most of them at every step.
-    void set_scan_fill(std::size_t resources) { m_scan_fill = resources; }
+    /// A fill of more resources is scanned all the same while they times its unfrozen groups stay
+    /// within `work` (default kScanWork; 0 with `resources` 0: always the heap, for tests).
+    void set_scan_fill(std::size_t resources, std::size_t work = kScanWork) {
+        m_scan_fill = resources;
+        m_scan_work = work;
+    }
     /// The default of set_scan_fill.
     static constexpr std::size_t kScanFill = 64;
+    /// The default work of set_scan_fill: touched resources times unfrozen groups bounds the scan's
+    /// level computations (one per resource per step). The incremental solves at 1,024 GPUs refill
+    /// a few groups over 65-256 resources, where the heap's queuing cost more than a scan
+    /// (bench/flow_scale_driver.cpp, skewed: 5,411 -> 5,153 instructions per event).
+    static constexpr std::size_t kScanWork = 8192;
 
     /// Recomputes the rates that the changes since the last call can move. Calls
     /// `before(resource)` for each resource whose load may change, before it changes, then
@@ -228,6 +238,7 @@ private:
     void measure();
     bool check();
     void start();
+    void seed();
     bool collect_component(std::size_t limit);
     void commit_loads();
 
@@ -281,7 +292,7 @@ private:
     Backoff m_refill_whole;  // the incremental attempts (skipped: refill the whole component)
     Backoff m_look;          // the look for a small component (skipped: straight to the incremental path)
     std::size_t m_small_component = kSmallComponent;
-    std::size_t m_scan_fill = kScanFill;
+    std::size_t m_scan_fill = kScanFill, m_scan_work = kScanWork;
     std::uint64_t m_full_solves = 0, m_solves = 0;
 };
 
