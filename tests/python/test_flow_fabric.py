@@ -339,6 +339,24 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     assert events <= 13 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
 
 
+def test_signals_going_in_one_time_step_share_a_solve(repo):
+    # A GPU's signals wait in its output queues (flow_issue.cpp) and go, as Slip actions, once the flows ahead have
+    # rates: after the time step's solve. Where a window is full a signal joins the solver, and its start books
+    # another solve; the other signals of that time step used to wait for that one too, and so on: one solve
+    # each, every one re-rating every flow of a torus. torus2d-16gpu's 32 KiB direct all-reduce (16 workgroups,
+    # SyncMon, 256-byte writes) took 1,105,926 events, 72 a transaction (the 64 KiB one with 32 workgroups 11.1
+    # million events and 567 s); 608,842, 39.6, once a signal waits for one solve only. What is left is mostly
+    # the flags' own finishes re-booked at each solve. Events are counted, not timed: deterministic.
+    profile = direct_allreduce(16, 32 << 10, workgroups=16, mode="syncmon")
+    transactions = sum(1 for g in range(16) for w in range(16) for op in profile.program(g, w)
+                       if op.kind in ("write", "signal"))
+    assert transactions == 15_360
+    plat = eidola.load_platform(repo / "platforms" / "torus2d-16gpu.yaml",
+                                overrides={"fabric.model": "flow", "fabric.flow.issue": "gates"})
+    events = eidola.simulate(plat, profile).events
+    assert events <= 45 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+
+
 # ---- fabric.flow.issue: the GPU's issue gates (docs/fabrics.md, "The GPU's issue gates") ----------
 
 def _burst(mib_per_peer: int):  # one workgroup on GPU 0 posts a write to each of its 7 peers, back to back

@@ -104,6 +104,7 @@ private:
         // every event of its own, and 1,024 GPUs' flows do not fit in a core's cache).
         bool read = false;
         bool alone = false;              // a flag timed outside the solver (timed_alone)
+        bool slip_waited = false;        // a signal that waited once for its time step's solve (slip)
         bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
         bool queued = false;             // telling: its end is its place in its GPU's output queue (flow_issue.cpp)
         bool sent_all = false;           // queued: its flow has sent its bytes
