@@ -329,14 +329,19 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate
     # all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not
     # timed: deterministic.
-    profile = direct_allreduce(16, 64 << 20, workgroups=32, mode="syncmon")
-    transactions = sum(1 for g in range(16) for w in range(32) for op in profile.program(g, w)
-                       if op.kind in ("write", "signal"))
+    events, transactions = _events_and_transactions(repo, "hierarchical-16gpu.yaml", 64 << 20, 32,
+                                                    {"fabric.stats.bin": "100us"})
     assert transactions == 30_720
-    plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
-                                overrides={"fabric.model": "flow", "fabric.stats.bin": "100us"})
-    events = eidola.simulate(plat, profile).events
     assert events <= 13 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+
+
+def _events_and_transactions(repo, platform: str, nbytes: int, workgroups: int, overrides: dict) -> tuple[int, int]:
+    """Kernel events of a 16-GPU direct all-reduce (SyncMon) on the flow fabric, and its writes and signals."""
+    profile = direct_allreduce(16, nbytes, workgroups=workgroups, mode="syncmon")
+    transactions = sum(1 for g in range(16) for w in range(workgroups) for op in profile.program(g, w)
+                       if op.kind in ("write", "signal"))
+    plat = eidola.load_platform(repo / "platforms" / platform, overrides={"fabric.model": "flow", **overrides})
+    return eidola.simulate(plat, profile).events, transactions
 
 
 def test_signals_going_in_one_time_step_share_a_solve(repo):
@@ -347,13 +352,9 @@ def test_signals_going_in_one_time_step_share_a_solve(repo):
     # SyncMon, 256-byte writes) took 1,105,926 events, 72 a transaction (the 64 KiB one with 32 workgroups 11.1
     # million events and 567 s); 608,842, 39.6, once a signal waits for one solve only. What is left is mostly
     # the flags' own finishes re-booked at each solve. Events are counted, not timed: deterministic.
-    profile = direct_allreduce(16, 32 << 10, workgroups=16, mode="syncmon")
-    transactions = sum(1 for g in range(16) for w in range(16) for op in profile.program(g, w)
-                       if op.kind in ("write", "signal"))
+    events, transactions = _events_and_transactions(repo, "torus2d-16gpu.yaml", 32 << 10, 16,
+                                                    {"fabric.flow.issue": "gates"})
     assert transactions == 15_360
-    plat = eidola.load_platform(repo / "platforms" / "torus2d-16gpu.yaml",
-                                overrides={"fabric.model": "flow", "fabric.flow.issue": "gates"})
-    events = eidola.simulate(plat, profile).events
     assert events <= 45 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
 
 
