@@ -580,9 +580,15 @@ void FlowFabric::timed_alone(std::uint32_t id) {
     }
     f.rate = rate;
     f.alone = true;
-    const std::uint32_t version = ++m_next_version[id];
     const double left_ps = rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / rate;
-    m_actions.push(now + std::uint64_t(std::ceil(left_ps)), {ActionKind::Finish, id, version, nullptr});
+    book_finish(id, now + std::uint64_t(std::ceil(left_ps)));
+}
+
+// Books flow `id`'s Finish at `at_ps` (the one standing, if any, no longer counts).
+void FlowFabric::book_finish(std::uint32_t id, std::uint64_t at_ps) {
+    Flow& f = m_flows[id];
+    f.finish_ps = f.booked_ps = at_ps;
+    m_actions.push(at_ps, {ActionKind::Finish, id, ++m_next_version[id], nullptr});
 }
 
 // Credit-seconds a packet of `wire` bytes holds on link `l`'s receiving buffer: its credits for
@@ -632,12 +638,17 @@ void FlowFabric::solve_rates(std::uint64_t now) {
                        f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
                        f.anchor_ps = now;
                        set_rate(f, m_solver.rate(id));
-                       const std::uint32_t version = ++m_next_version[id];
                        // A queued write's last phase ends when its output queue has sent it (fifo_due), not
                        // at its own share's pace: no Finish to book (and re-book at every change of rate).
-                       if (f.queued && !f.due && !f.paced_bytes && f.rate != FlowSolver::kUnlimited) return;
+                       if (f.queued && !f.due && !f.paced_bytes && f.rate != FlowSolver::kUnlimited) {
+                           ++m_next_version[id];
+                           f.booked_ps = kNoFinish;
+                           return;
+                       }
                        const double left_ps = f.rate == FlowSolver::kUnlimited ? 0 : f.remaining * 1e12 / f.rate;
-                       m_actions.push(now + std::uint64_t(std::ceil(left_ps)), {ActionKind::Finish, id, version, nullptr});
+                       const std::uint64_t at = now + std::uint64_t(std::ceil(left_ps));
+                       f.finish_ps = at;
+                       if (f.booked_ps > at) book_finish(id, at);  // else the standing one re-books (finish)
                    });
     // The new loads of the links just solved: those of the changed components only, so a solve
     // costs what its components hold, not a walk over every link of the fabric.
@@ -654,6 +665,12 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     if (m_next_version[id] != version || !m_flows[id].trans) return;
     Flow& f = m_flows[id];
     const std::uint64_t now = now_ps();
+    if (f.finish_ps > now) {  // its rate fell since this was booked: on to the finish now due
+        f.booked_ps = f.finish_ps;
+        m_actions.push(f.finish_ps, {ActionKind::Finish, id, version, nullptr});
+        return;
+    }
+    f.booked_ps = kNoFinish;
     if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
         m_actions.push(now + f.round_trip_ps, {ActionKind::Refill, f.holds, 0, nullptr});
         f.holds = kNoHolds;

@@ -342,7 +342,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     f.paced_bytes = 0;
     f.remaining = 0;
     f.anchor_ps = now;
-    m_actions.push(now, {ActionKind::Finish, id, ++m_next_version[id], nullptr});
+    book_finish(id, now);
 }
 
 }  // namespace eidola

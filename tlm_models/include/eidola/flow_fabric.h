@@ -95,6 +95,12 @@ private:
                                          // its packets are answered and the windows free)
         std::int64_t behind = -1;        // a single packet slipping in behind this injection queue's backlog
         std::uint64_t slip_ps = 0;       // when it goes (0: not yet worked out)
+        // Its last byte leaves at finish_ps at its present rate. booked_ps: its Finish standing in the
+        // queue (~0: none). A rate change that moves the finish later books nothing: the standing
+        // Finish, due first, books the next then (finish()). Why: in a solve every flow whose rate moved
+        // re-booked its Finish, and the stale ones each woke the fabric for nothing (flags behind full
+        // windows on a torus: 4 million of them, most of a 64 KiB all-reduce's events).
+        std::uint64_t finish_ps = 0, booked_ps = ~std::uint64_t(0);
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
@@ -190,6 +196,7 @@ private:
     void solve();
     void solve_rates(std::uint64_t now);
     void finish(std::uint32_t id, std::uint32_t version);
+    void book_finish(std::uint32_t id, std::uint64_t at_ps);
     void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
     void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
     void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
@@ -250,6 +257,7 @@ private:
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
     static constexpr std::uint32_t kNoHolds = ~std::uint32_t(0);
+    static constexpr std::uint64_t kNoFinish = ~std::uint64_t(0);  // Flow::booked_ps: no Finish standing
     /// A GPU's issue of its posted writes (flow_issue.cpp): the writes whose last packet is not yet
     /// issued, what its gates (injection buffer, window) hold issued and not yet sent, and the rate
     /// its windowed writes are being sent at, which is the rate the gates free room at.
