@@ -127,6 +127,24 @@ def test_two_flows_on_one_link_get_half_each(write_platform):
     assert hot["bytes"] == 2 * nbytes and hot["utilization"] > 0.97
 
 
+def test_a_flow_whose_share_falls_and_rises_ends_when_the_link_has_carried_both(write_platform):
+    # GPU 0 writes nA bytes to GPU 2 through the switch; GPU 1 starts D later and writes nB there. The switch ->
+    # GPU 2 link carries both, work-conserving: GPU 1's flow takes half of it from D (2 nB packet times) and GPU 0's
+    # last byte leaves after (nA + nB) packet times. GPU 0's rate falls at D and rises when GPU 1's flow ends, so
+    # its Finish is booked before its end and re-booked (flow_fabric.h, Flow::booked_ps) both ways. flow.issue queue:
+    # with gates a write's end is its place in its GPU's output queue, not a Finish.
+    n_a, n_b, d = 8 << 20, 2 << 20, 20_000.0
+    b = ProfileBuilder(gpus=3, workgroups=2, name="late-joiner")
+    b.buffer("data", nbytes=n_a)
+    b.program(gpu=0, wg=0).write(dst=2, buffer="data", offset=0, nbytes=n_a)
+    b.program(gpu=1, wg=1).compute(ns=d).write(dst=2, buffer="data", offset=0, nbytes=n_b)
+    res = eidola.simulate(_platform(write_platform, 3, "switch", issue="queue"), b.build())
+    tail = zl(P + H, 2) + M + zl(H, 2)  # the last packet's trip, memory and ack
+    finish = res.gpus["finish_ns"]
+    assert finish[1] == pytest.approx(d + 2 * (n_b // P) * ser_ns(P + H) + tail, rel=1e-3)
+    assert finish[0] == pytest.approx((n_a + n_b) // P * ser_ns(P + H) + tail, rel=1e-3)
+
+
 def test_a_flag_crosses_a_full_link_at_zero_load_and_takes_no_share(write_platform):
     # GPU 0 streams 4 MiB to GPU 2 through the switch while GPUs 1 and 3 each write an 8-byte flag
     # to GPU 2 over the same, full, switch -> GPU 2 link. A flag (a payload of at most 64 bytes) is
