@@ -5,6 +5,8 @@
 # README's set-up, or PYTHONPATH and EIDOLA_NATIVE_DIR pointing at a build). The packet fabric's kernel times
 # are cached in $SWEEP_DIR/packet.json*, so a sweep after a change to the flow fabric alone takes about ten
 # seconds (a minute the first time). --runxfail: the cases marked xfail run and count as failures.
+# PERTURB=GPU:NS holds that GPU's first communication back by NS in every case (the packet cache keeps
+# perturbed runs apart): experiments/skew/README.md.
 # Then: python experiments/gate26/compare.py LABEL [LABEL ...]
 set -u
 label=${1:?usage: sweep.sh LABEL}
