@@ -87,14 +87,16 @@ def _known_gap(platform: str, op: str, reason: str):
         "173.08 us (ring Simple, 28 channels); the chain's channels end unevenly on both fabrics (packet 80 to "
         "186 us, flow 85 to 165 us): the packet fabric's per-link fairness among a GPU's channels, which the "
         "flow fabric's first-come-first-served link queue happened to reproduce and its model of the issue "
-        "does not"),
+        "does not; with one GPU's first write late, -5.2% (GPU 3, 1 ns) and +1.0% (GPU 5, 7 ns): mostly the "
+        "packet fabric's GPUs in step (experiments/skew)"),
     ("mi300x-8gpu", "gather"),          # p2p Simple, 14 channels: -0.0% (-0.01%)
     ("switch-8gpu", "scatter"),         # -0.0% (-0.00%)
     _known_gap("dgx-a100", "all_reduce", "measured -7.7% (-8.7% before the issue gates were modelled): packet 116.12 us, flow "
         "107.20 us (LL128, 24 channels); the packet GPU resumes a workgroup after a posted write's last packet is "
         "issued, round robin with the others, so each pass's reduce (1.78 us at A100's 1.555 TB/s) follows its "
         "160 packets; the flow fabric now holds the workgroup until then too (FLOW_SENT), and the rest is how "
-        "the 24 channels' passes interleave: with gpus.memory.bandwidth 5.3TB/s the two agreed within 0.2%"),
+        "the 24 channels' passes interleave: with gpus.memory.bandwidth 5.3TB/s the two agreed within 0.2%; "
+        "with one GPU's first write late, -4.5% (GPU 3, 1 ns) and -2.9% (GPU 5, 7 ns) (experiments/skew)"),
     ("mi300x-8gpu", "broadcast"),       # ring Simple, 28 channels: +0.7% (+20.4%)
     _known_gap("switch-8gpu", "broadcast", "measured -4.3% (+16.4% before the issue gates were modelled): packet 46.86 us, flow "
         "44.86 us (LL128, 16 channels); " + CHAIN + "; on the flow fabric each forwarding write is held at the "
