@@ -265,6 +265,18 @@ def test_the_port_in_turns_is_ignored_with_one_warning(write_platform, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_router_arbitration_other_than_bytes_is_ignored_with_one_warning(write_platform, capsys):
+    # switch.arbitration is the packet fabric's routers'; the flow fabric shares a link's rate max-min.
+    source = _platform(write_platform, 2, "fully_connected").source
+    capsys.readouterr()
+    for choice in ("packets", "responses_first"):
+        eidola.load_platform(source, overrides={"fabric.switch.arbitration": choice})
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and f"fabric.switch.arbitration: {choice} ignored" in lines[0], lines
+    eidola.load_platform(source, overrides={"fabric.switch.arbitration": "bytes"})
+    assert capsys.readouterr().err == ""
+
+
 # ---- against the packet fabric -------------------------------------------------------------------
 
 def _compare(path, prof, overrides=None):

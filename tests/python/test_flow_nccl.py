@@ -83,25 +83,23 @@ def _known_gap(platform: str, op: str, reason: str):
     ("switch-8gpu", "alltoall"),        # +0.2% (+0.2%)
     ("mi300x-8gpu", "sendrecv"),        # p2p Simple, 16 channels: 0.0% (0.0%)
     ("switch-8gpu", "sendrecv"),        # +0.1% (+0.1%)
-    _known_gap("mi300x-8gpu", "reduce", "measured -10.7% (-0.4% before the issue gates were modelled): packet 193.75 us, flow "
-        "173.08 us (ring Simple, 28 channels); the chain's channels end unevenly on both fabrics (packet 80 to "
-        "186 us, flow 85 to 165 us): the packet fabric's per-link fairness among a GPU's channels, which the "
-        "flow fabric's first-come-first-served link queue happened to reproduce and its model of the issue "
-        "does not; with one GPU's first write late, -5.2% (GPU 3, 1 ns) and +1.0% (GPU 5, 7 ns): mostly the "
-        "packet fabric's GPUs in step (experiments/skew)"),
+    # ring Simple, 28 channels: measured -1.1% (-10.7% while the packet fabric's routers took a packet a turn, its
+    # channels then ending between 80 and 186 us; -0.4% before the issue gates were modelled)
+    ("mi300x-8gpu", "reduce"),
     ("mi300x-8gpu", "gather"),          # p2p Simple, 14 channels: -0.0% (-0.01%)
     ("switch-8gpu", "scatter"),         # -0.0% (-0.00%)
-    _known_gap("dgx-a100", "all_reduce", "measured -7.7% (-8.7% before the issue gates were modelled): packet 116.12 us, flow "
-        "107.20 us (LL128, 24 channels); the packet GPU resumes a workgroup after a posted write's last packet is "
-        "issued, round robin with the others, so each pass's reduce (1.78 us at A100's 1.555 TB/s) follows its "
-        "160 packets; the flow fabric now holds the workgroup until then too (FLOW_SENT), and the rest is how "
-        "the 24 channels' passes interleave: with gpus.memory.bandwidth 5.3TB/s the two agreed within 0.2%; "
-        "with one GPU's first write late, -4.5% (GPU 3, 1 ns) and -2.9% (GPU 5, 7 ns) (experiments/skew)"),
+    _known_gap("dgx-a100", "all_reduce", "measured -3.3%: packet 110.83 us, flow 107.20 us (LL128, 24 channels; -7.7% "
+        "while the packet fabric's routers took a packet a turn, -8.7% before the issue gates were modelled); the "
+        "packet GPU resumes a workgroup after a posted write's last packet is issued, round robin with the others, so "
+        "each pass's reduce (1.78 us at A100's 1.555 TB/s) follows its 160 packets, and the rest is how the 24 "
+        "channels' passes interleave: with gpus.memory.bandwidth 5.3TB/s the two agreed within 0.2% (a packet a "
+        "turn); with GPU 3's first write 1 ns late, -0.1% (experiments/skew)"),
     ("mi300x-8gpu", "broadcast"),       # ring Simple, 28 channels: +0.7% (+20.4%)
-    _known_gap("switch-8gpu", "broadcast", "measured -4.3% (+16.4% before the issue gates were modelled): packet 46.86 us, flow "
-        "44.86 us (LL128, 16 channels); " + CHAIN + "; on the flow fabric each forwarding write is held at the "
-        "root's stream's rate by its acknowledgements on its GPU's full downlink (max-min gives every flow there "
-        "one rate)"),
+    _known_gap("switch-8gpu", "broadcast", "measured +9.0%: packet 41.17 us, flow 44.86 us (LL128, 16 channels; -4.3% while "
+        "the packet fabric's routers took a packet a turn, +16.4% before the issue gates were modelled); " + CHAIN +
+        "; on the flow fabric each forwarding write is held at the root's stream's rate by its acknowledgements on "
+        "its GPU's full downlink (max-min gives every flow there one rate), where the packet fabric's routers now "
+        "let acknowledgements through in turns of bytes"),
 ])
 def test_nccl_collective_at_the_switch(repo, platform, op):
     size, gpus = 8 * MIB, 8

@@ -85,6 +85,9 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_spread(p.spread.get()),
       m_inject_fifo(p.router.injection.get() == "fifo"),
       m_inject_turns(p.router.injection_order.get() == "round_robin"),
+      m_arbitration(p.router.arbitration.get() == "packets"           ? Arbitration::Packets
+                    : p.router.arbitration.get() == "responses_first" ? Arbitration::ResponsesFirst
+                                                                       : Arbitration::Bytes),
       m_eject_link(p.router.ejection.get() == "link"),
       m_eject_bytes_per_s(p.link.bandwidth.get()),
       m_eject_header(std::uint32_t(p.link.header.get())),

@@ -177,6 +177,11 @@ struct PacketFabric::Output {
     std::uint64_t arb_at = kNever;                            // pending arbitration time
     std::uint64_t credit_stall_since = kNever;                // a free lane idles: its heads lack credits
     std::vector<LaneTrain> lane_train = {};                   // per link lane: the request train it sends
+    // switch.arbitration bytes: the channel whose turn it is, the bytes its turn has left, and a
+    // turn's bytes (the largest packet sent here so far).
+    std::pair<std::uint32_t, std::uint32_t> turn = {~0u, ~0u};
+    std::uint32_t turn_left = 0;
+    std::uint32_t quantum = 0;
 };
 
 /// Counters of one link.

@@ -12,8 +12,15 @@
 // Switch allocation is separable: every channel's head asks for its output; each output grants
 // round robin over the heads asking (in the order they asked), passing over a head whose input
 // has no free crossbar path (input speedup 1: one path per lane of its link, each a lane's rate)
-// or whose next buffer has no credit. An output sends one packet at a time per lane, on the lane
-// free first: a flow's packets stripe over the lanes of every link they cross.
+// or whose next buffer has no credit. switch.arbitration says what a turn is: up to the largest
+// packet's bytes (`bytes`, the default: deficit round robin), a packet (`packets`), or responses
+// before requests (`responses_first`). Why not a packet: a link loaded to capacity by writes one
+// way and their acknowledgements the other gives acknowledgements, a packet a turn, exactly the
+// rate at which they come; a backlog of them, once formed, never drains, the windows fill, and the
+// kernel time then hangs on whether the GPUs started in the same picosecond (a shift on
+// switch-8gpu: 4.20 us in step, 5.42 us with one GPU 1 ns late; experiments/skew/README.md). Why
+// not responses first: a read's or an NVLS load's responses carry the data, and taking them first
+// starves the writes beside them (a 16 MiB NVLS all-reduce: +3.4% against round robin; bytes +0.4%).
 #include "packet_fabric_parts.h"
 
 namespace eidola {
@@ -178,25 +185,45 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         std::uint32_t units = 0, wire = 0, bit = 0, each = 0;
         std::uint64_t credits_at = 0;  // a train started before all its credits are back: when they are
         bool lacked_credits = false;   // a head could go but for credits still on their way back
-        for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
+        // Whether the head of request `it` can go now (its input's path free, room downstream); sets
+        // the packet's wire bytes, credits and next channel as it goes.
+        auto can_go = [&](auto it) {
             const Input& in = m_inputs[it->first];
             if (in.speedup_one && in.busy_until > now) {
                 retry_at = std::min(retry_at, in.busy_until);
-                continue;
+                return false;
             }
             const Packet& p = m_packets[in.vcs[it->second].front()];
-            if (kTrains && inside && !p.ack) continue;
+            if (kTrains && inside && !p.ack) return false;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
             wire = wire_bytes(p, link.header, link.framed);
             units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
             next_vc = allocate_vc(downstream, p.cls, bit, route(link.dst, p, false), units, retry_at, each,
                                   credits_at, lacked_credits);
-            if (next_vc >= 0) {
-                grant = it;
+            return next_vc >= 0;
+        };
+        // switch.arbitration bytes: the channel whose turn it is goes on while its turn has bytes left.
+        bool same_turn = false;
+        if (m_arbitration == Arbitration::Bytes && o.turn_left > 0) {
+            for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
+                if (*it != o.turn) continue;
+                if (can_go(it) && wire <= o.turn_left) {
+                    grant = it;
+                    same_turn = true;
+                }
                 break;
             }
         }
+        // switch.arbitration responses_first: a first pass over the responses' heads alone.
+        for (int pass = m_arbitration == Arbitration::ResponsesFirst ? 0 : 1; pass < 2 && grant == o.requests.end(); ++pass)
+            for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
+                if (pass == 0 && m_packets[m_inputs[it->first].vcs[it->second].front()].cls == 0) continue;
+                if (can_go(it)) {
+                    grant = it;
+                    break;
+                }
+            }
         if (grant == o.requests.end()) {  // every head waits for its input or for credits
             if (inside) retry_at = std::min(retry_at, *lane);
             else if (!lacked_credits) end_credit_stall(o, link_index);
@@ -205,6 +232,17 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             return;
         }
         end_credit_stall(o, link_index);
+        if (m_arbitration == Arbitration::Bytes) {
+            // A turn is the largest packet this output has sent: equal bytes per turn, so a channel of
+            // small packets (acknowledgements) takes several of them where a data channel takes one.
+            o.quantum = std::max(o.quantum, wire);
+            if (same_turn) {
+                o.turn_left -= wire;
+            } else {
+                o.turn = *grant;
+                o.turn_left = o.quantum - wire;
+            }
+        }
         const auto [input, vc] = *grant;
         // Mostly the oldest request wins: pop_front is far cheaper than deque::erase.
         if (grant == o.requests.begin()) o.requests.pop_front();

@@ -383,6 +383,9 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         if fabric_params.get("switch.injection_order") == "round_robin":
             sys.stderr.write(f"warning: {loc}fabric.switch.injection_order: round_robin ignored by fabric.model: "
                              "flow (its writes through a link go first come, first served)\n")
+        if fabric_params.get("switch.arbitration", "bytes") != "bytes":
+            sys.stderr.write(f"warning: {loc}fabric.switch.arbitration: {fabric_params['switch.arbitration']} ignored "
+                             "by fabric.model: flow (a link's writes and acknowledgements share its rate max-min)\n")
 
     if kind == "plugin":
         raw = fabric.get("plugin")

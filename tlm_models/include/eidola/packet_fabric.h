@@ -114,6 +114,14 @@ struct PacketFabricParams : ParamGroup {
                                     "round_robin: each injection queue takes its workgroups' packets in turn, one "
                                     "packet each, as a GPU's link port arbitrates among its SMs' stores (the flow "
                                     "fabric has no counterpart yet: docs/fabrics.md, \"When to trust which model\")"};
+        /// What a turn is when a router output takes the heads asking for it in round robin.
+        ChoiceParam arbitration{group, "switch.arbitration", {"bytes", "packets", "responses_first"},
+                                "bytes: a channel's turn is up to the largest packet's bytes (deficit round robin: a "
+                                "channel of acknowledgements sends several where a data channel sends one); "
+                                "packets: a packet a turn (a link loaded to capacity by writes one way and their "
+                                "acknowledgements the other then never drains an acknowledgement backlog, and its "
+                                "time hangs on how the GPUs started: docs/router.md); responses_first: responses "
+                                "before any request, a packet a turn"};
         /// Delivery into the GPU.
         ChoiceParam ejection{group, "switch.ejection", {"unlimited", "link"},
                              "unlimited: every input delivers into its GPU at once; link: one flit per cycle at "
@@ -356,6 +364,8 @@ private:
     bool m_spread;
     bool m_inject_fifo;             // fabric.switch.injection == fifo
     bool m_inject_turns;            // fabric.switch.injection_order == round_robin
+    enum class Arbitration { Bytes, Packets, ResponsesFirst };
+    Arbitration m_arbitration;      // fabric.switch.arbitration
     bool m_eject_link;              // fabric.switch.ejection == link
     double m_eject_bytes_per_s;     // ejection rate when m_eject_link
     std::uint32_t m_eject_header;   // wire overhead of a packet entering its GPU
