@@ -35,6 +35,12 @@ DEFAULT_FLOW = "64MiB"
 DEFAULT_FLOW_WATCHDOG = "1s"
 #: Packet fabric keys that a flow fabric accepts and ignores (no buffers, channels or deadlocks in a fluid).
 FLOW_IGNORED_KEYS = ("watchdog",)
+#: Packet fabric choices a flow fabric has no counterpart for: key -> (the choice it behaves as, what it does
+#: instead). Any other choice is accepted with one line of warning.
+FLOW_IGNORED_CHOICES = {
+    "switch.injection_order": ("arrival", "its writes through a link go first come, first served"),
+    "switch.arbitration": ("bytes", "a link's writes and acknowledgements share its rate max-min"),
+}
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits",
              "collectives")
 #: The most GPUs a platform may have: validation takes time in proportion (about 0.3 ms a GPU).
@@ -380,12 +386,10 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
             # lands inside them, and sweeps fork a child per point.
             sys.stderr.write(f"warning: {loc}fabric: {', '.join(ignored)} ignored by fabric.model: flow "
                              "(flows always move: no deadlock to watch for)\n")
-        if fabric_params.get("switch.injection_order") == "round_robin":
-            sys.stderr.write(f"warning: {loc}fabric.switch.injection_order: round_robin ignored by fabric.model: "
-                             "flow (its writes through a link go first come, first served)\n")
-        if fabric_params.get("switch.arbitration", "bytes") != "bytes":
-            sys.stderr.write(f"warning: {loc}fabric.switch.arbitration: {fabric_params['switch.arbitration']} ignored "
-                             "by fabric.model: flow (a link's writes and acknowledgements share its rate max-min)\n")
+        for key, (same, instead) in FLOW_IGNORED_CHOICES.items():
+            if fabric_params.get(key, same) != same:
+                sys.stderr.write(f"warning: {loc}fabric.{key}: {fabric_params[key]} ignored by fabric.model: flow "
+                                 f"({instead})\n")
 
     if kind == "plugin":
         raw = fabric.get("plugin")

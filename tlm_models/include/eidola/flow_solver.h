@@ -100,8 +100,9 @@ public:
     /// for bit (the tests hold them to it); only the cost differs: the scan costs the touched
     /// resources per step, the heap a logarithm per entry it queues, and a fill of a few dozen
     /// resources moves most of them at every step.
-    /// A fill of more resources is scanned all the same while they times its unfrozen groups stay
-    /// within `work` (default kScanWork; 0 with `resources` 0: always the heap, for tests).
+    /// A fill of more resources is scanned all the same while its touched resources times its
+    /// unfrozen groups stay within `work` (default kScanWork; `resources` and `work` 0: always the
+    /// heap, for tests).
     void set_scan_fill(std::size_t resources, std::size_t work = kScanWork) {
         m_scan_fill = resources;
         m_scan_work = work;
