@@ -51,6 +51,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
       m_credits(0),
       m_credit_base(0),
       m_issue_gates(p.flow_issue.get() == "gates"),
+      m_responses_first(p.flow_responses.get() == "first"),
       m_actions(this, [](void* f) { static_cast<FlowFabric*>(f)->on_event(); }) {
     const Topology& topo = *m_topology;
     const std::uint32_t n = ports();
@@ -388,7 +389,9 @@ void FlowFabric::activate(std::uint32_t id) {
 
     m_uses.clear();
     m_paced.clear();
-    auto use = [&](std::uint32_t resource, double weight) { add_use(resource, weight); };
+    auto use = [&](std::uint32_t resource, double weight, bool response = false) {
+        add_use(resource, weight, response && m_responses_first);
+    };
     auto pace = [&](std::uint32_t resource, double weight, double per_packet) { add_pace(resource, weight, per_packet); };
     if (f.multimem) {
         std::uint64_t round_trip = 0;
@@ -422,22 +425,22 @@ void FlowFabric::activate(std::uint32_t id) {
             const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
             // rail: the sending NIC's processing time of a message holds its link to the rail switch.
             const double overhead = l.nic_out && f.framing.first ? double(m_message_ps) * 1e-12 * l.bytes_per_s : 0;
-            use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload);
+            use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
             pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         for (const auto& [link, share] : route(dst, src).links) {
             const TopoLink& l = m_topology->links()[link];
             const double headers = l.framed ? framed_header(f, l, false) : n * (f.read ? l.header : ack_wire(l));
             const std::uint64_t wire = (f.read ? packet : 0) + std::uint64_t(std::ceil(headers / n));
-            use(link, share * ((f.read ? data : 0) + headers) / payload);
+            use(link, share * ((f.read ? data : 0) + headers) / payload, !f.read);
             pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
         const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
-        if (m_inject[2 * src] >= 0) use(std::uint32_t(m_inject[2 * src]), req);
-        if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp);
-        if (m_eject[2 * dst] >= 0) use(std::uint32_t(m_eject[2 * dst]), req);
-        if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp);
+        if (m_inject[2 * src] >= 0) use(std::uint32_t(m_inject[2 * src]), req, f.read);
+        if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp, !f.read);
+        if (m_eject[2 * dst] >= 0) use(std::uint32_t(m_eject[2 * dst]), req, f.read);
+        if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp, !f.read);
         round_trip = zero_load_ps(src, dst, f.read ? 0 : packet, false) + zero_load_ps(dst, src, f.read ? packet : 0, !f.read);
         if (window) {
             // The GPU's window: packets in flight, rate / packet x round trip, at most `window`.
@@ -468,13 +471,14 @@ double FlowFabric::framed_header(const Flow& f, const TopoLink& l, bool forward)
     return (forward ? f.framing.first : f.framing.last) ? double(l.header) : 0.0;
 }
 
-void FlowFabric::add_use(std::uint32_t resource, double weight) {
+void FlowFabric::add_use(std::uint32_t resource, double weight, bool first) {
     for (FlowSolver::Use& u : m_uses)
         if (u.resource == resource) {
             u.weight += weight;
+            u.first = u.first && first;  // served first only if all of it is
             return;
         }
-    m_uses.push_back({resource, weight});
+    m_uses.push_back({resource, weight, first});
 }
 
 void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_packet) {

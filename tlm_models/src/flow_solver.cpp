@@ -14,6 +14,11 @@ namespace {
 constexpr std::size_t kSetFloor = 64;
 constexpr std::size_t kSetShare = 4;   // a quarter of the active flows
 constexpr int kMaxSteps = 32;          // refills of a growing set before falling back
+constexpr int kMaxSettle = 32;         // fills of settle() (each cuts a served-first load's error some 20-fold)
+// A resource loaded beyond its capacity by more than this share is no flow's bottleneck. Far above
+// the fill's rounding, and the rates kept within kTolerance of their old ones (each moves its
+// share of a load by at most that), far below anything that moves a finish by a picosecond.
+constexpr double kOverload = 5e-9;
 constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
@@ -39,6 +44,7 @@ std::uint64_t uses_key(const std::vector<FlowSolver::Use>& uses) {
         std::memcpy(&bits, &u.weight, sizeof bits);
         mix(u.resource);
         mix(bits);
+        mix(u.first);
     }
     return h;
 }
@@ -50,7 +56,7 @@ std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t
     const UseList mine = this->uses(found);
     if (mine.size() != uses.size()) return kNone;
     for (std::size_t i = 0; i < uses.size(); ++i)
-        if (mine[i].resource != uses[i].resource ||
+        if (mine[i].resource != uses[i].resource || bool(mine[i].first) != uses[i].first ||
             std::memcmp(&mine[i].weight, &uses[i].weight, sizeof(double)) != 0)
             return kNone;  // a hash collision: the newcomer gets a group of its own
     return found;
@@ -69,6 +75,7 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
         m_group_key.push_back(0);
         m_group_mark.push_back(0);
         m_rate.push_back(0);
+        m_estimate.push_back(0);
         m_bottleneck.push_back(kNone);
     }
     Group& g = m_groups[id];
@@ -82,11 +89,16 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
         m_spill[id].resize(g.size);
         mine = m_spill[id].data();
     }
+    // Served first only beside a use that is not: a flow must have a resource that can hold it back.
+    const bool fair = std::any_of(uses.begin(), uses.end(), [](const Use& u) { return !u.first; });
+    g.first = false;
     for (std::uint32_t i = 0; i < g.size; ++i) {
         const Use& u = uses[i];
         Resource& r = m_resources[u.resource];
-        mine[i] = Uses{u.resource, std::uint32_t(r.members.size()), u.weight, 0.0};
-        r.members.push_back(Member{id, i, 0.0});
+        const bool first = fair && u.first;
+        g.first = g.first || first;
+        mine[i] = Uses{u.resource, std::uint32_t(r.members.size()), first, u.weight, 0.0};
+        r.members.push_back(Member{id, i, first, 0.0});
     }
     m_group_key[id] = key;
     m_index.insert(key, id);  // kept by an earlier group on a collision: this one stays unindexed
@@ -195,14 +207,14 @@ void FlowSolver::compute() {
     m_dirty.clear();
     m_new_groups.clear();
     if (small) {
-        fill();
+        settle();
         measure();
         return;
     }
     if (m_incremental && !(m_backoff_on && m_refill_whole.skipping())) {
         seed();
         for (int step = 0; step < kMaxSteps; ++step) {
-            fill();
+            settle();
             measure();
             const std::size_t before = m_set.size();
             if (check()) {
@@ -215,8 +227,31 @@ void FlowSolver::compute() {
     }
     ++m_full_solves;
     collect_component(kUnbounded);
-    fill();
+    settle();
     measure();
+}
+
+// Fills S, and while S has uses served first, fills it again with the loads they take at the rates
+// the last fill gave, until no rate of theirs moves by more than kTolerance (or kMaxSettle fills).
+void FlowSolver::settle() {
+    bool first = false;
+    for (std::uint32_t id : m_set) {
+        const double old = m_groups[id].old_rate;
+        m_estimate[id] = old == kUnlimited ? 0 : old;
+        first = first || m_groups[id].first;
+    }
+    fill();
+    for (int round = 1; first && round < kMaxSettle; ++round) {
+        bool moved = false;
+        for (std::uint32_t id : m_set) {
+            if (!m_groups[id].first) continue;
+            const double rate = m_rate[id] == kUnlimited ? 0 : m_rate[id];
+            if (std::fabs(rate - m_estimate[id]) > kTolerance * std::max(rate, m_estimate[id])) moved = true;
+            m_estimate[id] = rate;
+        }
+        if (!moved) return;
+        fill();
+    }
 }
 
 // Adds to S the held groups whose bottleneck is a resource the change touched: a flow came to or
@@ -284,7 +319,9 @@ void FlowSolver::fill() {
         r.unfrozen = 0;
         for (const Member& m : r.members) {
             const double w = m.weight;
-            if (m_group_mark[m.group] == m_generation) {
+            if (m.first) {  // held at its flow's rate, or its estimate in S
+                if (w > 0) r.remaining -= (m_group_mark[m.group] == m_generation ? m_estimate[m.group] : m_rate[m.group]) * w;
+            } else if (m_group_mark[m.group] == m_generation) {
                 r.weights += w;
                 ++r.unfrozen;
             } else if (w > 0) {
@@ -311,12 +348,13 @@ template <class Changed>
 void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed) {
     for (const Member& m : m_resources[full].members) {
         Group& f = m_groups[m.group];
-        if (m_group_mark[m.group] != m_generation || f.frozen) continue;
+        if (m.first || m_group_mark[m.group] != m_generation || f.frozen) continue;
         f.frozen = true;
         m_rate[m.group] = level;
         m_bottleneck[m.group] = full;
         --unfrozen;
         for (const Uses& u : uses(m.group)) {
+            if (u.first) continue;  // its load is held at the estimate
             Resource& r = m_resources[u.resource];
             r.remaining -= level * u.total;
             if (--r.unfrozen == 0) r.weights = 0;  // exactly: no rounding residue left behind
@@ -409,7 +447,7 @@ void FlowSolver::measure() {
             const double w = m.weight;
             const double rate = m_rate[m.group];
             if (w > 0) load += rate * w;
-            if (rate != kUnlimited) top = std::max(top, rate);
+            if (!m.first && rate != kUnlimited) top = std::max(top, rate);
         }
         m_measured[ri] = Measured{load, top};
     }
@@ -425,13 +463,14 @@ bool FlowSolver::check() {
         if (rate == kUnlimited) return true;
         auto holds = [&](std::uint32_t ri) {
             const Measured& r = m_measured[ri];
-            return m_resource_mark[ri] == m_generation && r.load >= m_resources[ri].capacity * (1 - kTolerance) &&
-                   rate >= r.top * (1 - kTolerance);
+            const double capacity = m_resources[ri].capacity;
+            return m_resource_mark[ri] == m_generation && r.load >= capacity * (1 - kTolerance) &&
+                   r.load <= capacity * (1 + kOverload) && rate >= r.top * (1 - kTolerance);
         };
         std::uint32_t& neck = m_bottleneck[id];
         if (neck != kNone && holds(neck)) return true;
         for (const Uses& u : uses(id))
-            if (holds(u.resource)) {
+            if (!u.first && holds(u.resource)) {
                 neck = u.resource;
                 return true;
             }
@@ -441,13 +480,18 @@ bool FlowSolver::check() {
     for (std::uint32_t id : m_set) {
         if (bottleneck(id) || m_bottleneck[id] == kNone) continue;
         for (const Member& m : m_resources[m_bottleneck[id]].members)
-            if (m_group_mark[m.group] != m_generation && m_rate[m.group] > m_rate[id] * (1 + kTolerance)) m_joining.push_back(m.group);
-    }
-    for (std::uint32_t ri : m_touched)
-        for (const Member& m : m_resources[ri].members) {
-            if (m_group_mark[m.group] != m_generation && m_bottleneck[m.group] == ri && !bottleneck(m.group))
+            if (!m.first && m_group_mark[m.group] != m_generation && m_rate[m.group] > m_rate[id] * (1 + kTolerance))
                 m_joining.push_back(m.group);
+    }
+    for (std::uint32_t ri : m_touched) {
+        // Served-first loads of S may have put a resource over capacity under held flows that it
+        // does not bottleneck: they join, to be refilled against what those loads leave.
+        const bool over = m_measured[ri].load > m_resources[ri].capacity * (1 + kOverload);
+        for (const Member& m : m_resources[ri].members) {
+            if (m.first || m_group_mark[m.group] == m_generation) continue;
+            if (over || (m_bottleneck[m.group] == ri && !bottleneck(m.group))) m_joining.push_back(m.group);
         }
+    }
     for (std::uint32_t id : m_joining)
         if (m_group_mark[id] != m_generation) add_to_set(id);
     return m_joining.empty();

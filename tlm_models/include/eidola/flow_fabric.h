@@ -186,7 +186,8 @@ private:
     std::uint32_t new_flow();
     void activate(std::uint32_t id);
     void launch(std::uint32_t id, std::uint64_t round_trip);
-    void add_use(std::uint32_t resource, double weight);
+    /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
+    void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet);
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
@@ -254,6 +255,7 @@ private:
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
     bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
+    bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
     static constexpr std::uint32_t kNoHolds = ~std::uint32_t(0);

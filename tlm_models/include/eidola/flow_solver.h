@@ -33,6 +33,14 @@
 // moves its finish by at most 1e-9 of its time left, under 1 ps for any flow with less than 1 ms
 // to go (times are whole picoseconds), and reporting it would make the fabric schedule a new
 // finish for what is only rounding.
+// Uses served first (Use::first) take their load before the fair shares: the flows that share a
+// resource fairly get its capacity less what the served-first uses take at their flows' rates,
+// and a flow is never frozen by a resource it only uses served first. The fill holds those
+// loads at an estimate of their flows' rates (their rates before the change, 0 for new flows)
+// and, where S has such uses, fills again with the rates it found until they move by no more
+// than kTolerance (settle(); some 3-7 fills: a served-first use is a few percent of its flow's
+// data, so each fill cuts the error by about that). The check also refuses a resource that those
+// loads put over capacity as a bottleneck, and takes its fair users into S.
 // Everything runs in a fixed order (resource and flow indices, insertion order), so the same
 // sequence of calls gives bit-identical rates.
 #pragma once
@@ -54,6 +62,12 @@ public:
     struct Use {
         std::uint32_t resource;
         double weight;
+        /// Served first: the flow takes rate x weight of the resource before the fair shares of
+        /// the others there, and the resource never holds the flow back (a write's
+        /// acknowledgements on its reverse links, which a router lets through in turns of bytes
+        /// between its inputs; see the file comment). A flow that uses nothing but such uses has
+        /// them all as ordinary ones.
+        bool first = false;
     };
     static constexpr double kUnlimited = std::numeric_limits<double>::infinity();
     /// Relative tolerance of "full", "highest rate" and "rate unchanged" (see the file comment).
@@ -157,8 +171,9 @@ private:
     // member passes more misses than the group records they spared; bench/RESULTS.md.)
     struct Member {
         std::uint32_t group;
-        std::uint32_t use;  // index into the group's uses
-        double weight;      // the group's weight on this resource (= its uses[use].total)
+        std::uint32_t use : 31;   // index into the group's uses
+        std::uint32_t first : 1;  // served first (Use::first)
+        double weight;            // the group's weight on this resource (= its uses[use].total)
     };
     // What fill() reads and writes of a resource, in one cache line (alignas): the fill visits
     // some 30 resources per solve, scattered over all of them (thousands at scale), and the
@@ -178,9 +193,10 @@ private:
     };
     struct Uses {
         std::uint32_t resource;
-        std::uint32_t position;  // this group's place in the resource's member list
-        double weight;           // one flow's weight
-        double total;            // the group's: weight x count
+        std::uint32_t position : 31;  // this group's place in the resource's member list
+        std::uint32_t first : 1;      // served first (Use::first)
+        double weight;                // one flow's weight
+        double total;                 // the group's: weight x count
     };
     // A group's uses are kept inline, in its record, up to kInlineUses (the flows of
     // bench/flow_scale_driver.cpp's switch have 4 or 9 uses, those of a 64-GPU all-reduce on
@@ -194,6 +210,7 @@ private:
         std::uint32_t count = 0;           // its flows
         std::uint32_t size = 0;            // its uses
         bool active = false, frozen = false;
+        bool first = false;                // has uses served first
         Uses local[kInlineUses];           // its uses, when they fit
     };
     // A group's uses, wherever they are kept.
@@ -228,6 +245,7 @@ private:
     void compute();
     void add_to_set(std::uint32_t group);
     void touch(std::uint32_t resource);
+    void settle();
     void fill();
     void fill_by_heap(std::size_t unfrozen);
     void queue(std::uint32_t resource, double level);
@@ -262,6 +280,8 @@ private:
     // reason as the marks: the walks over a resource's members read the rate of every group they
     // pass, and 8 bytes a group stay in cache where 256-byte records do not.
     std::vector<double> m_rate;
+    // Per group of S: the rate at which the fill holds its served-first loads (dense, as m_rate).
+    std::vector<double> m_estimate;
     std::vector<std::uint32_t> m_bottleneck;  // per group: the resource that froze it in its last fill (dense, as m_rate)
     std::vector<std::uint32_t> m_dirty;       // resources whose groups changed
     std::vector<std::uint32_t> m_new_groups;  // groups created or grown since the last solve

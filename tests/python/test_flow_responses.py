@@ -1,0 +1,122 @@
+"""`fabric.flow.responses`: whether a flow's payload-free direction (a write's acknowledgements) is
+shared max-min with the data it meets, or served first (docs/fabrics.md, "Responses served first").
+
+The expected figures are worked out by hand from switch-8gpu.yaml; the packet fabric, whose routers
+take turns of bytes between their inputs, is the outside reference.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import eidola
+from eidola.generators import all_to_all, direct_allreduce
+from eidola.profile import ProfileBuilder
+from eidola.run.perf import Fabrics, run_sizes
+
+MIB = 1 << 20
+P, H, ACK = 256, 16, 16           # switch-8gpu: payload, header and acknowledgement bytes a packet
+C = 4 * 100e9                     # a GPU's link to the switch, each direction, wire bytes/s
+LANE = 100e9                      # one lane: a packet's serialisation
+HOP = 150.0 + 100.0               # link latency + switch latency, ns (2 hops GPU to GPU)
+MEMORY = 300.0 + P / 5.3e12 * 1e9  # the target's memory for the last packet, ns
+
+
+def _tail_ns() -> float:
+    """The last packet's trip, the target's memory and the acknowledgement's trip back, at zero load."""
+    def trip(wire: float) -> float:
+        return wire / LANE * 1e9 + 2 * HOP + 16 / LANE * 1e9  # cut-through: one 16-byte flit at the switch
+    return trip(P + H) + MEMORY + trip(ACK)
+
+
+def _chain():
+    """GPUs 0 and 3 write 8 MiB each into GPU 1 while GPU 1 writes 2 MiB on to GPU 2, all blocking."""
+    b = ProfileBuilder(gpus=8, workgroups=3, name="chain")
+    b.buffer("data", nbytes=8 * MIB)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=8 * MIB, blocking=True)
+    b.program(gpu=3, wg=1).write(dst=1, buffer="data", offset=0, nbytes=8 * MIB, blocking=True)
+    b.program(gpu=1, wg=2).write(dst=2, buffer="data", offset=0, nbytes=2 * MIB, blocking=True)
+    return b.build()
+
+
+def _forward_ns(repo, model: str, responses: str) -> float:
+    """When GPU 1's write to GPU 2 is acknowledged, ns."""
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={
+        "gpus.launch": "0ns", "fabric.model": model, "fabric.flow.responses": responses})
+    wgs = eidola.simulate(plat, _chain()).workgroups
+    (row,) = wgs[(wgs["gpu"] == 1) & (wgs["wg"] == 2)]
+    return float(row["finish_ns"])
+
+
+# GPU 1's downlink carries the two incoming writes (P + H wire bytes a payload byte of P) and the
+# acknowledgements of its own write (ACK a packet); its uplink its own write and the acknowledgements of
+# the two incoming ones. Payload rates x (each incoming) and y (GPU 1's write), per payload byte:
+#   fair: GPU 1's downlink is full and every flow there gets one rate, x = y = C P / (2 (P + H) + ACK);
+#   first: the acknowledgements take their bytes first and hold no flow back, so both links are full:
+#          2 x (P + H) + y ACK = C P and y (P + H) + 2 x ACK = C P, so y = 2 x = C P / (P + H + ACK), 8/9 C.
+FAIR_Y = C * P / (2 * (P + H) + ACK)
+FIRST_Y = C * P / (P + H + ACK)
+
+
+def test_the_derivation():
+    assert FIRST_Y == pytest.approx(8 / 9 * C)
+    assert FAIR_Y == pytest.approx(C * 256 / 560)
+
+
+@pytest.mark.parametrize("responses, rate", [("first", FIRST_Y), ("fair", FAIR_Y)])
+def test_a_forwarding_write_and_its_acknowledgements_link(repo, responses, rate):
+    expected = 2 * MIB / rate * 1e9 + _tail_ns()
+    assert _forward_ns(repo, "flow", responses) == pytest.approx(expected, rel=2e-3)
+
+
+def test_the_packet_fabric_serves_acknowledgements_first(repo):
+    # The outside reference: the routers' turns of bytes let the acknowledgements through (7.2 us),
+    # where sharing them fairly would take 12.8 us.
+    assert _forward_ns(repo, "packet", "fair") == pytest.approx(2 * MIB / FIRST_Y * 1e9 + _tail_ns(), rel=2e-3)
+
+
+def test_the_packet_fabric_ignores_flow_responses(repo):
+    assert _forward_ns(repo, "packet", "first") == _forward_ns(repo, "packet", "fair")
+
+
+# ---- what it does to the validation cases (tests/python/test_flow_validation.py, test_flow_nccl.py) ----------------
+
+FIRST = {"fabric.flow.issue": "gates", "fabric.flow.responses": "first"}
+
+
+def _both(repo, platform: str, profile) -> tuple[float, float]:
+    """(packet, flow with responses first) kernel times, ns."""
+    times = []
+    for model in ("packet", "flow"):
+        plat = eidola.load_platform(repo / "platforms" / platform,
+                                    overrides={"gpus.launch": "0ns", **FIRST, "fabric.model": model})
+        times.append(eidola.simulate(plat, profile).kernel_time_ns)
+    return times[0], times[1]
+
+
+def test_nccl_broadcast_on_the_switch(repo):
+    # A chain of 7 hops: each GPU forwards what it receives, so its forwarding writes' acknowledgements cross
+    # its downlink, full of what it receives. Fair: +9.0% (test_flow_nccl's expected failure); first: -1.3%.
+    path = str(repo / "platforms" / "switch-8gpu.yaml")
+    size = 8 * MIB
+    (packet,) = run_sizes(Fabrics(path, {}, "packet"), "broadcast", [(size, size // 4)], 8)
+    (flow,) = run_sizes(Fabrics(path, FIRST, "flow"), "broadcast", [(size, size // 4)], 8)
+    assert abs(flow.time_us / packet.time_us - 1) <= 0.03
+
+
+def test_all_to_all_mi300x_8_workgroups(repo):
+    # Fair: +5.8% (test_flow_validation's expected failure); first: -2.5%. Wire: each link carries 2 MiB of
+    # data with 85-byte headers and the acknowledgements of 2 MiB coming back, at 64 GB/s.
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", all_to_all(8, 16 * MIB, workgroups=8))
+    wire = 2 * MIB / P * (P + 85 + 16) / 64e9 * 1e9
+    assert flow >= wire and packet >= wire
+    assert abs(flow / packet - 1) <= 0.05
+
+
+@pytest.mark.xfail(strict=True, reason="measured -6.7%: packet 130.84 us, flow 122.08 us (fair: -1.0%); with the "
+                   "GPU's issue gates full the flow fabric's issue goes at its writes' max-min send rates, and "
+                   "served first, a write whose link is free of collisions is no longer held to its "
+                   "acknowledgements' link's fair rate, which made up for that (docs/fabrics.md)")
+def test_direct_allreduce_mi300x_8_workgroups(repo):
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", direct_allreduce(8, 16 * MIB, workgroups=8))
+    assert abs(flow / packet - 1) <= 0.03
