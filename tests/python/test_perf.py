@@ -234,7 +234,11 @@ def test_auto_fabric_in_the_table_and_an_ideal_platform_stays_ideal(repo, write_
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
                            "-e", "1K", "--set", "fabric.flow.issue=gates")
     assert code == 0, err
-    assert "flow above; flow.issue: gates" in out
+    assert "flow above; flow.issue: gates" in out and "flow.responses" not in out  # the default is not named
+    code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
+                           "-e", "1K", "--set", "fabric.flow.responses=first")
+    assert code == 0, err
+    assert "; flow.responses: first (acknowledgements served before fair shares)" in out
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
                            "-e", "1K", "--fabric", "packet")
     assert code == 0, err

@@ -161,7 +161,8 @@ class Fabrics:
                 f"together, flow above{self._issue('flow')}")
 
     def _issue(self, fabric: str) -> str:
-        """Where the flow fabric runs: how it times the GPUs' issue (fabric.flow.issue, docs/fabrics.md)."""
+        """Where the flow fabric runs: how it times the GPUs' issue (fabric.flow.issue, docs/fabrics.md), and
+        fabric.flow.responses when it is not the default."""
         if fabric != "flow":
             return ""
         component = self.base.components.get("fabric")
@@ -170,7 +171,10 @@ class Fabrics:
             return ""
         why = ("writes go at their links' rates, the GPUs' issue gates left out"
                if issue == "queue" else "the GPUs' issue held by their gates, as on the packet fabric")
-        return f"; flow.issue: {issue} ({why})"
+        # Only the choice that is not the default: every header would otherwise grow a clause nobody set.
+        responses = component.resolved().get("flow.responses") if component is not None else None
+        first = "; flow.responses: first (acknowledgements served before fair shares)" if responses == "first" else ""
+        return f"; flow.issue: {issue} ({why}){first}"
 
     def choose(self, written: int) -> str:
         """The fabric a collective that writes `written` bytes in all runs on."""
