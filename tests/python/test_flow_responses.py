@@ -122,23 +122,52 @@ def test_direct_allreduce_mi300x_8_workgroups(repo):
     assert abs(flow / packet - 1) <= 0.03
 
 
-def test_responses_first_reruns_bit_for_bit(repo):
-    # The fills settle to a tolerance, in a fixed order: the same inputs give the same bits. A neighbour exchange
-    # whose workgroups start 0-1 us apart, so that flows come and go out of step and the incremental path works.
-    b = ProfileBuilder(gpus=8, workgroups=4, name="skewed-neighbours")
-    b.buffer("halo", nbytes=16 * (256 << 10))
+def _neighbours(rounds: int, chunk: int, skewed: bool):
+    """bench/flow_scale.py's traffic on 8 GPUs: each GPU's 4 workgroups write `chunk` to each of the next 4 GPUs,
+    signal each, and wait for their 4 signals, `rounds` times (`skewed`: a fixed 0-1 us of compute first)."""
+    b = ProfileBuilder(gpus=8, workgroups=4, name="neighbours")
+    b.buffer("halo", nbytes=16 * chunk)
     for w in range(4):
         b.flag(f"got{w}")
     for g in range(8):
         for w in range(4):
             p = b.program(gpu=g, wg=w)
-            for r in range(3):
-                p.compute(ns=(g * 2654435761 + w * 40503 + r * 97) % 1000)
+            for r in range(rounds):
+                if skewed:
+                    p.compute(ns=(g * 2654435761 + w * 40503 + r * 97) % 1000)
                 for k in range(1, 5):
-                    p.write(dst=(g + k) % 8, buffer="halo", offset=((k - 1) * 4 + w) * (256 << 10), nbytes=256 << 10)
+                    p.write(dst=(g + k) % 8, buffer="halo", offset=((k - 1) * 4 + w) * chunk, nbytes=chunk)
                     p.signal(dst=(g + k) % 8, flag=f"got{w}", op="add", value=1)
                 p.wait(flag=f"got{w}", cond=">=", value=4 * (r + 1), mode="syncmon")
-    profile = b.build()
+    return b.build()
+
+
+@pytest.mark.parametrize("responses", [
+    "first",  # measured +0.78% (packet 53.03 us, flow 53.44)
+    pytest.param("fair", marks=pytest.mark.xfail(strict=True, reason=(
+        "measured +13.1%: packet 53.03 us, flow 59.97 us (192 KiB +8.6%, 384 KiB +9.4%; 64 KiB and 1 MiB within "
+        "1%); with the gates lifted both agree within 0.3%, so it is fair sharing under the GPUs' issue gates "
+        "(docs/fabrics.md, \"Responses served first\")"))),
+])
+def test_neighbour_exchange_in_step(repo, responses):
+    # Each round, every GPU's uplink carries 16 writes of 256 KiB with 16-byte headers, and the acknowledgements of
+    # as many coming in: 4 rounds of 4 MiB x (P + H + ACK) / P at 400 GB/s at least.
+    profile = _neighbours(4, 256 << 10, skewed=False)
+    times = []
+    for model in ("packet", "flow"):
+        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={
+            "gpus.launch": "0ns", "fabric.flow.issue": "gates", "fabric.flow.responses": responses, "fabric.model": model})
+        times.append(eidola.simulate(plat, profile).kernel_time_ns)
+    packet, flow = times
+    wire = 4 * (4 * MIB) * (P + H + ACK) / P / C * 1e9
+    assert packet >= wire and flow >= wire
+    assert abs(flow / packet - 1) <= 0.03
+
+
+def test_responses_first_reruns_bit_for_bit(repo):
+    # The fills settle to a tolerance, in a fixed order: the same inputs give the same bits. Workgroups that start
+    # 0-1 us apart, so that flows come and go out of step and the incremental path works.
+    profile = _neighbours(3, 256 << 10, skewed=True)
     plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={
         "fabric.model": "flow", "fabric.flow.responses": "first"})
     one, two = eidola.simulate(plat, profile), eidola.simulate(plat, profile)
