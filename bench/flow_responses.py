@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from flow_scale import CASES, DRIVER, _run  # bench/ is on sys.path when this file runs as a script
+from flow_scale import CASES, DRIVER, _run, per_event_us  # bench/ is on sys.path when this file runs as a script
 from results_md import write_section
 
 import eidola
@@ -47,8 +47,7 @@ def _per_event(repeats: int) -> dict[tuple[str, int, str], tuple[float, int, flo
     for traffic, gpus, rounds in CASES:
         for responses in SETTINGS:
             one, two = best[(traffic, gpus, rounds, responses)], best[(traffic, gpus, 2 * rounds, responses)]
-            us = (two["cpu_seconds"] - one["cpu_seconds"]) / (two["events"] - one["events"]) * 1e6
-            out[(traffic, gpus, responses)] = (us, two["events"], two["kernel_ns"])
+            out[(traffic, gpus, responses)] = (per_event_us(one, two), two["events"], two["kernel_ns"])
     return out
 
 

@@ -51,6 +51,11 @@ def _run(traffic: str, gpus: int, rounds: int, responses: str = "fair") -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def per_event_us(one: dict, two: dict) -> float:
+    """CPU microseconds per event: the 2R run's extra CPU over its extra events (setup cancels out)."""
+    return (two["cpu_seconds"] - one["cpu_seconds"]) / (two["events"] - one["events"]) * 1e6
+
+
 def _l2() -> tuple[int, int, int]:
     """This machine's L2 (size, ways, line bytes), as callgrind's --LL takes it."""
     size = (L2 / "size").read_text().strip()
@@ -135,7 +140,7 @@ def section(best: dict[tuple[str, int, int], dict], repeats: int) -> list[str]:
     base: dict[str, float] = {}
     for traffic, gpus, rounds in CASES:
         one, two = best[(traffic, gpus, rounds)], best[(traffic, gpus, 2 * rounds)]
-        per_event = (two["cpu_seconds"] - one["cpu_seconds"]) / (two["events"] - one["events"]) * 1e6
+        per_event = per_event_us(one, two)
         base.setdefault(traffic, per_event)
         lines.append(f"| {traffic} | {gpus:,} | {rounds} / {2 * rounds} | {one['cpu_seconds']:.3f} / "
                      f"{two['cpu_seconds']:.3f} | {two['events']:,} | {per_event:.3f} | "

@@ -8,6 +8,7 @@ take turns of bytes between their inputs, is the outside reference.
 from __future__ import annotations
 
 import pytest
+from test_flow_validation import _both  # (packet, flow) kernel times, launch 0, flow.issue gates
 
 import eidola
 from eidola.generators import all_to_all, direct_allreduce
@@ -58,11 +59,6 @@ FAIR_Y = C * P / (2 * (P + H) + ACK)
 FIRST_Y = C * P / (P + H + ACK)
 
 
-def test_the_derivation():
-    assert FIRST_Y == pytest.approx(8 / 9 * C)
-    assert FAIR_Y == pytest.approx(C * 256 / 560)
-
-
 @pytest.mark.parametrize("responses, rate", [("first", FIRST_Y), ("fair", FAIR_Y)])
 def test_a_forwarding_write_and_its_acknowledgements_link(repo, responses, rate):
     expected = 2 * MIB / rate * 1e9 + _tail_ns()
@@ -84,16 +80,6 @@ def test_the_packet_fabric_ignores_flow_responses(repo):
 FIRST = {"fabric.flow.issue": "gates", "fabric.flow.responses": "first"}
 
 
-def _both(repo, platform: str, profile) -> tuple[float, float]:
-    """(packet, flow with responses first) kernel times, ns."""
-    times = []
-    for model in ("packet", "flow"):
-        plat = eidola.load_platform(repo / "platforms" / platform,
-                                    overrides={"gpus.launch": "0ns", **FIRST, "fabric.model": model})
-        times.append(eidola.simulate(plat, profile).kernel_time_ns)
-    return times[0], times[1]
-
-
 def test_nccl_broadcast_on_the_switch(repo):
     # A chain of 7 hops: each GPU forwards what it receives, so its forwarding writes' acknowledgements cross
     # its downlink, full of what it receives. Fair: +9.0% (test_flow_nccl's expected failure); first: -1.3%.
@@ -107,7 +93,7 @@ def test_nccl_broadcast_on_the_switch(repo):
 def test_all_to_all_mi300x_8_workgroups(repo):
     # Fair: +5.8% (test_flow_validation's expected failure); first: -2.5%. Wire: each link carries 2 MiB of
     # data with 85-byte headers and the acknowledgements of 2 MiB coming back, at 64 GB/s.
-    packet, flow = _both(repo, "mi300x-8gpu.yaml", all_to_all(8, 16 * MIB, workgroups=8))
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", all_to_all(8, 16 * MIB, workgroups=8), FIRST)
     wire = 2 * MIB / P * (P + 85 + 16) / 64e9 * 1e9
     assert flow >= wire and packet >= wire
     assert abs(flow / packet - 1) <= 0.05
@@ -118,7 +104,7 @@ def test_all_to_all_mi300x_8_workgroups(repo):
                    "served first, a write whose link is free of collisions is no longer held to its "
                    "acknowledgements' link's fair rate, which made up for that (docs/fabrics.md)")
 def test_direct_allreduce_mi300x_8_workgroups(repo):
-    packet, flow = _both(repo, "mi300x-8gpu.yaml", direct_allreduce(8, 16 * MIB, workgroups=8))
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", direct_allreduce(8, 16 * MIB, workgroups=8), FIRST)
     assert abs(flow / packet - 1) <= 0.03
 
 

@@ -458,14 +458,15 @@ void FlowSolver::measure() {
 // an S flow without one is out-rated on the resource that froze it by held flows, which join S.
 // Returns whether all passed (S unchanged); otherwise S has grown.
 bool FlowSolver::check() {
+    // A resource that served-first loads put over capacity is no flow's bottleneck.
+    auto overloaded = [&](std::uint32_t ri) { return m_measured[ri].load > m_resources[ri].capacity * (1 + kOverload); };
     auto bottleneck = [&](std::uint32_t id) {
         const double rate = m_rate[id];
         if (rate == kUnlimited) return true;
         auto holds = [&](std::uint32_t ri) {
             const Measured& r = m_measured[ri];
-            const double capacity = m_resources[ri].capacity;
-            return m_resource_mark[ri] == m_generation && r.load >= capacity * (1 - kTolerance) &&
-                   r.load <= capacity * (1 + kOverload) && rate >= r.top * (1 - kTolerance);
+            return m_resource_mark[ri] == m_generation && r.load >= m_resources[ri].capacity * (1 - kTolerance) &&
+                   !overloaded(ri) && rate >= r.top * (1 - kTolerance);
         };
         std::uint32_t& neck = m_bottleneck[id];
         if (neck != kNone && holds(neck)) return true;
@@ -486,7 +487,7 @@ bool FlowSolver::check() {
     for (std::uint32_t ri : m_touched) {
         // Served-first loads of S may have put a resource over capacity under held flows that it
         // does not bottleneck: they join, to be refilled against what those loads leave.
-        const bool over = m_measured[ri].load > m_resources[ri].capacity * (1 + kOverload);
+        const bool over = overloaded(ri);
         for (const Member& m : m_resources[ri].members) {
             if (m.first || m_group_mark[m.group] == m_generation) continue;
             if (over || (m_bottleneck[m.group] == ri && !bottleneck(m.group))) m_joining.push_back(m.group);

@@ -39,7 +39,7 @@ FLOW_IGNORED_KEYS = ("watchdog",)
 #: instead). Any other choice is accepted with one line of warning.
 FLOW_IGNORED_CHOICES = {
     "switch.injection_order": ("arrival", "its writes through a link go first come, first served"),
-    "switch.arbitration": ("bytes", "a link's writes and acknowledgements share its rate max-min"),
+    "switch.arbitration": ("bytes", "a link's writes and acknowledgements share it as fabric.flow.responses says"),
 }
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits",
              "collectives")

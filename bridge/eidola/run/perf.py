@@ -166,14 +166,15 @@ class Fabrics:
         if fabric != "flow":
             return ""
         component = self.base.components.get("fabric")
-        issue = component.resolved().get("flow.issue") if component is not None else None
+        resolved = component.resolved() if component is not None else {}
+        issue = resolved.get("flow.issue")
         if issue is None:
             return ""
         why = ("writes go at their links' rates, the GPUs' issue gates left out"
                if issue == "queue" else "the GPUs' issue held by their gates, as on the packet fabric")
         # Only the choice that is not the default: every header would otherwise grow a clause nobody set.
-        responses = component.resolved().get("flow.responses") if component is not None else None
-        first = "; flow.responses: first (acknowledgements served before fair shares)" if responses == "first" else ""
+        first = ("; flow.responses: first (acknowledgements served before fair shares)"
+                 if resolved.get("flow.responses") == "first" else "")
         return f"; flow.issue: {issue} ({why}){first}"
 
     def choose(self, written: int) -> str:
