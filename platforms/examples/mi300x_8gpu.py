@@ -23,7 +23,8 @@ def build() -> Platform:
                                        link={"bandwidth": "64GB/s", "latency": "174ns", "header": "85B",
                                              "ack": "16B", "count": 1},
                                        switch={"latency": "100ns", "buffer": 128},
-                                       flow={"issue": "queue"}))  # as the YAML: its calibration (docs/fabrics.md)
+                                       # as the YAML: its calibration (docs/fabrics.md)
+                                       flow={"issue": "queue", "responses": "fair"}))
     for i, gpu in enumerate(gpus):
         p.connect(gpu.initiator, fabric.targets[i])
         p.connect(fabric.initiators[i], gpu.target)

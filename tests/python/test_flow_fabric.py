@@ -356,14 +356,17 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # issue completion and its place in its output queue are timed, and writes that finish issuing together
     # are told one packet apart, each a wake of its GPU); 391,852, 12.8, since those writes also end a packet
     # apart in their output queue (each end its own plan of the GPU's issue); 362,180, 11.8, since a rate change
-    # that moves a finish later no longer re-books it (Flow::booked_ps). A rule that put the GPUs' later writes beside the
+    # that moves a finish later no longer re-books it (Flow::booked_ps); 465,139, 15.1, since the window's room
+    # comes back as the answers come in (a GPU whose window binds plans its issue again at each step of its send
+    # rate's history a round trip old; `first` responses, the default, 15.8 with `fair`; at each step's answer
+    # and at every rise of the room, 54.9 and 81-153). A rule that put the GPUs' later writes beside the
     # earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate
     # all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not
     # timed: deterministic.
     events, transactions = _events_and_transactions(repo, "hierarchical-16gpu.yaml", 64 << 20, 32,
                                                     {"fabric.stats.bin": "100us"})
     assert transactions == 30_720
-    assert events <= 13 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+    assert events <= 16 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
 
 
 def _events_and_transactions(repo, platform: str, nbytes: int, workgroups: int, overrides: dict) -> tuple[int, int]:

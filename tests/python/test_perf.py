@@ -231,14 +231,15 @@ def test_auto_fabric_in_the_table_and_an_ideal_platform_stays_ideal(repo, write_
     assert "packet while the collective writes at most 64 MiB" in out
     # mi300x-8gpu sets fabric.flow.issue: queue (its calibration); the header says how the flow sizes ran
     assert "flow.issue: queue" in out
+    assert "; flow.responses: fair (acknowledgements share links fairly)" in out  # so is its responses' setting
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
                            "-e", "1K", "--set", "fabric.flow.issue=gates")
     assert code == 0, err
     assert "flow above; flow.issue: gates" in out and "flow.responses" not in out  # the default is not named
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
-                           "-e", "1K", "--set", "fabric.flow.responses=first")
+                           "-e", "1K", "--set", "fabric.flow.responses=fair")
     assert code == 0, err
-    assert "; flow.responses: first (acknowledgements served before fair shares)" in out
+    assert "; flow.responses: fair (acknowledgements share links fairly)" in out
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
                            "-e", "1K", "--fabric", "packet")
     assert code == 0, err

@@ -7,12 +7,17 @@
 // in the order they were issued. The flow fabric sends each write as one flow, so the GPU
 // (FlowExtension::tell_sent) waits for FLOW_SENT instead, and this file times it and the write's end:
 //   - what the gates hold issued and not yet sent is at most the buffer, and at most the window
-//     less what is in flight beyond it (each sending flow's rate times its round trip, ramping up
-//     from when sending began);
+//     less what is in flight beyond it: what the GPU sent over the last round trip (the sending
+//     writes' mean round trip), which is answered a round trip after it was sent. So when the send
+//     rate falls, the window's room comes back as the answers to the faster sending come in, not at
+//     once (with rate x round trip, a write held at its output queue's issue freed at once slots
+//     the packet GPU holds until their answers arrive, and the gates issued that room to the other
+//     writes in a lump: MI300X's direct all-reduce ran 6.7% fast with responses served first);
 //   - the gates' room is issued at once, shared equally among the pending writes (round robin),
 //     the smallest done first;
-//   - once full, they take more as fast as the GPU's writes are sent, and that rate too is shared
-//     equally among the pending writes: a processor-sharing queue, whose next completion is booked
+//   - once full, they take more as fast as they send where the buffer binds, and as fast as the
+//     answers come in (the send rate a round trip ago) where the window binds; that rate too is
+//     shared equally among the pending writes: a processor-sharing queue, whose next completion is booked
 //     as an Issued action and re-planned whenever the send rate or the pending writes change;
 //     writes that complete together are told one packet's issue apart, in the round robin's order,
 //     and end a packet apart in their output queues (each one's last packet is followed there by
@@ -57,9 +62,15 @@ void FlowFabric::count_send_rate(Flow& f, double rate) {
             is.rate += rate;
             is.in_flight += rate * round_trip;
         }
-        if (is.sending == 0 && counts) is.since_ps = now_ps();
         is.sending += std::int32_t(counts) - std::int32_t(f.counted);
         if (is.sending == 0) is.rate = is.in_flight = 0;
+        // A new step of the send rate's history (one per time: the last change in a time step stands),
+        // and the steps a whole round trip old dropped (the oldest kept may begin before it).
+        const std::uint64_t now = now_ps();
+        if (is.rate > 0) is.round_trip_ps = std::uint64_t(is.in_flight / is.rate * 1e12);
+        if (!is.history.empty() && is.history.back().first == now) is.history.back().second = is.rate;
+        else is.history.emplace_back(now, is.rate);
+        while (is.history.size() > 1 && is.history[1].first + is.round_trip_ps <= now) is.history.pop_front();
         if (f.queued) {
             Issuer::Output& out = output_of(f);
             if (f.counted) out.rate -= f.rate;
@@ -100,11 +111,43 @@ double FlowFabric::issue_cap(std::uint32_t gpu, const Flow& f) const {
     const double credits = m_credit_bytes ? std::max(1.0, std::ceil((packet + m_header) / m_flit)) : 1.0;
     const double buffer = m_inject_units[gpu] / credits * packet;
     const double window = double(f.ext->window) * packet;
-    // In flight beyond the gates: each sending flow's rate times its own round trip (a GPU's peers
-    // differ: one hop, or the network through its NIC), but no more than was sent since sending began.
+    return std::max(0.0, std::min(buffer, window - unanswered(m_issuers[gpu])));
+}
+
+// How far GPU `gpu`'s window may free before its buffer is the gate that binds (<= 0: the buffer binds).
+double FlowFabric::window_room(std::uint32_t gpu) const {
     const Issuer& is = m_issuers[gpu];
-    const double beyond = std::min(is.in_flight, is.rate * double(now_ps() - is.since_ps) * 1e-12);
-    return std::max(0.0, std::min(buffer, window - beyond));
+    const Flow& f = m_flows[is.pending.front()];
+    const double packet = double(std::max<std::uint32_t>(1, f.packet_bytes));
+    const double credits = m_credit_bytes ? std::max(1.0, std::ceil((packet + m_header) / m_flit)) : 1.0;
+    return m_inject_units[gpu] / credits * packet - (double(f.ext->window) * packet - unanswered(is));
+}
+
+// How fast GPU `gpu` issues while its gates are full: as fast as its gates send, where the buffer binds;
+// where the window binds, as fast as the answers come in, which is its send rate a round trip ago.
+double FlowFabric::issue_rate(std::uint32_t gpu) const {
+    const Issuer& is = m_issuers[gpu];
+    if (is.pending.empty() || window_room(gpu) <= 0) return is.rate;
+    const std::uint64_t now = now_ps();
+    const std::uint64_t then = now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+    double rate = 0;
+    for (const auto& [from, r] : is.history)
+        if (from <= then) rate = r;
+    return rate;
+}
+
+// What GPU `is` has in flight beyond its gates: what it sent over the last round trip, the mean of
+// its sending writes' round trips (a GPU's peers differ: one hop, or the network through its NIC).
+double FlowFabric::unanswered(const Issuer& is) const {
+    const std::uint64_t now = now_ps();
+    const std::uint64_t from = now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+    double bytes = 0;
+    for (std::size_t i = 0; i < is.history.size(); ++i) {
+        const std::uint64_t start = std::max(from, is.history[i].first);
+        const std::uint64_t end = i + 1 < is.history.size() ? is.history[i + 1].first : now;
+        if (end > start) bytes += is.history[i].second * double(end - start) * 1e-12;
+    }
+    return bytes;
 }
 
 // What GPU `gpu`'s gates hold issued and not yet sent: its output queues' backlogs.
@@ -131,11 +174,12 @@ void FlowFabric::advance_issue(std::uint32_t gpu) {
     const double seconds = double(now - is.anchor_ps) * 1e-12;
     is.anchor_ps = now;
     if (!is.pending.empty()) {
-        // Gates holding more than they may now (the window's room shrank as sending picked up) first
-        // send the excess, issuing nothing meanwhile.
+        // The gates stay full: what they sent, plus what their room grew by (the window freeing as the
+        // answers to faster sending come in), or less what it shrank by (sending picked up: the gates
+        // first send the excess, issuing nothing meanwhile).
         const double moved = is.rate * seconds;
-        const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
-        const double each = (moved - std::min(moved, excess)) / double(is.pending.size());
+        const double issue = std::max(0.0, moved + issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is));
+        const double each = issue / double(is.pending.size());
         for (std::uint32_t id : is.pending) {
             Flow& f = m_flows[id];
             output_of(f).issued += std::min(each, f.unissued);
@@ -223,14 +267,25 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
     // An output queue whose backlog will empty (it sends faster than its share of the issue comes
     // in): re-planned then, since the bytes it then cannot send stay in the gates.
     for (std::uint32_t id : is.pending) ++output_of(m_flows[id]).issuing;
-    const double share = is.pending.empty() ? 0 : is.rate / double(is.pending.size());
+    const double issuing = issue_rate(gpu);
+    const double share = is.pending.empty() ? 0 : issuing / double(is.pending.size());
     for (const Issuer::Output& out : is.outputs) {
         const double drains = out.rate - double(out.issuing) * share;
         if (out.issued - out.sent > kIssuedBytes && drains > 0) sooner((out.issued - out.sent) / drains * 1e12);
     }
-    if (!is.pending.empty() && is.rate > 0) {
+    if (!is.pending.empty() && issuing > 0) {
         const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
-        sooner((excess + least_unissued(is) * double(is.pending.size())) / is.rate * 1e12);
+        sooner((excess + least_unissued(is) * double(is.pending.size())) / issuing * 1e12);
+    }
+    if (!is.pending.empty() && window_room(gpu) > 0) {
+        // The window binds: the issue goes at the answers' rate, which changes when the next step of the
+        // send rate's history has been answered.
+        const std::uint64_t now = now_ps(), then = now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+        for (const auto& step : is.history)
+            if (step.first > then) {
+                sooner(double(step.first + is.round_trip_ps - now));
+                break;
+            }
     }
     if (wait_ps < 0) return;
     const std::uint64_t at = now_ps() + std::max<std::uint64_t>(1, std::uint64_t(std::ceil(wait_ps)));
@@ -244,15 +299,16 @@ void FlowFabric::issued(std::uint32_t gpu, std::uint32_t version) {
     Issuer& is = m_issuers[gpu];
     if (version != is.version) return;
     advance_issue(gpu);
+    const double issuing = issue_rate(gpu);
     if (!is.pending.empty()) {
         // The booking rounded up: a write it may have been booked for is done.
         const double least = least_unissued(is);
         const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
-        if (least * double(is.pending.size()) + excess <= is.rate * 1e-12 + kIssuedBytes)
+        if (least * double(is.pending.size()) + excess <= issuing * 1e-12 + kIssuedBytes)
             for (std::uint32_t id : is.pending)
                 if (m_flows[id].unissued <= least + kIssuedBytes) m_flows[id].unissued = 0;
     }
-    const double share = is.pending.empty() ? 0 : is.rate / double(is.pending.size());
+    const double share = is.pending.empty() ? 0 : issuing / double(is.pending.size());
     for (Issuer::Output& out : is.outputs) {  // the booking rounded up: within a picosecond's sending counts as sent
         if (!out.fifo.empty() && out.fifo.front().first - out.sent <= out.rate * 1e-12)
             out.sent = std::max(out.sent, out.fifo.front().first);

@@ -173,9 +173,9 @@ class Fabrics:
         why = ("writes go at their links' rates, the GPUs' issue gates left out"
                if issue == "queue" else "the GPUs' issue held by their gates, as on the packet fabric")
         # Only the choice that is not the default: every header would otherwise grow a clause nobody set.
-        first = ("; flow.responses: first (acknowledgements served before fair shares)"
-                 if resolved.get("flow.responses") == "first" else "")
-        return f"; flow.issue: {issue} ({why}){first}"
+        fair = ("; flow.responses: fair (acknowledgements share links fairly)"
+                if resolved.get("flow.responses") == "fair" else "")
+        return f"; flow.issue: {issue} ({why}){fair}"
 
     def choose(self, written: int) -> str:
         """The fabric a collective that writes `written` bytes in all runs on."""

@@ -279,9 +279,12 @@ private:
         };
         std::vector<Output> outputs;
         double rate = 0;                     // payload bytes per second its windowed writes' flows carry now
-        double in_flight = 0;                // their rates x their round trips: what is sent and not yet answered
+        double in_flight = 0;                // their rates x their round trips (in_flight / rate: their mean round trip)
         std::int32_t sending = 0;            // its windowed writes with a rate (in `rate`)
-        std::uint64_t since_ps = 0;          // when `sending` last went up from 0
+        /// `rate`'s history over the last round trip, oldest first: (from when, rate) steps. What it
+        /// sent over that time is what it has in flight, unanswered: its window's share beyond the gates.
+        std::deque<std::pair<std::uint64_t, double>> history;
+        std::uint64_t round_trip_ps = 0;     // the sending writes' mean round trip, as of the last step
         std::uint64_t anchor_ps = 0;         // what it holds and has issued is as of this time
         std::uint32_t version = 0;           // bumped at every booking: older Issued actions are stale
         std::uint64_t booked_ps = 0;         // when the last Issued action was booked for
@@ -294,6 +297,9 @@ private:
     bool queue_signal(std::uint32_t id);
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
     double gates_hold(const Issuer& is) const;
+    double unanswered(const Issuer& is) const;
+    double issue_rate(std::uint32_t gpu) const;
+    double window_room(std::uint32_t gpu) const;
     double least_unissued(const Issuer& is) const;
     std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells

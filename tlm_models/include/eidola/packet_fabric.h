@@ -150,14 +150,14 @@ struct PacketFabricParams : ParamGroup {
                            "docs/fabrics.md, \"The GPU's issue gates\")"};
 
     /// How the flow fabric shares a link between flows' data and other flows' responses (the packet fabric ignores it).
-    ChoiceParam flow_responses{*this, "flow.responses", {"fair", "first"},
-                               "fabric.model flow only (the packet fabric ignores it): fair: every use of a link "
-                               "shares it max-min alike, so a write is held at the fair rate of the link its "
-                               "acknowledgements cross; first: the direction of a flow that carries no payload (a "
-                               "write's acknowledgements, a read's requests) takes its load before the fair shares of "
-                               "the links and ports it crosses and never holds its flow back, as the packet fabric's "
-                               "routers let those small packets through in turns of bytes (docs/fabrics.md, "
-                               "\"Responses served first\")"};
+    ChoiceParam flow_responses{*this, "flow.responses", {"first", "fair"},
+                               "fabric.model flow only (the packet fabric ignores it): first: the direction of a flow "
+                               "that carries no payload (a write's acknowledgements, a read's requests) takes its load "
+                               "before the fair shares of the links and ports it crosses and never holds its flow "
+                               "back, as the packet fabric's routers let those small packets through in turns of "
+                               "bytes; fair: every use of a link shares it max-min alike, so a write is held at the "
+                               "fair rate of the link its acknowledgements cross (the real-system platforms, which "
+                               "were calibrated so; docs/fabrics.md, \"Responses served first\")"};
 
     /// Equal-cost spreading.
     BoolParam spread{*this, "routing.spread", false, "spread packets round robin over equal-cost next hops"};
