@@ -44,8 +44,8 @@ CASES = [("lockstep", 8, 512), ("lockstep", 1024, 4), ("skewed", 8, 256), ("skew
 SKEW = ["1000", str(1 << 20)]  # the driver's SKEW_NS and BYTES for the skewed traffic
 
 
-def _run(traffic: str, gpus: int, rounds: int, responses: str = "fair") -> dict:
-    """The driver's JSON line for one case (`responses`: its fabric.flow.responses)."""
+def _run(traffic: str, gpus: int, rounds: int, responses: str = "first") -> dict:
+    """The driver's JSON line for one case (`responses`: its fabric.flow.responses, the default first)."""
     args = [str(DRIVER), str(gpus), str(rounds)] + (SKEW if traffic == "skewed" else ["0", str(64 << 10)]) + [responses]
     out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])

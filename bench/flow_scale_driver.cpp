@@ -4,7 +4,7 @@
 // 64 KiB to each of the next 4 GPUs with a signal after each write, then wait (SyncMon) for
 // their neighbours' signals. The ops, parameters and address map are what the Python bridge
 // builds for that profile and platform, so the kernel time equals eidola.simulate's.
-// Usage: eidola_flow_scale_driver GPUS ROUNDS [SKEW_NS [BYTES [RESPONSES]]] (RESPONSES: fair or first)
+// Usage: eidola_flow_scale_driver GPUS ROUNDS [SKEW_NS [BYTES [RESPONSES]]] (RESPONSES: first, the default, or fair)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,7 +28,7 @@ int sc_main(int argc, char** argv) {
     const double skew_ns = argc > 3 ? std::atof(argv[3]) : 0.0;
     const int wgs = 4, neighbours = 4;
     const std::uint64_t chunk = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 64 << 10;  // bytes per write
-    const char* responses = argc > 5 ? argv[5] : "fair";  // fabric.flow.responses (bench/flow_responses.py)
+    const char* responses = argc > 5 ? argv[5] : "first";  // fabric.flow.responses, the default (bench/flow_responses.py)
     Simulation sim("flowscale");
     sim.set_address_map(0, std::uint64_t(1) << 40, std::uint32_t(gpus));
     for (int g = 0; g < gpus; ++g) {
