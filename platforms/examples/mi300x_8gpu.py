@@ -23,7 +23,7 @@ def build() -> Platform:
                                        link={"bandwidth": "64GB/s", "latency": "174ns", "header": "85B",
                                              "ack": "16B", "count": 1},
                                        switch={"latency": "100ns", "buffer": 128},
-                                       # as the YAML: its calibration (docs/fabrics.md)
+                                       # as the YAML: the settings of its calibration (docs/fabrics.md)
                                        flow={"issue": "queue", "responses": "fair"}))
     for i, gpu in enumerate(gpus):
         p.connect(gpu.initiator, fabric.targets[i])

@@ -107,40 +107,49 @@ void FlowFabric::issue_write(std::uint32_t id) {
 
 // What GPU `gpu`'s gates may hold issued and not yet sent, in payload bytes of writes like `f`.
 double FlowFabric::issue_cap(std::uint32_t gpu, const Flow& f) const {
-    const double packet = double(std::max<std::uint32_t>(1, f.packet_bytes));
-    const double credits = m_credit_bytes ? std::max(1.0, std::ceil((packet + m_header) / m_flit)) : 1.0;
-    const double buffer = m_inject_units[gpu] / credits * packet;
-    const double window = double(f.ext->window) * packet;
-    return std::max(0.0, std::min(buffer, window - unanswered(m_issuers[gpu])));
+    const Gates g = gates_of(gpu, f);
+    return std::max(0.0, std::min(g.buffer, g.window - unanswered(m_issuers[gpu])));
 }
 
-// How far GPU `gpu`'s window may free before its buffer is the gate that binds (<= 0: the buffer binds).
-double FlowFabric::window_room(std::uint32_t gpu) const {
-    const Issuer& is = m_issuers[gpu];
-    const Flow& f = m_flows[is.pending.front()];
+// GPU `gpu`'s two gates in payload bytes of writes like `f`: its injection buffer and its window.
+FlowFabric::Gates FlowFabric::gates_of(std::uint32_t gpu, const Flow& f) const {
     const double packet = double(std::max<std::uint32_t>(1, f.packet_bytes));
     const double credits = m_credit_bytes ? std::max(1.0, std::ceil((packet + m_header) / m_flit)) : 1.0;
-    return m_inject_units[gpu] / credits * packet - (double(f.ext->window) * packet - unanswered(is));
+    return {m_inject_units[gpu] / credits * packet, double(f.ext->window) * packet};
+}
+
+// Whether GPU `gpu` has pending writes and its window, not its buffer, is the gate that binds: its
+// window may free further before the buffer does.
+bool FlowFabric::window_binds(std::uint32_t gpu) const {
+    const Issuer& is = m_issuers[gpu];
+    if (is.pending.empty()) return false;
+    const Gates g = gates_of(gpu, m_flows[is.pending.front()]);
+    return g.buffer - (g.window - unanswered(is)) > 0;
 }
 
 // How fast GPU `gpu` issues while its gates are full: as fast as its gates send, where the buffer binds;
-// where the window binds, as fast as the answers come in, which is its send rate a round trip ago.
-double FlowFabric::issue_rate(std::uint32_t gpu) const {
+// where the window binds (`binds`: window_binds), as fast as the answers come in, which is its send
+// rate a round trip ago.
+double FlowFabric::issue_rate(std::uint32_t gpu, bool binds) const {
     const Issuer& is = m_issuers[gpu];
-    if (is.pending.empty() || window_room(gpu) <= 0) return is.rate;
-    const std::uint64_t now = now_ps();
-    const std::uint64_t then = now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+    if (!binds) return is.rate;
+    const std::uint64_t then = answered_until(is);
     double rate = 0;
     for (const auto& [from, r] : is.history)
         if (from <= then) rate = r;
     return rate;
 }
 
+// Until when GPU `is`'s sending has been answered: a round trip ago.
+std::uint64_t FlowFabric::answered_until(const Issuer& is) const {
+    const std::uint64_t now = now_ps();
+    return now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+}
+
 // What GPU `is` has in flight beyond its gates: what it sent over the last round trip, the mean of
 // its sending writes' round trips (a GPU's peers differ: one hop, or the network through its NIC).
 double FlowFabric::unanswered(const Issuer& is) const {
-    const std::uint64_t now = now_ps();
-    const std::uint64_t from = now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+    const std::uint64_t now = now_ps(), from = answered_until(is);
     double bytes = 0;
     for (std::size_t i = 0; i < is.history.size(); ++i) {
         const std::uint64_t start = std::max(from, is.history[i].first);
@@ -267,7 +276,8 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
     // An output queue whose backlog will empty (it sends faster than its share of the issue comes
     // in): re-planned then, since the bytes it then cannot send stay in the gates.
     for (std::uint32_t id : is.pending) ++output_of(m_flows[id]).issuing;
-    const double issuing = issue_rate(gpu);
+    const bool binds = window_binds(gpu);
+    const double issuing = issue_rate(gpu, binds);
     const double share = is.pending.empty() ? 0 : issuing / double(is.pending.size());
     for (const Issuer::Output& out : is.outputs) {
         const double drains = out.rate - double(out.issuing) * share;
@@ -277,13 +287,13 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
         const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
         sooner((excess + least_unissued(is) * double(is.pending.size())) / issuing * 1e12);
     }
-    if (!is.pending.empty() && window_room(gpu) > 0) {
-        // The window binds: the issue goes at the answers' rate, which changes when the next step of the
-        // send rate's history has been answered.
-        const std::uint64_t now = now_ps(), then = now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+    if (binds) {
+        // The issue goes at the answers' rate, which changes when the next step of the send rate's
+        // history has been answered.
+        const std::uint64_t then = answered_until(is);
         for (const auto& step : is.history)
             if (step.first > then) {
-                sooner(double(step.first + is.round_trip_ps - now));
+                sooner(double(step.first + is.round_trip_ps - now_ps()));
                 break;
             }
     }
@@ -299,7 +309,7 @@ void FlowFabric::issued(std::uint32_t gpu, std::uint32_t version) {
     Issuer& is = m_issuers[gpu];
     if (version != is.version) return;
     advance_issue(gpu);
-    const double issuing = issue_rate(gpu);
+    const double issuing = issue_rate(gpu, window_binds(gpu));
     if (!is.pending.empty()) {
         // The booking rounded up: a write it may have been booked for is done.
         const double least = least_unissued(is);

@@ -298,8 +298,13 @@ private:
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
     double gates_hold(const Issuer& is) const;
     double unanswered(const Issuer& is) const;
-    double issue_rate(std::uint32_t gpu) const;
-    double window_room(std::uint32_t gpu) const;
+    struct Gates {
+        double buffer, window;  // payload bytes
+    };
+    Gates gates_of(std::uint32_t gpu, const Flow& f) const;
+    bool window_binds(std::uint32_t gpu) const;
+    double issue_rate(std::uint32_t gpu, bool binds) const;
+    std::uint64_t answered_until(const Issuer& is) const;
     double least_unissued(const Issuer& is) const;
     std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
