@@ -15,6 +15,9 @@ constexpr std::size_t kSetFloor = 64;
 constexpr std::size_t kSetShare = 4;   // a quarter of the active flows
 constexpr int kMaxSteps = 32;          // refills of a growing set before falling back
 constexpr int kMaxSettle = 32;         // fills of settle() (each cuts a served-first load's error some 20-fold)
+constexpr int kMaxSolved = 4;          // fills of settle() whose bottlenecks' levels are solved for (solve_levels)
+constexpr int kMaxSweeps = 64;         // Gauss-Seidel sweeps of solve_levels() before it gives up
+constexpr double kSweepTolerance = 1e-14;  // solve_levels() stops when no level moves by more (relative)
 // A resource loaded beyond its capacity by more than this share is no flow's bottleneck. Far above
 // the fill's rounding, and the rates kept within kTolerance of their old ones (each moves its
 // share of a load by at most that), far below anything that moves a finish by a picosecond.
@@ -231,16 +234,23 @@ void FlowSolver::compute() {
     measure();
 }
 
-// Fills S, and while S has uses served first, fills it again with the loads they take at the rates
-// the last fill gave, until no rate of theirs moves by more than kTolerance (or kMaxSettle fills).
+// Fills S, and while S has uses served first, fills it again with new estimates of the loads they
+// take, until no rate of theirs moves by more than kTolerance from its estimate (or kMaxSettle fills).
+// The first estimates are the groups' rates now: before the change, or as an earlier step of this
+// solve's incremental path left them (its fills' rates are closer than the rates before the change).
+// The next are the fixed point of the last fill's bottlenecks (solve_levels()), which a fill with
+// the same bottlenecks reproduces: two fills a settle where iterating the rates took seven or eight
+// (bench/RESULTS.md). Where that fails, or after kMaxSolved tries, the estimates are the last fill's
+// rates, which converge by some 20-fold a fill.
 void FlowSolver::settle() {
     bool first = false;
     for (std::uint32_t id : m_set) {
-        const double old = m_groups[id].old_rate;
-        m_estimate[id] = old == kUnlimited ? 0 : old;
+        const double now = m_rate[id];
+        m_estimate[id] = now == kUnlimited ? 0 : now;
         first = first || m_groups[id].first;
     }
     fill();
+    int solved = 0;
     for (int round = 1; first && round < kMaxSettle; ++round) {
         bool moved = false;
         for (std::uint32_t id : m_set) {
@@ -250,8 +260,65 @@ void FlowSolver::settle() {
             m_estimate[id] = rate;
         }
         if (!moved) return;
+        if (solved < kMaxSolved && solve_levels()) ++solved;
         fill();
     }
+}
+
+// The served-first loads at which the last fill would give back the rates it was given, if its
+// bottlenecks held. A fill leaves each of its bottlenecks (m_order) exactly full: the capacity less
+// what the held groups take equals the loads of S's groups on it, each at the level of its own
+// bottleneck, fair and served-first uses alike. That is one linear equation per bottleneck in their
+// levels. Its fair terms come from bottlenecks that filled earlier (a group using a resource fairly
+// is frozen there at the latest), so Gauss-Seidel in the fill's order is exact for them and
+// converges at the rate of the served-first terms alone, a few percent of the loads (ten sweeps of
+// a few hundred terms, where a fill walks every member of every touched resource). Sets the
+// estimates of S's served-first groups to their bottleneck's level and returns true; false, with
+// the estimates left alone, where the levels do not converge to positive ones.
+bool FlowSolver::solve_levels() {
+    const std::size_t n = m_order.size();
+    if (n == 0) return false;
+    if (m_order_pos.size() < m_resources.size()) m_order_pos.resize(m_resources.size());
+    for (std::size_t i = 0; i < n; ++i) m_order_pos[m_order[i]] = std::uint32_t(i);
+    m_terms.clear();
+    m_rows.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        Row& row = m_rows[i];
+        row.rest = m_resources[m_order[i]].capacity;
+        row.diagonal = 0;
+        row.begin = std::uint32_t(m_terms.size());
+        for (const Member& m : m_resources[m_order[i]].members) {
+            if (!(m.weight > 0)) continue;
+            if (m_group_mark[m.group] != m_generation) {  // held at its rate, as the fill holds it
+                row.rest -= m_rate[m.group] * m.weight;
+                continue;
+            }
+            const std::uint32_t neck = m_bottleneck[m.group];
+            if (neck == kNone) continue;  // unlimited: the fill counts its served-first loads as 0
+            const std::uint32_t j = m_order_pos[neck];  // neck froze in this fill: it is in m_order
+            if (j == i) row.diagonal += m.weight;
+            else m_terms.push_back(Term{j, m.weight});
+        }
+        row.end = std::uint32_t(m_terms.size());
+        if (!(row.diagonal > 0)) return false;
+    }
+    for (int sweep = 0;; ++sweep) {
+        if (sweep == kMaxSweeps) return false;
+        double change = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const Row& row = m_rows[i];
+            double rest = row.rest;
+            for (std::uint32_t t = row.begin; t < row.end; ++t) rest -= m_terms[t].weight * m_level[m_terms[t].column];
+            const double level = rest / row.diagonal;
+            if (!(level > 0) || level == kUnlimited) return false;
+            change = std::max(change, std::fabs(level - m_level[i]) / level);
+            m_level[i] = level;
+        }
+        if (change <= kSweepTolerance) break;
+    }
+    for (std::uint32_t id : m_set)
+        if (m_groups[id].first && m_bottleneck[id] != kNone) m_estimate[id] = m_level[m_order_pos[m_bottleneck[id]]];
+    return true;
 }
 
 // Adds to S the held groups whose bottleneck is a resource the change touched: a flow came to or
@@ -304,6 +371,8 @@ bool FlowSolver::collect_component(std::size_t limit) {
 // flows of S would fill it; a min-heap yields the next resource to fill in O(log) instead of a scan
 // of all resources per round.
 void FlowSolver::fill() {
+    m_order.clear();
+    m_level.clear();
     std::size_t unfrozen = 0;
     for (std::uint32_t id : m_set) {
         Group& f = m_groups[id];
@@ -346,6 +415,8 @@ void FlowSolver::fill() {
 // the groups use, more than once).
 template <class Changed>
 void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed) {
+    m_order.push_back(full);
+    m_level.push_back(level);
     for (const Member& m : m_resources[full].members) {
         Group& f = m_groups[m.group];
         if (m.first || m_group_mark[m.group] != m_generation || f.frozen) continue;
