@@ -359,14 +359,17 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # that moves a finish later no longer re-books it (Flow::booked_ps); 465,139, 15.1, since the window's room
     # comes back as the answers come in (a GPU whose window binds plans its issue again at each step of its send
     # rate's history a round trip old; `first` responses, the default, 15.8 with `fair`; at each step's answer
-    # and at every rise of the room, 54.9 and 81-153). A rule that put the GPUs' later writes beside the
+    # and at every rise of the room, 54.9 and 81-153); 530,934, 17.3, since each output keeps its own history over its
+    # own round trip (the NIC's answers come back later than the near links': their steps are answered at their own
+    # times) and the workgroups told issued together keep their round robin's room until they come back (a plan when
+    # the last of them has had its time to come). A rule that put the GPUs' later writes beside the
     # earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every flow's start and end re-rate
     # all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB. Events are counted, not
     # timed: deterministic.
     events, transactions = _events_and_transactions(repo, "hierarchical-16gpu.yaml", 64 << 20, 32,
                                                     {"fabric.stats.bin": "100us"})
     assert transactions == 30_720
-    assert events <= 16 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+    assert events <= 18 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
 
 
 def _events_and_transactions(repo, platform: str, nbytes: int, workgroups: int, overrides: dict) -> tuple[int, int]:

@@ -7,14 +7,23 @@
 // in the order they were issued. The flow fabric sends each write as one flow, so the GPU
 // (FlowExtension::tell_sent) waits for FLOW_SENT instead, and this file times it and the write's end:
 //   - what the gates hold issued and not yet sent is at most the buffer, and at most the window
-//     less what is in flight beyond it: what the GPU sent over the last round trip (the sending
-//     writes' mean round trip), which is answered a round trip after it was sent. So when the send
+//     less what is in flight beyond it: what the GPU sent over the last round trip, which is
+//     answered a round trip after it was sent. Each output keeps its own send rate's history over
+//     its own writes' mean round trip: a near peer's answers come back while a far one's (through
+//     the NIC) are on their way, and one mean round trip for all, once the near writes were done,
+//     held their answered bytes in flight for the far ones' round trip (hierarchical-16gpu's 1 MiB
+//     direct all-reduce: its window stalled for 8 us, +3.7% against the packet fabric). So when the send
 //     rate falls, the window's room comes back as the answers to the faster sending come in, not at
 //     once (with rate x round trip, a write held at its output queue's issue freed at once slots
 //     the packet GPU holds until their answers arrive, and the gates issued that room to the other
 //     writes in a lump: MI300X's direct all-reduce ran 6.7% fast with responses served first);
 //   - the gates' room is issued at once, shared equally among the pending writes (round robin),
-//     the smallest done first;
+//     the smallest done first, and among the workgroups told that their writes are issued that
+//     have not come back yet: writes that finish issuing together are told a packet apart (below),
+//     and the first workgroup back must not take the room that the round robin gives the others
+//     in turn. Their shares are credited to them until they come back with a write, or until the
+//     time step after they were told (MI300X's 1 MiB direct all-reduce: each GPU's first
+//     workgroup issued all seven of its writes before the others came back, -4.2%);
 //   - once full, they take more as fast as they send where the buffer binds, and as fast as the
 //     answers come in (the send rate a round trip ago) where the window binds; that rate too is
 //     shared equally among the pending writes: a processor-sharing queue, whose next completion is booked
@@ -54,25 +63,29 @@ void FlowFabric::count_send_rate(Flow& f, double rate) {
         Issuer& is = m_issuers[f.src];
         advance_issue(f.src);  // up to now at the old rate
         const double round_trip = double(f.round_trip_ps) * 1e-12;
+        Issuer::Output& out = output_of(f);
         if (f.counted) {
             is.rate -= f.rate;
-            is.in_flight -= f.rate * round_trip;
+            out.window_rate -= f.rate;
+            out.in_flight -= f.rate * round_trip;
         }
         if (counts) {
             is.rate += rate;
-            is.in_flight += rate * round_trip;
+            out.window_rate += rate;
+            out.in_flight += rate * round_trip;
         }
         is.sending += std::int32_t(counts) - std::int32_t(f.counted);
-        if (is.sending == 0) is.rate = is.in_flight = 0;
-        // A new step of the send rate's history (one per time: the last change in a time step stands),
-        // and the steps a whole round trip old dropped (the oldest kept may begin before it).
+        if (is.sending == 0) is.rate = 0;
+        out.windowed += std::int32_t(counts) - std::int32_t(f.counted);
+        if (out.windowed == 0) out.window_rate = out.in_flight = 0;
+        // A new step of the link's send rate's history (one per time: the last change in a time step
+        // stands), and the steps a whole round trip old dropped (the oldest kept may begin before it).
         const std::uint64_t now = now_ps();
-        if (is.rate > 0) is.round_trip_ps = std::uint64_t(is.in_flight / is.rate * 1e12);
-        if (!is.history.empty() && is.history.back().first == now) is.history.back().second = is.rate;
-        else is.history.emplace_back(now, is.rate);
-        while (is.history.size() > 1 && is.history[1].first + is.round_trip_ps <= now) is.history.pop_front();
+        if (out.window_rate > 0) out.round_trip_ps = std::uint64_t(out.in_flight / out.window_rate * 1e12);
+        if (!out.history.empty() && out.history.back().first == now) out.history.back().second = out.window_rate;
+        else out.history.emplace_back(now, out.window_rate);
+        while (out.history.size() > 1 && out.history[1].first + out.round_trip_ps <= now) out.history.pop_front();
         if (f.queued) {
-            Issuer::Output& out = output_of(f);
             if (f.counted) out.rate -= f.rate;
             if (counts) out.rate += rate;
             out.sending += std::int32_t(counts) - std::int32_t(f.counted);
@@ -128,33 +141,91 @@ bool FlowFabric::window_binds(std::uint32_t gpu) const {
 }
 
 // How fast GPU `gpu` issues while its gates are full: as fast as its gates send, where the buffer binds;
-// where the window binds (`binds`: window_binds), as fast as the answers come in, which is its send
-// rate a round trip ago.
+// where the window binds (`binds`: window_binds), as fast as the answers come in, which is each
+// output's send rate a round trip of its own ago.
 double FlowFabric::issue_rate(std::uint32_t gpu, bool binds) const {
     const Issuer& is = m_issuers[gpu];
     if (!binds) return is.rate;
-    const std::uint64_t then = answered_until(is);
     double rate = 0;
-    for (const auto& [from, r] : is.history)
-        if (from <= then) rate = r;
+    for (const Issuer::Output& out : is.outputs) {
+        const std::uint64_t then = answered_until(out);
+        double answered = 0;
+        for (const auto& [from, r] : out.history)
+            if (from <= then) answered = r;
+        rate += answered;
+    }
     return rate;
 }
 
-// Until when GPU `is`'s sending has been answered: a round trip ago.
-std::uint64_t FlowFabric::answered_until(const Issuer& is) const {
-    const std::uint64_t now = now_ps();
-    return now > is.round_trip_ps ? now - is.round_trip_ps : 0;
+// The round robin's turns at GPU `is`: its pending writes, and the workgroups told that theirs are
+// issued that have not come back yet (each may come with its next write).
+double FlowFabric::turns(const Issuer& is) const { return double(is.pending.size() + is.credits.size()); }
+
+// The room GPU `is`'s gates keep for the workgroups still to come back.
+double FlowFabric::credited(const Issuer& is) const {
+    double bytes = 0;
+    for (const Issuer::Credit& c : is.credits) bytes += c.bytes;
+    return bytes;
 }
 
-// What GPU `is` has in flight beyond its gates: what it sent over the last round trip, the mean of
-// its sending writes' round trips (a GPU's peers differ: one hop, or the network through its NIC).
+// Drops the credits of workgroups told before now that did not come back with a write: their room
+// goes back to all.
+void FlowFabric::expire_credits(Issuer& is) {
+    const std::uint64_t now = now_ps();
+    is.credits.erase(std::remove_if(is.credits.begin(), is.credits.end(),
+                                    [&](const Issuer::Credit& c) { return c.told_ps < now; }),
+                     is.credits.end());
+}
+
+// Shares `room` among GPU `is`'s turns: round robin, equal shares, the smallest pending writes done
+// first (water filling); the shares of the workgroups still to come back are credited to them.
+// The pending writes stay in that order, ties in the order they came: it is the order in which they
+// finish issuing (each smaller one runs out a turn earlier).
+void FlowFabric::share_room(Issuer& is, double room) {
+    std::vector<std::uint32_t>& by_size = is.pending;
+    std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return m_flows[a].unissued < m_flows[b].unissued;
+    });
+    const std::size_t n = by_size.size(), away = is.credits.size();
+    double left = room;
+    std::size_t i = 0;
+    while (i < n && left > 0) {
+        const double need = m_flows[by_size[i]].unissued;  // the least left: all of it, to all of them?
+        const double take = std::min(need, left / double(n - i + away));
+        for (std::size_t j = i; j < n; ++j) {
+            m_flows[by_size[j]].unissued -= take;
+            output_of(m_flows[by_size[j]]).issued += take;
+        }
+        left -= take * double(n - i);
+        if (away > 0) {
+            for (Issuer::Credit& c : is.credits) c.bytes += take;
+            left -= take * double(away);
+        }
+        while (i < n && m_flows[by_size[i]].unissued <= kIssuedBytes) ++i;
+        if (take < need) return;
+    }
+    if (i == n && away > 0 && left > 0)  // every pending write is issued: the rest is theirs
+        for (Issuer::Credit& c : is.credits) c.bytes += left / double(away);
+}
+
+// Until when a GPU's sending through output `out` has been answered: a round trip ago.
+std::uint64_t FlowFabric::answered_until(const Issuer::Output& out) const {
+    const std::uint64_t now = now_ps();
+    return now > out.round_trip_ps ? now - out.round_trip_ps : 0;
+}
+
+// What GPU `is` has in flight beyond its gates: what each output sent over its last round trip, the
+// mean of its sending writes' round trips.
 double FlowFabric::unanswered(const Issuer& is) const {
-    const std::uint64_t now = now_ps(), from = answered_until(is);
+    const std::uint64_t now = now_ps();
     double bytes = 0;
-    for (std::size_t i = 0; i < is.history.size(); ++i) {
-        const std::uint64_t start = std::max(from, is.history[i].first);
-        const std::uint64_t end = i + 1 < is.history.size() ? is.history[i + 1].first : now;
-        if (end > start) bytes += is.history[i].second * double(end - start) * 1e-12;
+    for (const Issuer::Output& out : is.outputs) {
+        const std::uint64_t from = answered_until(out);
+        for (std::size_t i = 0; i < out.history.size(); ++i) {
+            const std::uint64_t start = std::max(from, out.history[i].first);
+            const std::uint64_t end = i + 1 < out.history.size() ? out.history[i + 1].first : now;
+            if (end > start) bytes += out.history[i].second * double(end - start) * 1e-12;
+        }
     }
     return bytes;
 }
@@ -187,13 +258,15 @@ void FlowFabric::advance_issue(std::uint32_t gpu) {
         // answers to faster sending come in), or less what it shrank by (sending picked up: the gates
         // first send the excess, issuing nothing meanwhile).
         const double moved = is.rate * seconds;
-        const double issue = std::max(0.0, moved + issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is));
-        const double each = issue / double(is.pending.size());
+        const double issue =
+            std::max(0.0, moved + issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is) - credited(is));
+        const double each = issue / turns(is);
         for (std::uint32_t id : is.pending) {
             Flow& f = m_flows[id];
             output_of(f).issued += std::min(each, f.unissued);
             f.unissued = std::max(0.0, f.unissued - each);
         }
+        for (Issuer::Credit& c : is.credits) c.bytes += each;
     }
     // The outputs send at their rates what was issued into them, this interval's issue included.
     for (Issuer::Output& out : is.outputs) out.sent = std::min(out.issued, out.sent + out.rate * seconds);
@@ -204,30 +277,22 @@ void FlowFabric::advance_issue(std::uint32_t gpu) {
 void FlowFabric::plan_issue(std::uint32_t gpu) {
     Issuer& is = m_issuers[gpu];
     advance_issue(gpu);
+    expire_credits(is);
     if (!is.pending.empty()) {
-        const double room = issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is);
-        if (room > 0) {
-            // Round robin: equal shares of the room, the smallest writes done first (water filling).
-            // The pending writes stay in that order, ties in the order they came: it is the order in
-            // which they finish issuing (each smaller one runs out a turn earlier).
-            std::vector<std::uint32_t>& by_size = is.pending;
-            std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
-                return m_flows[a].unissued < m_flows[b].unissued;
-            });
-            const std::size_t n = by_size.size();
-            double left = room;
-            for (std::size_t i = 0; i < n && left > 0;) {
-                const double need = m_flows[by_size[i]].unissued;  // the least left: all of it, to all of them?
-                const double take = std::min(need, left / double(n - i));
-                for (std::size_t j = i; j < n; ++j) {
-                    m_flows[by_size[j]].unissued -= take;
-                    output_of(m_flows[by_size[j]]).issued += take;
-                }
-                left -= take * double(n - i);
-                while (i < n && m_flows[by_size[i]].unissued <= kIssuedBytes) ++i;
-                if (take < need) break;
+        // A workgroup back with a write takes its credit first, then its turns of the room left.
+        for (std::uint32_t id : is.pending) {
+            Flow& f = m_flows[id];
+            for (std::size_t c = 0; c < is.credits.size(); ++c) {
+                if (is.credits[c].workgroup != f.ext->workgroup) continue;
+                const double take = std::min(f.unissued, is.credits[c].bytes);
+                f.unissued -= take;
+                output_of(f).issued += take;
+                is.credits.erase(is.credits.begin() + std::ptrdiff_t(c));
+                break;
             }
         }
+        const double room = issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is) - credited(is);
+        if (room > 0) share_room(is, room);
         // Tell the writes that are issued, in the round robin's order (the pending order), one
         // packet's issue apart: the packet GPU issues their last packets in turn, and the first
         // workgroup back then has the room that frees to itself.
@@ -252,7 +317,12 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
                 Flow& f = m_flows[done[k]];
                 const std::uint32_t behind = f.queued ? --later[std::size_t(f.output)] : 0;
                 tell_sent(f, k * turn_ps, double(behind) * packet);
+                is.credits.push_back(Issuer::Credit{f.ext->workgroup, now_ps() + k * turn_ps, 0.0});
             }
+            // What the gates have room for beyond the writes still pending is the told workgroups' turns.
+            const double room = issue_cap(gpu, m_flows[done.front()]) - gates_hold(is) - credited(is);
+            if (is.pending.empty() && room > 0)
+                for (Issuer::Credit& c : is.credits) c.bytes += room / double(is.credits.size());
         }
     }
     // The writes whose last byte has left their output queue end now; the signals behind them go.
@@ -278,24 +348,33 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
     for (std::uint32_t id : is.pending) ++output_of(m_flows[id]).issuing;
     const bool binds = window_binds(gpu);
     const double issuing = issue_rate(gpu, binds);
-    const double share = is.pending.empty() ? 0 : issuing / double(is.pending.size());
+    const double share = is.pending.empty() ? 0 : issuing / turns(is);
     for (const Issuer::Output& out : is.outputs) {
         const double drains = out.rate - double(out.issuing) * share;
         if (out.issued - out.sent > kIssuedBytes && drains > 0) sooner((out.issued - out.sent) / drains * 1e12);
     }
     if (!is.pending.empty() && issuing > 0) {
         const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
-        sooner((excess + least_unissued(is) * double(is.pending.size())) / issuing * 1e12);
+        sooner((excess + least_unissued(is) * turns(is)) / issuing * 1e12);
     }
     if (binds) {
         // The issue goes at the answers' rate, which changes when the next step of the send rate's
         // history has been answered.
-        const std::uint64_t then = answered_until(is);
-        for (const auto& step : is.history)
-            if (step.first > then) {
-                sooner(double(step.first + is.round_trip_ps - now_ps()));
-                break;
-            }
+        for (const Issuer::Output& out : is.outputs) {
+            const std::uint64_t then = answered_until(out);
+            for (const auto& step : out.history)
+                if (step.first > then) {
+                    sooner(double(step.first + out.round_trip_ps - now_ps()));
+                    break;
+                }
+        }
+    }
+    // The credits of workgroups that do not come back go back to the pending writes, once all of
+    // theirs have had their time to come.
+    if (!is.pending.empty() && !is.credits.empty()) {
+        std::uint64_t last = 0;
+        for (const Issuer::Credit& c : is.credits) last = std::max(last, c.told_ps);
+        sooner(double(last + 1 - now_ps()));
     }
     if (wait_ps < 0) return;
     const std::uint64_t at = now_ps() + std::max<std::uint64_t>(1, std::uint64_t(std::ceil(wait_ps)));
@@ -314,11 +393,11 @@ void FlowFabric::issued(std::uint32_t gpu, std::uint32_t version) {
         // The booking rounded up: a write it may have been booked for is done.
         const double least = least_unissued(is);
         const double excess = std::max(0.0, gates_hold(is) - issue_cap(gpu, m_flows[is.pending.front()]));
-        if (least * double(is.pending.size()) + excess <= issuing * 1e-12 + kIssuedBytes)
+        if (least * turns(is) + excess <= issuing * 1e-12 + kIssuedBytes)
             for (std::uint32_t id : is.pending)
                 if (m_flows[id].unissued <= least + kIssuedBytes) m_flows[id].unissued = 0;
     }
-    const double share = is.pending.empty() ? 0 : issuing / double(is.pending.size());
+    const double share = is.pending.empty() ? 0 : issuing / turns(is);
     for (Issuer::Output& out : is.outputs) {  // the booking rounded up: within a picosecond's sending counts as sent
         if (!out.fifo.empty() && out.fifo.front().first - out.sent <= out.rate * 1e-12)
             out.sent = std::max(out.sent, out.fifo.front().first);

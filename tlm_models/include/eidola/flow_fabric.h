@@ -276,20 +276,35 @@ private:
             std::uint32_t unsent = 0;  // its writes whose flows have not yet sent all their bytes
             std::uint32_t issuing = 0; // the GPU's pending writes into it, as of the last plan
             std::deque<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
+            /// The GPU's windowed writes that leave by its link, as its window sees them: their send
+            /// rate now, and its history over their round trip, oldest first, as (from when, rate)
+            /// steps. What they sent over that time is unanswered, and what they sent a round trip ago
+            /// is answered now. Kept per link: a GPU's peers differ (one hop, or the network through
+            /// its NIC), and answers from a near peer come back while a far one's are on their way.
+            double window_rate = 0;
+            double in_flight = 0;          // window_rate x their round trips (/ window_rate: their mean round trip)
+            std::int32_t windowed = 0;     // its writes in window_rate
+            std::deque<std::pair<std::uint64_t, double>> history;
+            std::uint64_t round_trip_ps = 0;  // their mean round trip, as of the last step
         };
         std::vector<Output> outputs;
         double rate = 0;                     // payload bytes per second its windowed writes' flows carry now
-        double in_flight = 0;                // their rates x their round trips (in_flight / rate: their mean round trip)
         std::int32_t sending = 0;            // its windowed writes with a rate (in `rate`)
-        /// `rate`'s history over the last round trip, oldest first: (from when, rate) steps. What it
-        /// sent over that time is what it has in flight, unanswered: its window's share beyond the gates.
-        std::deque<std::pair<std::uint64_t, double>> history;
-        std::uint64_t round_trip_ps = 0;     // the sending writes' mean round trip, as of the last step
         std::uint64_t anchor_ps = 0;         // what it holds and has issued is as of this time
         std::uint32_t version = 0;           // bumped at every booking: older Issued actions are stale
         std::uint64_t booked_ps = 0;         // when the last Issued action was booked for
         bool dirty = false;                  // its rate changed in the solve under way
         bool used = false;                   // its GPU has asked to hear when its writes are issued
+        /// A workgroup told that its write is issued, with the room its turns have earned since: the
+        /// packet GPU's round robin gives each workgroup its turns, and one told a few packets after
+        /// another (plan_issue) has not lost them to the first one back when it comes with its next
+        /// write. Held until it comes, or until the time step after it was told.
+        struct Credit {
+            std::uint32_t workgroup;
+            std::uint64_t told_ps;
+            double bytes;
+        };
+        std::vector<Credit> credits;
     };
     std::vector<Issuer> m_issuers;                // per GPU
     Issuer::Output& output_of(Flow& f);
@@ -298,13 +313,17 @@ private:
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
     double gates_hold(const Issuer& is) const;
     double unanswered(const Issuer& is) const;
+    std::uint64_t answered_until(const Issuer::Output& out) const;
     struct Gates {
         double buffer, window;  // payload bytes
     };
     Gates gates_of(std::uint32_t gpu, const Flow& f) const;
     bool window_binds(std::uint32_t gpu) const;
     double issue_rate(std::uint32_t gpu, bool binds) const;
-    std::uint64_t answered_until(const Issuer& is) const;
+    double turns(const Issuer& is) const;
+    double credited(const Issuer& is) const;
+    void expire_credits(Issuer& is);
+    void share_room(Issuer& is, double room);
     double least_unissued(const Issuer& is) const;
     std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
