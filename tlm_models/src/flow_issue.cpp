@@ -82,9 +82,10 @@ void FlowFabric::count_send_rate(Flow& f, double rate) {
         // stands), and the steps a whole round trip old dropped (the oldest kept may begin before it).
         const std::uint64_t now = now_ps();
         if (out.window_rate > 0) out.round_trip_ps = std::uint64_t(out.in_flight / out.window_rate * 1e12);
-        if (!out.history.empty() && out.history.back().first == now) out.history.back().second = out.window_rate;
-        else out.history.emplace_back(now, out.window_rate);
-        while (out.history.size() > 1 && out.history[1].first + out.round_trip_ps <= now) out.history.pop_front();
+        if (!out.history.empty() && out.history.back().from == now) out.history.back().rate = out.window_rate;
+        else out.history.push_back({now, out.window_rate, out.history.empty() ? 0.0 : sent_by(out, now)});
+        while (out.history.size() > 1 && out.history[1].from + out.round_trip_ps <= now) out.history.pop_front();
+        is.unanswered_ps = ~std::uint64_t(0);
         if (f.queued) {
             if (f.counted) out.rate -= f.rate;
             if (counts) out.rate += rate;
@@ -149,10 +150,8 @@ double FlowFabric::issue_rate(std::uint32_t gpu, bool binds) const {
     double rate = 0;
     for (const Issuer::Output& out : is.outputs) {
         const std::uint64_t then = answered_until(out);
-        double answered = 0;
-        for (const auto& [from, r] : out.history)
-            if (from <= then) answered = r;
-        rate += answered;
+        const std::size_t i = step_at(out, then);
+        if (i < out.history.size()) rate += out.history[i].rate;
     }
     return rate;
 }
@@ -208,6 +207,20 @@ void FlowFabric::share_room(Issuer& is, double room) {
         for (Issuer::Credit& c : is.credits) c.bytes += left / double(away);
 }
 
+// The step of output `out`'s history in force at time `t`: the last that began at or before it (the
+// history's size if none did).
+std::size_t FlowFabric::step_at(const Issuer::Output& out, std::uint64_t t) {
+    const auto after = std::upper_bound(out.history.begin(), out.history.end(), t,
+                                        [](std::uint64_t at, const Issuer::Output::Step& s) { return at < s.from; });
+    return after == out.history.begin() ? out.history.size() : std::size_t(after - out.history.begin()) - 1;
+}
+
+// What output `out` had sent by time `t` (at or after its history's first step).
+double FlowFabric::sent_by(const Issuer::Output& out, std::uint64_t t) {
+    const Issuer::Output::Step& s = out.history[step_at(out, t)];
+    return s.sent + s.rate * double(t - s.from) * 1e-12;
+}
+
 // Until when a GPU's sending through output `out` has been answered: a round trip ago.
 std::uint64_t FlowFabric::answered_until(const Issuer::Output& out) const {
     const std::uint64_t now = now_ps();
@@ -218,15 +231,15 @@ std::uint64_t FlowFabric::answered_until(const Issuer::Output& out) const {
 // mean of its sending writes' round trips.
 double FlowFabric::unanswered(const Issuer& is) const {
     const std::uint64_t now = now_ps();
+    if (is.unanswered_ps == now) return is.unanswered_bytes;
     double bytes = 0;
     for (const Issuer::Output& out : is.outputs) {
-        const std::uint64_t from = answered_until(out);
-        for (std::size_t i = 0; i < out.history.size(); ++i) {
-            const std::uint64_t start = std::max(from, out.history[i].first);
-            const std::uint64_t end = i + 1 < out.history.size() ? out.history[i + 1].first : now;
-            if (end > start) bytes += out.history[i].second * double(end - start) * 1e-12;
-        }
+        if (out.history.empty()) continue;
+        const std::uint64_t from = std::max(answered_until(out), out.history.front().from);
+        if (now > from) bytes += sent_by(out, now) - sent_by(out, from);
     }
+    is.unanswered_ps = now;
+    is.unanswered_bytes = bytes;
     return bytes;
 }
 
@@ -361,12 +374,9 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
         // The issue goes at the answers' rate, which changes when the next step of the send rate's
         // history has been answered.
         for (const Issuer::Output& out : is.outputs) {
-            const std::uint64_t then = answered_until(out);
-            for (const auto& step : out.history)
-                if (step.first > then) {
-                    sooner(double(step.first + out.round_trip_ps - now_ps()));
-                    break;
-                }
+            const std::size_t i = step_at(out, answered_until(out));
+            const std::size_t next = i < out.history.size() ? i + 1 : 0;  // none at or before: the first
+            if (next < out.history.size()) sooner(double(out.history[next].from + out.round_trip_ps - now_ps()));
         }
     }
     // The credits of workgroups that do not come back go back to the pending writes, once all of

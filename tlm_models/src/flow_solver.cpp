@@ -371,6 +371,7 @@ bool FlowSolver::collect_component(std::size_t limit) {
 // flows of S would fill it; a min-heap yields the next resource to fill in O(log) instead of a scan
 // of all resources per round.
 void FlowSolver::fill() {
+    ++m_fills;
     m_order.clear();
     m_level.clear();
     std::size_t unfrozen = 0;

@@ -277,14 +277,19 @@ private:
             std::uint32_t issuing = 0; // the GPU's pending writes into it, as of the last plan
             std::deque<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
             /// The GPU's windowed writes that leave by its link, as its window sees them: their send
-            /// rate now, and its history over their round trip, oldest first, as (from when, rate)
-            /// steps. What they sent over that time is unanswered, and what they sent a round trip ago
-            /// is answered now. Kept per link: a GPU's peers differ (one hop, or the network through
+            /// rate now, and its history over their round trip, oldest first, as steps. What they sent
+            /// over that time is unanswered, and what they sent a round trip ago is answered now. Kept per link: a GPU's peers differ (one hop, or the network through
             /// its NIC), and answers from a near peer come back while a far one's are on their way.
             double window_rate = 0;
             double in_flight = 0;          // window_rate x their round trips (/ window_rate: their mean round trip)
             std::int32_t windowed = 0;     // its writes in window_rate
-            std::deque<std::pair<std::uint64_t, double>> history;
+            struct Step {
+                std::uint64_t from;  // when the rate became `rate`
+                double rate;
+                double sent;         // what the output had sent in all by `from`: a round trip's
+                                     // sending is a difference of two, not a sum over its steps
+            };
+            std::deque<Step> history;
             std::uint64_t round_trip_ps = 0;  // their mean round trip, as of the last step
         };
         std::vector<Output> outputs;
@@ -305,6 +310,9 @@ private:
             double bytes;
         };
         std::vector<Credit> credits;
+        /// unanswered() as of `unanswered_ps`, until a history changes: the plans ask for it often.
+        mutable double unanswered_bytes = 0;
+        mutable std::uint64_t unanswered_ps = ~std::uint64_t(0);
     };
     std::vector<Issuer> m_issuers;                // per GPU
     Issuer::Output& output_of(Flow& f);
@@ -314,6 +322,8 @@ private:
     double gates_hold(const Issuer& is) const;
     double unanswered(const Issuer& is) const;
     std::uint64_t answered_until(const Issuer::Output& out) const;
+    static std::size_t step_at(const Issuer::Output& out, std::uint64_t t);
+    static double sent_by(const Issuer::Output& out, std::uint64_t t);
     struct Gates {
         double buffer, window;  // payload bytes
     };

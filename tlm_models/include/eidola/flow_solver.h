@@ -161,6 +161,8 @@ public:
     std::uint64_t full_solves() const { return m_full_solves; }
     /// Solves so far.
     std::uint64_t solves() const { return m_solves; }
+    /// Progressive fills so far (a solve's settling of served-first loads takes several).
+    std::uint64_t fills() const { return m_fills; }
     /// Groups of identical flows active now (each flow is in exactly one).
     std::size_t groups() const { return m_active; }
 
@@ -331,7 +333,7 @@ private:
     Backoff m_look;          // the look for a small component (skipped: straight to the incremental path)
     std::size_t m_small_component = kSmallComponent;
     std::size_t m_scan_fill = kScanFill, m_scan_work = kScanWork;
-    std::uint64_t m_full_solves = 0, m_solves = 0;
+    std::uint64_t m_full_solves = 0, m_solves = 0, m_fills = 0;
 };
 
 }  // namespace eidola
