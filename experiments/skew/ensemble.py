@@ -39,6 +39,9 @@ CASES = {
     "a2a8": ("mi300x-8gpu.yaml", lambda: all_to_all(8, 16 * MIB, workgroups=8), 8),
     "a2a7": ("mi300x-8gpu.yaml", lambda: all_to_all(8, 16 * MIB, workgroups=7), 8),
     "switchdirect16": ("switch-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=8), 8),
+    # bench/flow_fabric.py's rows: 32 workgroups, SyncMon waits
+    "direct16w32": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=32, mode="syncmon"), 8),
+    "hier16w32": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, 16 * MIB, workgroups=32, mode="syncmon"), 16),
 }
 RUNS = (("packet", "packet", "first"), ("fair", "flow", "fair"), ("first", "flow", "first"))
 

@@ -13,8 +13,11 @@ in zl(L, H) = L/B + H (lat + sw) + (H - 1) F/B (cut-through, F = 16-byte flits).
 n packets through a bottleneck of wire W bytes per packet takes about n W / (lanes B) plus one
 packet's trip, the target memory (M + P / 5.3 TB/s) and the acknowledgement's trip.
 
-The cases the flow fabric does not meet yet are marked xfail(strict): each says what it measured
-and why (docs/fabrics.md, "When to trust which model"); if one starts to pass, the mark must go.
+Every case here is within its bound (since 2026-12-04; the one left outside is NCCL's all-reduce on
+dgx-a100, test_flow_nccl.py). A case the flow fabric does not meet is marked xfail(strict), saying
+what it measured and why (docs/fabrics.md, "When to trust which model"); if it starts to pass, the
+mark must go. Cases whose comment says "knife edge" move by a few tenths of a percent with the
+order of the solver's floating-point sums.
 """
 
 from __future__ import annotations
@@ -223,6 +226,18 @@ def test_direct_allreduce_hierarchical(repo, nbytes):
     # 16 GPUs over two nodes: each GPU sends its S/16 to each of the 8 GPUs of the other node twice (the
     # reduce-scatter, then the all-gather), so its NIC (50 GB/s, 85-byte headers) carries S of data.
     packet, flow = _both(repo, "hierarchical-16gpu.yaml", direct_allreduce(16, nbytes, workgroups=W))
+    nic = dict(MI300X, B=50e9, lanes=1)
+    _check(packet, flow, 0.03, _stream_ns(nic, nbytes / P * (P + 85)))
+
+
+@pytest.mark.xfail(strict=True, reason="measured -5.21%: packet 540.0 us, flow 511.8 us (bench/flow_fabric.py's row); "
+                   "-5.36% (-5.60..-5.21) under start skews of 0-8 ns, so not a wake order; with acknowledgements "
+                   "sharing links fairly -0.01%. Not traced; the flow fabric runs fast here as on the other "
+                   "hierarchical cases where the packet fabric's NICs and spines build queues (docs/fabrics.md, "
+                   "\"When to trust which model\")")
+def test_direct_allreduce_hierarchical_32_workgroups_16mib(repo):
+    nbytes = 16 * MIB
+    packet, flow = _both(repo, "hierarchical-16gpu.yaml", direct_allreduce(16, nbytes, workgroups=32, mode="syncmon"))
     nic = dict(MI300X, B=50e9, lanes=1)
     _check(packet, flow, 0.03, _stream_ns(nic, nbytes / P * (P + 85)))
 
