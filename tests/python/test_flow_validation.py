@@ -13,8 +13,7 @@ in zl(L, H) = L/B + H (lat + sw) + (H - 1) F/B (cut-through, F = 16-byte flits).
 n packets through a bottleneck of wire W bytes per packet takes about n W / (lanes B) plus one
 packet's trip, the target memory (M + P / 5.3 TB/s) and the acknowledgement's trip.
 
-Every case here is within its bound (since 2026-12-04; the one left outside is NCCL's all-reduce on
-dgx-a100, test_flow_nccl.py). A case the flow fabric does not meet is marked xfail(strict), saying
+A case the flow fabric does not meet is marked xfail(strict), saying
 what it measured and why (docs/fabrics.md, "When to trust which model"); if it starts to pass, the
 mark must go. Cases whose comment says "knife edge" move by a few tenths of a percent with the
 order of the solver's floating-point sums.
