@@ -278,8 +278,9 @@ private:
             std::deque<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
             /// The GPU's windowed writes that leave by its link, as its window sees them: their send
             /// rate now, and its history over their round trip, oldest first, as steps. What they sent
-            /// over that time is unanswered, and what they sent a round trip ago is answered now. Kept per link: a GPU's peers differ (one hop, or the network through
-            /// its NIC), and answers from a near peer come back while a far one's are on their way.
+            /// over that time is unanswered, and what they sent a round trip ago is answered now. Kept
+            /// per link: a GPU's peers differ (one hop, or the network through its NIC), and answers
+            /// from a near peer come back while a far one's are on their way.
             double window_rate = 0;
             double in_flight = 0;          // window_rate x their round trips (/ window_rate: their mean round trip)
             std::int32_t windowed = 0;     // its writes in window_rate
