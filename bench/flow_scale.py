@@ -16,7 +16,7 @@ CPU time: the machine is shared and noisy, and the least is the run least distur
 machine's L2 (a last-level cache of that size), and reports instructions and simulated L2 misses per event: the
 work per event apart from the memory hierarchy. Both are deterministic (the same binary gives the same counts,
 however loaded the machine), and they tell a solver that does more per event at scale from one that does the same
-work out of a cache it no longer fits. Takes about four minutes; replaces its own section.
+work out of a cache it no longer fits. Takes about 20 minutes on this machine; replaces its own section.
 """
 
 from __future__ import annotations
