@@ -160,6 +160,13 @@ double FlowFabric::issue_rate(std::uint32_t gpu, bool binds) const {
 // issued that have not come back yet (each may come with its next write).
 double FlowFabric::turns(const Issuer& is) const { return double(is.pending.size() + is.credits.size()); }
 
+// What GPU `gpu`'s gates may still issue now, in payload bytes of writes like `f`: their cap, less
+// what they hold and the room they keep for the workgroups still to come back (negative: over).
+double FlowFabric::free_room(std::uint32_t gpu, const Flow& f) const {
+    const Issuer& is = m_issuers[gpu];
+    return issue_cap(gpu, f) - gates_hold(is) - credited(is);
+}
+
 // The room GPU `is`'s gates keep for the workgroups still to come back.
 double FlowFabric::credited(const Issuer& is) const {
     double bytes = 0;
@@ -271,6 +278,7 @@ void FlowFabric::advance_issue(std::uint32_t gpu) {
         // answers to faster sending come in), or less what it shrank by (sending picked up: the gates
         // first send the excess, issuing nothing meanwhile).
         const double moved = is.rate * seconds;
+        // free_room() plus `moved`, summed in the order that keeps earlier results bit for bit
         const double issue =
             std::max(0.0, moved + issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is) - credited(is));
         const double each = issue / turns(is);
@@ -304,11 +312,11 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
                 break;
             }
         }
-        const double room = issue_cap(gpu, m_flows[is.pending.front()]) - gates_hold(is) - credited(is);
+        const double room = free_room(gpu, m_flows[is.pending.front()]);
         if (room > 0) share_room(is, room);
         // Tell the writes that are issued, in the round robin's order (the pending order), one
-        // packet's issue apart: the packet GPU issues their last packets in turn, and the first
-        // workgroup back then has the room that frees to itself.
+        // packet's issue apart: the packet GPU issues their last packets in turn. Their workgroups
+        // are credited their turns until they come back (share_room).
         std::vector<std::uint32_t>& done = m_done_scratch;
         done.clear();
         for (std::uint32_t id : is.pending)
@@ -332,10 +340,9 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
                 tell_sent(f, k * turn_ps, double(behind) * packet);
                 is.credits.push_back(Issuer::Credit{f.ext->workgroup, now_ps() + k * turn_ps, 0.0});
             }
-            // What the gates have room for beyond the writes still pending is the told workgroups' turns.
-            const double room = issue_cap(gpu, m_flows[done.front()]) - gates_hold(is) - credited(is);
-            if (is.pending.empty() && room > 0)
-                for (Issuer::Credit& c : is.credits) c.bytes += room / double(is.credits.size());
+            // With no write left pending, the room the gates still have is the told workgroups' turns.
+            const double room = free_room(gpu, m_flows[done.front()]);
+            if (is.pending.empty() && room > 0) share_room(is, room);
         }
     }
     // The writes whose last byte has left their output queue end now; the signals behind them go.

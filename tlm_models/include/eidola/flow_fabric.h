@@ -333,6 +333,7 @@ private:
     double issue_rate(std::uint32_t gpu, bool binds) const;
     double turns(const Issuer& is) const;
     double credited(const Issuer& is) const;
+    double free_room(std::uint32_t gpu, const Flow& f) const;
     void expire_credits(Issuer& is);
     void share_room(Issuer& is, double room);
     double least_unissued(const Issuer& is) const;
