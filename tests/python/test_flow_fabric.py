@@ -208,6 +208,21 @@ def test_queueing_is_unavailable_not_zero(write_platform):
         assert np.isnan(res.links[column]).all(), column
 
 
+def test_no_bin_holds_more_than_its_lanes_time(repo):
+    # A link of L lanes is busy at most L x the bin's width in a bin, and its bins add up to the wire time of what it
+    # carried (busy_ns). Signals timed alone add their wire time where they start, on top of a full link: on this
+    # case a NIC's bin read 137% until what a bin cannot hold went on into the next. `queue`: with `gates` a write's
+    # flow keeps its share until its output queue has sent it, so bins follow the shares, not the bytes
+    # (docs/fabrics.md, "Results").
+    plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
+                                overrides={"fabric.model": "flow", "fabric.flow.issue": "queue", "fabric.stats.bin": "1us"})
+    res = eidola.simulate(plat, direct_allreduce(16, 4 << 20, workgroups=32, mode="syncmon"))
+    bins = res.link_bins
+    lanes = res.links["lanes"][bins["link"]]
+    assert (bins["busy_ns"] <= lanes * 1000.0 * (1 + 1e-6)).all(), bins["busy_ns"].max()
+    assert bins["busy_ns"].sum() == pytest.approx(res.links["busy_ns"].sum(), rel=0.01)
+
+
 @pytest.mark.parametrize("issue", ["gates", "queue"])
 def test_reruns_are_bit_identical(write_platform, issue):
     plat = _platform(write_platform, 8, "switch", issue=issue)

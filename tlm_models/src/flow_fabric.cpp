@@ -65,6 +65,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
         m_links[l].s.dst = std::int32_t(link.dst);
         m_links[l].s.lanes = link.lanes;
         m_busy[l].bytes_per_s = link.bytes_per_s;
+        m_busy[l].bin_capacity = float(double(link.lanes) * double(m_bin_ps));
     }
     // Every link's receiving buffer, per message class: a sender needs credits for a packet, and
     // gets them back one credit round trip later, so a channel carries at most its credits per
@@ -855,9 +856,23 @@ void FlowFabric::add_busy(std::uint32_t link, std::uint64_t now, double wire_ps)
 void FlowFabric::open_bin(std::uint32_t link, std::uint64_t bin) {
     LinkBusy& b = m_busy[link];
     if (b.bin == bin) return;
-    if (b.bin != kNoBin) m_links[link].s.busy_bins.emplace_back(b.bin, b.busy);
+    b.busy = b.bin == kNoBin ? 0.0f : spill_bins(m_links[link].s.busy_bins, b.bin, b.busy, b.bin_capacity, bin);
     b.bin = bin;
-    b.busy = 0.0f;
+}
+
+// Appends bin `from`'s `busy` lane-ps to `bins`, at most `capacity` a bin, what it cannot hold going
+// on into the bins after it, up to bin `until`; returns what reaches `until`. Why: a flag timed
+// alone adds its wire time where it starts, on top of the solver's full load (and float sums round
+// up), so a bin could read above 100%; the link is instead busy that much longer, and the bins still
+// add up to its busy time.
+float FlowFabric::spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
+                             float capacity, std::uint64_t until) {
+    for (std::uint64_t bin = from; bin < until && busy > 0.0f; ++bin) {
+        const float held = std::min(busy, capacity);
+        bins.emplace_back(bin, held);
+        busy -= held;
+    }
+    return busy;
 }
 
 // ---- delivery -----------------------------------------------------------------------------------
@@ -1066,7 +1081,8 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         s.bytes += carried[l].bytes;
         s.wire_bytes += carried[l].wire_bytes;
         s.packets += carried[l].packets;
-        if (m_busy[l].bin != kNoBin) s.busy_bins.emplace_back(m_busy[l].bin, m_busy[l].busy);  // the open bin
+        const LinkBusy& b = m_busy[l];
+        if (b.bin != kNoBin) spill_bins(s.busy_bins, b.bin, b.busy, b.bin_capacity, kNoBin);  // the open bin and its carry
         const TopoLink& link = m_topology->links()[l];
         s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + overhead[l];
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;

@@ -222,6 +222,8 @@ private:
     void account_busy(std::uint32_t link, std::uint64_t now);
     void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
     void open_bin(std::uint32_t link, std::uint64_t bin);
+    static float spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
+                            float capacity, std::uint64_t until);
     void timed_alone(std::uint32_t id);
     // The packet GPU's issue of posted writes, as a fluid (flow_issue.cpp).
     void set_rate(Flow& f, double rate);
@@ -404,6 +406,7 @@ private:
         double bytes_per_s = 0;       // a lane's rate
         std::uint64_t bin = kNoBin;   // the bin its busy time goes to now (kNoBin: none yet)
         float busy = 0;               // that bin's lane-ps busy so far; moved to busy_bins when the next begins
+        float bin_capacity = 0;       // a bin's lane-ps: its lanes x the bin's width
     };
     static constexpr std::uint64_t kNoBin = ~std::uint64_t(0);
     std::vector<LinkBusy> m_busy;
