@@ -88,9 +88,11 @@ def series(pattern: str, platform: str, limit_s: float,
             if model == "packet" and stored is not None and rows and not stale:
                 times[model] = stored
                 continue
-            # flow.issue gates: the packet fabric's counterpart, also where the platform sets queue (mi300x-8gpu)
+            # flow.issue gates and flow.responses first: the packet fabric's counterpart (the defaults), also where
+            # the platform sets queue and fair for its calibration (mi300x-8gpu), as the validation tests run it
             plat = eidola.load_platform(ROOT / "platforms" / file,
-                                        overrides={"fabric.flow.issue": "gates", **overrides, "fabric.model": model})
+                                        overrides={"fabric.flow.issue": "gates", "fabric.flow.responses": "first",
+                                                   **overrides, "fabric.model": model})
             start = time.perf_counter()
             result = eidola.simulate(plat, profile)
             times[model] = (time.perf_counter() - start, result.kernel_time_ns)
