@@ -30,7 +30,8 @@
 //     as an Issued action and re-planned whenever the send rate or the pending writes change;
 //     writes that complete together are told one packet's issue apart, in the round robin's order,
 //     and end a packet apart in their output queues (each one's last packet is followed there by
-//     the later ones' to the same output);
+//     the later ones' to the same output); a write the room of the moment issues whole is told at
+//     once, as the packet GPU issues its packets in the same instant while there is room;
 //   - each output queue (one per first link) is first in, first out: a write's last byte leaves
 //     once everything issued into it before has, so its end (delivery, acknowledgement, release)
 //     is when the queue's sent bytes reach its issued ones at its issue's end, and a signal leaves
@@ -300,6 +301,10 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
     advance_issue(gpu);
     expire_credits(is);
     if (!is.pending.empty()) {
+        // The writes the fluid has issued whole by now finished at its pace (the gates were full);
+        // the ones the room of this moment finishes below are issued at once, as the packet GPU
+        // issues a write's packets in the same instant while its buffer and window have room.
+        for (std::uint32_t id : is.pending) m_flows[id].paced_done = m_flows[id].unissued <= kIssuedBytes;
         // A workgroup back with a write takes its credit first, then its turns of the room left.
         for (std::uint32_t id : is.pending) {
             Flow& f = m_flows[id];
@@ -314,8 +319,9 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
         }
         const double room = free_room(gpu, m_flows[is.pending.front()]);
         if (room > 0) share_room(is, room);
-        // Tell the writes that are issued, in the round robin's order (the pending order), one
-        // packet's issue apart: the packet GPU issues their last packets in turn. Their workgroups
+        // Tell the writes that are issued, in the round robin's order (the pending order); those the
+        // fluid finished together at its pace one packet's issue apart, as the packet GPU issues
+        // their last packets in turn as room frees, and those issued at once now. Their workgroups
         // are credited their turns until they come back (share_room).
         std::vector<std::uint32_t>& done = m_done_scratch;
         done.clear();
@@ -334,11 +340,13 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
             later.assign(is.outputs.size(), 0);
             for (std::uint32_t id : done)
                 if (m_flows[id].queued) ++later[std::size_t(m_flows[id].output)];
+            std::uint64_t turns_before = 0;  // paced writes told before this one
             for (std::size_t k = 0; k < done.size(); ++k) {
                 Flow& f = m_flows[done[k]];
                 const std::uint32_t behind = f.queued ? --later[std::size_t(f.output)] : 0;
-                tell_sent(f, k * turn_ps, double(behind) * packet);
-                is.credits.push_back(Issuer::Credit{f.ext->workgroup, now_ps() + k * turn_ps, 0.0});
+                const std::uint64_t later_ps = f.paced_done ? turns_before++ * turn_ps : 0;
+                tell_sent(f, later_ps, double(behind) * packet);
+                is.credits.push_back(Issuer::Credit{f.ext->workgroup, now_ps() + later_ps, 0.0});
             }
             // With no write left pending, the room the gates still have is the told workgroups' turns.
             const double room = free_room(gpu, m_flows[done.front()]);

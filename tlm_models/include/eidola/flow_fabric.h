@@ -116,6 +116,7 @@ private:
         bool sent_all = false;           // queued: its flow has sent its bytes
         bool due = false;                // queued: its place in the output queue has been sent (delivered)
         bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
+        bool paced_done = false;         // telling: the fluid issued its last byte at its pace, not at once (plan_issue)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
