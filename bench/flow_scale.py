@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from results_md import write_section  # bench/ is on sys.path when this file runs as a script
 
@@ -116,9 +117,9 @@ READING = ("How to read it: instructions per event are the work the solver, the 
            "not a hot spot.")
 
 
-def measure(repeats: int) -> dict[tuple[str, int, int], list[dict]]:
+def measure(repeats: int) -> dict[tuple[str, int, int], list[dict[str, Any]]]:
     """Every run of each (traffic, GPUs, rounds), for R and 2R, in the order they ran."""
-    runs: dict[tuple[str, int, int], list[dict]] = {}
+    runs: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
     for _ in range(repeats):
         for traffic, gpus, rounds in CASES:
             for r in (rounds, 2 * rounds):
@@ -126,12 +127,12 @@ def measure(repeats: int) -> dict[tuple[str, int, int], list[dict]]:
     return runs
 
 
-def least(runs: list[dict]) -> dict:
+def least(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run with the least CPU time: the one the shared machine disturbed least."""
     return min(runs, key=lambda run: run["cpu_seconds"])
 
 
-def paired_ratios(runs: dict[tuple[str, int, int], list[dict]], traffic: str) -> list[float]:
+def paired_ratios(runs: dict[tuple[str, int, int], list[dict[str, Any]]], traffic: str) -> list[float]:
     """Per repeat, the 1,024-GPU cost per event over the 8-GPU one, each from that repeat's own R and 2R runs: a
     spell of load falls on the cases run close together, so a repeat's ratio is steadier than its parts."""
     (small, r_small), (large, r_large) = [(g, r) for t, g, r in CASES if t == traffic]
@@ -140,7 +141,7 @@ def paired_ratios(runs: dict[tuple[str, int, int], list[dict]], traffic: str) ->
                                   runs[(traffic, small, r_small)], runs[(traffic, small, 2 * r_small)])]
 
 
-def section(runs: dict[tuple[str, int, int], list[dict]], repeats: int) -> list[str]:
+def section(runs: dict[tuple[str, int, int], list[dict[str, Any]]], repeats: int) -> list[str]:
     rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
