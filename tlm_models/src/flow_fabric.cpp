@@ -243,6 +243,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.arrived_ps = now_ps();
     f.multimem = trans.get_extension<MultimemExtension>();
     f.ext = trans.get_extension<FlowExtension>();
+    f.sends = f.ext && f.ext->window > 0 && !f.read && !f.multimem;
     if (f.ext && f.ext->tell_sent) {
         // A copy within the GPU, or a flag-sized write (timed alone, outside the send rates): issued once
         // its flow has run (finish).

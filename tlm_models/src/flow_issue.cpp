@@ -59,7 +59,7 @@ void FlowFabric::set_rate(Flow& f, double rate) {
 // Flow `f`'s part in its GPU's and output queue's send rates becomes `rate` (its own rate, f.rate, is
 // the caller's: a flow that has sent its bytes leaves the send rates but keeps its last rate).
 void FlowFabric::count_send_rate(Flow& f, double rate) {
-    const bool counts = f.ext && f.ext->window > 0 && !f.read && !f.multimem && rate != FlowSolver::kUnlimited && rate > 0;
+    const bool counts = f.sends && rate != FlowSolver::kUnlimited && rate > 0;
     if (counts || f.counted) {
         Issuer& is = m_issuers[f.src];
         advance_issue(f.src);  // up to now at the old rate

@@ -74,49 +74,54 @@ private:
         tlm::tlm_generic_payload* trans;
     };
     /// A transaction in flight as a flow.
-    struct Flow {
-        tlm::tlm_generic_payload* trans = nullptr;
-        std::uint32_t src = 0, dst = 0;
-        std::uint64_t bytes = 0;         // payload bytes
-        std::uint32_t packets = 1;       // packets it stands for
-        std::uint32_t packet_bytes = 0;  // payload per packet but the last
-        std::uint64_t start_ps = 0;      // issued
+    struct alignas(64) Flow {
+        // What a solve and a change of its rate read and write (solve_rates, set_rate, count_send_rate,
+        // finish), together in its first cache line: a flow is touched at every event of its own, and at
+        // 1,024 GPUs the flows do not fit in a core's cache, so each line it spreads over is a miss.
         double remaining = 0;            // payload bytes not yet sent, as of anchor_ps
         double rate = 0;                 // payload bytes per second since anchor_ps
         std::uint64_t anchor_ps = 0;
-        // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
-        // some of its packets at once: those go first as a burst, which only the links limit; the
-        // rest then go paced by the windows too, with the weights in `paced`.
-        std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
-        std::vector<FlowSolver::Use> paced;
-        std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
-        std::int32_t output = -1;        // queued: its output queue (Issuer::outputs)
-        std::uint64_t round_trip_ps = 0; // a packet's zero-load round trip, memory included (a burst: when
-                                         // its packets are answered and the windows free)
-        std::int64_t behind = -1;        // a single packet slipping in behind this injection queue's backlog
-        std::uint64_t slip_ps = 0;       // when it goes (0: not yet worked out)
         // Its last byte leaves at finish_ps at its present rate. booked_ps: its Finish standing in the
         // queue (~0: none). A rate change that moves the finish later books nothing: the standing
         // Finish, due first, books the next then (finish()). Why: in a solve every flow whose rate moved
         // re-booked its Finish, and the stale ones each woke the fabric for nothing (flags behind full
         // windows on a torus: 4 million of them, most of a 64 KiB all-reduce's events).
         std::uint64_t finish_ps = 0, booked_ps = ~std::uint64_t(0);
+        std::uint64_t round_trip_ps = 0; // a packet's zero-load round trip, memory included (a burst: when
+                                         // its packets are answered and the windows free)
+        std::uint32_t src = 0;
+        std::int32_t output = -1;        // queued: its output queue (Issuer::outputs)
+        bool read = false;
+        bool sends = false;              // a write its GPU's window paces (not a read or a multimem access): its
+                                         // rate counts in its GPU's send rate (start_flow; count_send_rate)
+        bool queued = false;             // telling: its end is its place in its GPU's output queue (flow_issue.cpp)
+        bool due = false;                // queued: its place in the output queue has been sent (delivered)
+        bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
+        bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
+        bool sent_all = false;           // queued: its flow has sent its bytes
+        bool paced_done = false;         // telling: the fluid issued its last byte at its pace, not at once (plan_issue)
+        // The rest, read when it starts, ends or is issued.
+        // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
+        // some of its packets at once: those go first as a burst, which only the links limit; the
+        // rest then go paced by the windows too, with the weights in `paced`.
+        std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
+        tlm::tlm_generic_payload* trans = nullptr;
+        std::uint32_t dst = 0;
+        std::uint32_t packets = 1;       // packets it stands for
+        std::uint64_t bytes = 0;         // payload bytes
+        std::uint32_t packet_bytes = 0;  // payload per packet but the last
+        std::uint32_t holds = kNoHolds;  // a burst: what it holds of the windows (m_holds), till Refill
+        std::uint64_t start_ps = 0;      // issued
+        std::vector<FlowSolver::Use> paced;
+        std::int64_t behind = -1;        // a single packet slipping in behind this injection queue's backlog
+        std::uint64_t slip_ps = 0;       // when it goes (0: not yet worked out)
         std::uint64_t arrived_ps = 0;    // its BEGIN_REQ (it may wait in its injection queue after that)
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
         FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
         double unissued = 0;             // telling: its bytes the GPU has not yet issued (flow_issue.cpp)
-        // The flags together, after the wider fields: no padding between them (a flow is touched at
-        // every event of its own, and 1,024 GPUs' flows do not fit in a core's cache).
-        bool read = false;
         bool alone = false;              // a flag timed outside the solver (timed_alone)
         bool slip_waited = false;        // a signal that waited once for its time step's solve (slip)
-        bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
-        bool queued = false;             // telling: its end is its place in its GPU's output queue (flow_issue.cpp)
-        bool sent_all = false;           // queued: its flow has sent its bytes
-        bool due = false;                // queued: its place in the output queue has been sent (delivered)
-        bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
-        bool paced_done = false;         // telling: the fluid issued its last byte at its pace, not at once (plan_issue)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
