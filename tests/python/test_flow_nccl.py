@@ -98,13 +98,27 @@ def _known_gap(platform: str, op: str, reason: str):
     ("switch-8gpu", "broadcast"),      # ring LL128, 16 channels: -2.7% (+9.0% with acknowledgements sharing links fairly)
 ])
 def test_nccl_collective_at_the_switch(repo, platform, op):
+    _check_at_the_switch(repo, platform, op)
+
+
+def test_dgx_a100_all_reduce_with_the_buffer_covering_its_credit_stalls(repo):
+    # The known gap above is the switch's buffer: with 256 packets a channel instead of 128 the packet fabric's links
+    # no longer stall for credits, and the two fabrics agree (measured -0.08%: packet 106.34 us, flow 106.26 us).
+    _check_at_the_switch(repo, "dgx-a100", "all_reduce", {"fabric.switch.buffer": 256})
+
+
+#: The flow fabric as the packet fabric's counterpart: the GPU's issue gates and acknowledgements served first
+#: (mi300x-8gpu and dgx-a100 set queue and fair for their calibration).
+COUNTERPART = {"fabric.flow.issue": "gates", "fabric.flow.responses": "first"}
+
+
+def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) -> None:
+    """One 8 MiB point of `op` through perf's path on both fabrics (`overrides` on both): both above the wire floor,
+    the same tuner plan, and the flow fabric within the issue's bound for `op` of the packet fabric."""
     size, gpus = 8 * MIB, 8
     path = str(repo / "platforms" / f"{platform}.yaml")
-    (packet,) = run_sizes(Fabrics(path, {}, "packet"), op, [(size, size // 4)], gpus)
-    # gates and first: the packet fabric's counterpart (mi300x-8gpu and dgx-a100 set queue and fair for their
-    # calibration)
-    (flow,) = run_sizes(Fabrics(path, {"fabric.flow.issue": "gates", "fabric.flow.responses": "first"}, "flow"), op,
-                        [(size, size // 4)], gpus)
+    (packet,) = run_sizes(Fabrics(path, dict(overrides or {}), "packet"), op, [(size, size // 4)], gpus)
+    (flow,) = run_sizes(Fabrics(path, {**(overrides or {}), **COUNTERPART}, "flow"), op, [(size, size // 4)], gpus)
     assert (packet.fabric, flow.fabric) == ("packet", "flow")
     assert packet.plan == flow.plan  # the tuner's choice does not depend on the fabric
     floor = _floor_ns(platform, op, size, gpus, packet.plan.proto) / 1e3
@@ -112,18 +126,3 @@ def test_nccl_collective_at_the_switch(repo, platform, op):
     assert flow.time_us >= floor, f"flow {flow.time_us:.2f} us below the wire floor {floor:.2f} us"
     error = flow.time_us / packet.time_us - 1
     assert abs(error) <= BOUND[op], f"flow / packet - 1 = {error:+.2%} (bound {BOUND[op]:.0%}), {packet.plan}"
-
-
-def test_dgx_a100_all_reduce_with_the_buffer_covering_its_credit_stalls(repo):
-    # The known gap above is the switch's buffer: with 256 packets a channel instead of 128 the packet fabric's links
-    # no longer stall for credits, and the two fabrics agree (measured -0.08%: packet 106.34 us, flow 106.26 us).
-    size, gpus, platform = 8 * MIB, 8, "dgx-a100"
-    path = str(repo / "platforms" / f"{platform}.yaml")
-    deep = {"fabric.switch.buffer": 256}
-    (packet,) = run_sizes(Fabrics(path, deep, "packet"), "all_reduce", [(size, size // 4)], gpus)
-    (flow,) = run_sizes(Fabrics(path, {**deep, "fabric.flow.issue": "gates", "fabric.flow.responses": "first"}, "flow"),
-                        "all_reduce", [(size, size // 4)], gpus)
-    floor = _floor_ns(platform, "all_reduce", size, gpus, packet.plan.proto) / 1e3
-    assert packet.time_us >= floor and flow.time_us >= floor
-    error = flow.time_us / packet.time_us - 1
-    assert abs(error) <= BOUND["all_reduce"], f"flow / packet - 1 = {error:+.2%}"

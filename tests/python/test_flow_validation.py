@@ -237,8 +237,8 @@ def test_direct_allreduce_hierarchical(repo, nbytes):
                    "of the step's permutation, several GPUs' packets for one NIC meet at its leaf, and that queue "
                    "(2.2 us mean, 16 us p99) lengthens the packet fabric's round trips until the window binds (the "
                    "NIC's all-gather wire time fills 82% of its all-gather, 89% on the flow fabric); the flow "
-                   "fabric shares the NIC max-min fairly, never queues, and "
-                   "its round trips stay at zero load (docs/fabrics.md, \"When to trust which model\")")
+                   "fabric shares the NIC max-min fairly, never queues, and its round trips stay at zero load "
+                   "(docs/fabrics.md, \"When to trust which model\")")
 def test_direct_allreduce_hierarchical_32_workgroups_16mib(repo):
     nbytes = 16 * MIB
     packet, flow = _both(repo, "hierarchical-16gpu.yaml", direct_allreduce(16, nbytes, workgroups=32, mode="syncmon"))
