@@ -23,14 +23,15 @@ from typing import Any
 
 import eidola
 from eidola.generators import all_gather, direct_allreduce, ring_allreduce
+from eidola.platform import FLOW_COUNTERPART
 from eidola.profile import ProfileBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
 WORKGROUPS = 32
-#: The flow fabric as the packet fabric's counterpart: the GPU's issue gates and acknowledgements served first (the
-#: defaults; mi300x-8gpu sets queue and fair for its calibration, which would make its rows a different comparison).
-COUNTERPART = {"fabric.flow.issue": "gates", "fabric.flow.responses": "first"}
+#: The flow fabric as the packet fabric's counterpart (mi300x-8gpu sets queue and fair for its calibration, which
+#: would make its rows a different comparison).
+COUNTERPART = FLOW_COUNTERPART
 
 
 def _run(platform: str, overrides: dict[str, Any], profile: Any) -> tuple[float, float, int]:

@@ -76,6 +76,7 @@ def series(pattern: str, platform: str, limit_s: float,
     with a stale packet column, new flow times gave errors 55 points off (commit 96ced3b's message).
     """
     import eidola
+    from eidola.platform import FLOW_COUNTERPART
     rows: list[dict[str, object]] = []
     file, overrides, gpus = _config(platform)
     nbytes = 64 * KIB
@@ -88,11 +89,10 @@ def series(pattern: str, platform: str, limit_s: float,
             if model == "packet" and stored is not None and rows and not stale:
                 times[model] = stored
                 continue
-            # flow.issue gates and flow.responses first: the packet fabric's counterpart (the defaults), also where
-            # the platform sets queue and fair for its calibration (mi300x-8gpu), as the validation tests run it
+            # The packet fabric's counterpart, also where the platform sets queue and fair for its calibration
+            # (mi300x-8gpu), as the validation tests run it
             plat = eidola.load_platform(ROOT / "platforms" / file,
-                                        overrides={"fabric.flow.issue": "gates", "fabric.flow.responses": "first",
-                                                   **overrides, "fabric.model": model})
+                                        overrides={**FLOW_COUNTERPART, **overrides, "fabric.model": model})
             start = time.perf_counter()
             result = eidola.simulate(plat, profile)
             times[model] = (time.perf_counter() - start, result.kernel_time_ns)

@@ -22,6 +22,7 @@ import numpy as np
 
 import eidola
 from eidola.generators import all_gather, all_to_all, direct_allreduce, ring_allreduce
+from eidola.platform import FLOW_COUNTERPART
 from eidola.workload.variability import Delay, Variability
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ def main() -> None:
             profile = skewed(base, gpus, seed)
             for label, model, responses in RUNS:
                 plat = eidola.load_platform(ROOT / "platforms" / platform, overrides={
-                    "gpus.launch": "0ns", "fabric.flow.issue": "gates", "fabric.flow.responses": responses,
+                    "gpus.launch": "0ns", **FLOW_COUNTERPART, "fabric.flow.responses": responses,
                     "fabric.model": model})
                 times[label].append(eidola.simulate(plat, profile).kernel_time_ns)
         packet = times["packet"]

@@ -129,3 +129,14 @@ def test_responses_first_reruns_bit_for_bit(repo):
     one, two = eidola.simulate(plat, profile), eidola.simulate(plat, profile)
     assert one.kernel_time_ns == two.kernel_time_ns and one.events == two.events
     assert one.links.tobytes() == two.links.tobytes()
+
+
+def test_the_counterpart_overrides_are_the_flow_fabrics_defaults():
+    # FLOW_COUNTERPART says the comparisons run the flow fabric's own defaults; a default changed in C++ without it
+    # would leave every flow-against-packet test comparing a model users do not get.
+    from eidola.platform import FLOW_COUNTERPART, catalog
+
+    model = catalog.model("FlowFabric")
+    for key, value in FLOW_COUNTERPART.items():
+        param = model.param(key.removeprefix("fabric."))
+        assert param is not None and param.default == value, key

@@ -25,6 +25,7 @@ import pytest
 
 import eidola
 from eidola.generators import all_gather, all_to_all, direct_allreduce, reduce_scatter, ring_allreduce
+from eidola.platform import FLOW_COUNTERPART
 from eidola.profile import ProfileBuilder
 
 MIB = 1 << 20
@@ -74,10 +75,8 @@ def _skewed_all_to_all(gpus: int, nbytes: int, heavy: int = 4):
     return b.build()
 
 
-#: The flow fabric as the packet fabric's counterpart, whatever the platform chose (docs/fabrics.md): the GPU's
-#: issue gates modelled and acknowledgements served first (the defaults; the real-system platforms set queue and
-#: fair for their calibration).
-GATES = {"fabric.flow.issue": "gates", "fabric.flow.responses": "first"}
+#: The flow fabric as the packet fabric's counterpart, whatever the platform chose (eidola.platform.FLOW_COUNTERPART).
+GATES = FLOW_COUNTERPART
 
 
 def _both(repo, platform: str, profile, overrides: dict | None = None) -> tuple[float, float]:

@@ -5,6 +5,6 @@ run layer hands to C++.
 """
 
 from .model import Component, Platform, SocketRef
-from .yaml_io import load_platform, platform_from_dict
+from .yaml_io import FLOW_COUNTERPART, load_platform, platform_from_dict
 
-__all__ = ["Component", "Platform", "SocketRef", "load_platform", "platform_from_dict"]
+__all__ = ["Component", "Platform", "SocketRef", "FLOW_COUNTERPART", "load_platform", "platform_from_dict"]

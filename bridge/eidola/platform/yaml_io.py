@@ -11,7 +11,9 @@ import copy
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -24,7 +26,8 @@ from .model import Component, Platform, SocketRef
 from .plugin import PluginSpec, parse_plugin, plugin_model
 
 __all__ = ["load_platform", "platform_from_dict", "apply_overrides", "parse_socket", "plugin_component", "describe",
-           "to_yaml", "effective_yaml", "parse_limits", "reject_unknown_keys", "SCHEMA_VERSION", "MAX_GPUS"]
+           "to_yaml", "effective_yaml", "parse_limits", "reject_unknown_keys", "SCHEMA_VERSION", "MAX_GPUS",
+           "FLOW_COUNTERPART"]
 
 SCHEMA_VERSION = 1
 #: The shorthand's fabric.model values and the models they name.
@@ -41,6 +44,11 @@ FLOW_IGNORED_CHOICES = {
     "switch.injection_order": ("arrival", "its writes through a link go first come, first served"),
     "switch.arbitration": ("bytes", "a link's writes and acknowledgements share it as fabric.flow.responses says"),
 }
+#: Overrides that make the flow fabric the packet fabric's counterpart, whatever a platform file chose: the GPU's
+#: issue gates modelled and acknowledgements served first (docs/fabrics.md, "Flow"). They are the defaults; the
+#: real-system platforms set queue and fair for their calibration, and a comparison of flow against packet that
+#: ran those would measure a different model. Every such comparison (tests, bench, experiments) takes them from here.
+FLOW_COUNTERPART: Mapping[str, str] = MappingProxyType({"fabric.flow.issue": "gates", "fabric.flow.responses": "first"})
 _TOP_KEYS = ("eidola", "name", "gpus", "address_map", "fabric", "check_protocol", "profile", "seed", "limits",
              "collectives")
 #: The most GPUs a platform may have: validation takes time in proportion (about 0.3 ms a GPU).
