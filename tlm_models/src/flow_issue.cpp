@@ -39,6 +39,7 @@
 //     at max-min rates, for the links and the send rates; only the ends come from the queues.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "eidola/flow_extension.h"
 #include "eidola/flow_fabric.h"
@@ -481,10 +482,38 @@ bool FlowFabric::queue_signal(std::uint32_t id) {
     Flow& f = m_flows[id];
     advance_issue(f.src);
     Issuer::Output& out = output_of(f);
-    if (!(out.issued - out.sent > kIssuedBytes)) return false;
-    out.fifo.emplace_back(out.issued, id | kSignalInFifo);
+    const double at = signal_place(f, out);
+    if (!(at - out.sent > kIssuedBytes)) return false;
+    // Its place among the entries: after every one that ends by it (a write that another workgroup
+    // issued in this instant ends after it), so that the counts stay in order.
+    auto it = out.fifo.end();
+    while (it != out.fifo.begin() && std::prev(it)->first > at) --it;
+    out.fifo.insert(it, {at, id | kSignalInFifo});
     plan_issue(f.src);
     return true;
+}
+
+// Where signal `f` goes in output queue `out`: behind what was issued into it before, less what the writes
+// that other workgroups issued in this same instant put there past their first packet. Why: the packet GPU
+// issues a write's packets and a signal in its round robin, a packet a workgroup a turn, so a signal that
+// comes in the instant other workgroups issue their writes leaves after their first packets, not after all
+// of theirs. (On hierarchical-16gpu's SyncMon ring all-reduce, a workgroup's release whose acknowledgements
+// came back in the instant another workgroup's wait ended went a whole write late, step after step.) Its own
+// workgroup's writes stay ahead of it: they were issued before it, in program order.
+double FlowFabric::signal_place(const Flow& f, const Issuer::Output& out) const {
+    const std::uint64_t now = now_ps();
+    const std::uint32_t own = f.ext ? f.ext->workgroup : ~std::uint32_t(0);
+    double later = 0;
+    auto after_its_turn = [&](std::uint32_t w) {
+        const Flow& g = m_flows[w];
+        if (!g.trans || g.arrived_ps != now || !g.ext || g.ext->workgroup == own || g.output != f.output) return;
+        const double issued = double(g.bytes) - g.unissued;
+        later += std::max(0.0, issued - double(std::max<std::uint32_t>(1, g.packet_bytes)));
+    };
+    for (const auto& [count, entry] : out.fifo)
+        if (!(entry & kSignalInFifo)) after_its_turn(entry);
+    for (std::uint32_t w : m_issuers[f.src].pending) after_its_turn(w);
+    return std::max(out.sent, out.issued - later);
 }
 
 // Write `id`'s last byte has left its GPU's output queue: it is delivered one zero-load trip later.
@@ -495,7 +524,12 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_ps(f.src, f.dst, f.packet_bytes, false)) : 0;
     // Its last packet started one packet's time at its rate before its last byte left.
-    const double rate = f.rate;  // kept when its flow sent its last byte (finish)
+    // Its last packet left at the output queue's rate: the queue sends its writes one after another, and
+    // the writes issued after it, which shared its flow's rate in the fluid, wait behind it there.
+    // (Its flow's rate, kept when it sent its last byte, put its last packet a packet's time early where a
+    // write issued in its last packet's time took half: its acknowledgement and release came early.)
+    const double queue_rate = output_of(f).rate;
+    const double rate = queue_rate > 0 ? std::max(queue_rate, f.rate) : f.rate;
     std::uint64_t last_starts = now;
     if (rate > 0 && rate != FlowSolver::kUnlimited)
         last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / rate));

@@ -327,6 +327,7 @@ private:
     Issuer::Output& output_of(Flow& f);
     void all_sent(Flow& f);
     bool queue_signal(std::uint32_t id);
+    double signal_place(const Flow& f, const Issuer::Output& out) const;
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
     double gates_hold(const Issuer& is) const;
     double unanswered(const Issuer& is) const;
