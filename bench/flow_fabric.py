@@ -29,9 +29,6 @@ from eidola.profile import ProfileBuilder
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1 << 20
 WORKGROUPS = 32
-#: The flow fabric as the packet fabric's counterpart (mi300x-8gpu sets queue and fair for its calibration, which
-#: would make its rows a different comparison).
-COUNTERPART = FLOW_COUNTERPART
 
 
 def _run(platform: str, overrides: dict[str, Any], profile: Any) -> tuple[float, float, int]:
@@ -62,7 +59,7 @@ def flow_fabric_section(quick: bool = False) -> list[str]:
         wp, kp, ep = _run(platform, {**overrides, "fabric.model": "packet"}, profile)
         # the packet fabric's counterpart (tests/python/test_flow_validation.py), also where the platform sets queue
         # and fair for its calibration (mi300x-8gpu)
-        wf, kf, ef = _run(platform, {**COUNTERPART, **overrides, "fabric.model": "flow"}, profile)
+        wf, kf, ef = _run(platform, {**FLOW_COUNTERPART, **overrides, "fabric.model": "flow"}, profile)
         rows.append(f"| {algorithm} | {platform} | {wp:.2f} | {wf:.3f} | **{wp / wf:.0f}x** | {kp / 1e3:.1f} us | "
                     f"{kf / 1e3:.1f} us | {kf / kp - 1:+.2%} | {ep:,} | {ef:,} |")
     big = [("ring", "switch-8gpu.yaml", 8, (1 if quick else 16) << 30, 10.0),
@@ -162,7 +159,7 @@ def scaling_section(quick: bool = False) -> list[str]:
     mib = 16 if quick else 256
     profile = all_gather(8, mib * MIB, workgroups=WORKGROUPS, mode="syncmon")
     wp, kp, ep = _run("mi300x-8gpu.yaml", {"fabric.model": "packet"}, profile)
-    wf, kf, ef = _run("mi300x-8gpu.yaml", {**COUNTERPART, "fabric.model": "flow"}, profile)
+    wf, kf, ef = _run("mi300x-8gpu.yaml", {**FLOW_COUNTERPART, "fabric.model": "flow"}, profile)
     rows += ["", f"Kernel events at {mib} MiB (ring all-gather, mi300x-8gpu.yaml, {WORKGROUPS} workgroups, SyncMon): "
              f"packet {ep:,} ({wp:.1f} s), flow {ef:,} ({wf:.2f} s): **{ep / ef:,.0f}x fewer** "
              f"(kernel time {kp / 1e3:.1f} us against {kf / 1e3:.1f} us, {kf / kp - 1:+.2%}).", ""]

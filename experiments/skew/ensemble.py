@@ -13,48 +13,35 @@ most of it the 16-GPU packet runs)
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
-
 import eidola
 from eidola.generators import all_gather, all_to_all, direct_allreduce, ring_allreduce
 from eidola.platform import FLOW_COUNTERPART
-from eidola.workload.variability import Delay, Variability
+from eidola.workload.variability import start_skews
 
 ROOT = Path(__file__).resolve().parents[2]
 MIB = 1 << 20
 MAX_SKEW_NS = 8.0
-# name: (platform, profile, GPUs): the validation cases where the fabrics or the two settings part.
+# name: (platform, profile): the validation cases where the fabrics or the two settings part.
 CASES = {
-    "direct16": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=8), 8),
-    "direct1": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, MIB, workgroups=8), 8),
-    "hier1": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, MIB, workgroups=8), 16),
-    "hier4": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, 4 * MIB, workgroups=8), 16),
-    "allgather1": ("mi300x-8gpu.yaml", lambda: all_gather(8, MIB, workgroups=8), 8),
-    "ring32": ("switch-8gpu.yaml", lambda: ring_allreduce(8, 16 * MIB, workgroups=32, mode="syncmon"), 8),
-    "ring2": ("switch-8gpu.yaml", lambda: ring_allreduce(8, 16 * MIB, workgroups=2), 8),
-    "a2a8": ("mi300x-8gpu.yaml", lambda: all_to_all(8, 16 * MIB, workgroups=8), 8),
-    "a2a7": ("mi300x-8gpu.yaml", lambda: all_to_all(8, 16 * MIB, workgroups=7), 8),
-    "switchdirect16": ("switch-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=8), 8),
+    "direct16": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=8)),
+    "direct1": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, MIB, workgroups=8)),
+    "hier1": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, MIB, workgroups=8)),
+    "hier4": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, 4 * MIB, workgroups=8)),
+    "allgather1": ("mi300x-8gpu.yaml", lambda: all_gather(8, MIB, workgroups=8)),
+    "ring32": ("switch-8gpu.yaml", lambda: ring_allreduce(8, 16 * MIB, workgroups=32, mode="syncmon")),
+    "ring2": ("switch-8gpu.yaml", lambda: ring_allreduce(8, 16 * MIB, workgroups=2)),
+    "a2a8": ("mi300x-8gpu.yaml", lambda: all_to_all(8, 16 * MIB, workgroups=8)),
+    "a2a7": ("mi300x-8gpu.yaml", lambda: all_to_all(8, 16 * MIB, workgroups=7)),
+    "switchdirect16": ("switch-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=8)),
     # bench/flow_fabric.py's rows: 32 workgroups, SyncMon waits
-    "direct16w32": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=32, mode="syncmon"), 8),
-    "hier16w32": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, 16 * MIB, workgroups=32, mode="syncmon"), 16),
+    "direct16w32": ("mi300x-8gpu.yaml", lambda: direct_allreduce(8, 16 * MIB, workgroups=32, mode="syncmon")),
+    "hier16w32": ("hierarchical-16gpu.yaml", lambda: direct_allreduce(16, 16 * MIB, workgroups=32, mode="syncmon")),
 }
 RUNS = (("packet", "packet", "first"), ("fair", "flow", "fair"), ("first", "flow", "first"))
-
-
-def skewed(profile, gpus: int, seed: int):
-    """`profile` with seed `seed`'s start skews (seed 0: in step)."""
-    if seed == 0:
-        return profile
-    delays = np.random.default_rng(seed).uniform(0, MAX_SKEW_NS, gpus).round(3)
-    delays -= delays.min()
-    held = tuple(Delay(g, float(ns)) for g, ns in enumerate(delays) if ns > 0)
-    return dataclasses.replace(profile, variability=Variability(delays=held))
 
 
 def main() -> None:
@@ -62,11 +49,11 @@ def main() -> None:
     names = sys.argv[2:] or list(CASES)
     print(f"flow / packet - 1 per run (seed 0 in step, 1..{k - 1} skewed 0-{MAX_SKEW_NS:g} ns), then mean (range)")
     for name in names:
-        platform, make, gpus = CASES[name]
+        platform, make = CASES[name]
         base = make()
         times: dict[str, list[float]] = {label: [] for label, _, _ in RUNS}
         for seed in range(k):
-            profile = skewed(base, gpus, seed)
+            profile = start_skews(base, seed, MAX_SKEW_NS)
             for label, model, responses in RUNS:
                 plat = eidola.load_platform(ROOT / "platforms" / platform, overrides={
                     "gpus.launch": "0ns", **FLOW_COUNTERPART, "fabric.flow.responses": responses,

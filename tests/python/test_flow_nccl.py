@@ -110,9 +110,6 @@ def test_dgx_a100_all_reduce_with_the_buffer_covering_its_credit_stalls(repo):
     _check_at_the_switch(repo, "dgx-a100", "all_reduce", {"fabric.switch.buffer": 256})
 
 
-#: The flow fabric as the packet fabric's counterpart (mi300x-8gpu and dgx-a100 set queue and fair for their
-#: calibration).
-COUNTERPART = FLOW_COUNTERPART
 
 
 def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) -> None:
@@ -121,7 +118,7 @@ def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = 
     size, gpus = 8 * MIB, 8
     path = str(repo / "platforms" / f"{platform}.yaml")
     (packet,) = run_sizes(Fabrics(path, dict(overrides or {}), "packet"), op, [(size, size // 4)], gpus)
-    (flow,) = run_sizes(Fabrics(path, {**(overrides or {}), **COUNTERPART}, "flow"), op, [(size, size // 4)], gpus)
+    (flow,) = run_sizes(Fabrics(path, {**(overrides or {}), **FLOW_COUNTERPART}, "flow"), op, [(size, size // 4)], gpus)
     assert (packet.fabric, flow.fabric) == ("packet", "flow")
     assert packet.plan == flow.plan  # the tuner's choice does not depend on the fabric
     floor = _floor_ns(platform, op, size, gpus, packet.plan.proto) / 1e3

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 import eidola
+from eidola.platform import FLOW_COUNTERPART, catalog
 from eidola.profile import ProfileBuilder
 
 MIB = 1 << 20
@@ -134,8 +135,6 @@ def test_responses_first_reruns_bit_for_bit(repo):
 def test_the_counterpart_overrides_are_the_flow_fabrics_defaults():
     # FLOW_COUNTERPART says the comparisons run the flow fabric's own defaults; a default changed in C++ without it
     # would leave every flow-against-packet test comparing a model users do not get.
-    from eidola.platform import FLOW_COUNTERPART, catalog
-
     model = catalog.model("FlowFabric")
     for key, value in FLOW_COUNTERPART.items():
         param = model.param(key.removeprefix("fabric."))

@@ -21,8 +21,6 @@ order of the solver's floating-point sums.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -30,7 +28,7 @@ import eidola
 from eidola.generators import all_gather, all_to_all, direct_allreduce, reduce_scatter, ring_allreduce
 from eidola.platform import FLOW_COUNTERPART
 from eidola.profile import ProfileBuilder
-from eidola.workload.variability import Delay, Variability
+from eidola.workload.variability import start_skews
 
 MIB = 1 << 20
 P = 256                 # max_payload on every shipped platform
@@ -79,18 +77,15 @@ def _skewed_all_to_all(gpus: int, nbytes: int, heavy: int = 4):
     return b.build()
 
 
-#: The flow fabric as the packet fabric's counterpart, whatever the platform chose (eidola.platform.FLOW_COUNTERPART).
-GATES = FLOW_COUNTERPART
-
-
 def _both(repo, platform: str, profile, overrides: dict | None = None) -> tuple[float, float]:
     """(packet, flow) kernel times of `profile` on `platform`, ns."""
     times = []
     for model in ("packet", "flow"):
-        # Launch 0: the bounds are the fabric's (mi300x-8gpu has a calibrated kernel launch). GATES: the
+        # Launch 0: the bounds are the fabric's (mi300x-8gpu has a calibrated kernel launch). FLOW_COUNTERPART: the
         # flow fabric as the packet fabric's counterpart (mi300x-8gpu sets queue and fair for its calibration).
         plat = eidola.load_platform(repo / "platforms" / platform,
-                                    overrides={"gpus.launch": "0ns", **GATES, **(overrides or {}), "fabric.model": model})
+                                    overrides={"gpus.launch": "0ns", **FLOW_COUNTERPART, **(overrides or {}),
+                                               "fabric.model": model})
         times.append(eidola.simulate(plat, profile).kernel_time_ns)
     return times[0], times[1]
 
@@ -273,15 +268,15 @@ def test_ring_allreduce_switch_32_workgroups_16mib(repo):
     # -26.5% in step before the gates were modelled.
     nbytes = 16 * MIB
     profile = ring_allreduce(8, nbytes, workgroups=32, mode="syncmon")
-    packet, flow = _over_five_starts(repo, "switch-8gpu.yaml", profile, 8, _floor(SWITCH, 2 * 7 / 8 * nbytes))
+    packet, flow = _over_five_starts(repo, "switch-8gpu.yaml", profile, _floor(SWITCH, 2 * 7 / 8 * nbytes))
     _check(packet, flow, 0.03, 0.0)
 
 
-def _over_five_starts(repo, platform: str, profile, gpus: int, floor_ns: float) -> tuple[float, float]:
+def _over_five_starts(repo, platform: str, profile, floor_ns: float) -> tuple[float, float]:
     """(packet, flow) kernel times summed over in step and four start skews of 0-8 ns, each run above the floor."""
     packet = flow = 0.0
     for seed in range(5):
-        p, f = _both(repo, platform, _start_skewed(profile, gpus, seed))
+        p, f = _both(repo, platform, start_skews(profile, seed))
         _check(p, f, 1.0, floor_ns)  # each run above the wire bound
         packet, flow = packet + p, flow + f
     return packet, flow
@@ -303,19 +298,9 @@ def test_ring_allreduce_hierarchical_syncmon(repo, workgroups):
     nbytes = MIB
     profile = ring_allreduce(16, nbytes, workgroups=workgroups, mode="syncmon")
     nic = dict(MI300X, B=50e9, lanes=1)
-    packet, flow = _over_five_starts(repo, "hierarchical-16gpu.yaml", profile, 16,
+    packet, flow = _over_five_starts(repo, "hierarchical-16gpu.yaml", profile,
                                      _stream_ns(nic, 2 * 15 / 16 * nbytes / P * (P + 85)))
     _check(packet, flow, 0.03, 0.0)
-
-
-def _start_skewed(profile, gpus: int, seed: int):
-    """`profile` with every GPU's first communication held back a uniform 0-8 ns (seed 0: in step), the least 0."""
-    if seed == 0:
-        return profile
-    delays = np.random.default_rng(seed).uniform(0, 8.0, gpus).round(3)
-    delays -= delays.min()
-    held = tuple(Delay(g, float(ns)) for g, ns in enumerate(delays) if ns > 0)
-    return dataclasses.replace(profile, variability=Variability(delays=held))
 
 
 def test_ring_allreduce_switch_2_workgroups_16mib(repo):
@@ -444,7 +429,7 @@ HIER_LINK = dict(B=64e9, h=85)  # hierarchical-16gpu.yaml's links within a node,
 
 def _op_ends(repo, profile, model: str, gpu: int, kind: str) -> list[float]:
     """The end times (ns) of `gpu`'s ops of `kind` on hierarchical-16gpu, in workgroup order."""
-    overrides = {"gpus.launch": "0ns", "fabric.model": model, **(GATES if model == "flow" else {})}
+    overrides = {"gpus.launch": "0ns", "fabric.model": model, **(FLOW_COUNTERPART if model == "flow" else {})}
     r = eidola.simulate(eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml", overrides=overrides),
                         profile, trace=True)
     ops = r.ops_table()

@@ -252,3 +252,17 @@ def test_file_errors_name_the_file_and_key(tmp_path, section, needles):
     assert str(e.value).startswith(f"{path}: variability")
     for needle in needles:
         assert needle in str(e.value), (needle, str(e.value))
+
+
+def test_start_skews_hold_each_gpu_back_up_to_the_bound_the_least_not_at_all():
+    from eidola.generators import ring_allreduce
+    from eidola.workload.variability import start_skews
+
+    profile = ring_allreduce(8, 1 << 20, workgroups=2)
+    assert start_skews(profile, 0) is profile  # seed 0: in step
+    one, again = start_skews(profile, 3, 8.0), start_skews(profile, 3, 8.0)
+    held = {d.gpu: d.ns for d in one.variability.delays}
+    assert one.variability == again.variability  # deterministic for a seed
+    assert len(held) == 7 and all(0 < ns <= 8.0 for ns in held.values())  # 8 GPUs, the least held 0 and left out
+    assert all(d.wg is None for d in one.variability.delays)  # a GPU's every workgroup
+    assert start_skews(profile, 4).variability != one.variability

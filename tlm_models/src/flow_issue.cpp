@@ -523,11 +523,11 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     const std::uint64_t now = now_ps();
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_ps(f.src, f.dst, f.packet_bytes, false)) : 0;
-    // Its last packet started one packet's time at its rate before its last byte left.
-    // Its last packet left at the output queue's rate: the queue sends its writes one after another, and
-    // the writes issued after it, which shared its flow's rate in the fluid, wait behind it there.
-    // (Its flow's rate, kept when it sent its last byte, put its last packet a packet's time early where a
-    // write issued in its last packet's time took half: its acknowledgement and release came early.)
+    // Its last packet started one packet's time before its last byte left, at the output queue's rate: the
+    // queue sends its writes one after another, and the writes issued after it, which shared its flow's rate
+    // in the fluid, wait behind it there. (At its flow's rate, kept when it sent its last byte, the last
+    // packet started a packet's time early where a write issued in that packet's time took half the link:
+    // its acknowledgement and release came early.)
     const double queue_rate = output_of(f).rate;
     const double rate = queue_rate > 0 ? std::max(queue_rate, f.rate) : f.rate;
     std::uint64_t last_starts = now;

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -37,7 +37,7 @@ from .checks import MAX_NS
 if TYPE_CHECKING:
     from .profile import Profile
 
-__all__ = ["DISTRIBUTIONS", "Distribution", "Delay", "Variability", "compute_scales", "hold_ns"]
+__all__ = ["DISTRIBUTIONS", "Distribution", "Delay", "Variability", "compute_scales", "hold_ns", "start_skews"]
 
 # Per distribution, its parameter names in the order they are stored and written.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {"normal": ("mean", "std"), "lognormal": ("mu", "sigma"), "uniform": ("low", "high"),
@@ -266,3 +266,15 @@ def hold_ns(profile: Profile) -> dict[tuple[int, int], float]:
         if ns is not None:
             out[gpu, wg] = float(ns)
     return out
+
+
+def start_skews(profile: Profile, seed: int, max_ns: float = 8.0) -> Profile:
+    """`profile` with every GPU's first communication held back a uniform 0..`max_ns` ns (PCG64 of `seed`; the
+    least-held GPU 0 ns, rounded to the picosecond); seed 0 returns `profile` in step. A case whose in-step run sits
+    on a knife edge of wake order is compared over a few such starts (experiments/skew, the flow validation tests)."""
+    if seed == 0:
+        return profile
+    delays = np.random.default_rng(seed).uniform(0, max_ns, profile.gpus).round(3)
+    delays -= delays.min()
+    held = tuple(Delay(g, float(ns)) for g, ns in enumerate(delays) if ns > 0)
+    return replace(profile, variability=Variability(delays=held))
