@@ -283,14 +283,13 @@ def _over_five_starts(repo, platform: str, profile, floor_ns: float) -> tuple[fl
 
 
 @pytest.mark.parametrize("workgroups", [
-    # measured +0.63% over the five (in step +0.55%); +4.24% before the round-robin turn and the queue's rate
+    # measured +0.09% over the five starts (+0.63% before releases took their wire time in the output queue and
+    # flags on a link one after another, 2026-12-04; +4.24% before the round-robin turn and the queue's rate)
     32,
-    pytest.param(8, marks=pytest.mark.xfail(strict=True, reason=(
-        "measured +4.17% over the five starts (+4.55 +4.38 +5.64 +4.78 +1.51%; +7.90% before the round-robin turn "
-        "and the queue's rate, 2026-12-04). Eight workgroups' 8 KiB steps cross the NIC one after another; the "
-        "packet fabric's time does not move with the skews (123.09-123.12 us) while the flow fabric's does: which "
-        "release leaves before which write, a packet's time either way, decides a whole write's time a step. With "
-        "poll waits, test_ring_allreduce_hierarchical, +0.57%"))),
+    # +0.00% (+4.17% before those two rules, the five starts reading +4.55 +4.38 +5.64 +4.78 +1.51%: every
+    # release left in the picosecond a write ended, and which of a release and the next write went first, a
+    # packet's time either way on the packet fabric, decided a whole write's time a step on the flow fabric)
+    8,
 ])
 def test_ring_allreduce_hierarchical_syncmon(repo, workgroups):
     # The SyncMon ring over two nodes at 1 MiB, where the workgroups' releases and the next steps' writes meet in
@@ -478,3 +477,78 @@ def test_a_write_queued_behind_a_finishing_one_does_not_move_its_release(repo):
     flow = _op_ends(repo, profile(True), "flow", 6, "signal")[0]
     assert flow == alone
     assert flow == pytest.approx(packet, abs=1.0)
+
+
+def test_a_release_between_two_writes_takes_its_packets_wire_time(repo):
+    # Workgroup 1's 256-byte write goes first and its release comes back while workgroup 0's 128 KiB write is still
+    # in GPU 6's output queue; workgroup 2's 8 KiB write, issued later, is queued behind both. Its last packet then
+    # leaves one flag packet's wire time later than without the release (93 bytes at 64 GB/s, 1.45 ns), and so does
+    # its own release: the packet fabric's output queue sends the release between the two writes' packets. The
+    # flow fabric counted a release as no bytes in the queue until 2026-12-04 (0 ns), and an 8-GPU SyncMon ring of
+    # 8 workgroups and 8 KiB steps ran 19% slow (test_syncmon_ring_of_thirty_8_kib_steps).
+    def profile(release: bool):
+        b = ProfileBuilder(gpus=16, workgroups=3, name="between")
+        b.buffer("buf", nbytes=256 * 1024)
+        b.flag("f1")
+        b.flag("f2")
+        b.program(gpu=6, wg=0).compute(ns=1).write(dst=7, buffer="buf", offset=0, nbytes=128 * 1024)
+        first = b.program(gpu=6, wg=1).write(dst=7, buffer="buf", offset=128 * 1024, nbytes=256)
+        if release:
+            first.signal(dst=7, flag="f1", op="add", value=1, scope="peer", overlap=True)
+        b.program(gpu=6, wg=2).compute(ns=1500).write(dst=7, buffer="buf", offset=160 * 1024, nbytes=8192).signal(
+            dst=7, flag="f2", op="add", value=1, scope="peer", overlap=True)
+        b.program(gpu=7, wg=2).wait(flag="f2", cond=">=", value=1, mode="syncmon")
+        return b.build()
+
+    flag_wire_ns = (8 + HIER_LINK["h"]) / HIER_LINK["B"] * 1e9
+    for model in ("packet", "flow"):
+        (later,), (alone,) = (_op_ends(repo, profile(release), model, 7, "wait") for release in (True, False))
+        assert later - alone == pytest.approx(flag_wire_ns, abs=0.01), model
+
+
+def test_flags_in_one_instant_leave_a_wire_time_apart(repo):
+    # Two workgroups of GPU 6 each signal GPU 7 at time 0 on an idle link: the second flag's packet follows the
+    # first's on the wire, so GPU 7 sees it one flag packet's wire time later (1.45 ns). The flow fabric timed each
+    # flag alone and delivered both in the same picosecond until 2026-12-04.
+    b = ProfileBuilder(gpus=16, workgroups=4, name="flags")
+    for w in range(2):
+        b.flag(f"f{w}")
+        b.program(gpu=6, wg=w).signal(dst=7, flag=f"f{w}", op="add", value=1)
+        b.program(gpu=7, wg=2 + w).wait(flag=f"f{w}", cond=">=", value=1, mode="syncmon")
+    profile = b.build()
+    flag_wire_ns = (8 + HIER_LINK["h"]) / HIER_LINK["B"] * 1e9
+    for model in ("packet", "flow"):
+        first, second = _op_ends(repo, profile, model, 7, "wait")
+        assert second - first == pytest.approx(flag_wire_ns, abs=0.01), model
+
+
+def _syncmon_ring(gpus: int, workgroups: int, nbytes: int, steps: int):
+    """Each workgroup of GPU g writes `nbytes` to GPU g+1 and releases its flag there, `steps` times, waiting
+    before each next step for its flag from GPU g-1 (a ring all-reduce's data flow, steps on end)."""
+    b = ProfileBuilder(gpus=gpus, workgroups=workgroups, name="syncmon-ring")
+    b.buffer("buf", nbytes=workgroups * nbytes)
+    for w in range(workgroups):
+        b.flag(f"f{w}")
+    for g in range(gpus):
+        for w in range(workgroups):
+            program = b.program(gpu=g, wg=w)
+            for s in range(steps):
+                if s > 0:
+                    program.wait(flag=f"f{w}", cond=">=", value=s, mode="syncmon")
+                program.write(dst=(g + 1) % gpus, buffer="buf", offset=w * nbytes, nbytes=nbytes).signal(
+                    dst=(g + 1) % gpus, flag=f"f{w}", op="add", value=1, scope="peer", overlap=True)
+            program.wait(flag=f"f{w}", cond=">=", value=steps, mode="syncmon")
+    return b.build()
+
+
+def test_syncmon_ring_of_thirty_8_kib_steps(repo):
+    # 8 GPUs of mi300x-8gpu (fully connected), 8 workgroups, 30 steps of 8 KiB: measured +0.12% over the five starts
+    # (+13.45% before releases took their wire time in the output queue and flags on a link one after another, the
+    # starts reading +3.98 +8.68 +19.78 +15.88 +18.94%: under skews of a few nanoseconds the flow fabric's workgroups
+    # bunched, their releases leaving together behind one write, while the packet fabric kept them a write apart;
+    # on GPUs 0-7 of hierarchical-16gpu, +19.3% before and -0.05% after).
+    nbytes, steps, workgroups = 8192, 30, 8
+    sent = steps * workgroups * nbytes // P * (P + MI300X["h"])
+    packet, flow = _over_five_starts(repo, "mi300x-8gpu.yaml", _syncmon_ring(8, workgroups, nbytes, steps),
+                                     _stream_ns(MI300X, sent))
+    _check(packet, flow, 0.03, 0.0)

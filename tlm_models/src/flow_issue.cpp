@@ -460,6 +460,7 @@ void FlowFabric::tell_sent(Flow& f, std::uint64_t later_ps, double behind_bytes)
         double count = out.issued - behind_bytes;
         if (!out.fifo.empty()) count = std::max(count, out.fifo.back().first);
         out.fifo.emplace_back(count, std::uint32_t(&f - m_flows.data()));
+        out.packet_bytes = f.packet_bytes;
     }
     tlm::tlm_phase phase = FLOW_SENT;
     sc_core::sc_time delay = sc_core::sc_time::from_value(later_ps);
@@ -488,9 +489,26 @@ bool FlowFabric::queue_signal(std::uint32_t id) {
     // issued in this instant ends after it), so that the counts stay in order.
     auto it = out.fifo.end();
     while (it != out.fifo.begin() && std::prev(it)->first > at) --it;
-    out.fifo.insert(it, {at, id | kSignalInFifo});
+    it = out.fifo.insert(it, {at, id | kSignalInFifo});
+    // Its packet's wire time on the link is the queue's too: what comes behind it leaves that much later.
+    const double room = signal_room(f, out);
+    for (++it; it != out.fifo.end(); ++it) it->first += room;
+    out.issued += room;
     plan_issue(f.src);
     return true;
+}
+
+// The room signal `f` takes in output queue `out`, in payload bytes of the writes queued there: its packet's
+// wire time on the link at their rate. Why: the packet GPU sends a release between two writes' packets, and
+// the write behind it ends that much later. Counted as nothing, an 8-GPU SyncMon ring of 8 workgroups and
+// 8 KiB steps ran 19% slow under start skews of a few nanoseconds: every release left in the same picosecond
+// as a write ended and its waiter woke a packet early, so each step's ties between a release and the next
+// write fell the other way from the packet fabric's and the workgroups bunched (docs/fabrics.md).
+double FlowFabric::signal_room(const Flow& f, const Issuer::Output& out) const {
+    const TopoLink& l = m_topology->links()[out.link];
+    const double header = double(l.header);
+    const double packet = l.framed ? double(std::max<std::uint64_t>(1, m_mtu)) : double(std::max<std::uint32_t>(1, out.packet_bytes));
+    return (double(f.bytes) + header) * packet / (packet + header);
 }
 
 // Where signal `f` goes in output queue `out`: behind what was issued into it before, less what the writes

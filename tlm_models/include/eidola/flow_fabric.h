@@ -283,6 +283,7 @@ private:
             std::int32_t sending = 0;  // its windowed writes with a rate (in `rate`)
             std::uint32_t unsent = 0;  // its writes whose flows have not yet sent all their bytes
             std::uint32_t issuing = 0; // the GPU's pending writes into it, as of the last plan
+            std::uint32_t packet_bytes = 0;  // the payload per packet of the last write queued (signal_room)
             std::deque<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
             /// The GPU's windowed writes that leave by its link, as its window sees them: their send
             /// rate now, and its history over their round trip, oldest first, as steps. What they sent
@@ -328,6 +329,8 @@ private:
     void all_sent(Flow& f);
     bool queue_signal(std::uint32_t id);
     double signal_place(const Flow& f, const Issuer::Output& out) const;
+    double signal_room(const Flow& f, const Issuer::Output& out) const;
+    double signal_bytes(const Flow& f);
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
     double gates_hold(const Issuer& is) const;
     double unanswered(const Issuer& is) const;
@@ -414,9 +417,14 @@ private:
         std::uint64_t bin = kNoBin;   // the bin its busy time goes to now (kNoBin: none yet)
         float busy = 0;               // that bin's lane-ps busy so far; moved to busy_bins when the next begins
         float bin_capacity = 0;       // a bin's lane-ps: its lanes x the bin's width
+        std::uint32_t flag_lanes = 0; // its lanes' entries in m_flag_free
     };
     static constexpr std::uint64_t kNoBin = ~std::uint64_t(0);
     std::vector<LinkBusy> m_busy;
+    /// Per lane of each link (LinkBusy::flag_lanes): when it has sent the flags timed alone that were put on
+    /// it as their first link (flag_start).
+    std::vector<std::uint64_t> m_flag_free;
+    std::uint64_t flag_start(const Flow& f, std::uint64_t now);
     std::vector<std::uint32_t> m_solved_links;  // scratch of solve(): the links of the components it solved
     std::vector<PairStats> m_route_pairs;  // per route (m_routes): what its pair's flows carried, counted when they finish
 
