@@ -230,8 +230,8 @@ def test_direct_allreduce_hierarchical(repo, nbytes):
     _check(packet, flow, 0.03, _stream_ns(nic, nbytes / P * (P + 85)))
 
 
-@pytest.mark.xfail(strict=True, reason="measured -5.15%: packet 540.0 us, flow 512.2 us (-5.21% before the round-robin turn and "
-                   "the queue's rate, 2026-12-04); "
+@pytest.mark.xfail(strict=True, reason="measured -5.08% (-5.15% before releases took their wire time in the output "
+                   "queue, -5.21% before the round-robin turn and the queue's rate, 2026-12-04); "
                    "-5.36% (-5.60..-5.21) under start skews of 0-8 ns. The window: with gpus.max_outstanding 100000 "
                    "on both fabrics, packet 507.2 us, flow 501.5 us (-1.14%), so the 2,048-packet window costs the "
                    "packet fabric 6.5% and the flow fabric 2.0%. In the all-gather the workgroups' sends drift out "
