@@ -507,7 +507,8 @@ bool FlowFabric::queue_signal(std::uint32_t id) {
 double FlowFabric::signal_room(const Flow& f, const Issuer::Output& out) const {
     const TopoLink& l = m_topology->links()[out.link];
     const double header = double(l.header);
-    const double packet = l.framed ? double(std::max<std::uint64_t>(1, m_mtu)) : double(std::max<std::uint32_t>(1, out.packet_bytes));
+    const double packet = l.framed ? double(std::max<std::uint64_t>(1, m_mtu))
+                                   : double(std::max<std::uint32_t>(1, out.packet_bytes));
     return (double(f.bytes) + header) * packet / (packet + header);
 }
 

@@ -330,7 +330,6 @@ private:
     bool queue_signal(std::uint32_t id);
     double signal_place(const Flow& f, const Issuer::Output& out) const;
     double signal_room(const Flow& f, const Issuer::Output& out) const;
-    double signal_bytes(const Flow& f);
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
     double gates_hold(const Issuer& is) const;
     double unanswered(const Issuer& is) const;
