@@ -605,7 +605,7 @@ std::uint64_t FlowFabric::flag_start(const Flow& f, std::uint64_t now) {
     const auto lanes = m_flag_free.begin() + std::ptrdiff_t(m_busy[link].flag_lanes);
     const auto lane = std::min_element(lanes, lanes + std::ptrdiff_t(std::max<std::uint32_t>(1, l.lanes)));
     const std::uint64_t start = std::max(now, *lane);
-    *lane = start + ser_ps(double((f.read ? 0 : f.bytes) + l.header), l.bytes_per_s);
+    *lane = start + ser_ps(double(packet_wire(l, f.read ? 0 : f.bytes, false)), l.bytes_per_s);
     return start;
 }
 
@@ -1062,8 +1062,7 @@ std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std
         const TopoLink& l = m_topology->links()[link];
         // A framed link: one NIC header per MTU of the packet's data (at least one: a request, an
         // acknowledgement); a message's first packet waits for the NIC's processing first.
-        const std::uint64_t wire = l.framed ? payload + std::max<std::uint64_t>(1, (payload + m_mtu - 1) / m_mtu) * l.header
-                                            : payload + (ack ? ack_wire(l) : l.header);
+        const std::uint64_t wire = packet_wire(l, payload, ack);
         if (starts_message && l.nic_out) {
             head += m_message_ps;
             tail += m_message_ps;

@@ -487,12 +487,11 @@ bool FlowFabric::queue_signal(std::uint32_t id) {
     if (!(at - out.sent > kIssuedBytes)) return false;
     // Its place among the entries: after every one that ends by it (a write that another workgroup
     // issued in this instant ends after it), so that the counts stay in order.
-    auto it = out.fifo.end();
-    while (it != out.fifo.begin() && std::prev(it)->first > at) --it;
-    it = out.fifo.insert(it, {at, id | kSignalInFifo});
     // Its packet's wire time on the link is the queue's too: what comes behind it leaves that much later.
     const double room = signal_room(f, out);
-    for (++it; it != out.fifo.end(); ++it) it->first += room;
+    auto it = out.fifo.end();
+    for (; it != out.fifo.begin() && std::prev(it)->first > at; --it) std::prev(it)->first += room;
+    out.fifo.insert(it, {at, id | kSignalInFifo});
     out.issued += room;
     plan_issue(f.src);
     return true;
@@ -506,10 +505,8 @@ bool FlowFabric::queue_signal(std::uint32_t id) {
 // write fell the other way from the packet fabric's and the workgroups bunched (docs/fabrics.md).
 double FlowFabric::signal_room(const Flow& f, const Issuer::Output& out) const {
     const TopoLink& l = m_topology->links()[out.link];
-    const double header = double(l.header);
-    const double packet = l.framed ? double(std::max<std::uint64_t>(1, m_mtu))
-                                   : double(std::max<std::uint32_t>(1, out.packet_bytes));
-    return (double(f.bytes) + header) * packet / (packet + header);
+    const std::uint64_t packet = l.framed ? std::max<std::uint64_t>(1, m_mtu) : std::max<std::uint32_t>(1, out.packet_bytes);
+    return double(packet_wire(l, f.bytes, false)) * double(packet) / double(packet_wire(l, packet, false));
 }
 
 // Where signal `f` goes in output queue `out`: behind what was issued into it before, less what the writes

@@ -247,6 +247,12 @@ private:
     /// A window of at least this many of a flag's packets is never held full by flags (timed_alone).
     static constexpr double kLargeWindow = 1024;
     std::uint32_t ack_wire(const TopoLink& l) const { return m_ack_bytes ? m_ack_bytes : l.header; }
+    /// One packet's wire bytes on link `l` with `payload` bytes of data (an acknowledgement with `ack`): a framed
+    /// link's NIC header per MTU of it (at least one), else the link's header or acknowledgement.
+    std::uint64_t packet_wire(const TopoLink& l, std::uint64_t payload, bool ack) const {
+        return l.framed ? payload + std::max<std::uint64_t>(1, (payload + m_mtu - 1) / m_mtu) * l.header
+                        : payload + (ack ? ack_wire(l) : l.header);
+    }
     double credit_seconds(const TopoLink& l, std::uint64_t wire) const;
 
     std::unique_ptr<Topology> m_topology;
