@@ -301,12 +301,12 @@ def test_ring_allreduce_switch_32_workgroups_16mib(repo):
 @pytest.mark.xfail(strict=True, reason=(
     "measured -3.96% over the five starts (-5.21 -2.12 -3.85 -4.54 -4.05%; -4.14% before releases took their wire "
     "time in the output queue, 2026-12-04; 16 MiB: -3.53%). Traced on GPU 0 (in step): a step's release waits on "
-    "the packet fabric behind the other workgroups' packets queued on their way to the next GPU, at the switch as "
-    "well as in the GPU (release to flag seen: mean 0.919 us, zero-load 0.800 us), where the flow fabric queues it "
-    "behind the GPU's output queue only (0.841 us); the writes' phase (wait end to release) is 1.667 against "
-    "1.602 us. Neither gate nor the acknowledgements alone: with the GPU's buffer and window lifted on both "
-    "fabrics -6.3%, with 1-byte acknowledgements -4.2%. A fluid has no queue at the switch (docs/fabrics.md, "
-    "\"When to trust which model\")"))
+    "the packet fabric behind the other workgroups' packets queued for the next GPU (release to flag seen: mean "
+    "0.919 us, zero-load 0.800 us) longer than on the flow fabric (0.841 us); the writes' phase (wait end to "
+    "release) is 1.667 against 1.602 us. Neither gate nor the acknowledgements alone: with the GPU's buffer and "
+    "window lifted on both fabrics -6.3%, with 1-byte acknowledgements -4.2%. The packet fabric's link table puts "
+    "the wait in the GPUs' injection queues (uplinks: 91-107 ns mean, p99 418 ns; the switch's outputs 0-10 ns), "
+    "which the fluid's output queues hold shorter (docs/fabrics.md, \"When to trust which model\")"))
 def test_ring_allreduce_switch_8_workgroups_4mib(repo):
     # The issue's ring row (3% at 1 MiB and above) on the shipped switch, with the validation tests' usual 8
     # workgroups, over in step and four start skews (the packet fabric's time moves by 2% with them).
