@@ -306,7 +306,9 @@ def test_ring_allreduce_switch_32_workgroups_16mib(repo):
     "release) is 1.667 against 1.602 us. Neither gate nor the acknowledgements alone: with the GPU's buffer and "
     "window lifted on both fabrics -6.3%, with 1-byte acknowledgements -4.2%. The packet fabric's link table puts "
     "the wait in the GPUs' injection queues (uplinks: 91-107 ns mean, p99 418 ns; the switch's outputs 0-10 ns), "
-    "which the fluid's output queues hold shorter (docs/fabrics.md, \"When to trust which model\")"))
+    "which the fluid's output queues hold shorter: whether a release goes before or after another workgroup's "
+    "64 KiB write is a race of a few ns, which the packet fabric's releases lose more often (docs/fabrics.md, "
+    "\"When to trust which model\")"))
 def test_ring_allreduce_switch_8_workgroups_4mib(repo):
     # The issue's ring row (3% at 1 MiB and above) on the shipped switch, with the validation tests' usual 8
     # workgroups, over in step and four start skews (the packet fabric's time moves by 2% with them).
