@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+#: Every platform file shipped in platforms/ (the examples there are Python, not platforms).
+SHIPPED_PLATFORMS = sorted((REPO / "platforms").glob("*.yaml"))
 
 
 def _test_models_library() -> Path | None:

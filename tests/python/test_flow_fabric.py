@@ -241,9 +241,8 @@ def test_reruns_are_bit_identical(write_platform, issue):
 def _shipped_packet_platforms() -> list[str]:
     """Every platform file shipped with `fabric.model: packet`: a platform added later is covered without a list
     to keep (the issue: `--set fabric.model=flow` works on every shipped packet platform)."""
-    from conftest import REPO
-    return sorted(p.name for p in (REPO / "platforms").glob("*.yaml")
-                  if (yaml.safe_load(p.read_text()).get("fabric") or {}).get("model") == "packet")
+    from conftest import SHIPPED_PLATFORMS
+    return [p.name for p in SHIPPED_PLATFORMS if (yaml.safe_load(p.read_text()).get("fabric") or {}).get("model") == "packet"]
 
 
 PACKET_PLATFORMS = _shipped_packet_platforms()

@@ -110,8 +110,6 @@ def test_dgx_a100_all_reduce_with_the_buffer_covering_its_credit_stalls(repo):
     _check_at_the_switch(repo, "dgx-a100", "all_reduce", {"fabric.switch.buffer": 256})
 
 
-
-
 def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) -> None:
     """One 8 MiB point of `op` through perf's path on both fabrics (`overrides` on both): both above the wire floor,
     the same tuner plan, and the flow fabric within the issue's bound for `op` of the packet fabric."""

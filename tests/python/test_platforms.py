@@ -4,11 +4,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import SHIPPED_PLATFORMS as PLATFORMS
 
 import eidola
 from eidola.generators import all_to_all
-
-PLATFORMS = sorted((Path(__file__).resolve().parents[2] / "platforms").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", PLATFORMS, ids=lambda p: p.stem)
