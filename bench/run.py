@@ -328,6 +328,9 @@ def main() -> int:
         from perf_sweep import section as perf_sweep_section
 
         body += perf_sweep_section()
+        from flow_platforms import section as flow_platforms_section
+
+        body += flow_platforms_section()
         body += callgrind()
     plot_scaling(points)
     text = "\n".join(header + body)

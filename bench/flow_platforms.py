@@ -1,0 +1,80 @@
+"""Issue 25's "gigabyte collectives in seconds, on every topology": each shipped packet platform as flows at 1 GiB.
+
+For every platform in platforms/ whose fabric is `packet`, switched to `fabric.model: flow`, one NCCL all-reduce
+and one all-to-all of 1 GiB (nccl-tests' size; the tuner's algorithm, protocol and channels), as
+`eidola perf PLATFORM --op OP -b 1G -e 1G --fabric flow` runs them: wall seconds of the simulation (the profile's
+build left out), kernel events and the simulated time. The baseline, measured first in the same run (after a
+warm-up run of it that loads the simulator), is the ring all-reduce of the issue's 16 GiB target platform (switch-8gpu) at 1 GiB; each row's wall time is also given as a
+ratio to it. `python bench/flow_platforms.py` measures it and replaces its section of bench/RESULTS.md (about
+three minutes).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+
+import eidola
+from eidola.workload.nccl import build_collective
+
+ROOT = Path(__file__).resolve().parent.parent
+HEADING = "## Issue 25: a 1 GiB all-reduce and all-to-all on every shipped packet platform, as flows"
+BASELINE = ROOT / "platforms" / "switch-8gpu.yaml"
+SIZE = 1 << 30
+OPS = ("all_reduce", "alltoall")
+
+
+def packet_platforms() -> list[Path]:
+    """The shipped platforms whose fabric is the packet fabric (the ones `--fabric flow` can switch)."""
+    return [p for p in sorted((ROOT / "platforms").glob("*.yaml"))
+            if (yaml.safe_load(p.read_text()).get("fabric") or {}).get("model") == "packet"]
+
+
+def run(platform: Path, op: str) -> dict:
+    """One collective of SIZE on `platform` as flows: its plan, wall seconds, events and simulated time."""
+    plat = eidola.load_platform(platform, overrides={"fabric.model": "flow"})
+    profile, plan = build_collective(plat, op, SIZE)
+    start = time.perf_counter()
+    res = eidola.simulate(plat, profile)
+    return {"plan": plan, "wall": time.perf_counter() - start, "events": res.events, "us": res.kernel_time_ns / 1e3}
+
+
+def section() -> list[str]:
+    """Measures and returns the section's Markdown lines."""
+    load = os.getloadavg()[0]
+    run(BASELINE, "all_reduce")  # loads the simulator into this process, which the baseline must not count
+    base = run(BASELINE, "all_reduce")
+    rows = [(p, op, run(p, op)) for p in packet_platforms() for op in OPS]
+    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [HEADING, "",
+             f"Revision {rev}, {when}; 2 shared cores (load average {load:.1f} at the start); `python "
+             "bench/flow_platforms.py`. Each shipped packet platform with `fabric.model: flow`, one collective of "
+             "1 GiB (nccl-tests' size), the tuner's plan; wall seconds of `simulate` alone, one run each. Baseline "
+             f"(measured first, after a warm-up run): switch-8gpu's all-reduce, {base['wall']:.2f} s wall, {base['events']:,} events.", "",
+             "| platform | collective | plan | wall s | against the baseline | events | simulated us |",
+             "|---|---|---|---|---|---|---|"]
+    for platform, op, r in rows:
+        plan = r["plan"]
+        lines.append(f"| {platform.name} | {op} | {plan.algo} {plan.proto} x{plan.channels} | {r['wall']:.2f} | "
+                     f"{r['wall'] / base['wall']:.1f}x | {r['events']:,} | {r['us']:,.1f} |")
+    slowest = max(rows, key=lambda row: row[2]["wall"])
+    lines += ["", f"Slowest: {slowest[0].name} {slowest[1]}, {slowest[2]['wall']:.1f} s.", ""]
+    return lines
+
+
+def main() -> int:
+    write_section(section())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
