@@ -4,9 +4,9 @@ For every platform in platforms/ whose fabric is `packet`, switched to `fabric.m
 and one all-to-all of 1 GiB (nccl-tests' size; the tuner's algorithm, protocol and channels), as
 `eidola perf PLATFORM --op OP -b 1G -e 1G --fabric flow` runs them: wall seconds of the simulation (the profile's
 build left out), kernel events and the simulated time. The baseline, measured first in the same run (after a
-warm-up run of it that loads the simulator), is the ring all-reduce of the issue's 16 GiB target platform (switch-8gpu) at 1 GiB; each row's wall time is also given as a
-ratio to it. `python bench/flow_platforms.py` measures it and replaces its section of bench/RESULTS.md (about
-three minutes).
+warm-up run of it that loads the simulator), is the ring all-reduce of the issue's 16 GiB target platform
+(switch-8gpu) at 1 GiB; each row's wall time is also given as a ratio to it. `python bench/flow_platforms.py`
+measures it and replaces its section of bench/RESULTS.md (about three minutes).
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def section() -> list[str]:
              f"Revision {rev}, {when}; 2 shared cores (load average {load:.1f} at the start); `python "
              "bench/flow_platforms.py`. Each shipped packet platform with `fabric.model: flow`, one collective of "
              "1 GiB (nccl-tests' size), the tuner's plan; wall seconds of `simulate` alone, one run each. Baseline "
-             f"(measured first, after a warm-up run): switch-8gpu's all-reduce, {base['wall']:.2f} s wall, {base['events']:,} events.", "",
+             "(measured first, after a warm-up run): switch-8gpu's all-reduce, "
+             f"{base['wall']:.2f} s wall, {base['events']:,} events.", "",
              "| platform | collective | plan | wall s | against the baseline | events | simulated us |",
              "|---|---|---|---|---|---|---|"]
     for platform, op, r in rows:

@@ -431,7 +431,7 @@ def test_a_backlog_under_a_byte_books_no_replan(repo):
     # remnant booked a re-plan a few picoseconds ahead, again and again: NCCL's LL128 ring all-reduce on
     # hierarchical-16gpu (its window full behind the NICs) took 1,935,175 events for 22,080 puts at 16 MiB, 87.6 a
     # put (1.3 million of the fabric's 1.5 million actions were such re-plans; 43 s of wall time at 1 GiB with
-    # Simple, 153 s at 256 MiB with LL128). A backlog under a byte now counts as sent: 430,642 events, 19.5 a put.
+    # Simple, 153 s at 256 MiB with LL128). A backlog under a byte now books no re-plan: 430,642 events, 19.5 a put.
     # Events are counted, not timed: deterministic.
     from eidola.workload.nccl import build_collective
     plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml", overrides={"fabric.model": "flow"})
