@@ -588,14 +588,17 @@ def test_two_simulated_calls_and_the_steady_state_agree_on_the_slower_of_host_an
     assert two == pytest.approx(max(host_ns, kernel + 3 * 300), abs=1e-3)
 
 
-@pytest.mark.parametrize("args, says", [
-    (("--algo", "nvls"), "eidola perf: --algo: nvls needs an NVLS switch"),
-    (("--proto", "LL128"), "eidola perf: --proto: LL128 is not enabled on this platform"),
-    (("--channels", "500"), "eidola perf: --channels: expected 0 (the tuner's count) or an integer from 1"),
+@pytest.mark.parametrize("op, args, says", [
+    ("all_reduce", ("--algo", "nvls"), "eidola perf: --algo: nvls needs an NVLS switch"),
+    ("all_reduce", ("--proto", "LL128"), "eidola perf: --proto: LL128 is not enabled on this platform"),
+    # The point-to-point collectives say it in the same words (they had their own: "expected auto or an
+    # enabled protocol (LL, Simple), got 'LL128'").
+    ("alltoall", ("--proto", "LL128"), "eidola perf: --proto: LL128 is not enabled on this platform"),
+    ("all_reduce", ("--channels", "500"), "eidola perf: --channels: expected 0 (the tuner's count) or an integer from 1"),
 ])
-def test_a_choice_the_platform_cannot_run_names_the_option_before_any_output(repo, capsys, args, says):
+def test_a_choice_the_platform_cannot_run_names_the_option_before_any_output(repo, capsys, op, args, says):
     # mi300x-8gpu: xGMI fully connected (no NVLS switch), LL and Simple only, 304 workgroups a GPU.
-    code, out, err = _main(capsys, "perf", repo / "platforms/mi300x-8gpu.yaml", "--op", "all_reduce",
+    code, out, err = _main(capsys, "perf", repo / "platforms/mi300x-8gpu.yaml", "--op", op,
                            "-b", "1K", "-e", "1K", *args)
     assert code == 2 and out == "" and err.startswith(says) and err.count("\n") == 1
 

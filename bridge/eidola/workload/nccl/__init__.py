@@ -155,10 +155,9 @@ def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, 
         raise ConfigError(f"algo: {op} runs point-to-point; expected auto or p2p, got {algo!r}")
     peers = k - 1 if op in _PER_PEER else 1
     per_peer = -(-nbytes // k) if op in _PER_PEER else nbytes
+    tuner.check_proto(sys, proto)
     if proto == "auto":
         proto = "LL" if per_peer <= p2p.P2P_LL_THRESHOLD and "LL" in sys.protocols else "Simple"
-    elif proto not in ("LL", "LL128", "Simple") or proto not in sys.protocols:
-        raise ConfigError(f"proto: expected auto or an enabled protocol ({', '.join(sys.protocols)}), got {proto!r}")
     if type(channels) is not int or channels < 0:
         raise ConfigError(f"channels: expected 0 (the tuner's count) or a positive integer, got {channels!r}")
     if channels:

@@ -209,6 +209,16 @@ def reduce_channels(sys: System, algo: str, proto: str, k: int, nbytes: int, cha
     return nc
 
 
+def check_proto(sys: System, proto: str) -> None:
+    """Refuses a `proto` that is not auto or one of NCCL's three, or that the platform does not enable; one
+    wording for the tuned collectives and the point-to-point ones."""
+    if proto not in ("auto", *_P):
+        raise ConfigError(f"proto: expected auto, {', '.join(_P)}, got {proto!r}")
+    if proto != "auto" and proto not in sys.protocols:
+        raise ConfigError(f"proto: {proto} is not enabled on this platform (collectives.protocols: "
+                          f"{', '.join(sys.protocols)})")
+
+
 def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto: str = "auto",
            channels: int = 0) -> tuple[str, str, int]:
     """(algo, proto, channels) for `op` of `nbytes` on k GPUs: the model's least time among the enabled
@@ -223,11 +233,7 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
             raise ConfigError(f"proto: nvls runs Simple only, got {proto}")
         if channels > NVLS_CHANNELS:
             raise ConfigError(f"channels: nvls runs at most {NVLS_CHANNELS} channels, got {channels}")
-    if proto not in ("auto", *_P):
-        raise ConfigError(f"proto: expected auto, {', '.join(_P)}, got {proto!r}")
-    if proto != "auto" and proto not in sys.protocols:
-        raise ConfigError(f"proto: {proto} is not enabled on this platform (collectives.protocols: "
-                          f"{', '.join(sys.protocols)})")
+    check_proto(sys, proto)
     if type(channels) is not int or not 0 <= channels <= sys.workgroups:
         raise ConfigError(f"channels: expected 0 (the tuner's count) or an integer from 1 to the GPU's "
                           f"{sys.workgroups} workgroups, got {channels!r}")
