@@ -21,6 +21,20 @@ def splice(text: str, section: list[str]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def splice_document(text: str, header: list[str], body: list[str]) -> str:
+    """`text` with its preamble (everything before the first "## " line) replaced by `header`, and each "## "
+    section of `body` spliced in as `splice` does: the sections `body` does not hold, hand notes and other
+    scripts' sections, stay as they were."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith("## ")), len(lines))
+    doc = "\n".join(header + lines[first:])
+    starts = [i for i, line in enumerate(body) if line.startswith("## ")]
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(body)
+        doc = splice(doc, body[start:end])
+    return doc.rstrip("\n") + "\n"
+
+
 def write_section(section: list[str]) -> None:
     """Replace (or append) `section` in bench/RESULTS.md and print it."""
     text = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"

@@ -24,6 +24,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "experiments"))
 
+from results_md import splice_document  # noqa: E402  (bench/ is on sys.path when this file runs as a script)
+
 import eidola  # noqa: E402
 from eidola.generators import all_to_all, gemv_allreduce, neighbor_exchange  # noqa: E402
 
@@ -333,9 +335,11 @@ def main() -> int:
         body += flow_platforms_section()
         body += callgrind()
     plot_scaling(points)
-    text = "\n".join(header + body)
-    (HERE / ("RESULTS.md" if not args.quick else "RESULTS-quick.md")).write_text(text)
-    print(text)
+    # Spliced into the file as it stands, section by section: its hand notes and the sections of scripts this run
+    # does not call stay (a whole rewrite had dropped them).
+    target = HERE / ("RESULTS.md" if not args.quick else "RESULTS-quick.md")
+    target.write_text(splice_document(target.read_text() if target.exists() else "", header, body))
+    print("\n".join(header + body))
     return 0
 
 

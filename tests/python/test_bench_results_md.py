@@ -1,0 +1,36 @@
+"""bench/results_md.py: a full bench run splices its sections into bench/RESULTS.md and keeps the rest."""
+
+import sys
+
+import pytest
+
+
+@pytest.fixture
+def results_md(repo):
+    sys.path.insert(0, str(repo / "bench"))
+    import results_md
+
+    yield results_md
+    sys.path.remove(str(repo / "bench"))
+
+
+def test_a_full_run_keeps_hand_notes_and_other_scripts_sections(results_md):
+    # bench/run.py used to write the whole file, dropping every hand-written section and every section of a script
+    # it does not call; it now splices its sections in, and replaces only the preamble.
+    old = "\n".join(["# Benchmark results", "", "- date: then", "",
+                     "## Throughput", "", "old table", "",
+                     "## A hand note", "", "kept as written", "",
+                     "## Scaling", "", "old scaling", ""])
+    header = ["# Benchmark results", "", "- date: now", ""]
+    body = ["## Throughput", "", "new table", "", "## Scaling", "", "new scaling", "", "## New section", "", "added", ""]
+    doc = results_md.splice_document(old, header, body).splitlines()
+    assert doc[:4] == header
+    assert doc[4:] == ["## Throughput", "", "new table", "",
+                       "## A hand note", "", "kept as written", "",
+                       "## Scaling", "", "new scaling", "",
+                       "## New section", "", "added"]
+
+
+def test_a_first_run_writes_the_header_and_the_sections(results_md):
+    doc = results_md.splice_document("", ["# Benchmark results", ""], ["## One", "", "a", ""])
+    assert doc == "# Benchmark results\n\n## One\n\na\n"
