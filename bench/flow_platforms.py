@@ -1,7 +1,7 @@
 """Issue 25's "gigabyte collectives in seconds, on every topology": each shipped packet platform as flows at 1 GiB.
 
-For every platform in platforms/ whose fabric is `packet`, switched to `fabric.model: flow`, one NCCL all-reduce
-and one all-to-all of 1 GiB (nccl-tests' size; the tuner's algorithm, protocol and channels), as
+For every platform in platforms/ whose fabric is `packet`, one NCCL all-reduce and one all-to-all of 1 GiB
+(nccl-tests' size; the tuner's algorithm, protocol and channels) through `eidola perf`'s own path, as
 `eidola perf PLATFORM --op OP -b 1G -e 1G --fabric flow` runs them: wall seconds of the simulation (the profile's
 build left out), kernel events and the simulated time. The baseline, measured first in the same run (after a
 warm-up run of it that loads the simulator), is the ring all-reduce of the issue's 16 GiB target platform
@@ -12,17 +12,17 @@ measures it and replaces its section of bench/RESULTS.md (about three minutes).
 from __future__ import annotations
 
 import datetime
+import io
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import yaml
 from results_md import write_section  # bench/ is on sys.path when this file runs as a script
 
-import eidola
-from eidola.workload.nccl import build_collective
+from eidola.report.perf_command import PerfOptions, perf
+from eidola.run.perf import PerfRow
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADING = "## Issue 25: a 1 GiB all-reduce and all-to-all on every shipped packet platform, as flows"
@@ -37,13 +37,10 @@ def packet_platforms() -> list[Path]:
             if (yaml.safe_load(p.read_text()).get("fabric") or {}).get("model") == "packet"]
 
 
-def run(platform: Path, op: str) -> dict:
-    """One collective of SIZE on `platform` as flows: its plan, wall seconds, events and simulated time."""
-    plat = eidola.load_platform(platform, overrides={"fabric.model": "flow"})
-    profile, plan = build_collective(plat, op, SIZE)
-    start = time.perf_counter()
-    res = eidola.simulate(plat, profile)
-    return {"plan": plan, "wall": time.perf_counter() - start, "events": res.events, "us": res.kernel_time_ns / 1e3}
+def run(platform: Path, op: str) -> PerfRow:
+    """One collective of SIZE on `platform` as flows, as `eidola perf --fabric flow` runs it."""
+    (row,) = perf(PerfOptions(str(platform), op, str(SIZE), str(SIZE), fabric="flow"), out=io.StringIO())
+    return row
 
 
 def section() -> list[str]:
@@ -60,15 +57,14 @@ def section() -> list[str]:
              "bench/flow_platforms.py`. Each shipped packet platform with `fabric.model: flow`, one collective of "
              "1 GiB (nccl-tests' size), the tuner's plan; wall seconds of `simulate` alone, one run each. Baseline "
              "(measured first, after a warm-up run): switch-8gpu's all-reduce, "
-             f"{base['wall']:.2f} s wall, {base['events']:,} events.", "",
+             f"{base.wall_s:.2f} s wall, {base.events:,} events.", "",
              "| platform | collective | plan | wall s | against the baseline | events | simulated us |",
              "|---|---|---|---|---|---|---|"]
     for platform, op, r in rows:
-        plan = r["plan"]
-        lines.append(f"| {platform.name} | {op} | {plan.algo} {plan.proto} x{plan.channels} | {r['wall']:.2f} | "
-                     f"{r['wall'] / base['wall']:.1f}x | {r['events']:,} | {r['us']:,.1f} |")
-    slowest = max(rows, key=lambda row: row[2]["wall"])
-    lines += ["", f"Slowest: {slowest[0].name} {slowest[1]}, {slowest[2]['wall']:.1f} s.", ""]
+        lines.append(f"| {platform.name} | {op} | {r.plan.algo} {r.plan.proto} x{r.plan.channels} | {r.wall_s:.2f} | "
+                     f"{r.wall_s / base.wall_s:.1f}x | {r.events:,} | {r.time_us:,.1f} |")
+    slowest = max(rows, key=lambda row: row[2].wall_s)
+    lines += ["", f"Slowest: {slowest[0].name} {slowest[1]}, {slowest[2].wall_s:.1f} s.", ""]
     return lines
 
 

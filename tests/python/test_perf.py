@@ -627,3 +627,18 @@ def test_each_size_reports_its_progress(repo):
     assert list(sims) == sorted(sims) and list(events) == sorted(events) and list(walls) == sorted(walls)
     assert [r.size for r in rows] == [8 << 20]
     assert "8388608" in out.getvalue()  # the row still prints, on its own line
+
+
+def test_a_row_carries_its_simulations_events(repo):
+    # bench/flow_platforms.py reads the events of `eidola perf`'s own runs (PerfRow.events); left at its default
+    # (0), the column would read as none. The same point simulated directly, as perf builds it, has as many.
+    import eidola
+    from eidola.report.perf_command import PerfOptions, perf
+
+    path = str(repo / "platforms/switch-8gpu.yaml")
+    (row,) = perf(PerfOptions(path, "all_reduce", "1M", "1M", fabric="flow"), out=io.StringIO())
+    fabrics = Fabrics(path, {}, "flow")
+    profile, _ = build_collective(fabrics.base, "all_reduce", 1 << 20, steady=True)
+    assert fabrics.choose(written_bytes(profile)) == "flow"
+    assert row.events > 0
+    assert row.events == eidola.simulate(fabrics.harnessed("flow"), profile).events

@@ -67,6 +67,7 @@ class PerfRow:
     busbw_factor: float  #: busbw / algbw for this collective and GPU count
     wall_s: float = 0.0  #: what the simulation cost
     root: int = -1       #: nccl-tests' root column: the root of a rooted collective, -1 for the others
+    events: int = 0      #: the simulation's kernel events
 
     @property
     def algbw(self) -> float:
@@ -245,7 +246,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
             raise SimulationError(f"size {size} B ({op}, {fabric} fabric): stopped at limits.sim_time with workgroups "
                                   "unfinished; raise or remove limits.sim_time")
         row = PerfRow(size, count, result.kernel_time_ns / 1000, plan, fabric, factor,
-                      time.perf_counter() - start, nccl_tests.root(op, root))
+                      time.perf_counter() - start, nccl_tests.root(op, root), result.events)
         rows.append(row)
         if done is not None:
             done(row)
