@@ -244,7 +244,10 @@ def test_direct_allreduce_hierarchical(repo, nbytes):
     "(workgroup 1 issued seven 64 KiB writes at 102.37 us) and the others issue theirs over the next 60 us, where "
     "the packet GPU's round robin hands the room out a packet a workgroup a turn. Yet the gates are not the cause: "
     "with the window, the buffer or both lifted on both fabrics it reads +6.22%, +5.29%, +6.22% in step (+5.34% "
-    "as shipped) (docs/fabrics.md, \"When to trust which model\")"))
+    "as shipped). It is the leaves' queues: the packet fabric's leaves hold each receiving NIC's incast backlog "
+    "first in, first out (GPU 0's four writes to GPU 8 acknowledged at 20.8-56.2 us, as max-min flows by "
+    "10.9-27.4 us), which sets the order in which writes complete; two simpler queues in the network did not "
+    "follow it (experiments/queues25) (docs/fabrics.md, \"When to trust which model\")"))
 def test_direct_allreduce_hierarchical_4_workgroups_4mib(repo):
     # The issue's direct all-reduce row (3% at 1 MiB and above) over two nodes with few workgroups, SyncMon waits,
     # over in step and four start skews.
