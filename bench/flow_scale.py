@@ -147,9 +147,11 @@ def section(runs: dict[tuple[str, int, int], list[dict[str, Any]]], repeats: int
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [HEADING, "",
              f"Revision {rev}, {when}; load average {os.getloadavg()[0]:.1f} at the end; the least CPU time of "
-             f"{repeats} runs per case (cases in turn). CPU seconds of `Simulation::run` in the C++ driver.", "",
-             "| traffic | GPUs | rounds R / 2R | CPU s (R / 2R) | events (2R) | us per event | ratio to 8 GPUs |",
-             "|---|---|---|---|---|---|---|"]
+             f"{repeats} runs per case (cases in turn). CPU seconds of `Simulation::run` in the C++ driver; "
+             "peak memory is the driver process's peak resident set (its op array included).", "",
+             "| traffic | GPUs | rounds R / 2R | CPU s (R / 2R) | events (2R) | us per event | ratio to 8 GPUs | "
+             "peak memory (R) |",
+             "|---|---|---|---|---|---|---|---|"]
     base: dict[str, float] = {}
     best = {key: least(value) for key, value in runs.items()}
     for traffic, gpus, rounds in CASES:
@@ -158,7 +160,7 @@ def section(runs: dict[tuple[str, int, int], list[dict[str, Any]]], repeats: int
         base.setdefault(traffic, per_event)
         lines.append(f"| {traffic} | {gpus:,} | {rounds} / {2 * rounds} | {one['cpu_seconds']:.3f} / "
                      f"{two['cpu_seconds']:.3f} | {two['events']:,} | {per_event:.3f} | "
-                     f"**{per_event / base[traffic]:.2f}x** |")
+                     f"**{per_event / base[traffic]:.2f}x** | {one['max_rss_kb'] / 1024:.1f} MiB |")
     lines += ["", "Target: within 2x. Kernel times (ns) of the 2R runs, for checking that a change moved no result: "
               + ", ".join(f"{t} {g:,} GPUs {best[(t, g, 2 * r)]['kernel_ns']:.3f}" for t, g, r in CASES) + "."]
     for traffic in dict.fromkeys(t for t, _, _ in CASES):

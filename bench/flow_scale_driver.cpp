@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <systemc>
 
 #include "eidola/program.h"
@@ -97,9 +99,11 @@ int sc_main(int argc, char** argv) {
     Table t = sim.table("gpus");
     double finish_ps = 0;  // the kernel time: the last GPU's finish (column 1)
     for (std::size_t r = 0; r < t.rows(); ++r) finish_ps = std::max(finish_ps, t.values[r * t.columns.size() + 1]);
+    rusage usage{};  // peak resident memory of the whole process (the op array too), in KiB on Linux
+    getrusage(RUSAGE_SELF, &usage);
     std::printf("{\"gpus\": %d, \"rounds\": %d, \"status\": %d, \"seconds\": %.4f, \"cpu_seconds\": %.4f, \"events\": %llu, "
-                "\"kernel_ns\": %.3f}\n",
+                "\"kernel_ns\": %.3f, \"max_rss_kb\": %ld}\n",
                 gpus, rounds, status, s, cpu, (unsigned long long)sim.events(),
-                finish_ps / 1e3);
+                finish_ps / 1e3, usage.ru_maxrss);
     return status;
 }

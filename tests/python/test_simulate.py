@@ -9,6 +9,7 @@ import pytest
 
 import eidola
 from eidola.platform import Component, catalog
+from eidola.workload.builder import ProfileBuilder
 
 
 def test_two_runs_are_bit_identical(repo):
@@ -83,3 +84,20 @@ def test_result_save_writes_tables(tmp_path, repo):
     assert res.gpus["bytes_sent"].sum() == res.gpus["bytes_received"].sum()
     # The ideal fabric's per-pair table carries exactly the GPUs' outgoing packets.
     assert res.links["packets"].sum() == res.gpus["packets_sent"].sum()
+
+
+def test_idle_workgroups_are_listed_though_they_hold_no_state(repo):
+    # The GPUs keep state only for workgroups up to the highest one given a program (memory at 1,024
+    # GPUs x 304 resident workgroups); the table still lists every resident one, the idle ones at zero.
+    # Workgroup 2 is given a program and 0, 1 and 3-7 are not: 0 and 1 sit below it, 3-7 above.
+    plat = eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml", {"gpus.workgroups": 8})
+    b = ProfileBuilder(gpus=4, workgroups=8).flag("f").buffer("buf", 1000)
+    b.program(0, 2).write(1, "buf", 0, 1000).signal(1, "f")
+    b.program(1, 2).wait("f", ">=", 1)
+    res = eidola.simulate(plat, b.build())
+    wgs = res.workgroups
+    assert len(wgs) == 4 * 8 and sorted(set(zip(wgs["gpu"], wgs["wg"]))) == [(g, w) for g in range(4) for w in range(8)]
+    busy = (wgs["gpu"] <= 1) & (wgs["wg"] == 2)
+    assert (wgs["finish_ns"][busy] > 0).all() and (wgs["finish_ns"][~busy] == 0).all()
+    # ceil(1000 / 256 B max_payload) = 4 write packets and the signal's one, all from GPU 0's workgroup 2.
+    assert list(wgs["packets"][busy]) == [5, 0] and wgs["packets"][~busy].sum() == 0

@@ -16,11 +16,18 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
       m_flow(config.flow),
       m_turnaround_ps(config.turnaround_ps),
       m_max_payload(config.max_payload),
-      m_transfers(config.workgroups),
+      m_workgroups(config.workgroups),
       m_core(core),
       m_engine(engine),
       m_pool(std::max<std::uint64_t>(config.max_payload * config.train, config.flow)),
       m_socket(socket) {}
+
+void GpuInitiator::hold_workgroups(std::uint32_t count) {
+    if (count <= m_transfers.size()) return;
+    m_transfers.resize(count);
+    if (!m_put_ids.empty()) m_put_ids.resize(count);
+    if (!m_posts.empty()) m_posts.resize(count);
+}
 
 void GpuInitiator::start(std::uint32_t w, const Op& op) {
     Transfer& t = m_transfers[w];
@@ -248,7 +255,7 @@ bool GpuInitiator::send(Packet* p) {
         actions.push(now_ps() + m_core.watchdog_ps, {GpuActionKind::Watchdog, 0});
     }
     // The workgroup names the stream: a port that takes its workgroups' packets in turn reads it.
-    p->stream.stream = p->wg == kTrafficTurn ? std::uint32_t(m_transfers.size()) : p->wg;
+    p->stream.stream = p->wg == kTrafficTurn ? m_workgroups : p->wg;
     m_outstanding += p->slots;
     m_packets_sent += p->packets;
     m_request_pending = p;

@@ -10,13 +10,17 @@
 namespace eidola {
 
 WorkgroupEngine::WorkgroupEngine(GpuCore& core, const EngineConfig& config)
-    : m_core(core), m_config(config), m_wgs(config.workgroups) {}
+    : m_core(core), m_config(config) {}
 
 void WorkgroupEngine::load_program(std::uint32_t wg, const Op* ops, std::uint64_t count) {
-    if (wg >= m_wgs.size()) {
+    if (wg >= m_config.workgroups) {
         std::ostringstream msg;
-        msg << m_core.name() << ": workgroup " << wg << " does not exist (it has " << m_wgs.size() << ")";
+        msg << m_core.name() << ": workgroup " << wg << " does not exist (it has " << m_config.workgroups << ")";
         throw std::out_of_range(msg.str());
+    }
+    if (wg >= m_wgs.size()) {
+        m_wgs.resize(wg + 1);
+        m_initiator->hold_workgroups(wg + 1);
     }
     Workgroup& g = m_wgs[wg];
     if (g.state == WgState::Idle && count > 0) {

@@ -83,7 +83,11 @@ public:
     std::string describe_transfer(std::uint32_t wg) const;
     std::uint64_t bytes_sent() const { return m_bytes_sent; }
     /// Packets workgroup `wg` has issued (a train counts its packets).
-    std::uint64_t packets_issued(std::uint32_t wg) const { return m_transfers[wg].packets_issued; }
+    std::uint64_t packets_issued(std::uint32_t wg) const {
+        return wg < m_transfers.size() ? m_transfers[wg].packets_issued : 0;
+    }
+    /// Makes room for workgroups 0 to `count` - 1 (the engine's, as programs are loaded).
+    void hold_workgroups(std::uint32_t count);
     std::uint64_t packets_sent() const { return m_packets_sent; }
     /// Peers the fabric has refused a train to (see m_no_trains).
     std::uint64_t trains_refused() const {
@@ -184,7 +188,8 @@ private:
     bool m_watching = false;
     std::uint64_t m_max_payload;
     EntryRing<std::uint32_t> m_issue_queue;     // workgroups with bytes to packetise, round robin
-    std::vector<Transfer> m_transfers;          // per workgroup
+    std::vector<Transfer> m_transfers;          // per workgroup given a program (see WorkgroupEngine::m_wgs)
+    std::uint32_t m_workgroups;                 // resident workgroups (the traffic generator's stream is next)
     std::vector<SlotRelease> m_releases;        // trains' acknowledgements still to free slots
     std::uint64_t m_last_response_ps = 0;
     std::uint64_t m_bytes_sent = 0, m_packets_sent = 0;
