@@ -10,7 +10,9 @@ The costs are measured (docs/reliability.md, "Memory"): the private memory of th
 child (``child_private_kb``) for platforms that vary one term at a time, on this machine's build
 (x86-64, glibc, g++ -O2). Each term follows the data structure that pays for it:
 
-- per GPU: `PER_GPU` plus `PER_WORKGROUP` for each resident workgroup (its state machine);
+- per GPU: `PER_GPU` plus `PER_WORKGROUP` for each resident workgroup (its state machine). A GPU holds
+  that state only up to the highest workgroup given a program, but the profile is not known here: the
+  estimate counts every resident one, an upper bound;
 - per pair of GPUs: `PER_GPU_PAIR` (per-peer counters and the pairs table);
 - per packet-fabric link: `PER_LINK` (its wait histogram of 513 counters, its output queue,
   counters), plus `PER_QUEUE` for each virtual channel at its receiving input: 2 message classes x
