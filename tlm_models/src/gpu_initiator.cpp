@@ -16,11 +16,11 @@ GpuInitiator::GpuInitiator(GpuCore& core, WorkgroupEngine& engine, tlm::tlm_init
       m_flow(config.flow),
       m_turnaround_ps(config.turnaround_ps),
       m_max_payload(config.max_payload),
-      m_workgroups(config.workgroups),
       m_core(core),
       m_engine(engine),
       m_pool(std::max<std::uint64_t>(config.max_payload * config.train, config.flow)),
-      m_socket(socket) {}
+      m_socket(socket),
+      m_workgroups(config.workgroups) {}
 
 void GpuInitiator::hold_workgroups(std::uint32_t count) {
     if (count <= m_transfers.size()) return;

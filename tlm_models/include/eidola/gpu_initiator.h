@@ -189,7 +189,6 @@ private:
     std::uint64_t m_max_payload;
     EntryRing<std::uint32_t> m_issue_queue;     // workgroups with bytes to packetise, round robin
     std::vector<Transfer> m_transfers;          // per workgroup given a program (see WorkgroupEngine::m_wgs)
-    std::uint32_t m_workgroups;                 // resident workgroups (the traffic generator's stream is next)
     std::vector<SlotRelease> m_releases;        // trains' acknowledgements still to free slots
     std::uint64_t m_last_response_ps = 0;
     std::uint64_t m_bytes_sent = 0, m_packets_sent = 0;
@@ -210,6 +209,9 @@ private:
     // Per workgroup, the number of the put it is issuing (made on the first put, as m_posts is).
     std::vector<std::uint64_t> m_put_ids;
     std::uint64_t m_puts_started = 0;   // puts this GPU has started: the next put's number
+    // Resident workgroups (the traffic generator's stream is the next number). Here, not beside
+    // m_transfers: the first two lines are the fields every packet touches (see above).
+    std::uint32_t m_workgroups;
 };
 
 }  // namespace eidola
