@@ -239,6 +239,9 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.trans = &trans;
     f.src = src;
     f.dst = dst;
+    // Both looked up before anything holds a reference into m_routes: a new route may move it.
+    f.route = route_index(src, dst);
+    f.back = route_index(dst, src);
     f.bytes = trans.get_data_length();
     f.read = trans.is_read();
     packets_of(trans, f.bytes, f.packets, f.packet_bytes);
@@ -267,7 +270,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     if (!f.read && src != dst && !f.multimem) {
         // The queue is the source's on its first link; the pair's route remembers it, so the map
         // (shared by every destination behind that link) is looked up once per pair, not per write.
-        const std::uint32_t r = route_index(src, dst);
+        const std::uint32_t r = f.route;
         if (m_routes[r].injection < 0) {
             const std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + m_routes[r].path[0];
             auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
@@ -409,7 +412,7 @@ void FlowFabric::activate(std::uint32_t id) {
         const FlowExtension* ext = f.ext;
         const std::uint32_t window = ext && ext->window > 0 ? ext->window : 0;
         const std::uint64_t turnaround = window ? ext->turnaround_ps : 0;
-        const std::uint32_t ri = route_index(src, dst);
+        const std::uint32_t ri = f.route;
         if (m_activations.size() <= ri) m_activations.resize(m_routes.size());
         if (const Activation& memo = m_activations[ri]; memo.same(f, window, turnaround)) {
             m_uses = memo.uses;
@@ -432,7 +435,7 @@ void FlowFabric::activate(std::uint32_t id) {
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
             pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
-        for (const auto& [link, share] : route(dst, src).links) {
+        for (const auto& [link, share] : m_routes[f.back].links) {
             const TopoLink& l = m_topology->links()[link];
             const double headers = l.framed ? framed_header(f, l, false) : n * (f.read ? l.header : ack_wire(l));
             const std::uint64_t wire = (f.read ? packet : 0) + std::uint64_t(std::ceil(headers / n));
@@ -445,7 +448,7 @@ void FlowFabric::activate(std::uint32_t id) {
         if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp, !f.read);
         if (m_eject[2 * dst] >= 0) use(std::uint32_t(m_eject[2 * dst]), req, f.read);
         if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp, !f.read);
-        round_trip = zero_load_ps(src, dst, f.read ? 0 : packet, false) + zero_load_ps(dst, src, f.read ? packet : 0, !f.read);
+        round_trip = zero_load_on(f.route, f.read ? 0 : packet, false) + zero_load_on(f.back, f.read ? packet : 0, !f.read);
         if (window) {
             // The GPU's window: packets in flight, rate / packet x round trip, at most `window`.
             round_trip += turnaround;
@@ -503,7 +506,8 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     const double n = double(f.packets);
     // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
-    if (m_held.size() < m_solver.resources()) m_held.resize(m_solver.resources(), 0.0);
+    for (std::uint32_t r = std::uint32_t(m_held.size()); r < m_solver.resources(); ++r)
+        m_held.push_back(Window{0.0, m_solver.capacity(r)});
     double burst = n;
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
@@ -513,8 +517,9 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     bool small = false;
     for (const Paced& p : m_paced) {
         if (!(p.per_packet > 0)) continue;
-        const double capacity = m_solver.capacity(p.resource);
-        const double room = capacity - m_solver.load(p.resource) - m_held[p.resource];
+        const Window& w = m_held[p.resource];
+        const double capacity = w.capacity;
+        const double room = capacity - m_solver.load(p.resource) - w.held;
         burst = std::min(burst, std::floor(std::max(0.0, room) / p.per_packet + 1e-9));
         if (p.per_packet * kLargeWindow > capacity) {
             small = true;
@@ -529,7 +534,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     auto hold = [&](Flow& b, double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
         for (const Paced& p : m_paced) {
-            m_held[p.resource] += p.per_packet * packets;
+            m_held[p.resource].held += p.per_packet * packets;
             m_holds[list].emplace_back(p.resource, p.per_packet * packets);
         }
         b.holds = list;
@@ -600,7 +605,7 @@ void FlowFabric::timed_alone(std::uint32_t id) {
 // -0.85% without this, +0.10% with it).
 std::uint64_t FlowFabric::flag_start(const Flow& f, std::uint64_t now) {
     if (f.src == f.dst) return now;
-    const std::uint32_t link = m_routes[route_index(f.src, f.dst)].path.front();
+    const std::uint32_t link = m_routes[f.route].path.front();
     const TopoLink& l = m_topology->links()[link];
     const auto lanes = m_flag_free.begin() + std::ptrdiff_t(m_busy[link].flag_lanes);
     const auto lane = std::min_element(lanes, lanes + std::ptrdiff_t(std::max<std::uint32_t>(1, l.lanes)));
@@ -743,8 +748,8 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
     // a read's is its request's, as in the packet fabric.
     const bool starts = f.packets == 1 && f.framing.first;
-    const std::uint64_t deliver = last_starts + zero_load_ps(f.src, f.dst, f.read ? 0 : last, false, starts);
-    if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_ps(f.src, f.dst, f.read ? 0 : f.packet_bytes, false) : 0;
+    const std::uint64_t deliver = last_starts + zero_load_of(f, false, f.read ? 0 : last, false, starts);
+    if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_of(f, false, f.read ? 0 : f.packet_bytes, false) : 0;
     if (f.packets > 1 && !f.ext) {
         // A train from a GPU that paces its own window: its acknowledgements come one packet apart.
         if (TrainExtension* train = f.trans->get_extension<TrainExtension>(); train && f.rate != FlowSolver::kUnlimited)
@@ -760,14 +765,14 @@ void FlowFabric::account_flow(std::uint32_t id) {
     Flow& f = m_flows[id];
     const bool starts = f.packets == 1 && f.framing.first;
     count_links(f);
-    PairStats& pair = m_route_pairs[route_index(f.src, f.dst)];
+    PairStats& pair = m_route_pairs[f.route];
     pair.src = std::int32_t(f.src);
     pair.dst = std::int32_t(f.dst);
     pair.bytes += f.read ? 0 : f.bytes;
     pair.packets += f.packets;
     // No queueing in a fluid: each packet takes the route's zero-load latency.
     const double packet_latency =
-        double(zero_load_ps(f.src, f.dst, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false, starts));
+        double(zero_load_of(f, false, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false, starts));
     pair.latency_sum_ps += f.packets * packet_latency;
     pair.latency_max_ps = std::max(pair.latency_max_ps, packet_latency);
     f.trans = nullptr;
@@ -781,9 +786,8 @@ void FlowFabric::account_flow(std::uint32_t id) {
 // gets its share of the packets and bytes, rounded to the nearest whole, counted flow by flow.
 void FlowFabric::count_links(const Flow& f) {
     if (f.src == f.dst) return;
-    const std::uint32_t out_index = route_index(f.src, f.dst), back_index = route_index(f.dst, f.src);
-    Route& out = m_routes[out_index];  // both looked up first: a new route may move m_routes
-    Route& back = m_routes[back_index];
+    Route& out = m_routes[f.route];
+    Route& back = m_routes[f.back];
     if (out.whole && back.whole) {
         Route::Carried& o = out.out;
         o.packets += f.packets;
@@ -905,7 +909,7 @@ void FlowFabric::on_event() {
             case ActionKind::Solve: solve(); break;
             case ActionKind::Finish: finish(a.a, a.b); break;
             case ActionKind::Refill:
-                for (const auto& [resource, amount] : m_holds[a.a]) m_held[resource] -= amount;
+                for (const auto& [resource, amount] : m_holds[a.a]) m_held[resource].held -= amount;
                 m_holds[a.a].clear();
                 m_free_holds.push_back(a.a);
                 break;
@@ -983,11 +987,8 @@ void FlowFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) {
 
 // The links from GPU `src` to GPU `dst` with the share of packets on each: all on the first
 // choice at every node, or (routing.spread) split evenly over the equal-cost choices, as the
-// packet fabric's round robin does over many packets. Built once per pair, on first use.
-const FlowFabric::Route& FlowFabric::route(std::uint32_t src, std::uint32_t dst) {
-    return m_routes[route_index(src, dst)];
-}
-
+// packet fabric's round robin does over many packets. Built once per pair, on first use; its
+// index in m_routes is returned.
 std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
     std::int32_t& index = m_route_index[std::size_t(src) * ports() + dst];
     if (index >= 0) return std::uint32_t(index);
@@ -1053,7 +1054,11 @@ std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
 std::uint64_t FlowFabric::zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack,
                                        bool starts_message) {
     if (from == to) return 0;
-    Route& route = m_routes[route_index(from, to)];
+    return zero_load_on(route_index(from, to), payload, ack, starts_message);
+}
+
+std::uint64_t FlowFabric::zero_load_on(std::uint32_t index, std::uint64_t payload, bool ack, bool starts_message) {
+    Route& route = m_routes[index];
     const std::uint8_t flags = std::uint8_t((ack ? 1 : 0) | (starts_message ? 2 : 0));
     for (const Route::ZeroLoad& m : route.memo)
         if (m.payload == payload && m.flags == flags) return m.ps;  // a pure function of these

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/flow_solver.h"
+#include "eidola/front_queue.h"
 #include "eidola/message_extension.h"
 #include "eidola/multimem_extension.h"
 #include "eidola/packet_fabric.h"
@@ -107,6 +107,10 @@ private:
         std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
         tlm::tlm_generic_payload* trans = nullptr;
         std::uint32_t dst = 0;
+        // Its pair's routes (m_routes), there and back, found once when it starts: the n x n index
+        // (4 MB at 1,024 GPUs) is a cache miss per look-up, and a flow's route is asked for at its
+        // start, its issue, its end and its accounting.
+        std::uint32_t route = 0, back = 0;
         std::uint32_t packets = 1;       // packets it stands for
         std::uint64_t bytes = 0;         // payload bytes
         std::uint32_t packet_bytes = 0;  // payload per packet but the last
@@ -142,7 +146,7 @@ private:
     /// they have been sent. A signal, which the GPU issues as one packet in its round robin,
     /// waits only for the backlog its window lets the flows ahead hold (slip_at).
     struct Injection {
-        std::deque<std::uint32_t> waiting;
+        FrontQueue<std::uint32_t> waiting;
         std::vector<std::uint32_t> active_ids;  // the active writes
         std::uint32_t active = 0;
         std::uint64_t active_since = 0;  // when the active writes were issued
@@ -207,8 +211,7 @@ private:
     void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
     void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
     void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
-    const Route& route(std::uint32_t src, std::uint32_t dst);
-    std::uint32_t route_index(std::uint32_t src, std::uint32_t dst);  // route()'s place in m_routes, built on first use
+    std::uint32_t route_index(std::uint32_t src, std::uint32_t dst);  // the pair's place in m_routes, built on first use
 
     // NVLink SHARP at the switch (flow_nvls.cpp)
     void setup_nvls(const Params& p);
@@ -218,6 +221,12 @@ private:
     void nvls_in(std::uint32_t op);
     void nvls_count_links(const Flow& f);
     std::uint64_t link_ps(std::uint32_t link, std::uint64_t payload, bool ack) const;
+    /// zero_load_ps on route `route` of m_routes (from its source to its destination, not a GPU to itself).
+    std::uint64_t zero_load_on(std::uint32_t route, std::uint64_t payload, bool ack, bool starts_message = false);
+    /// zero_load_ps from flow `f`'s source to its destination (`back`: the other way).
+    std::uint64_t zero_load_of(const Flow& f, bool back, std::uint64_t payload, bool ack, bool starts_message = false) {
+        return f.src == f.dst ? 0 : zero_load_on(back ? f.back : f.route, payload, ack, starts_message);
+    }
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack,
                                bool starts_message = false);
     /// rail: NIC header bytes a flow puts on framed link `l` forward (`forward`) or back.
@@ -290,7 +299,7 @@ private:
             std::uint32_t unsent = 0;  // its writes whose flows have not yet sent all their bytes
             std::uint32_t issuing = 0; // the GPU's pending writes into it, as of the last plan
             std::uint32_t packet_bytes = 0;  // the payload per packet of the last write queued (signal_room)
-            std::deque<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
+            FrontQueue<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
             /// The GPU's windowed writes that leave by its link, as its window sees them: their send
             /// rate now, and its history over their round trip, oldest first, as steps. What they sent
             /// over that time is unanswered, and what they sent a round trip ago is answered now. Kept
@@ -305,7 +314,7 @@ private:
                 double sent;         // what the output had sent in all by `from`: a round trip's
                                      // sending is a difference of two, not a sum over its steps
             };
-            std::deque<Step> history;
+            FrontQueue<Step> history;
             std::uint64_t round_trip_ps = 0;  // their mean round trip, as of the last step
         };
         std::vector<Output> outputs;
@@ -358,7 +367,14 @@ private:
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
     std::vector<std::uint32_t> m_later_scratch;   // scratch of plan_issue(): per output, its writes still to tell
     std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
-    std::vector<double> m_held;                   // per resource: what bursts hold of a window
+    /// What launch() reads of a window (a GPU's outstanding limit, a channel's credits) besides its load: its
+    /// capacity, copied from the solver beside what bursts hold of it, so that the two are one cache line, not
+    /// a line of m_held and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
+    struct Window {
+        double held = 0;      // what bursts hold of it
+        double capacity = 0;  // the solver's capacity of the resource (fixed once it is added)
+    };
+    std::vector<Window> m_held;                   // per resource
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
     std::vector<std::uint32_t> m_free_holds;
     struct Paced {
@@ -404,8 +420,8 @@ private:
 
     // Per port: a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
     std::vector<std::uint8_t> m_request_busy, m_response_busy;
-    std::vector<std::deque<std::pair<tlm::tlm_generic_payload*, std::uint32_t>>> m_request_queue;
-    std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
+    std::vector<FrontQueue<std::pair<tlm::tlm_generic_payload*, std::uint32_t>>> m_request_queue;
+    std::vector<FrontQueue<tlm::tlm_generic_payload*>> m_response_queue;
 
     struct LinkCounters {
         LinkStats s;
