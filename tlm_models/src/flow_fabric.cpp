@@ -248,7 +248,11 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     f.arrived_ps = now_ps();
     f.multimem = trans.get_extension<MultimemExtension>();
     f.ext = trans.get_extension<FlowExtension>();
-    f.sends = f.ext && f.ext->window > 0 && !f.read && !f.multimem;
+    if (f.ext) {
+        f.window = f.ext->window;
+        f.workgroup = f.ext->workgroup;
+    }
+    f.sends = f.ext && f.window > 0 && !f.read && !f.multimem;
     if (f.ext && f.ext->tell_sent) {
         // A copy within the GPU, or a flag-sized write (timed alone, outside the send rates): issued once
         // its flow has run (finish).
@@ -281,7 +285,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         Injection& q = m_injection[std::size_t(f.queue)];
         if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             const FlowExtension* ext = f.ext;
-            if (ext && ext->signal && f.packets == 1 && own_backlog(q, ext->workgroup)) {
+            if (ext && ext->signal && f.packets == 1 && own_backlog(q, f.workgroup)) {
                 // A signal behind its own workgroup's flows: it slips in behind their backlog,
                 // outside the queue (slip_at). When, is worked out once the flows ahead have
                 // their rates, after this time step's solve (booked before this action, so it
@@ -309,8 +313,8 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
 // first served, the signal's own write early, and keeps its signal behind the others instead.
 bool FlowFabric::own_backlog(const Injection& q, std::uint32_t wg) const {
     auto own = [&](std::uint32_t id) {
-        const FlowExtension* ext = m_flows[id].trans ? m_flows[id].ext : nullptr;
-        return ext && ext->window > 0 && ext->workgroup == wg;
+        const Flow& g = m_flows[id];
+        return g.trans && g.ext && g.window > 0 && g.workgroup == wg;
     };
     return std::all_of(q.active_ids.begin(), q.active_ids.end(), own) && std::all_of(q.waiting.begin(), q.waiting.end(), own);
 }
@@ -360,8 +364,8 @@ std::uint64_t FlowFabric::slip_at(const Injection& q) const {
         ahead += left;
         rate += g.rate;
         beyond += std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
-        if (const FlowExtension* ext = g.ext; ext && ext->window > 0)
-            window = std::max(window, double(ext->window) * double(ext->packet_bytes));
+        if (const FlowExtension* ext = g.ext; ext && g.window > 0)
+            window = std::max(window, double(g.window) * double(ext->packet_bytes));
     }
     for (std::uint32_t w : q.waiting) ahead += double(m_flows[w].bytes);  // issued too, as far as the window goes
     if (!(rate > 0)) return now;
@@ -410,7 +414,7 @@ void FlowFabric::activate(std::uint32_t id) {
     std::uint64_t round_trip = 0;
     if (src != dst) {
         const FlowExtension* ext = f.ext;
-        const std::uint32_t window = ext && ext->window > 0 ? ext->window : 0;
+        const std::uint32_t window = ext && f.window > 0 ? f.window : 0;
         const std::uint64_t turnaround = window ? ext->turnaround_ps : 0;
         const std::uint32_t ri = f.route;
         if (m_activations.size() <= ri) m_activations.resize(m_routes.size());

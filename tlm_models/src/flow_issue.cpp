@@ -138,7 +138,7 @@ double FlowFabric::issue_cap(std::uint32_t gpu, const Flow& f) const {
 FlowFabric::Gates FlowFabric::gates_of(std::uint32_t gpu, const Flow& f) const {
     const double packet = double(std::max<std::uint32_t>(1, f.packet_bytes));
     const double credits = m_credit_bytes ? std::max(1.0, std::ceil((packet + m_header) / m_flit)) : 1.0;
-    return {m_inject_units[gpu] / credits * packet, double(f.ext->window) * packet};
+    return {m_inject_units[gpu] / credits * packet, double(f.window) * packet};
 }
 
 // Whether GPU `gpu` has pending writes and its window, not its buffer, is the gate that binds: its
@@ -317,7 +317,7 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
         for (std::uint32_t id : is.pending) {
             Flow& f = m_flows[id];
             for (std::size_t c = 0; c < is.credits.size(); ++c) {
-                if (is.credits[c].workgroup != f.ext->workgroup) continue;
+                if (is.credits[c].workgroup != f.workgroup) continue;
                 const double take = std::min(f.unissued, is.credits[c].bytes);
                 f.unissued -= take;
                 output_of(f).issued += take;
@@ -354,7 +354,7 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
                 const std::uint32_t behind = f.queued ? --later[std::size_t(f.output)] : 0;
                 const std::uint64_t later_ps = f.paced_done ? turns_before++ * turn_ps : 0;
                 tell_sent(f, later_ps, double(behind) * packet);
-                is.credits.push_back(Issuer::Credit{f.ext->workgroup, now_ps() + later_ps, 0.0});
+                is.credits.push_back(Issuer::Credit{f.workgroup, now_ps() + later_ps, 0.0});
             }
             // With no write left pending, the room the gates still have is the told workgroups' turns.
             const double room = free_room(gpu, m_flows[done.front()]);
@@ -525,11 +525,11 @@ double FlowFabric::signal_room(const Flow& f, const Issuer::Output& out) const {
 // workgroup's writes stay ahead of it: they were issued before it, in program order.
 double FlowFabric::signal_place(const Flow& f, const Issuer::Output& out) const {
     const std::uint64_t now = now_ps();
-    const std::uint32_t own = f.ext ? f.ext->workgroup : ~std::uint32_t(0);
+    const std::uint32_t own = f.ext ? f.workgroup : ~std::uint32_t(0);
     double later = 0;
     auto after_its_turn = [&](std::uint32_t w) {
         const Flow& g = m_flows[w];
-        if (!g.trans || g.arrived_ps != now || !g.ext || g.ext->workgroup == own || g.output != f.output) return;
+        if (!g.trans || g.arrived_ps != now || !g.ext || g.workgroup == own || g.output != f.output) return;
         const double issued = double(g.bytes) - g.unissued;
         later += std::max(0.0, issued - double(std::max<std::uint32_t>(1, g.packet_bytes)));
     };

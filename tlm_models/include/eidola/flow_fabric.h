@@ -123,6 +123,10 @@ private:
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
         FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
+        // The extension's window (packets) and workgroup, copied here when it starts (0 without one): the
+        // issue fluid reads them at every plan and every signal's place, and the payload's line is cold
+        // by then at 1,024 GPUs.
+        std::uint32_t window = 0, workgroup = 0;
         double unissued = 0;             // telling: its bytes the GPU has not yet issued (flow_issue.cpp)
         bool alone = false;              // a flag timed outside the solver (timed_alone)
         bool slip_waited = false;        // a signal that waited once for its time step's solve (slip)
