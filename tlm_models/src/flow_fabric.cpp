@@ -252,7 +252,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         f.window = f.ext->window;
         f.workgroup = f.ext->workgroup;
     }
-    f.sends = f.ext && f.window > 0 && !f.read && !f.multimem;
+    f.sends = f.window > 0 && !f.read && !f.multimem;
     if (f.ext && f.ext->tell_sent) {
         // A copy within the GPU, or a flag-sized write (timed alone, outside the send rates): issued once
         // its flow has run (finish).
@@ -314,7 +314,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
 bool FlowFabric::own_backlog(const Injection& q, std::uint32_t wg) const {
     auto own = [&](std::uint32_t id) {
         const Flow& g = m_flows[id];
-        return g.trans && g.ext && g.window > 0 && g.workgroup == wg;
+        return g.trans && g.window > 0 && g.workgroup == wg;
     };
     return std::all_of(q.active_ids.begin(), q.active_ids.end(), own) && std::all_of(q.waiting.begin(), q.waiting.end(), own);
 }
@@ -364,8 +364,7 @@ std::uint64_t FlowFabric::slip_at(const Injection& q) const {
         ahead += left;
         rate += g.rate;
         beyond += std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
-        if (const FlowExtension* ext = g.ext; ext && g.window > 0)
-            window = std::max(window, double(g.window) * double(ext->packet_bytes));
+        if (g.window > 0) window = std::max(window, double(g.window) * double(g.ext->packet_bytes));
     }
     for (std::uint32_t w : q.waiting) ahead += double(m_flows[w].bytes);  // issued too, as far as the window goes
     if (!(rate > 0)) return now;
@@ -413,9 +412,8 @@ void FlowFabric::activate(std::uint32_t id) {
     const double n = double(f.packets), data = double(f.bytes);
     std::uint64_t round_trip = 0;
     if (src != dst) {
-        const FlowExtension* ext = f.ext;
-        const std::uint32_t window = ext && f.window > 0 ? f.window : 0;
-        const std::uint64_t turnaround = window ? ext->turnaround_ps : 0;
+        const std::uint32_t window = f.window;
+        const std::uint64_t turnaround = window ? f.ext->turnaround_ps : 0;
         const std::uint32_t ri = f.route;
         if (m_activations.size() <= ri) m_activations.resize(m_routes.size());
         if (const Activation& memo = m_activations[ri]; memo.same(f, window, turnaround)) {
@@ -510,8 +508,8 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     const double n = double(f.packets);
     // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
-    for (std::uint32_t r = std::uint32_t(m_held.size()); r < m_solver.resources(); ++r)
-        m_held.push_back(Window{0.0, m_solver.capacity(r)});
+    for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
+        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
     double burst = n;
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
@@ -521,7 +519,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     bool small = false;
     for (const Paced& p : m_paced) {
         if (!(p.per_packet > 0)) continue;
-        const Window& w = m_held[p.resource];
+        const Window& w = m_windows[p.resource];
         const double capacity = w.capacity;
         const double room = capacity - m_solver.load(p.resource) - w.held;
         burst = std::min(burst, std::floor(std::max(0.0, room) / p.per_packet + 1e-9));
@@ -538,7 +536,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     auto hold = [&](Flow& b, double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
         for (const Paced& p : m_paced) {
-            m_held[p.resource].held += p.per_packet * packets;
+            m_windows[p.resource].held += p.per_packet * packets;
             m_holds[list].emplace_back(p.resource, p.per_packet * packets);
         }
         b.holds = list;
@@ -752,8 +750,8 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
     // a read's is its request's, as in the packet fabric.
     const bool starts = f.packets == 1 && f.framing.first;
-    const std::uint64_t deliver = last_starts + zero_load_of(f, false, f.read ? 0 : last, false, starts);
-    if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_of(f, false, f.read ? 0 : f.packet_bytes, false) : 0;
+    const std::uint64_t deliver = last_starts + zero_load_of(f, f.read ? 0 : last, false, starts);
+    if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_of(f, f.read ? 0 : f.packet_bytes, false) : 0;
     if (f.packets > 1 && !f.ext) {
         // A train from a GPU that paces its own window: its acknowledgements come one packet apart.
         if (TrainExtension* train = f.trans->get_extension<TrainExtension>(); train && f.rate != FlowSolver::kUnlimited)
@@ -776,7 +774,7 @@ void FlowFabric::account_flow(std::uint32_t id) {
     pair.packets += f.packets;
     // No queueing in a fluid: each packet takes the route's zero-load latency.
     const double packet_latency =
-        double(zero_load_of(f, false, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false, starts));
+        double(zero_load_of(f, f.read ? 0 : std::min<std::uint64_t>(f.bytes, f.packet_bytes), false, starts));
     pair.latency_sum_ps += f.packets * packet_latency;
     pair.latency_max_ps = std::max(pair.latency_max_ps, packet_latency);
     f.trans = nullptr;
@@ -913,7 +911,7 @@ void FlowFabric::on_event() {
             case ActionKind::Solve: solve(); break;
             case ActionKind::Finish: finish(a.a, a.b); break;
             case ActionKind::Refill:
-                for (const auto& [resource, amount] : m_holds[a.a]) m_held[resource].held -= amount;
+                for (const auto& [resource, amount] : m_holds[a.a]) m_windows[resource].held -= amount;
                 m_holds[a.a].clear();
                 m_free_holds.push_back(a.a);
                 break;

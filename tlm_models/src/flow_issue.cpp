@@ -545,7 +545,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     f.due = true;
     const std::uint64_t now = now_ps();
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
-    if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_of(f, false, f.packet_bytes, false)) : 0;
+    if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_of(f, f.packet_bytes, false)) : 0;
     // Its last packet started one packet's time before its last byte left, at the output queue's rate: the
     // queue sends its writes one after another, and the writes issued after it, which shared its flow's rate
     // in the fluid, wait behind it there. (At its flow's rate, kept when it sent its last byte, the last
@@ -558,7 +558,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / rate));
     // A single-packet message's NIC processing time is on its way, as in finish().
     const bool starts = f.packets == 1 && f.framing.first;
-    m_actions.push(last_starts + zero_load_of(f, false, last, false, starts), {ActionKind::Deliver, f.dst, f.src, f.trans});
+    m_actions.push(last_starts + zero_load_of(f, last, false, starts), {ActionKind::Deliver, f.dst, f.src, f.trans});
     if (f.sent_all) {
         account_flow(id);
         return;

@@ -123,7 +123,8 @@ private:
         std::int64_t queue = -1;         // its injection queue (m_injection), -1: none
         const MultimemExtension* multimem = nullptr;  // a multimem access through the NVLS switch
         FlowExtension* ext = nullptr;    // its GPU's flow extension (window, workgroup), if any: looked up once
-        // The extension's window (packets) and workgroup, copied here when it starts (0 without one): the
+        // The extension's window (packets) and workgroup, copied here when it starts (0 without one, so a
+        // window above 0 implies an extension): the
         // issue fluid reads them at every plan and every signal's place, and the payload's line is cold
         // by then at 1,024 GPUs.
         std::uint32_t window = 0, workgroup = 0;
@@ -227,9 +228,9 @@ private:
     std::uint64_t link_ps(std::uint32_t link, std::uint64_t payload, bool ack) const;
     /// zero_load_ps on route `route` of m_routes (from its source to its destination, not a GPU to itself).
     std::uint64_t zero_load_on(std::uint32_t route, std::uint64_t payload, bool ack, bool starts_message = false);
-    /// zero_load_ps from flow `f`'s source to its destination (`back`: the other way).
-    std::uint64_t zero_load_of(const Flow& f, bool back, std::uint64_t payload, bool ack, bool starts_message = false) {
-        return f.src == f.dst ? 0 : zero_load_on(back ? f.back : f.route, payload, ack, starts_message);
+    /// zero_load_ps from flow `f`'s source to its destination.
+    std::uint64_t zero_load_of(const Flow& f, std::uint64_t payload, bool ack, bool starts_message = false) {
+        return f.src == f.dst ? 0 : zero_load_on(f.route, payload, ack, starts_message);
     }
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack,
                                bool starts_message = false);
@@ -373,12 +374,12 @@ private:
     std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
     /// What launch() reads of a window (a GPU's outstanding limit, a channel's credits) besides its load: its
     /// capacity, copied from the solver beside what bursts hold of it, so that the two are one cache line, not
-    /// a line of m_held and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
+    /// a line of the held amounts and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
     struct Window {
         double held = 0;      // what bursts hold of it
         double capacity = 0;  // the solver's capacity of the resource (fixed once it is added)
     };
-    std::vector<Window> m_held;                   // per resource
+    std::vector<Window> m_windows;                // per resource
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
     std::vector<std::uint32_t> m_free_holds;
     struct Paced {

@@ -58,11 +58,6 @@ public:
             m_head = 0;
         }
     }
-    void clear() {
-        m_items.clear();
-        m_head = 0;
-    }
-
 private:
     static constexpr std::size_t kFoldAfter = 8;  // a short queue is not shifted for every pop
     std::vector<T> m_items;
