@@ -11,15 +11,13 @@ measures it and replaces its section of bench/RESULTS.md (about three minutes).
 
 from __future__ import annotations
 
-import datetime
 import io
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
-from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+from results_md import stamp, write_section  # bench/ is on sys.path when this file runs as a script
 
 from eidola.report.perf_command import PerfOptions, perf
 from eidola.run.perf import PerfRow
@@ -49,11 +47,8 @@ def section() -> list[str]:
     run(BASELINE, "all_reduce")  # loads the simulator into this process, which the baseline must not count
     base = run(BASELINE, "all_reduce")
     rows = [(p, op, run(p, op)) for p in packet_platforms() for op in OPS]
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [HEADING, "",
-             f"Revision {rev}, {when}; 2 shared cores (load average {load:.1f} at the start); `python "
+             f"{stamp()}; 2 shared cores (load average {load:.1f} at the start); `python "
              "bench/flow_platforms.py`. Each shipped packet platform with `fabric.model: flow`, one collective of "
              "1 GiB (nccl-tests' size), the tuner's plan; wall seconds of `simulate` alone, one run each. Baseline "
              "(measured first, after a warm-up run): switch-8gpu's all-reduce, "

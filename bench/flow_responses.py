@@ -14,15 +14,13 @@ Run: .venv/bin/python bench/flow_responses.py [--repeats N]; replaces its sectio
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from flow_scale import CASES, DRIVER, _run, per_event_us  # bench/ is on sys.path when this file runs as a script
-from results_md import write_section
+from results_md import stamp, write_section
 
 import eidola
 from eidola.generators import direct_allreduce, ring_allreduce
@@ -61,10 +59,7 @@ def _large(responses: str, platform: str, profile) -> tuple[float, int, float]:
 
 
 def section(repeats: int) -> list[str]:
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [HEADING, "", f"Revision {rev}, {when}; load average {os.getloadavg()[0]:.1f} at the end. The ratios are "
+    lines = [HEADING, "", f"{stamp()}; load average {os.getloadavg()[0]:.1f} at the end. The ratios are "
              "the figures (both settings measured in this run); the absolute times stand beside them.", "",
              "| traffic | GPUs | fair: us per event | first: us per event | first / fair | events (2R), fair / first | "
              "kernel ns (2R), fair / first |", "|---|---|---|---|---|---|---|"]

@@ -22,7 +22,6 @@ work out of a cache it no longer fits. Takes about 20 minutes on this machine; r
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import re
@@ -33,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+from results_md import stamp, write_section  # bench/ is on sys.path when this file runs as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = ROOT / "build" / "cpp" / "eidola_flow_scale_driver"
@@ -85,11 +84,8 @@ def _count(traffic: str, gpus: int, rounds: int, l2: tuple[int, int, int]) -> di
 
 def counts_section(l2: tuple[int, int, int]) -> list[str]:
     """Instructions and simulated L2 misses per event, as differences of the R and 2R runs (setup left out)."""
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [COUNTS_HEADING, "",
-             f"Revision {rev}, {when}; valgrind callgrind with its last-level cache set to this machine's L2 "
+             f"{stamp()}; valgrind callgrind with its last-level cache set to this machine's L2 "
              f"({l2[0] >> 10} KiB, {l2[1]}-way, {l2[2]}-byte lines). Per event: the 2R run's extra over the R run's, "
              "whole process (the driver's setup cancels out).", "",
              "| traffic | GPUs | events (R / 2R) | instructions per event | ratio | L2 misses per event | ratio |",
@@ -142,11 +138,8 @@ def paired_ratios(runs: dict[tuple[str, int, int], list[dict[str, Any]]], traffi
 
 
 def section(runs: dict[tuple[str, int, int], list[dict[str, Any]]], repeats: int) -> list[str]:
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [HEADING, "",
-             f"Revision {rev}, {when}; load average {os.getloadavg()[0]:.1f} at the end; the least CPU time of "
+             f"{stamp()}; load average {os.getloadavg()[0]:.1f} at the end; the least CPU time of "
              f"{repeats} runs per case (cases in turn). CPU seconds of `Simulation::run` in the C++ driver; "
              "peak memory is the driver process's peak resident set (its op array included).", "",
              "| traffic | GPUs | rounds R / 2R | CPU s (R / 2R) | events (2R) | us per event | ratio to 8 GPUs | "

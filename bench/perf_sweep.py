@@ -10,7 +10,6 @@ sizes cost. Also lists the slowest sizes of the auto sweep (its per-size wall ti
 
 from __future__ import annotations
 
-import datetime
 import io
 import os
 import subprocess
@@ -18,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import write_section  # bench/ is on sys.path when this file runs as a script
+from results_md import stamp, write_section  # bench/ is on sys.path when this file runs as a script
 
 from eidola.report.perf_command import PerfOptions, perf
 
@@ -46,12 +45,9 @@ def section() -> list[str]:
     (auto, n_auto), (flow, n_flow) = min(r[0] for r in runs), min(r[1] for r in runs)
     rows = perf(PerfOptions(str(PLATFORM), "all_reduce", "8", "8G", "2", fabric="auto"), out=io.StringIO())
     slow = sorted(rows, key=lambda r: -r.wall_s)[:4]
-    rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                         text=True).stdout.strip()
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     packet = [r for r in rows if r.fabric == "packet"]
     return [HEADING, "",
-            f"Revision {rev}, {when}; 2 shared cores (load average {load:.1f} at the start). "
+            f"{stamp()}; 2 shared cores (load average {load:.1f} at the start). "
             "`eidola perf platforms/dgx-h200.yaml --op all_reduce -b 8 -e 8G -f 2`, a child process each, "
             "start-up included, best of two; the baseline is the same sweep in the same run with `--fabric flow`.", "",
             "| sweep | sizes | wall s | against the flow-only sweep | target |", "|---|---|---|---|---|",

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import datetime
+import subprocess
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def stamp() -> str:
+    """"Revision abc1234, 2026-12-04 18:53 UTC": the short revision of HEAD and the time now, which every section
+    opens with."""
+    rev = subprocess.run(["git", "-C", str(RESULTS.parent), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    return f"Revision {rev}, {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
 
 
 def splice(text: str, section: list[str]) -> str:

@@ -34,3 +34,13 @@ def test_a_full_run_keeps_hand_notes_and_other_scripts_sections(results_md):
 def test_a_first_run_writes_the_header_and_the_sections(results_md):
     doc = results_md.splice_document("", ["# Benchmark results", ""], ["## One", "", "a", ""])
     assert doc == "# Benchmark results\n\n## One\n\na\n"
+
+
+def test_a_section_opens_with_this_revision_and_the_time(results_md, repo):
+    import re
+    import subprocess
+
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip()
+    match = re.fullmatch(r"Revision (\w+), (\d{4}-\d\d-\d\d \d\d:\d\d) UTC", results_md.stamp())
+    assert match and match.group(1) == head
