@@ -390,14 +390,16 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # and at every rise of the room, 54.9 and 81-153); 530,934, 17.3, since each output keeps its own history over its
     # own round trip (the NIC's answers come back later than the near links': their steps are answered at their own
     # times) and the workgroups told issued together keep their round robin's room until they come back (a plan when
-    # the last of them has had its time to come; 531,326 with the histories' running totals). A rule that put the
+    # the last of them has had its time to come; 531,326 with the histories' running totals); 579,403, 18.9, since the
+    # leaves' incast queues and a workgroup's writes one after another in its output queue (411,629, 13.4, with
+    # `flow.incast: share`; docs/fabrics.md "Incast queues"). A rule that put the
     # GPUs' later writes beside the earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every
     # flow's start and end re-rate all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB.
     # Events are counted, not timed: deterministic.
     events, transactions = _events_and_transactions(repo, "hierarchical-16gpu.yaml", 64 << 20, 32,
                                                     {"fabric.stats.bin": "100us"})
     assert transactions == 30_720
-    assert events <= 18 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
+    assert events <= 20 * transactions, f"{events:,} events, {events / transactions:.1f} a transaction"
 
 
 def _events_and_transactions(repo, platform: str, nbytes: int, workgroups: int, overrides: dict) -> tuple[int, int]:

@@ -114,6 +114,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     for (const TopoLink& l : topo.links()) hop_ps = std::max(hop_ps, l.latency_ps + m_switch_latency_ps);
     m_actions.set_horizon(4 * hop_ps);  // deliveries and responses fall a route's latency ahead
     setup_nvls(p);
+    setup_incast(p);
 }
 
 FlowFabric::~FlowFabric() = default;
@@ -263,6 +264,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
     // A write waits behind the writes its GPU issued before on that link. A multimem access does
     // not: its GPU issues it packet by packet, round robin with its other workgroups' packets.
     if (f.telling) {  // its GPU's issue and output queue are modelled (flow_issue.cpp): it goes at once
+        if (f.queued && park(id)) return;  // behind its workgroup's write on its output (flow_issue.cpp)
         activate(id);
         return;
     }
@@ -416,12 +418,18 @@ void FlowFabric::activate(std::uint32_t id) {
         const std::uint64_t turnaround = window ? f.ext->turnaround_ps : 0;
         const std::uint32_t ri = f.route;
         if (m_activations.size() <= ri) m_activations.resize(m_routes.size());
+        f.incast = m_routes[ri].incast;
         if (const Activation& memo = m_activations[ri]; memo.same(f, window, turnaround)) {
             m_uses = memo.uses;
             m_paced = memo.paced;
+            f.incast_weight = memo.incast_weight;
+            const std::uint64_t wait = incast_wait_ps(f);
+            if (wait && window) stretch_window(src, memo.round_trip, wait);
             launch(id, memo.round_trip);
             return;
         }
+        const std::uint32_t incast_link = f.incast >= 0 ? m_incasts[std::size_t(f.incast)].link : ~0u;
+        double incast_weight = 0;
         const std::uint64_t packet = std::min<std::uint64_t>(f.packet_bytes ? f.packet_bytes : f.bytes, f.bytes);
         auto credits = [&](std::uint64_t wire) {
             return double(m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1);
@@ -434,6 +442,10 @@ void FlowFabric::activate(std::uint32_t id) {
             const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
             // rail: the sending NIC's processing time of a message holds its link to the rail switch.
             const double overhead = l.nic_out && f.framing.first ? double(m_message_ps) * 1e-12 * l.bytes_per_s : 0;
+            if (link == incast_link) {  // its queue's arrivals, not a max-min share (flow_incast.cpp)
+                incast_weight = share * ((f.read ? 0 : data) + headers + overhead) / payload;
+                continue;
+            }
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
             pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
@@ -448,7 +460,7 @@ void FlowFabric::activate(std::uint32_t id) {
         const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
         if (m_inject[2 * src] >= 0) use(std::uint32_t(m_inject[2 * src]), req, f.read);
         if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp, !f.read);
-        if (m_eject[2 * dst] >= 0) use(std::uint32_t(m_eject[2 * dst]), req, f.read);
+        if (m_eject[2 * dst] >= 0 && f.incast < 0) use(std::uint32_t(m_eject[2 * dst]), req, f.read);
         if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp, !f.read);
         round_trip = zero_load_on(f.route, f.read ? 0 : packet, false) + zero_load_on(f.back, f.read ? packet : 0, !f.read);
         if (window) {
@@ -467,6 +479,9 @@ void FlowFabric::activate(std::uint32_t id) {
         memo.uses = m_uses;
         memo.paced = m_paced;
         memo.round_trip = round_trip;
+        memo.incast_weight = f.incast_weight = incast_weight;
+        const std::uint64_t wait = incast_wait_ps(f);
+        if (wait && window) stretch_window(src, round_trip, wait);
     }
     launch(id, round_trip);
 }
@@ -589,7 +604,7 @@ void FlowFabric::timed_alone(std::uint32_t id) {
         if (!(u.weight > 0)) continue;
         rate = std::min(rate, m_solver.capacity(u.resource) / u.weight);
         if (u.resource < links) {  // its wire time on the link, as the solver's load would have added
-            account_busy(u.resource, now);
+            settle_busy(u.resource, now);
             add_busy(u.resource, now, u.weight * f.remaining * 1e12);
         }
     }
@@ -662,7 +677,7 @@ void FlowFabric::solve_rates(std::uint64_t now) {
     m_solved_links.clear();
     m_solver.solve([&](std::uint32_t r) {
                        if (r >= links) return;
-                       account_busy(r, now);
+                       settle_busy(r, now);
                        m_solved_links.push_back(r);
                    },
                    [&](std::uint32_t id) {
@@ -684,7 +699,10 @@ void FlowFabric::solve_rates(std::uint64_t now) {
                    });
     // The new loads of the links just solved: those of the changed components only, so a solve
     // costs what its components hold, not a walk over every link of the fabric.
-    for (std::uint32_t l : m_solved_links) m_busy[l].load = m_solver.load(l);
+    for (std::uint32_t l : m_solved_links) {
+        if (m_incast_of_link[l] >= 0) reserve_incast(m_incasts[std::size_t(m_incast_of_link[l])], now);  // its load too
+        else m_busy[l].load = m_solver.load(l);
+    }
 }
 
 // A flow's last byte has left its source: its last packet started P / rate before (at once for a
@@ -704,7 +722,8 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     }
     f.booked_ps = kNoFinish;
     if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
-        m_actions.push(now + f.round_trip_ps, {ActionKind::Refill, f.holds, 0, nullptr});
+        // Its packets' slots come back once they are answered: a round trip, and its queue's wait on the way.
+        m_actions.push(now + f.round_trip_ps + incast_wait_ps(f), {ActionKind::Refill, f.holds, 0, nullptr});
         f.holds = kNoHolds;
     }
     if (!f.alone) {
@@ -721,6 +740,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     }
     ++m_next_version[id];  // no Finish of this flow stands any more
     count_send_rate(f, 0);  // out of its GPU's send rate; its last packet's timing below reads f.rate
+    if (f.incast >= 0) count_incast(f, 0);
     sent(id);
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     std::uint64_t last_starts = now;
@@ -742,6 +762,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         }
         f.sent_all = true;
         all_sent(f);
+        unpark(f);
         is.dirty = false;
         plan_issue(f.src);  // f's rate left the send rate; its own end may be due now
         if (f.due && f.trans) account_flow(id);
@@ -750,7 +771,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
     // a read's is its request's, as in the packet fabric.
     const bool starts = f.packets == 1 && f.framing.first;
-    const std::uint64_t deliver = last_starts + zero_load_of(f, f.read ? 0 : last, false, starts);
+    const std::uint64_t deliver = last_starts + zero_load_of(f, f.read ? 0 : last, false, starts) + incast_wait_ps(f);
     if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_of(f, f.read ? 0 : f.packet_bytes, false) : 0;
     if (f.packets > 1 && !f.ext) {
         // A train from a GPU that paces its own window: its acknowledgements come one packet apart.
@@ -1042,6 +1063,11 @@ std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
         r.links.emplace_back(l, on_link[l] > 1 - 1e-12 ? 1.0 : on_link[l]);
         r.whole = r.whole && r.links.back().second >= 1.0;
         on_link[l] = 0;
+    }
+    if (!r.path.empty() && !m_incast_of_link.empty()) {
+        const std::uint32_t last = r.path.back();
+        for (const auto& [link, share] : r.links)
+            if (link == last && share >= 1.0) r.incast = m_incast_of_link[last];
     }
     index = std::int32_t(m_routes.size());
     m_routes.push_back(std::move(r));

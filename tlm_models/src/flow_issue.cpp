@@ -61,6 +61,7 @@ constexpr double kBacklogRounding = 1.0;
 // A flow's new rate; a windowed write's is also its GPU's send rate (set_rate(f, 0) takes it out).
 void FlowFabric::set_rate(Flow& f, double rate) {
     count_send_rate(f, rate);
+    if (f.incast >= 0) count_incast(f, rate);
     f.rate = rate;
 }
 
@@ -254,6 +255,7 @@ double FlowFabric::unanswered(const Issuer& is) const {
         const std::uint64_t from = std::max(answered_until(out), out.history.front().from);
         if (now > from) bytes += sent_by(out, now) - sent_by(out, from);
     }
+    if (!is.incast_rates.empty()) bytes += queued_unanswered(is, now);
     is.unanswered_ps = now;
     is.unanswered_bytes = bytes;
     return bytes;
@@ -539,9 +541,49 @@ double FlowFabric::signal_place(const Flow& f, const Issuer::Output& out) const 
     return std::max(out.sent, out.issued - later);
 }
 
+// Whether queued write `id` waits for its workgroup's write ahead of it on its output (it then goes when that
+// one has sent its bytes, unpark). Why: the packet GPU issues a packet a workgroup a turn, and a workgroup's
+// next write only after its last one's last packet, so its injection queue holds the writes in batches (every
+// workgroup's first write interleaved, then every second one) and its link sends them batch after batch. The
+// fluid let every write its window had room for share the link at once (28 of them on a hierarchical-16gpu
+// GPU's NIC at the start of a 1 MiB direct all-reduce), so every destination's traffic met at the far leaves
+// from the first microsecond (docs/fabrics.md, "Incast queues").
+bool FlowFabric::park(std::uint32_t id) {
+    Flow& f = m_flows[id];
+    Issuer::Output& out = output_of(f);
+    const bool behind = std::find(out.sending_wgs.begin(), out.sending_wgs.end(), f.workgroup) != out.sending_wgs.end();
+    if (behind) {
+        out.parked.push_back(id);
+        f.parked = true;
+    }
+    out.sending_wgs.push_back(f.workgroup);
+    return behind;
+}
+
+// Queued write `f` has sent its bytes: its workgroup's next write on its output, if one waits, starts.
+void FlowFabric::unpark(Flow& f) {
+    Issuer::Output& out = output_of(f);
+    out.sending_wgs.erase(std::find(out.sending_wgs.begin(), out.sending_wgs.end(), f.workgroup));
+    for (auto it = out.parked.begin(); it != out.parked.end(); ++it) {
+        Flow& g = m_flows[*it];
+        if (g.workgroup != f.workgroup) continue;
+        const std::uint32_t id = *it;
+        out.parked.erase(it);
+        g.parked = false;
+        activate(id);
+        return;
+    }
+}
+
 // Write `id`'s last byte has left its GPU's output queue: it is delivered one zero-load trip later.
 void FlowFabric::fifo_due(std::uint32_t id) {
     Flow& f = m_flows[id];
+    if (f.parked) {  // its place in the queue came before its workgroup's write ahead had sent its bytes: it goes now
+        Issuer::Output& out = output_of(f);
+        out.parked.erase(std::find(out.parked.begin(), out.parked.end(), id));
+        f.parked = false;
+        activate(id);
+    }
     f.due = true;
     const std::uint64_t now = now_ps();
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
@@ -558,7 +600,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         last_starts -= std::min(now - f.start_ps, round_ps(double(std::max<std::uint64_t>(last, 1)) * 1e12 / rate));
     // A single-packet message's NIC processing time is on its way, as in finish().
     const bool starts = f.packets == 1 && f.framing.first;
-    m_actions.push(last_starts + zero_load_of(f, last, false, starts), {ActionKind::Deliver, f.dst, f.src, f.trans});
+    m_actions.push(last_starts + zero_load_of(f, last, false, starts) + incast_wait_ps(f), {ActionKind::Deliver, f.dst, f.src, f.trans});
     if (f.sent_all) {
         account_flow(id);
         return;

@@ -131,7 +131,14 @@ private:
         double unissued = 0;             // telling: its bytes the GPU has not yet issued (flow_issue.cpp)
         bool alone = false;              // a flag timed outside the solver (timed_alone)
         bool slip_waited = false;        // a signal that waited once for its time step's solve (slip)
+        bool parked = false;             // queued: waits for its workgroup's write ahead of it on its output (park)
         MessageFraming framing;          // rail: how the NICs frame it (network packets, message start/end)
+        // The incast queue its route ends in (m_incasts; -1: none), its wire bytes there per payload byte, and
+        // the rate it is counted in that queue's arrivals at (count_incast).
+        std::int32_t incast = -1;
+        double incast_weight = 0, incast_rate = 0;
+        bool incast_drained = false;     // queued: its bytes are out, it arrives no more
+        std::uint64_t incast_stamp = 0;  // its last arrival rate's number (m_incast_stamps): older drains are stale
     };
     /// A multimem access whose flow has been sent: the switch's copies or reads at the members,
     /// and the answers it waits for before it answers the requester.
@@ -173,6 +180,7 @@ private:
         ZeroLoad memo[2];
         std::uint8_t memo_next = 0;  // the answer the next new one replaces
         bool whole = true;  // every packet crosses every link of `links` (no spreading)
+        std::int32_t incast = -1;  // the incast queue at its last link (m_incasts), -1: none
         // What the finished flows put on this route's links, counted per route and spread over its
         // links only when link_stats() asks (a whole route's counts are sums of whole numbers, the
         // same in any order): as the route of their request (`out`) and of their response (`back`).
@@ -305,6 +313,10 @@ private:
             std::uint32_t issuing = 0; // the GPU's pending writes into it, as of the last plan
             std::uint32_t packet_bytes = 0;  // the payload per packet of the last write queued (signal_room)
             FrontQueue<std::pair<double, std::uint32_t>> fifo;  // (count, flow id | kSignalInFifo)
+            /// The workgroups with a write sending through it (one entry per such write), and the writes
+            /// held back behind their workgroup's, in order: the packet GPU's injection queue holds a
+            /// workgroup's writes one after another, so its next write's packets follow its last one's.
+            std::vector<std::uint32_t> sending_wgs, parked;
             /// The GPU's windowed writes that leave by its link, as its window sees them: their send
             /// rate now, and its history over their round trip, oldest first, as steps. What they sent
             /// over that time is unanswered, and what they sent a round trip ago is answered now. Kept
@@ -340,6 +352,9 @@ private:
             double bytes;
         };
         std::vector<Credit> credits;
+        /// Per incast queue its windowed writes push into: (queue, their payload rate there). Their bytes
+        /// waiting in it are unanswered beyond the round trips (flow_incast.cpp).
+        std::vector<std::pair<std::uint32_t, double>> incast_rates;
         /// unanswered() as of `unanswered_ps`, until a history changes: the plans ask for it often.
         mutable double unanswered_bytes = 0;
         mutable std::uint64_t unanswered_ps = ~std::uint64_t(0);
@@ -348,6 +363,8 @@ private:
     Issuer::Output& output_of(Flow& f);
     void all_sent(Flow& f);
     bool queue_signal(std::uint32_t id);
+    bool park(std::uint32_t id);
+    void unpark(Flow& f);
     double signal_place(const Flow& f, const Issuer::Output& out) const;
     double signal_room(const Flow& f, const Issuer::Output& out) const;
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
@@ -400,6 +417,7 @@ private:
         std::vector<FlowSolver::Use> uses;
         std::vector<Paced> paced;
         std::uint64_t round_trip = 0;
+        double incast_weight = 0;
         bool same(const Flow& f, std::uint32_t win, std::uint64_t turnaround) const {
             return bytes == f.bytes && packet_bytes == f.packet_bytes && packets == f.packets && read == f.read &&
                    window == win && turnaround_ps == turnaround && framing.frames == f.framing.frames &&
@@ -463,6 +481,38 @@ private:
     std::vector<std::uint32_t> m_free_nvls;
     std::unique_ptr<PacketPool> m_nvls_pool;  // the payloads of the switch's own copies and reads
     NvlsCounters m_nvls_counters;
+
+    /// A switch's link into a GPU whose input buffers are deep (flow_incast.cpp): the senders push into
+    /// them at their own rates and the link drains the backlog first in, first out.
+    struct Incast {
+        std::uint32_t link = 0;
+        double capacity = 0;     // wire bytes per second, all lanes
+        double service = 0;      // what it drains at: the capacity less the solver's flows on the link
+        double arrivals = 0;     // wire bytes per second its flows bring now
+        double backlog = 0;      // wire bytes queued, as of `since`
+        std::uint64_t since = 0;
+        std::int32_t flows = 0;  // flows counted in `arrivals`
+        /// A queued write's bytes all out at `at_ps` (its arrivals end then), unless re-rated since (`stamp`).
+        struct Drain {
+            std::uint64_t at_ps;
+            std::uint64_t stamp;  // unique over the run: a flow slot used again never matches an old one
+            std::uint32_t flow;
+        };
+        std::vector<Drain> drains;  // a min-heap by time
+    };
+    std::vector<Incast> m_incasts;
+    std::vector<std::int32_t> m_incast_of_link;  // per link: its queue in m_incasts, -1: none
+    std::uint64_t m_incast_stamps = 0;            // arrival rates set so far (Flow::incast_stamp)
+    void setup_incast(const Params& p);
+    void flow_incast_to(Incast& q, std::uint64_t t);
+    void advance_incast(Incast& q, std::uint64_t now);
+    void set_arrival(Incast& q, Flow& f, double r);
+    void count_incast(Flow& f, double rate);
+    void reserve_incast(Incast& q, std::uint64_t now);
+    void settle_busy(std::uint32_t link, std::uint64_t now);
+    std::uint64_t incast_wait_ps(const Flow& f);
+    double queued_unanswered(const Issuer& is, std::uint64_t now) const;
+    void stretch_window(std::uint32_t gpu, std::uint64_t round_trip, std::uint64_t wait);
 
     TimingWheel<Action> m_actions;
 };

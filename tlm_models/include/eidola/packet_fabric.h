@@ -159,6 +159,15 @@ struct PacketFabricParams : ParamGroup {
                                "fair rate of the link its acknowledgements cross (the real-system platforms, which "
                                "were calibrated so; docs/fabrics.md, \"Responses served first\")"};
 
+    /// Whether the flow fabric queues incast at deep-buffered switches' links into the GPUs (the packet fabric ignores it).
+    ChoiceParam flow_incast{*this, "flow.incast", {"queue", "share"},
+                            "fabric.model flow only (the packet fabric ignores it): queue: where a switch's input "
+                            "buffers hold at least 8 credit round trips of its link into a GPU, the senders to that "
+                            "GPU push at their own rates and the link drains their bytes first in, first out, every "
+                            "delivery waiting behind the backlog, as the packet fabric's leaves hold an incast; "
+                            "share: that link is shared max-min like any other, so the senders slow to their shares "
+                            "at once (docs/fabrics.md, \"Incast queues\")"};
+
     /// Equal-cost spreading.
     BoolParam spread{*this, "routing.spread", false, "spread packets round robin over equal-cost next hops"};
 
