@@ -390,9 +390,9 @@ def test_a_few_events_per_transaction_with_many_flows_on_the_nics(repo):
     # and at every rise of the room, 54.9 and 81-153); 530,934, 17.3, since each output keeps its own history over its
     # own round trip (the NIC's answers come back later than the near links': their steps are answered at their own
     # times) and the workgroups told issued together keep their round robin's room until they come back (a plan when
-    # the last of them has had its time to come; 531,326 with the histories' running totals); 579,403, 18.9, since the
-    # leaves' incast queues and a workgroup's writes one after another in its output queue (411,629, 13.4, with
-    # `flow.incast: share`; docs/fabrics.md "Incast queues"). A rule that put the
+    # the last of them has had its time to come; 531,326 with the histories' running totals); 589,885, 19.2, since the
+    # leaves' incast queues with their back-pressure and a workgroup's writes one after another in its output queue
+    # (411,629, 13.4, with `flow.incast: share`; docs/fabrics.md "Incast queues"). A rule that put the
     # GPUs' later writes beside the earlier ones there (tried 2026-12-03, docs/fabrics.md "Injection") made every
     # flow's start and end re-rate all of them: 1,117,150 events, 36 a transaction, and 100x the wall time at 1 GiB.
     # Events are counted, not timed: deterministic.

@@ -442,8 +442,9 @@ void FlowFabric::activate(std::uint32_t id) {
             const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
             // rail: the sending NIC's processing time of a message holds its link to the rail switch.
             const double overhead = l.nic_out && f.framing.first ? double(m_message_ps) * 1e-12 * l.bytes_per_s : 0;
-            if (link == incast_link) {  // its queue's arrivals, not a max-min share (flow_incast.cpp)
+            if (link == incast_link) {  // its queue's arrivals, through its gate, not the link (flow_incast.cpp)
                 incast_weight = share * ((f.read ? 0 : data) + headers + overhead) / payload;
+                use(m_incasts[std::size_t(f.incast)].gate, incast_weight);
                 continue;
             }
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
@@ -940,6 +941,7 @@ void FlowFabric::on_event() {
             case ActionKind::NvlsIn: nvls_in(a.a); break;
             case ActionKind::Slip: slip(a.a); break;
             case ActionKind::Issued: issued(a.a, a.b); break;
+            case ActionKind::IncastFull: incast_full(a.a, a.b); break;
             case ActionKind::Return: give_back(a.a, a.trans); break;
             case ActionKind::RequestFree:
                 m_request_busy[a.a] = false;

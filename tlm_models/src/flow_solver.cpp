@@ -34,6 +34,12 @@ std::uint32_t FlowSolver::add_resource(double capacity) {
     return std::uint32_t(m_resources.size() - 1);
 }
 
+void FlowSolver::set_capacity(std::uint32_t resource, double capacity) {
+    if (!(capacity > 0)) throw std::invalid_argument("flow solver: a resource needs a positive capacity");
+    m_resources[resource].capacity = capacity;
+    m_dirty.push_back(resource);
+}
+
 namespace {
 // The hash of a use list: resources and the bits of their weights (groups need identical ones).
 std::uint64_t uses_key(const std::vector<FlowSolver::Use>& uses) {

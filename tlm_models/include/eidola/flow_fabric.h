@@ -66,7 +66,7 @@ private:
     friend struct FabricInitiatorPort<FlowFabric>;
     FlowFabric(sc_core::sc_module_name name, const Params& params);
 
-    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued };
+    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued, IncastFull };
     struct Action {
         ActionKind kind;
         std::uint32_t a;  // flow id or port
@@ -492,6 +492,14 @@ private:
         double backlog = 0;      // wire bytes queued, as of `since`
         std::uint64_t since = 0;
         std::int32_t flows = 0;  // flows counted in `arrivals`
+        // Back-pressure: its flows' use of the link in the solver (`gate`), open (kOpenGate times the link)
+        // until the backlog fills the buffers that feed the link (`buffer` bytes), then the drain rate of that
+        // moment until it has emptied to half of them.
+        std::uint32_t gate = 0;
+        double buffer = 0;
+        bool closed = false;
+        std::uint64_t full_ps = ~std::uint64_t(0);  // when an IncastFull action stands for it (~0: none)
+        std::uint32_t version = 0;                  // bumped at each booking: older IncastFull actions are stale
         /// A queued write's bytes all out at `at_ps` (its arrivals end then), unless re-rated since (`stamp`).
         struct Drain {
             std::uint64_t at_ps;
@@ -513,6 +521,8 @@ private:
     std::uint64_t incast_wait_ps(const Flow& f);
     double queued_unanswered(const Issuer& is, std::uint64_t now) const;
     void stretch_window(std::uint32_t gpu, std::uint64_t round_trip, std::uint64_t wait);
+    void book_full(Incast& q);
+    void incast_full(std::uint32_t queue, std::uint32_t version);
 
     TimingWheel<Action> m_actions;
 };

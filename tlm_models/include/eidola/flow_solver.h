@@ -77,6 +77,9 @@ public:
 
     /// Adds a resource of `capacity` units per second (> 0); returns its index.
     std::uint32_t add_resource(double capacity);
+    /// Changes `resource`'s capacity (> 0); the next solve() re-rates the flows it can move, as for a
+    /// flow that came or went there.
+    void set_capacity(std::uint32_t resource, double capacity);
     /// Starts flow `id` (any index; storage grows to it) over `uses`, each resource at most once.
     /// A flow with no uses has an unlimited rate.
     void add_flow(std::uint32_t id, const std::vector<Use>& uses);

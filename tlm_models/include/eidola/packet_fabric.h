@@ -164,7 +164,8 @@ struct PacketFabricParams : ParamGroup {
                             "fabric.model flow only (the packet fabric ignores it): queue: where a switch's input "
                             "buffers hold at least 8 credit round trips of its link into a GPU, the senders to that "
                             "GPU push at their own rates and the link drains their bytes first in, first out, every "
-                            "delivery waiting behind the backlog, as the packet fabric's leaves hold an incast; "
+                            "delivery waiting behind the backlog, as the packet fabric's leaves hold an incast, until "
+                            "the backlog fills the buffers feeding the link and the senders share it max-min; "
                             "share: that link is shared max-min like any other, so the senders slow to their shares "
                             "at once (docs/fabrics.md, \"Incast queues\")"};
 
