@@ -163,7 +163,7 @@ class Fabrics:
 
     def _issue(self, fabric: str) -> str:
         """Where the flow fabric runs: how it times the GPUs' issue (fabric.flow.issue, docs/fabrics.md), and
-        fabric.flow.responses when it is not the default."""
+        fabric.flow.responses and fabric.flow.incast when they are not the defaults."""
         if fabric != "flow":
             return ""
         component = self.base.components.get("fabric")
@@ -176,7 +176,9 @@ class Fabrics:
         # Only the choice that is not the default: every header would otherwise grow a clause nobody set.
         fair = ("; flow.responses: fair (acknowledgements share links fairly)"
                 if resolved.get("flow.responses") == "fair" else "")
-        return f"; flow.issue: {issue} ({why}){fair}"
+        shared = ("; flow.incast: share (deep-buffered switches' links into the GPUs shared max-min, no queue)"
+                  if resolved.get("flow.incast") == "share" else "")
+        return f"; flow.issue: {issue} ({why}){fair}{shared}"
 
     def choose(self, written: int) -> str:
         """The fabric a collective that writes `written` bytes in all runs on."""
