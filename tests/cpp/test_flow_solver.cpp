@@ -6,6 +6,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -95,6 +96,26 @@ std::vector<double> check_max_min(const FlowSolver& s, const Templates& template
             ++failures;
         }
     return load;
+}
+
+// A flow over a random subset of `resources` resources (each with a chance of 1 in 4), weights 0.5 to 2.25.
+std::vector<FlowSolver::Use> random_uses(std::mt19937_64& rng, int resources) {
+    std::vector<FlowSolver::Use> uses;
+    for (int r = 0; r < resources; ++r)
+        if (rng() % 4 == 0) uses.push_back({std::uint32_t(r), 0.5 + double(rng() % 8) / 4});
+    return uses;
+}
+
+// A fresh solver with capacities `cap` and the `active` flows of `uses`, solved: the reference for incremental ones.
+std::unique_ptr<FlowSolver> solved_afresh(const std::vector<double>& cap,
+                                          const std::vector<std::vector<FlowSolver::Use>>& uses,
+                                          const std::vector<bool>& active) {
+    auto fresh = std::make_unique<FlowSolver>();
+    for (double c : cap) fresh->add_resource(c);
+    for (std::uint32_t g = 0; g < uses.size(); ++g)
+        if (active[g]) fresh->add_flow(g, uses[g]);
+    solve(*fresh);
+    return fresh;
 }
 
 }  // namespace
@@ -284,21 +305,15 @@ int main() {
                 inc.remove_flow(f);
                 active[f] = false;
             } else {
-                uses[f].clear();
-                for (int r = 0; r < kResources; ++r)
-                    if (rng() % 4 == 0) uses[f].push_back({std::uint32_t(r), 0.5 + double(rng() % 8) / 4});
+                uses[f] = random_uses(rng, kResources);
                 inc.add_flow(f, uses[f]);
                 active[f] = true;
             }
             if (step % 3) continue;
             solve(inc);
-            FlowSolver fresh;
-            for (double c : cap) fresh.add_resource(c);
+            const auto fresh = solved_afresh(cap, uses, active);
             for (std::uint32_t g = 0; g < uses.size(); ++g)
-                if (active[g]) fresh.add_flow(g, uses[g]);
-            solve(fresh);
-            for (std::uint32_t g = 0; g < uses.size(); ++g)
-                if (active[g]) expect("incremental = fresh", inc.rate(g), fresh.rate(g));
+                if (active[g]) expect("incremental = fresh", inc.rate(g), fresh->rate(g));
             for (int r = 0; r < kResources; ++r) {
                 if (inc.load(std::uint32_t(r)) > cap[std::size_t(r)] * (1 + 1e-9)) {
                     std::printf("FAIL resource %d over capacity\n", r);
@@ -666,9 +681,7 @@ int main() {
                         inc.remove_flow(f);
                         dflt.remove_flow(f);
                     } else {
-                        uses[f].clear();
-                        for (int r = 0; r < kResources; ++r)
-                            if (rng() % 4 == 0) uses[f].push_back({std::uint32_t(r), 0.5 + double(rng() % 8) / 4});
+                        uses[f] = random_uses(rng, kResources);
                         if (uses[f].empty()) uses[f].push_back({std::uint32_t(rng() % kResources), 1.0});
                         inc.add_flow(f, uses[f]);
                         dflt.add_flow(f, uses[f]);
@@ -677,17 +690,13 @@ int main() {
                 }
                 solve(inc);
                 solve(dflt);
-                FlowSolver fresh;
-                for (double c : cap) fresh.add_resource(c);
-                for (std::uint32_t g = 0; g < uses.size(); ++g)
-                    if (active[g]) fresh.add_flow(g, uses[g]);
-                solve(fresh);
+                const auto fresh = solved_afresh(cap, uses, active);
                 for (std::uint32_t g = 0; g < uses.size(); ++g)
                     for (const FlowSolver* s : {&inc, &dflt})
-                        if (active[g] && std::fabs(s->rate(g) - fresh.rate(g)) > 1e-8 * fresh.rate(g)) {
+                        if (active[g] && std::fabs(s->rate(g) - fresh->rate(g)) > 1e-8 * fresh->rate(g)) {
                             std::printf("FAIL capacity change, seed %llu step %d flow %u: %s %.12g, fresh %.12g\n",
                                         (unsigned long long)seed, step, g, s == &inc ? "incremental" : "default",
-                                        s->rate(g), fresh.rate(g));
+                                        s->rate(g), fresh->rate(g));
                             ++failures;
                         }
                 for (int r = 0; r < kResources; ++r)

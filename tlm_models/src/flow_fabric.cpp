@@ -423,8 +423,6 @@ void FlowFabric::activate(std::uint32_t id) {
             m_uses = memo.uses;
             m_paced = memo.paced;
             f.incast_weight = memo.incast_weight;
-            const std::uint64_t wait = incast_wait_ps(f);
-            if (wait && window) stretch_window(src, memo.round_trip, wait);
             launch(id, memo.round_trip);
             return;
         }
@@ -481,8 +479,6 @@ void FlowFabric::activate(std::uint32_t id) {
         memo.paced = m_paced;
         memo.round_trip = round_trip;
         memo.incast_weight = f.incast_weight = incast_weight;
-        const std::uint64_t wait = incast_wait_ps(f);
-        if (wait && window) stretch_window(src, round_trip, wait);
     }
     launch(id, round_trip);
 }
@@ -521,6 +517,7 @@ void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_pack
 void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     Flow& f = m_flows[id];
     f.round_trip_ps = round_trip;
+    if (f.incast >= 0 && f.window > 0) stretch_window(f.src, round_trip, incast_wait_ps(f));
     const double n = double(f.packets);
     // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
     // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.

@@ -79,7 +79,7 @@ void FlowFabric::setup_incast(const Params& p) {
             const std::uint32_t* next = topo.next(from, link.dst, n);
             feeding += std::uint32_t(std::find(next, next + n, in) != next + n);
         }
-        q.buffer = buffer * double(std::max<std::uint32_t>(1, feeding)) * double(topo.links()[l].lanes);
+        q.buffer = buffer * double(std::max<std::uint32_t>(1, feeding)) * double(link.lanes);
         m_incast_of_link[l] = std::int32_t(m_incasts.size());
         m_incasts.push_back(q);
     }
@@ -95,9 +95,10 @@ void FlowFabric::flow_incast_to(Incast& q, std::uint64_t t) {
     if (q.backlog > 0 && q.arrivals < q.service) {
         const double empty_s = q.backlog / (q.service - q.arrivals);
         b.load = others + q.service;
-        if (empty_s < dt) {
+        if (empty_s < dt) {  // it empties on the way: full until then, its arrivals after
             account_busy(q.link, q.since + std::uint64_t(std::ceil(empty_s * 1e12)));
             q.backlog = 0;
+            b.load = others + std::min(q.arrivals, q.service);
         } else {
             q.backlog -= (q.service - q.arrivals) * dt;
         }
@@ -105,10 +106,15 @@ void FlowFabric::flow_incast_to(Incast& q, std::uint64_t t) {
         b.load = others + std::min(q.arrivals, q.service);
         q.backlog = std::max(0.0, q.backlog + (q.arrivals - q.service) * dt);
     }
-    if (q.backlog == 0) b.load = others + std::min(q.arrivals, q.service);
     account_busy(q.link, t);
-    b.load = others + (q.backlog > 0 ? q.service : std::min(q.arrivals, q.service));
     q.since = t;
+    set_busy_load(q);
+}
+
+// Queue `q`'s link's load from now on, for its busy time: the solver's flows there, and the queue sending at
+// its drain rate while a backlog lasts, at its arrivals without one.
+void FlowFabric::set_busy_load(Incast& q) {
+    m_busy[q.link].load = m_solver.load(q.link) + (q.backlog > 0 ? q.service : std::min(q.arrivals, q.service));
 }
 
 // Books queue `q`'s next crossing of its buffers' thresholds (full while open; drained to kReopenAt of them
@@ -155,10 +161,9 @@ void FlowFabric::incast_full(std::uint32_t queue, std::uint32_t version) {
 
 // Queue `q` up to `now`, taking out on the way the arrivals of the queued writes whose bytes are out.
 void FlowFabric::advance_incast(Incast& q, std::uint64_t now) {
-    auto later = [](const Incast::Drain& a, const Incast::Drain& b) { return a.at_ps > b.at_ps; };
     while (!q.drains.empty() && q.drains.front().at_ps <= now) {
         const Incast::Drain d = q.drains.front();
-        std::pop_heap(q.drains.begin(), q.drains.end(), later);
+        std::pop_heap(q.drains.begin(), q.drains.end(), Incast::drains_later);
         q.drains.pop_back();
         Flow& f = m_flows[d.flow];
         if (!f.trans || f.incast_stamp != d.stamp || f.incast_drained) continue;  // re-rated or gone since
@@ -199,8 +204,7 @@ void FlowFabric::count_incast(Flow& f, double rate) {
         const double left_ps = std::max(0.0, f.remaining) * 1e12 / r;
         q.drains.push_back({f.anchor_ps + std::uint64_t(std::ceil(left_ps)), f.incast_stamp,
                             std::uint32_t(&f - m_flows.data())});
-        std::push_heap(q.drains.begin(), q.drains.end(),
-                       [](const Incast::Drain& a, const Incast::Drain& b) { return a.at_ps > b.at_ps; });
+        std::push_heap(q.drains.begin(), q.drains.end(), Incast::drains_later);
     }
     book_full(q);
 }
@@ -209,7 +213,7 @@ void FlowFabric::count_incast(Flow& f, double rate) {
 void FlowFabric::reserve_incast(Incast& q, std::uint64_t now) {
     advance_incast(q, now);
     q.service = std::max(q.capacity * kLeastService, q.capacity - m_solver.load(q.link));
-    flow_incast_to(q, now);  // the busy time's load with the new drain rate
+    set_busy_load(q);  // with the new drain rate (the busy time up to now went at the old one)
     book_full(q);
 }
 
@@ -245,7 +249,7 @@ std::uint64_t FlowFabric::incast_wait_ps(const Flow& f) {
 // The window's pacing in m_paced (a packet holds its slot for `round_trip`) for a round trip `wait`
 // longer: a paced flow's packets hold their slots while they wait in the queue.
 void FlowFabric::stretch_window(std::uint32_t gpu, std::uint64_t round_trip, std::uint64_t wait) {
-    if (m_window[gpu] < 0 || round_trip == 0) return;
+    if (wait == 0 || m_window[gpu] < 0 || round_trip == 0) return;
     for (Paced& p : m_paced)
         if (p.resource == std::uint32_t(m_window[gpu])) p.weight *= double(round_trip + wait) / double(round_trip);
 }

@@ -564,15 +564,19 @@ bool FlowFabric::park(std::uint32_t id) {
 void FlowFabric::unpark(Flow& f) {
     Issuer::Output& out = output_of(f);
     out.sending_wgs.erase(std::find(out.sending_wgs.begin(), out.sending_wgs.end(), f.workgroup));
-    for (auto it = out.parked.begin(); it != out.parked.end(); ++it) {
-        Flow& g = m_flows[*it];
-        if (g.workgroup != f.workgroup) continue;
-        const std::uint32_t id = *it;
-        out.parked.erase(it);
-        g.parked = false;
-        activate(id);
-        return;
-    }
+    for (auto it = out.parked.begin(); it != out.parked.end(); ++it)
+        if (m_flows[*it].workgroup == f.workgroup) {
+            start_parked(out, it);
+            return;
+        }
+}
+
+// Parked write `*at` of output `out` starts its flow now.
+void FlowFabric::start_parked(Issuer::Output& out, std::vector<std::uint32_t>::iterator at) {
+    const std::uint32_t id = *at;
+    out.parked.erase(at);
+    m_flows[id].parked = false;
+    activate(id);
 }
 
 // Write `id`'s last byte has left its GPU's output queue: it is delivered one zero-load trip later.
@@ -580,9 +584,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     Flow& f = m_flows[id];
     if (f.parked) {  // its place in the queue came before its workgroup's write ahead had sent its bytes: it goes now
         Issuer::Output& out = output_of(f);
-        out.parked.erase(std::find(out.parked.begin(), out.parked.end(), id));
-        f.parked = false;
-        activate(id);
+        start_parked(out, std::find(out.parked.begin(), out.parked.end(), id));
     }
     f.due = true;
     const std::uint64_t now = now_ps();

@@ -365,6 +365,7 @@ private:
     bool queue_signal(std::uint32_t id);
     bool park(std::uint32_t id);
     void unpark(Flow& f);
+    void start_parked(Issuer::Output& out, std::vector<std::uint32_t>::iterator at);
     double signal_place(const Flow& f, const Issuer::Output& out) const;
     double signal_room(const Flow& f, const Issuer::Output& out) const;
     static constexpr std::uint32_t kSignalInFifo = 1u << 31;  // an output queue's entry that is a signal
@@ -506,13 +507,16 @@ private:
             std::uint64_t stamp;  // unique over the run: a flow slot used again never matches an old one
             std::uint32_t flow;
         };
-        std::vector<Drain> drains;  // a min-heap by time
+        std::vector<Drain> drains;  // a min-heap by time (drains_later)
+        /// The heap's order: the earliest on top.
+        static bool drains_later(const Drain& a, const Drain& b) { return a.at_ps > b.at_ps; }
     };
     std::vector<Incast> m_incasts;
     std::vector<std::int32_t> m_incast_of_link;  // per link: its queue in m_incasts, -1: none
     std::uint64_t m_incast_stamps = 0;            // arrival rates set so far (Flow::incast_stamp)
     void setup_incast(const Params& p);
     void flow_incast_to(Incast& q, std::uint64_t t);
+    void set_busy_load(Incast& q);
     void advance_incast(Incast& q, std::uint64_t now);
     void set_arrival(Incast& q, Flow& f, double r);
     void count_incast(Flow& f, double rate);
