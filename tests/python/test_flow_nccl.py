@@ -96,7 +96,10 @@ def _known_gap(platform: str, op: str, reason: str):
         "Back-pressure spreading is one of the fluid's known errors (docs/fabrics.md, \"When to trust which "
         "model\"). Under start skews of 0-8 ns (seeds 1-4) -3.5..-4.2%: not a wake order. Not a credit-starved buffer "
         "(reported only, by the issue): 128 packets cover the credit round trip (22) 5.8 times, and the worst link "
-        "stalls 0.7% of the run, under fabric_notes' 5%"),
+        "stalls 0.7% of the run, under fabric_notes' 5%. The packet fabric's time here is bimodal in the memory's "
+        "latency (2026-12-04): over 140-160 ns in steps of 1 ns it reads 106.74-110.83 us, the shipped 150 ns the "
+        "slowest of the 21, 151 ns 106.76 us; the flow fabric 106.64-106.72 us. Over five latencies the two agree "
+        "(test_dgx_a100_all_reduce_over_memory_latencies)"),
     ("mi300x-8gpu", "broadcast"),       # ring Simple, 28 channels: +0.7% (+20.4%)
     ("switch-8gpu", "broadcast"),      # ring LL128, 16 channels: -2.7% (+9.0% with acknowledgements sharing links fairly)
 ])
@@ -110,9 +113,36 @@ def test_dgx_a100_all_reduce_with_the_buffer_covering_its_credit_stalls(repo):
     _check_at_the_switch(repo, "dgx-a100", "all_reduce", {"fabric.switch.buffer": 256})
 
 
+def test_dgx_a100_all_reduce_over_memory_latencies(repo):
+    # The known gap above is one sample of a reference with two modes. With the shipped buffer the packet fabric's
+    # GPUs fall into step pairs, odd against even: through the run every link is full, but at the end the odd GPUs'
+    # links idle for 3 us waiting for the even GPUs' last data and then send their own for 3 us more (link bins of
+    # 1 us, 2026-12-04). Whether that happens turns on nanoseconds: over the memory latencies 140-160 ns, in steps
+    # of 1 ns, the packet fabric reads between 106.74 and 110.83 us with no trend (150 ns, the shipped figure, is
+    # the slowest of the 21; 151 ns reads 106.76 us), while the flow fabric moves smoothly over 106.64-106.72 us.
+    # The platform's 150 ns is assumed, with no source (platforms/dgx-a100.yaml), so a nanosecond either way is
+    # no different a machine. As test_flow_validation.py does over start skews (which leave this case in its slow
+    # mode: -3.5..-4.2%), the check is on the sum over five latencies around the shipped one. Measured: packet
+    # 106.75 107.17 110.83 106.76 108.10 us, flow 106.67-106.69 us, flow / packet - 1 = -1.15% over the five.
+    packet = flow = 0.0
+    for latency in (146, 148, 150, 152, 154):
+        p, f = _at_the_switch(repo, "dgx-a100", "all_reduce", {"gpus.memory.latency": f"{latency}ns"})
+        packet, flow = packet + p, flow + f
+    error = flow / packet - 1
+    assert abs(error) <= BOUND["all_reduce"], f"flow / packet - 1 = {error:+.2%} over the five latencies"
+
+
 def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) -> None:
     """One 8 MiB point of `op` through perf's path on both fabrics (`overrides` on both): both above the wire floor,
     the same tuner plan, and the flow fabric within the issue's bound for `op` of the packet fabric."""
+    packet, flow = _at_the_switch(repo, platform, op, overrides)
+    error = flow / packet - 1
+    assert abs(error) <= BOUND[op], f"flow / packet - 1 = {error:+.2%} (bound {BOUND[op]:.0%})"
+
+
+def _at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) -> tuple[float, float]:
+    """(packet, flow) times, us, of one 8 MiB point of `op` through perf's path on both fabrics (`overrides` on
+    both), each checked above the wire floor, with the same tuner plan on both."""
     size, gpus = 8 * MIB, 8
     path = str(repo / "platforms" / f"{platform}.yaml")
     (packet,) = run_sizes(Fabrics(path, dict(overrides or {}), "packet"), op, [(size, size // 4)], gpus)
@@ -122,5 +152,4 @@ def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = 
     floor = _floor_ns(platform, op, size, gpus, packet.plan.proto) / 1e3
     assert packet.time_us >= floor, f"packet {packet.time_us:.2f} us below the wire floor {floor:.2f} us"
     assert flow.time_us >= floor, f"flow {flow.time_us:.2f} us below the wire floor {floor:.2f} us"
-    error = flow.time_us / packet.time_us - 1
-    assert abs(error) <= BOUND[op], f"flow / packet - 1 = {error:+.2%} (bound {BOUND[op]:.0%}), {packet.plan}"
+    return packet.time_us, flow.time_us
