@@ -43,7 +43,8 @@ struct LinkStats {
     /// as busy_bins). On the ideal fabric, which has no link timing, this is the traffic over time.
     std::vector<std::pair<std::uint64_t, std::uint64_t>> byte_bins;
 };
-/// Columns of the "links" result table, filled from LinkStats.
+/// Columns of the "links" result table, filled from LinkStats. The Python bridge (eidola/run/tables.py) turns
+/// every `*_ps` column into a `*_ns` one, in nanoseconds: `Result.links` has busy_ns, queue_mean_ns and so on.
 inline const std::vector<std::string> kLinkColumns = {
     "src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "lane_busy_max_ps", "queue_mean_ps",
     "queue_p50_ps", "queue_p99_ps", "queue_max_ps", "peak_occupancy", "hol_blocked_ps", "credit_stall_ps"};
