@@ -719,9 +719,12 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         return;
     }
     f.booked_ps = kNoFinish;
+    // What its last bytes wait in its incast queue, if it has one: its burst's answers and its delivery come that
+    // much later (nothing below moves the queue's backlog in this instant).
+    const std::uint64_t queue_wait = incast_wait_ps(f);
     if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
         // Its packets' slots come back once they are answered: a round trip, and its queue's wait on the way.
-        m_actions.push(now + f.round_trip_ps + incast_wait_ps(f), {ActionKind::Refill, f.holds, 0, nullptr});
+        m_actions.push(now + f.round_trip_ps + queue_wait, {ActionKind::Refill, f.holds, 0, nullptr});
         f.holds = kNoHolds;
     }
     if (!f.alone) {
@@ -737,8 +740,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         return;
     }
     ++m_next_version[id];  // no Finish of this flow stands any more
-    count_send_rate(f, 0);  // out of its GPU's send rate; its last packet's timing below reads f.rate
-    if (f.incast >= 0) count_incast(f, 0);
+    count_rate(f, 0);  // out of its GPU's send rate and its queue's arrivals; its last packet's timing below reads f.rate
     sent(id);
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     std::uint64_t last_starts = now;
@@ -769,7 +771,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
     // a read's is its request's, as in the packet fabric.
     const bool starts = f.packets == 1 && f.framing.first;
-    const std::uint64_t deliver = last_starts + zero_load_of(f, f.read ? 0 : last, false, starts) + incast_wait_ps(f);
+    const std::uint64_t deliver = last_starts + zero_load_of(f, f.read ? 0 : last, false, starts) + queue_wait;
     if (f.ext) f.ext->first_ps = f.packets > 1 ? f.start_ps + zero_load_of(f, f.read ? 0 : f.packet_bytes, false) : 0;
     if (f.packets > 1 && !f.ext) {
         // A train from a GPU that paces its own window: its acknowledgements come one packet apart.

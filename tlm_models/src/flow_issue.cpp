@@ -60,9 +60,15 @@ constexpr double kBacklogRounding = 1.0;
 
 // A flow's new rate; a windowed write's is also its GPU's send rate (set_rate(f, 0) takes it out).
 void FlowFabric::set_rate(Flow& f, double rate) {
+    count_rate(f, rate);
+    f.rate = rate;
+}
+
+// Flow `f`'s part in the rates others count becomes `rate`: its GPU's send rate and its incast queue's
+// arrivals (its own rate, f.rate, is the caller's: a flow that has sent its bytes keeps its last one).
+void FlowFabric::count_rate(Flow& f, double rate) {
     count_send_rate(f, rate);
     if (f.incast >= 0) count_incast(f, rate);
-    f.rate = rate;
 }
 
 // Flow `f`'s part in its GPU's and output queue's send rates becomes `rate` (its own rate, f.rate, is

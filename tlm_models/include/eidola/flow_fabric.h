@@ -255,6 +255,7 @@ private:
     void timed_alone(std::uint32_t id);
     // The packet GPU's issue of posted writes, as a fluid (flow_issue.cpp).
     void set_rate(Flow& f, double rate);
+    void count_rate(Flow& f, double rate);
     void count_send_rate(Flow& f, double rate);
     void issue_write(std::uint32_t id);
     void fifo_due(std::uint32_t id);
@@ -395,7 +396,8 @@ private:
     /// a line of the held amounts and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
     struct Window {
         double held = 0;      // what bursts hold of it
-        double capacity = 0;  // the solver's capacity of the resource (fixed once it is added)
+        double capacity = 0;  // the solver's capacity of the resource (a window's is fixed once it is added; the
+                              // incast gates, which change theirs, are never windows, so theirs is not read)
     };
     std::vector<Window> m_windows;                // per resource
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
