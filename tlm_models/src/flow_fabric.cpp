@@ -514,16 +514,13 @@ void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_pack
 
 // Flow `id` with its uses (m_uses) and windows (m_paced) gathered: the packets there is room for
 // in the windows go as a burst, the rest paced; `round_trip` is how long a packet holds its room.
+// Which burst, is decided once every flow launched in this instant is known (decide_bursts).
 void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     Flow& f = m_flows[id];
     f.round_trip_ps = round_trip;
     if (f.incast >= 0 && f.window > 0) stretch_window(f.src, round_trip, incast_wait_ps(f));
-    const double n = double(f.packets);
-    // The windows' room now, in whole packets of this flow: what the paced flows hold (their load)
-    // and earlier bursts hold is taken. That many packets go as a burst, the rest are paced.
     for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
-        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
-    double burst = n;
+        m_windows.push_back(Window{0.0, 0, m_solver.capacity(r)});
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
     // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
@@ -533,32 +530,79 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     for (const Paced& p : m_paced) {
         if (!(p.per_packet > 0)) continue;
         const Window& w = m_windows[p.resource];
-        const double capacity = w.capacity;
-        const double room = capacity - m_solver.load(p.resource) - w.held;
-        burst = std::min(burst, std::floor(std::max(0.0, room) / p.per_packet + 1e-9));
-        if (p.per_packet * kLargeWindow > capacity) {
+        if (p.per_packet * kLargeWindow > w.capacity) {
             small = true;
-            if (room < p.per_packet) alone = false;
+            if (w.capacity - m_solver.load(p.resource) - w.held < p.per_packet) alone = false;
         }
     }
     if (alone && !small) {  // only large windows: no wait for room, and nothing held
         timed_alone(id);
         return;
     }
-    const std::uint64_t burst_packets = m_paced.empty() ? 0 : alone ? 1 : std::uint64_t(burst);
-    auto hold = [&](Flow& b, double packets) {
+    if (alone) {  // a small window had room: the flag holds it for its round trip
+        start_burst(id, 1);
+        timed_alone(id);
+        return;
+    }
+    if (m_paced.empty()) {  // no window: all at the solver's rate
+        start_burst(id, 0);
+        m_solver.add_flow(id, m_uses);
+        schedule_solve();
+        return;
+    }
+    m_pending.push_back(Pending{id, m_uses, m_paced});
+    schedule_solve();
+}
+
+// The bursts of the flows launched in this instant (m_pending): the windows' room now (what the
+// paced flows hold, their load, and earlier bursts hold is taken) is shared among them as the
+// packet GPU's round robin shares its free slots among the writes it has ready: each takes an
+// equal share, a flow that needs less leaving the rest to the others (the smaller flows go first).
+// Why not first come, first served: the first of two writes issued together took the whole room
+// as its burst and the second was paced against the window's whole capacity, so for a round trip
+// about twice the window was in flight (test_flow_validation.py, the outcast across the NIC).
+void FlowFabric::decide_bursts() {
+    std::stable_sort(m_pending.begin(), m_pending.end(),
+                     [&](const Pending& a, const Pending& b) { return m_flows[a.id].packets < m_flows[b.id].packets; });
+    for (const Pending& p : m_pending)
+        for (const Paced& w : p.paced)
+            if (w.per_packet > 0) ++m_windows[w.resource].sharing;
+    for (Pending& p : m_pending) {
+        const Flow& f = m_flows[p.id];
+        double burst = double(f.packets);
+        for (const Paced& w : p.paced) {
+            if (!(w.per_packet > 0)) continue;
+            Window& win = m_windows[w.resource];
+            const double room = win.capacity - m_solver.load(w.resource) - win.held;
+            burst = std::min(burst, std::floor(std::max(0.0, room) / double(win.sharing) / w.per_packet + 1e-9));
+        }
+        for (const Paced& w : p.paced)
+            if (w.per_packet > 0) --m_windows[w.resource].sharing;
+        m_uses.swap(p.uses);
+        m_paced.swap(p.paced);
+        start_burst(p.id, std::uint64_t(burst));
+        m_solver.add_flow(p.id, m_uses);
+    }
+    m_pending.clear();
+}
+
+// Flow `id` (its uses in m_uses, its windows in m_paced) sends `burst_packets` at once, holding
+// their room in the windows for a round trip, and the rest paced by the windows.
+void FlowFabric::start_burst(std::uint32_t id, std::uint64_t burst_packets) {
+    Flow& f = m_flows[id];
+    const double n = double(f.packets);
+    auto hold = [&](double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
         for (const Paced& p : m_paced) {
             m_windows[p.resource].held += p.per_packet * packets;
             m_holds[list].emplace_back(p.resource, p.per_packet * packets);
         }
-        b.holds = list;
-        b.round_trip_ps = round_trip;
+        f.holds = list;
     };
     if (burst_packets == 0) {  // all paced
         for (const Paced& p : m_paced) add_use(p.resource, p.weight);
     } else if (burst_packets >= f.packets) {  // all at once
-        hold(f, n);
+        hold(n);
     } else {  // a burst of the packets there is room for, then the rest paced
         const std::uint64_t burst_bytes = burst_packets * f.packet_bytes;
         f.remaining = double(burst_bytes);
@@ -573,14 +617,8 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
                 }
             if (!merged) f.paced.push_back({p.resource, p.weight});
         }
-        hold(f, double(burst_packets));
+        hold(double(burst_packets));
     }
-    if (alone) {  // a small window had room: the flag holds it for its round trip (above)
-        timed_alone(id);
-        return;
-    }
-    m_solver.add_flow(id, m_uses);
-    schedule_solve();
 }
 
 // Flag `id` (a single packet of at most kFlagBytes; its uses in m_uses) ends at the rate its
@@ -660,6 +698,7 @@ void FlowFabric::schedule_solve() {
 void FlowFabric::solve() {
     const std::uint64_t now = now_ps();
     m_solve_at = kNever;
+    if (!m_pending.empty()) decide_bursts();
     if (m_solver.dirty()) solve_rates(now);
     // The GPUs whose send rate changed re-plan their issue (flow_issue.cpp).
     for (std::uint32_t g : m_dirty_issuers) {

@@ -209,6 +209,8 @@ private:
     std::uint32_t new_flow();
     void activate(std::uint32_t id);
     void launch(std::uint32_t id, std::uint64_t round_trip);
+    void decide_bursts();
+    void start_burst(std::uint32_t id, std::uint64_t burst_packets);
     /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
     void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet);
@@ -396,6 +398,7 @@ private:
     /// a line of the held amounts and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
     struct Window {
         double held = 0;      // what bursts hold of it
+        std::uint32_t sharing = 0;  // scratch of decide_bursts(): the flows of this instant still to take their share
         double capacity = 0;  // the solver's capacity of the resource (a window's is fixed once it is added; the
                               // incast gates, which change theirs, are never windows, so theirs is not read)
     };
@@ -408,6 +411,13 @@ private:
         double per_packet;   // what one packet holds of it
     };
     std::vector<Paced> m_paced;                   // scratch of start_flow
+    /// A flow launched in this instant whose burst waits for the others launched with it (decide_bursts).
+    struct Pending {
+        std::uint32_t id;
+        std::vector<FlowSolver::Use> uses;
+        std::vector<Paced> paced;
+    };
+    std::vector<Pending> m_pending;
     /// activate()'s last answer for a flow on a route (per m_routes index): a flow's uses, the
     /// windows' pacing and its round trip follow from its route, size, framing and window alone,
     /// and a collective's flows on a route repeat those (every chunk of a step the same size), so
