@@ -142,29 +142,53 @@ def test_one_flow_window_limited(repo):
     assert packet > 3 * _stream_ns(SWITCH, n * (P + SWITCH["h"]))  # the window, not the link, binds
 
 
-def test_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
-    # GPU 0 writes 1 MiB to GPU 8 (the other node: PCIe, its NIC, the rail switch, GPU 8's NIC) and 1 MiB to GPU 1
-    # (its own node) at once, with max_outstanding 512: the round robin shares the window's slots, so the two send
-    # alike and each slot is held for the round trip of its write's path. The packet fabric is the reference; its
-    # two finishes bracket 4,096 packets each at 512 slots per (far + near) round trip.
-    def finishes(model: str) -> list[float]:
-        plat = eidola.load_platform(repo / "platforms" / "rail-16gpu.yaml", overrides={
-            **FLOW_COUNTERPART, "fabric.model": model, "gpus.max_outstanding": 512})
-        wgs = eidola.simulate(plat, _writes(16, [(0, 8, MIB), (0, 1, MIB)])).workgroups
-        return [float(r["finish_ns"]) for r in wgs if r["finish_ns"] > 0]
-    # By hand (test_flow_nic.py's hops): the far round trip is PCIe, the NIC link to the rail switch, the NIC link on
-    # to GPU 8's NIC, PCIe, then memory and the acknowledgement back (zero-byte packets on the NIC links), 5.11 us;
-    # the near one is the direct link there and back, 1.01 us. Sharing the window alike, each write sends
-    # 512 / (far + near) packets a microsecond: 4,096 packets in 48.9 us, which the near write (its last packet
-    # answered a far round trip sooner) finishes before and the far one after, on both fabrics.
-    far = (zero_load_ns([(P + 85, 64e9, 0.0), (P, 50e9, 1000.0), (P, 50e9, 1000.0), (P + 85, 64e9, 0.0)], 100.0, FLIT)
+def _outcast_finishes(repo, model: str, nbytes: int) -> list[float]:
+    """GPU 0 of rail-16gpu writes `nbytes` to GPU 8 (the other node) and to GPU 1 (its own) at once, window 512:
+    the two writes' finishes, ns (the far one first)."""
+    plat = eidola.load_platform(repo / "platforms" / "rail-16gpu.yaml", overrides={
+        **FLOW_COUNTERPART, "fabric.model": model, "gpus.max_outstanding": 512})
+    wgs = eidola.simulate(plat, _writes(16, [(0, 8, nbytes), (0, 1, nbytes)])).workgroups
+    return [float(r["finish_ns"]) for r in wgs if r["finish_ns"] > 0]
+
+
+# The two round trips of _outcast_finishes by hand (test_flow_nic.py's hops): the far one is PCIe, the NIC link to
+# the rail switch, the NIC link on to GPU 8's NIC, PCIe, then memory and the acknowledgement back (zero-byte packets
+# on the NIC links), 5.11 us; the near one is the direct link there and back, 1.01 us.
+_FAR_NS = (zero_load_ns([(P + 85, 64e9, 0.0), (P, 50e9, 1000.0), (P, 50e9, 1000.0), (P + 85, 64e9, 0.0)], 100.0, FLIT)
            + M + zero_load_ns([(16, 64e9, 0.0), (0, 50e9, 1000.0), (0, 50e9, 1000.0), (16, 64e9, 0.0)], 100.0, FLIT))
-    near = zero_load_ns([(P + 85, 64e9, 250.0)], 100.0, FLIT) + M + zero_load_ns([(16, 64e9, 250.0)], 100.0, FLIT)
-    shared_ns = MIB // P * (far + near) / 512
-    packet, flow = finishes("packet"), finishes("flow")
+_NEAR_NS = zero_load_ns([(P + 85, 64e9, 250.0)], 100.0, FLIT) + M + zero_load_ns([(16, 64e9, 250.0)], 100.0, FLIT)
+
+
+def test_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
+    # 1 MiB each: the round robin shares the window's slots, so the two send alike and each slot is held for the
+    # round trip of its write's path: each write sends 512 / (far + near) packets a microsecond, 4,096 packets in
+    # 48.9 us, which the near write (its last packet answered a far round trip sooner) finishes before and the far
+    # one after, on both fabrics. The packet fabric is the reference.
+    shared_ns = MIB // P * (_FAR_NS + _NEAR_NS) / 512
+    packet, flow = _outcast_finishes(repo, "packet", MIB), _outcast_finishes(repo, "flow", MIB)
     assert len(packet) == len(flow) == 2
     for times in (packet, flow):
         assert min(times) < shared_ns < max(times), f"{times} ns do not bracket {shared_ns:.1f} ns"
+    for p, f in zip(packet, flow):
+        assert abs(f / p - 1) <= 0.02, f"flow / packet - 1 = {f / p - 1:+.2%} ({p:.1f} / {f:.1f} ns)"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured -8.4% (the write across the NIC, packet 10.40 / flow 9.52 us) and -14.0% (the intra-node write, "
+    "6.30 / 5.42 us), 2026-12-05. Each write takes half the window as its burst, as on the packet fabric; then the "
+    "near write is paced against the whole window while the far write's burst still holds half of it, where the "
+    "packet GPU waits for its own slots to come back and shares them with the far write. docs/fabrics.md, "
+    "Choosing: \"Short writes under a shared binding window\" (two rules tried)"))
+def test_short_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
+    # 128 KiB each: 512 packets, one window between the two. Neither write can be answered before its first
+    # packet's round trip after its last packet leaves (512 packets of 341 wire bytes at PCIe's or the link's
+    # 64 GB/s, shared alike: 256 each at once), so each takes at least that on both fabrics.
+    n = 128 << 10
+    packet, flow = _outcast_finishes(repo, "packet", n), _outcast_finishes(repo, "flow", n)
+    assert len(packet) == len(flow) == 2
+    wire_ns = (n // P - 1) * (P + 85) / 64e9 * 1e9
+    for times in (packet, flow):
+        assert times[0] >= wire_ns + _FAR_NS and times[1] >= wire_ns + _NEAR_NS, times
     for p, f in zip(packet, flow):
         assert abs(f / p - 1) <= 0.02, f"flow / packet - 1 = {f / p - 1:+.2%} ({p:.1f} / {f:.1f} ns)"
 
