@@ -550,7 +550,11 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         schedule_solve();
         return;
     }
-    m_pending.push_back(Pending{id, m_uses, m_paced});
+    if (m_pending_count == m_pending.size()) m_pending.emplace_back();
+    Pending& wait = m_pending[m_pending_count++];
+    wait.id = id;
+    wait.uses = m_uses;
+    wait.paced = m_paced;
     schedule_solve();
 }
 
@@ -562,12 +566,18 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
 // as its burst and the second was paced against the window's whole capacity, so for a round trip
 // about twice the window was in flight (test_flow_validation.py, the outcast across the NIC).
 void FlowFabric::decide_bursts() {
-    std::stable_sort(m_pending.begin(), m_pending.end(),
-                     [&](const Pending& a, const Pending& b) { return m_flows[a.id].packets < m_flows[b.id].packets; });
-    for (const Pending& p : m_pending)
-        for (const Paced& w : p.paced)
+    m_pending_order.resize(m_pending_count);
+    for (std::uint32_t i = 0; i < m_pending_count; ++i) {
+        m_pending_order[i] = i;
+        for (const Paced& w : m_pending[i].paced)
             if (w.per_packet > 0) ++m_windows[w.resource].sharing;
-    for (Pending& p : m_pending) {
+    }
+    std::sort(m_pending_order.begin(), m_pending_order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        const std::uint32_t na = m_flows[m_pending[a].id].packets, nb = m_flows[m_pending[b].id].packets;
+        return na != nb ? na < nb : a < b;  // then in launch order: deterministic
+    });
+    for (std::uint32_t i : m_pending_order) {
+        Pending& p = m_pending[i];
         const Flow& f = m_flows[p.id];
         double burst = double(f.packets);
         for (const Paced& w : p.paced) {
@@ -583,7 +593,7 @@ void FlowFabric::decide_bursts() {
         start_burst(p.id, std::uint64_t(burst));
         m_solver.add_flow(p.id, m_uses);
     }
-    m_pending.clear();
+    m_pending_count = 0;
 }
 
 // Flow `id` (its uses in m_uses, its windows in m_paced) sends `burst_packets` at once, holding
@@ -698,7 +708,7 @@ void FlowFabric::schedule_solve() {
 void FlowFabric::solve() {
     const std::uint64_t now = now_ps();
     m_solve_at = kNever;
-    if (!m_pending.empty()) decide_bursts();
+    if (m_pending_count) decide_bursts();
     if (m_solver.dirty()) solve_rates(now);
     // The GPUs whose send rate changed re-plan their issue (flow_issue.cpp).
     for (std::uint32_t g : m_dirty_issuers) {

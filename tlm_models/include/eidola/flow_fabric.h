@@ -393,7 +393,7 @@ private:
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
     std::vector<std::uint32_t> m_later_scratch;   // scratch of plan_issue(): per output, its writes still to tell
     std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
-    /// What launch() reads of a window (a GPU's outstanding limit, a channel's credits) besides its load: its
+    /// What launch() and decide_bursts() read of a window (a GPU's outstanding limit, a channel's credits) besides its load: its
     /// capacity, copied from the solver beside what bursts hold of it, so that the two are one cache line, not
     /// a line of the held amounts and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
     struct Window {
@@ -413,11 +413,15 @@ private:
     std::vector<Paced> m_paced;                   // scratch of start_flow
     /// A flow launched in this instant whose burst waits for the others launched with it (decide_bursts).
     struct Pending {
-        std::uint32_t id;
+        std::uint32_t id = 0;
         std::vector<FlowSolver::Use> uses;
         std::vector<Paced> paced;
     };
+    // The first m_pending_count are this instant's; the records after them are kept for their vectors' room, so
+    // that a flow's wait costs no allocation.
     std::vector<Pending> m_pending;
+    std::size_t m_pending_count = 0;
+    std::vector<std::uint32_t> m_pending_order;  // scratch of decide_bursts(): m_pending's, smaller flows first
     /// activate()'s last answer for a flow on a route (per m_routes index): a flow's uses, the
     /// windows' pacing and its round trip follow from its route, size, framing and window alone,
     /// and a collective's flows on a route repeat those (every chunk of a step the same size), so
