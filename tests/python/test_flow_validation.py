@@ -40,6 +40,9 @@ FLIT = 16
 # (lane bandwidth B, lanes, latency ns, header h, ack bytes, switch latency ns, hops GPU to GPU)
 MI300X = dict(B=64e9, lanes=1, lat=174.0, h=85, ack=16, sw=100.0, hops=1)
 SWITCH = dict(B=100e9, lanes=4, lat=150.0, h=16, ack=16, sw=100.0, hops=2)
+# rail-16gpu.yaml's hops, (bytes/s, latency ns): PCIe to the NIC, the NIC links, the direct link inside a node;
+# the GPU's header and acknowledgement; every router's latency.
+RAIL = dict(pcie=(64e9, 0.0), nic=(50e9, 1000.0), link=(64e9, 250.0), h=85, ack=16, sw=100.0)
 
 
 def _zl(link: dict, wire: float) -> float:
@@ -154,9 +157,16 @@ def _outcast_finishes(repo, model: str, nbytes: int) -> list[float]:
 # The two round trips of _outcast_finishes by hand (test_flow_nic.py's hops): the far one is PCIe, the NIC link to
 # the rail switch, the NIC link on to GPU 8's NIC, PCIe, then memory and the acknowledgement back (zero-byte packets
 # on the NIC links), 5.11 us; the near one is the direct link there and back, 1.01 us.
-_FAR_NS = (zero_load_ns([(P + 85, 64e9, 0.0), (P, 50e9, 1000.0), (P, 50e9, 1000.0), (P + 85, 64e9, 0.0)], 100.0, FLIT)
-           + M + zero_load_ns([(16, 64e9, 0.0), (0, 50e9, 1000.0), (0, 50e9, 1000.0), (16, 64e9, 0.0)], 100.0, FLIT))
-_NEAR_NS = zero_load_ns([(P + 85, 64e9, 250.0)], 100.0, FLIT) + M + zero_load_ns([(16, 64e9, 250.0)], 100.0, FLIT)
+def _rail_round_trip_ns(hops: list[str]) -> float:
+    """A packet over rail-16gpu's `hops` (RAIL's keys), the target's memory, and the acknowledgement back the same
+    way: the GPU's header and acknowledgement on GPU links, the bare payload and zero-byte packets on NIC links."""
+    def trip(gpu_wire: float, nic_wire: float) -> float:
+        return zero_load_ns([(nic_wire if h == "nic" else gpu_wire, *RAIL[h]) for h in hops], RAIL["sw"], FLIT)
+    return trip(P + RAIL["h"], P) + M + trip(RAIL["ack"], 0)
+
+
+_FAR_NS = _rail_round_trip_ns(["pcie", "nic", "nic", "pcie"])
+_NEAR_NS = _rail_round_trip_ns(["link"])
 
 
 def test_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
@@ -178,7 +188,7 @@ def test_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo)
     "6.30 / 5.42 us), 2026-12-05. Each write takes half the window as its burst, as on the packet fabric; then the "
     "near write is paced against the whole window while the far write's burst still holds half of it, where the "
     "packet GPU waits for its own slots to come back and shares them with the far write. docs/fabrics.md, "
-    "Choosing: \"Short writes under a shared binding window\" (two rules tried)"))
+    "Choosing: \"Short writes under a shared binding window\" (three rules tried, and a prototype)"))
 def test_short_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
     # 128 KiB each: 512 packets, one window between the two. Neither write can be answered before its first
     # packet's round trip after its last packet leaves (512 packets of 341 wire bytes at PCIe's or the link's
@@ -186,7 +196,7 @@ def test_short_outcast_across_the_nic_and_inside_the_node_under_a_binding_window
     n = 128 << 10
     packet, flow = _outcast_finishes(repo, "packet", n), _outcast_finishes(repo, "flow", n)
     assert len(packet) == len(flow) == 2
-    wire_ns = (n // P - 1) * (P + 85) / 64e9 * 1e9
+    wire_ns = (n // P - 1) * (P + RAIL["h"]) / RAIL["pcie"][0] * 1e9  # the direct link's rate is PCIe's
     for times in (packet, flow):
         assert times[0] >= wire_ns + _FAR_NS and times[1] >= wire_ns + _NEAR_NS, times
     for p, f in zip(packet, flow):

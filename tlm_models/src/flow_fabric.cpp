@@ -520,7 +520,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     f.round_trip_ps = round_trip;
     if (f.incast >= 0 && f.window > 0) stretch_window(f.src, round_trip, incast_wait_ps(f));
     for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
-        m_windows.push_back(Window{0.0, 0, m_solver.capacity(r)});
+        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
     // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
@@ -545,7 +545,6 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         return;
     }
     if (m_paced.empty()) {  // no window: all at the solver's rate
-        start_burst(id, 0);
         m_solver.add_flow(id, m_uses);
         schedule_solve();
         return;
@@ -567,10 +566,11 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
 // about twice the window was in flight (test_flow_validation.py, the outcast across the NIC).
 void FlowFabric::decide_bursts() {
     m_pending_order.resize(m_pending_count);
+    m_sharing.resize(m_windows.size(), 0);
     for (std::uint32_t i = 0; i < m_pending_count; ++i) {
         m_pending_order[i] = i;
         for (const Paced& w : m_pending[i].paced)
-            if (w.per_packet > 0) ++m_windows[w.resource].sharing;
+            if (w.per_packet > 0) ++m_sharing[w.resource];
     }
     std::sort(m_pending_order.begin(), m_pending_order.end(), [&](std::uint32_t a, std::uint32_t b) {
         const std::uint32_t na = m_flows[m_pending[a].id].packets, nb = m_flows[m_pending[b].id].packets;
@@ -582,12 +582,12 @@ void FlowFabric::decide_bursts() {
         double burst = double(f.packets);
         for (const Paced& w : p.paced) {
             if (!(w.per_packet > 0)) continue;
-            Window& win = m_windows[w.resource];
+            const Window& win = m_windows[w.resource];
             const double room = win.capacity - m_solver.load(w.resource) - win.held;
-            burst = std::min(burst, std::floor(std::max(0.0, room) / double(win.sharing) / w.per_packet + 1e-9));
+            burst = std::min(burst, std::floor(std::max(0.0, room) / double(m_sharing[w.resource]) / w.per_packet + 1e-9));
         }
         for (const Paced& w : p.paced)
-            if (w.per_packet > 0) --m_windows[w.resource].sharing;
+            if (w.per_packet > 0) --m_sharing[w.resource];
         m_uses.swap(p.uses);
         m_paced.swap(p.paced);
         start_burst(p.id, std::uint64_t(burst));

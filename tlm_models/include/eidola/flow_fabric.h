@@ -398,7 +398,6 @@ private:
     /// a line of the held amounts and one of the solver's resource record (at 1,024 GPUs a miss each, per window, per flow).
     struct Window {
         double held = 0;      // what bursts hold of it
-        std::uint32_t sharing = 0;  // scratch of decide_bursts(): the flows of this instant still to take their share
         double capacity = 0;  // the solver's capacity of the resource (a window's is fixed once it is added; the
                               // incast gates, which change theirs, are never windows, so theirs is not read)
     };
@@ -422,6 +421,8 @@ private:
     std::vector<Pending> m_pending;
     std::size_t m_pending_count = 0;
     std::vector<std::uint32_t> m_pending_order;  // scratch of decide_bursts(): m_pending's, smaller flows first
+    std::vector<std::uint32_t> m_sharing;        // scratch of decide_bursts(), per resource: the flows still to take
+                                                 // their share of its room (zero between calls)
     /// activate()'s last answer for a flow on a route (per m_routes index): a flow's uses, the
     /// windows' pacing and its round trip follow from its route, size, framing and window alone,
     /// and a collective's flows on a route repeat those (every chunk of a step the same size), so
