@@ -417,15 +417,18 @@ void FlowFabric::activate(std::uint32_t id) {
         const std::uint32_t window = f.window;
         const std::uint64_t turnaround = window ? f.ext->turnaround_ps : 0;
         const std::uint32_t ri = f.route;
-        if (m_activations.size() <= ri) m_activations.resize(m_routes.size());
+        if (m_activations.size() < 2 * std::size_t(m_routes.size())) m_activations.resize(2 * m_routes.size());
         f.incast = m_routes[ri].incast;
-        if (const Activation& memo = m_activations[ri]; memo.same(f, window, turnaround)) {
-            m_uses = memo.uses;
-            m_paced = memo.paced;
-            f.incast_weight = memo.incast_weight;
-            launch(id, memo.round_trip);
-            return;
-        }
+        Activation* const pair = &m_activations[2 * std::size_t(ri)];
+        for (std::uint8_t k = 0; k < 2; ++k)
+            if (const Activation& memo = pair[k]; memo.same(f, window, turnaround)) {
+                pair[0].newer = k;
+                m_uses = memo.uses;
+                m_paced = memo.paced;
+                f.incast_weight = memo.incast_weight;
+                launch(id, memo.round_trip);
+                return;
+            }
         const std::uint32_t incast_link = f.incast >= 0 ? m_incasts[std::size_t(f.incast)].link : ~0u;
         double incast_weight = 0;
         const std::uint64_t packet = std::min<std::uint64_t>(f.packet_bytes ? f.packet_bytes : f.bytes, f.bytes);
@@ -467,7 +470,9 @@ void FlowFabric::activate(std::uint32_t id) {
             round_trip += turnaround;
             pace(window_resource(src, window), n * double(round_trip) * 1e-12 / payload, 1.0);
         }
-        Activation& memo = m_activations[ri];
+        const std::uint8_t older = std::uint8_t(1 - pair[0].newer);  // the pair's least recently used answer
+        pair[0].newer = older;
+        Activation& memo = pair[older];
         memo.bytes = f.bytes;
         memo.packet_bytes = f.packet_bytes;
         memo.turnaround_ps = turnaround;

@@ -423,10 +423,12 @@ private:
     std::vector<std::uint32_t> m_pending_order;  // scratch of decide_bursts(): m_pending's, smaller flows first
     std::vector<std::uint32_t> m_sharing;        // scratch of decide_bursts(), per resource: the flows still to take
                                                  // their share of its room (zero between calls)
-    /// activate()'s last answer for a flow on a route (per m_routes index): a flow's uses, the
-    /// windows' pacing and its round trip follow from its route, size, framing and window alone,
-    /// and a collective's flows on a route repeat those (every chunk of a step the same size), so
-    /// the walk over both routes' links, with a division per link, is done once per kind of flow.
+    /// activate()'s last two answers for flows on a route (m_activations[2 r] and [2 r + 1] for m_routes
+    /// index r): a flow's uses, the windows' pacing and its round trip follow from its route, size, framing
+    /// and window alone, and a collective's flows on a route repeat those (every chunk of a step the same
+    /// size), so the walk over both routes' links, with a division per link, is done once per kind of flow.
+    /// Two, because a step sends a write and then its flag on the same route: with one answer each
+    /// replaced the other, and every flow walked its route.
     struct Activation {
         std::uint64_t bytes = ~std::uint64_t(0), packet_bytes = 0, turnaround_ps = 0;
         std::uint32_t packets = 0, window = 0;
@@ -436,6 +438,7 @@ private:
         std::vector<Paced> paced;
         std::uint64_t round_trip = 0;
         double incast_weight = 0;
+        std::uint8_t newer = 0;  // read in a pair's first record only: which of the two was used last
         bool same(const Flow& f, std::uint32_t win, std::uint64_t turnaround) const {
             return bytes == f.bytes && packet_bytes == f.packet_bytes && packets == f.packets && read == f.read &&
                    window == win && turnaround_ps == turnaround && framing.frames == f.framing.frames &&
