@@ -190,9 +190,31 @@ def test_max_outstanding_limits_pipelining(write_platform):
     b.buffer("data", nbytes=4096)
     b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
     plat = _plat(write_platform, **{"gpus.max_outstanding": 4})
-    assert eidola.simulate(plat, b.build()).kernel_time_ns == 4 * RTT
+    res = eidola.simulate(plat, b.build())
+    assert res.kernel_time_ns == 4 * RTT
+    # The window is full with packets waiting through the first three waves (the fourth issues the last
+    # packets): 3 RTT of the run's 4, which the summary notes, naming the GPU.
+    assert list(res.gpus["window_full_ns"]) == [3 * RTT, 0]
+    (note,) = [n for n in res.summary()["notes"] if "max_outstanding" in n]
+    assert "GPU 0's window was full" in note and "75% of the run" in note
     plat = _plat(write_platform, **{"gpus.max_outstanding": 16})
-    assert eidola.simulate(plat, b.build()).kernel_time_ns == RTT
+    res = eidola.simulate(plat, b.build())
+    assert res.kernel_time_ns == RTT
+    assert list(res.gpus["window_full_ns"]) == [0, 0] and res.summary()["notes"] == []
+
+
+def test_a_flow_gpus_window_is_not_counted_by_the_gpu(write_platform, tmp_path):
+    # On the flow fabric the solver paces the window, and the GPU holds one slot a flow: the column is
+    # unavailable (NaN), not a zero that would say the window never bound.
+    b = ProfileBuilder(gpus=2, workgroups=1, name="window")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
+    path = tmp_path / "flow.yaml"
+    path.write_text("eidola: 1\nname: flow-pair\ngpus: {count: 2, workgroups: 1, max_outstanding: 4}\n"
+                    "fabric: {model: flow, topology: fully_connected, link: {bandwidth: 64GB/s, latency: 200ns}}\n")
+    res = eidola.simulate(eidola.load_platform(path), b.build())
+    assert all(math.isnan(t) for t in res.gpus["window_full_ns"])
+    assert not [n for n in res.summary()["notes"] if "max_outstanding" in n]
 
 
 def test_remote_read_costs_a_round_trip_and_counts_at_the_owner(write_platform):

@@ -439,6 +439,25 @@ def test_our_own_table_reads_back_as_a_log(repo, tmp_path, capsys):
     assert "64 KiB to 1 GiB (1 size):" in out
 
 
+def test_a_binding_window_is_noted_under_its_size_and_the_table_still_reads_back(repo, tmp_path, capsys):
+    # A window of 16 packets (4 KiB) against switch-8gpu's zero-load round trip of about 1.1 us (two hops of
+    # 150 ns each way, the switch's 100 ns both ways, 300 ns of memory) at 400 GB/s a port (4 lanes of
+    # 100 GB/s), a bandwidth-delay product of some 1,700 packets: whenever a GPU has packets waiting its
+    # window is full, which is most of a 1 MiB all-reduce. Shipped (2,048 packets) the window is not noted.
+    plat = repo / "platforms/switch-8gpu.yaml"
+    args = ("perf", plat, "--op", "all_reduce", "-b", "1M", "-e", "1M", "--fabric", "packet")
+    code, out, err = _main(capsys, *args, "--set", "gpus.max_outstanding=16")
+    assert code == 0, err
+    notes = [line for line in out.splitlines() if line.startswith("#   1048576 B: note: gpus.max_outstanding:")]
+    assert len(notes) == 1 and "window was full, with packets waiting to go" in notes[0]
+    own = tmp_path / "own.log"
+    own.write_text(out)
+    assert [r.size for r in read_log(own).rows] == [1048576]  # a comment line, as nccl-tests' own
+    code, out, err = _main(capsys, *args)
+    assert code == 0, err
+    assert "max_outstanding" not in out
+
+
 def test_a_sendrecv_log_compares_whatever_its_redop(repo, tmp_path, capsys):
     # nccl-tests' sendrecv_perf prints its -o operator in the redop column (sum unless told otherwise) though it
     # reduces nothing, so a sendrecv log with prod compares; the same log is refused for all_gather by name.

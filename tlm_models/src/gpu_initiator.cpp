@@ -119,6 +119,10 @@ bool GpuInitiator::slots_for(std::uint32_t wanted, std::uint64_t now) {
 void GpuInitiator::try_issue() {
     const std::uint64_t now = now_ps();
     if (!m_releases.empty()) reclaim(now);
+    if (m_window_full_since != kNoFullWindow) {
+        m_window_full_ps += now - m_window_full_since;
+        m_window_full_since = kNoFullWindow;
+    }
     while (!m_request_pending && m_outstanding < m_max_outstanding && !m_issue_queue.empty()) {
         // The workgroup leaves the queue only once its packet is sent: a train that must wait for
         // slots, or is refused, keeps its turn.
@@ -152,7 +156,10 @@ void GpuInitiator::try_issue() {
             const std::uint64_t share = (t.nbytes + m_max_payload - 1) / m_max_payload / kTrainShareOfTransfer;
             packets = std::uint32_t(std::max<std::uint64_t>(
                 1, std::min<std::uint64_t>({whole, m_train, share, m_max_outstanding / kTrainShareOfWindow})));
-            if (!slots_for(packets, now)) return;
+            if (!slots_for(packets, now)) {
+                m_window_full_since = now;  // a train waits for slots for all of its packets
+                return;
+            }
         }
         const std::uint64_t n = std::min(t.left, packets * m_max_payload);
 
@@ -244,6 +251,7 @@ void GpuInitiator::try_issue() {
         // runs inside the GPU's own process, and its next op may queue more packets for this loop.
         if (issued_all && !t.blocking && !(tell && p->flow.will_tell)) m_engine.resume(w);
     }
+    if (m_outstanding >= m_max_outstanding && !m_issue_queue.empty()) m_window_full_since = now;
 }
 
 // Returns false, with nothing sent, if a train was refused at once with TLM_BURST_ERROR_RESPONSE.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -298,7 +299,9 @@ Table Simulation::table(const std::string& which) const {
             row({double(g->index()), double(g->finish_ps()), double(c.reads), double(c.flag_reads), double(c.writes),
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
                  double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
-                 double(m.fallbacks), double(m.peak_entries), double(g->trains_refused())});
+                 double(m.fallbacks), double(m.peak_entries), double(g->trains_refused()),
+                 // a flow GPU's window is the fabric's to pace (its solver), so what it held back is not counted here
+                 g->issues_flows() ? std::numeric_limits<double>::quiet_NaN() : double(g->window_full_ps())});
         }
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)

@@ -191,11 +191,20 @@ def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, ch
         if size == 0:
             print(f"# {swept} B: 0 B per rank after nccl-tests' rounding (a 16-byte multiple per rank); "
                   "nothing to simulate", file=out)
-    rows = run_sizes(fabrics, o.op, points, gpus, o.algo, o.proto, channels,
-                     done=lambda r: print(perf_table.row_line(o.op, r), file=out, flush=True), progress=o.progress,
+    def done(row: PerfRow) -> None:
+        print(perf_table.row_line(o.op, row), file=out, flush=True)
+        _print_notes(row, out)
+
+    rows = run_sizes(fabrics, o.op, points, gpus, o.algo, o.proto, channels, done=done, progress=o.progress,
                      root=root)
     print("\n".join(perf_table.trailer(rows)), file=out)
     return rows
+
+
+def _print_notes(row: PerfRow, out: TextIO) -> None:
+    """The size's notes on what limited its fabric, as nccl-tests comment lines under its row."""
+    for note in row.notes:
+        print(f"#   {row.size} B: {note}", file=out, flush=True)
 
 
 def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels: int, root: int,
@@ -223,6 +232,7 @@ def _compare(fabrics: Fabrics, o: PerfOptions, log: NcclLog, gpus: int, channels
         c = perf_table.Compared(measured[row.size], row)
         compared.append(c)
         print(perf_table.compare_line(c), file=out, flush=True)
+        _print_notes(row, out)
 
     rows = run_sizes(fabrics, o.op, sorted(counts.items()), gpus, o.algo, o.proto, channels, done=done,
                      progress=o.progress, root=root)

@@ -4,7 +4,9 @@ The packet fabric counts, per link (see ``LinkStats`` in C++), the time a packet
 its receiving input waited behind a head bound for another output (head-of-line blocking), and
 the time the link had a free lane and packets waiting that lacked only credits still on their
 way back (a buffer shorter than the credit round trip). Each GPU counts the peers the fabric
-refused its packet trains to. A note is printed when one of them matters; see docs/router.md.
+refused its packet trains to, and the time its window (`gpus.max_outstanding`) was full while it had
+packets waiting to go (not on the flow fabric, whose solver paces the window: NaN there). A note is
+printed when one of them matters; see docs/router.md.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def _worst(r: Result, column: str) -> tuple[int, int, float] | None:
 
 
 def fabric_notes(r: Result) -> list[str]:
-    """One line per significant limit: head-of-line blocking, credits, refused packet trains."""
+    """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window."""
     notes = []
     if hol := _worst(r, "hol_blocked_ns"):
         src, dst, share = hol
@@ -49,4 +51,23 @@ def fabric_notes(r: Result) -> list[str]:
         notes.append(f"note: gpus.train: the fabric refused packet trains on {refused} GPU-to-peer route(s), "
                      "which went packet by packet: the packet fabric carries a train only over a link holding "
                      "nothing but its GPU's own traffic, as in a fully connected node (docs/fabrics.md)")
+    if (window := _worst_gpu(r, "window_full_ns")) is not None:
+        gpu, share = window
+        notes.append(f"note: gpus.max_outstanding: GPU {gpu}'s window was full, with packets waiting to go, for "
+                     f"{100 * share:.0f}% of the run: its round trip under load needs more packets in flight than the "
+                     "window allows, so the window, not the links, set its rate there (docs/fabrics.md, \"What it "
+                     "reports\")")
     return notes
+
+
+def _worst_gpu(r: Result, column: str) -> tuple[int, float] | None:
+    """(gpu, share of the run) of the GPU with the most `column` time, if that share is significant."""
+    gpus = r.gpus
+    if r.kernel_time_ns <= 0 or not len(gpus) or column not in (gpus.dtype.names or ()):
+        return None
+    times = gpus[column]
+    if np.isnan(times).all():  # not counted on this fabric
+        return None
+    i = int(np.nanargmax(times))
+    share = float(times[i]) / r.kernel_time_ns
+    return (int(gpus["gpu"][i]), share) if share >= SIGNIFICANT_SHARE else None

@@ -68,6 +68,7 @@ class PerfRow:
     wall_s: float = 0.0  #: what the simulation cost
     root: int = -1       #: nccl-tests' root column: the root of a rooted collective, -1 for the others
     events: int = 0      #: the simulation's kernel events
+    notes: tuple[str, ...] = ()  #: the run summary's notes on what limited the fabric (run.fabric_notes)
 
     @property
     def algbw(self) -> float:
@@ -229,6 +230,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
     (nccl-tests' -r). A simulation that fails
     raises its SimulationError (exit status 3) naming the size.
     """
+    from .fabric_notes import fabric_notes
     from .simulate import simulate  # loads cppyy only when a simulation is asked for
 
     rows = []
@@ -248,7 +250,8 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
             raise SimulationError(f"size {size} B ({op}, {fabric} fabric): stopped at limits.sim_time with workgroups "
                                   "unfinished; raise or remove limits.sim_time")
         row = PerfRow(size, count, result.kernel_time_ns / 1000, plan, fabric, factor,
-                      time.perf_counter() - start, nccl_tests.root(op, root), result.events)
+                      time.perf_counter() - start, nccl_tests.root(op, root), result.events,
+                      tuple(fabric_notes(result)))
         rows.append(row)
         if done is not None:
             done(row)

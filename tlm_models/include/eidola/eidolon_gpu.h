@@ -29,7 +29,7 @@ namespace eidola {
 inline const std::vector<std::string> kGpuColumns = {
     "gpu", "finish_ps", "reads", "flag_reads", "writes", "atomics", "bytes_sent", "bytes_received", "packets_sent",
     "memory_bytes_read", "memory_bytes_written", "syncmon_arms", "syncmon_wakeups", "syncmon_spurious",
-    "syncmon_fallbacks", "syncmon_peak", "trains_refused"};
+    "syncmon_fallbacks", "syncmon_peak", "trains_refused", "window_full_ps"};
 /// Columns of the "flags" result table: every flag word of every GPU at the end.
 inline const std::vector<std::string> kFlagColumns = {"gpu", "flag", "value"};
 
@@ -153,6 +153,10 @@ public:
     std::uint64_t packets_sent() const { return m_initiator.packets_sent(); }
     /// Peers the fabric refused this GPU's packet trains to (sent packet by packet instead).
     std::uint64_t trains_refused() const { return m_initiator.trains_refused(); }
+    /// Time its window was full with packets waiting (GpuInitiator::window_full_ps).
+    std::uint64_t window_full_ps() const { return m_initiator.window_full_ps(); }
+    /// Whether it issues flows for a flow fabric, which paces their window itself.
+    bool issues_flows() const { return m_initiator.issues_flows(); }
     /// Bytes read from peers plus bytes peers wrote here.
     std::uint64_t bytes_received() const { return m_initiator.bytes_read() + m_target.bytes_written(); }
     std::uint64_t events() const { return m_core.actions.processed(); }

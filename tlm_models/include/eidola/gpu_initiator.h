@@ -95,6 +95,11 @@ public:
     }
     /// Bytes read from peers.
     std::uint64_t bytes_read() const { return m_bytes_read; }
+    /// Time its window (`max_outstanding`) was full while it had packets waiting to go: what a window
+    /// sized below the round trip under load costs it.
+    std::uint64_t window_full_ps() const { return m_window_full_ps; }
+    /// Whether it issues flows (gpus.flow, on fabric.model: flow), whose window the fabric paces, not this.
+    bool issues_flows() const { return m_flow != 0; }
 
     tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                        sc_core::sc_time& delay) override;
@@ -212,6 +217,11 @@ private:
     // Resident workgroups (the traffic generator's stream is the next number). Here, not beside
     // m_transfers: the first two lines are the fields every packet touches (see above).
     std::uint32_t m_workgroups;
+    // Since when its window has been full with packets waiting (kNoFullWindow: it is not); try_issue() opens and
+    // closes the spells, as it is what the window holds back.
+    static constexpr std::uint64_t kNoFullWindow = ~std::uint64_t(0);
+    std::uint64_t m_window_full_since = kNoFullWindow;
+    std::uint64_t m_window_full_ps = 0;
 };
 
 }  // namespace eidola
