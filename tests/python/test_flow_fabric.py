@@ -231,7 +231,9 @@ def test_reruns_are_bit_identical(write_platform, issue):
     first, second = eidola.simulate(plat, prof), eidola.simulate(plat, prof)
     assert first.kernel_time_ns == second.kernel_time_ns
     for table in ("gpus", "workgroups"):
-        np.testing.assert_array_equal(getattr(first, table), getattr(second, table))
+        for column in getattr(first, table).dtype.names:  # column by column: NaN (a column the flow fabric
+            # leaves unavailable) equals NaN there, where a structured array's records compare unequal
+            np.testing.assert_array_equal(getattr(first, table)[column], getattr(second, table)[column])
     np.testing.assert_array_equal(first.links["busy_ns"], second.links["busy_ns"])
     np.testing.assert_array_equal(first.link_bins, second.link_bins)
 
