@@ -54,9 +54,9 @@ def fabric_notes(r: Result) -> list[str]:
     if (window := _worst_gpu(r, "window_full_ns")) is not None:
         gpu, share = window
         notes.append(f"note: gpus.max_outstanding: GPU {gpu}'s window was full, with packets waiting to go, for "
-                     f"{100 * share:.0f}% of the run: its round trip under load needs more packets in flight than the "
-                     "window allows, so the window, not the links, set its rate there (docs/fabrics.md, \"What it "
-                     "reports\")")
+                     f"{100 * share:.0f}% of the run: where its links had room then, the window held it back (its "
+                     "round trip under load needs more packets in flight); a run with gpus.max_outstanding raised "
+                     "says what it cost (docs/fabrics.md, \"What it reports\")")
     return notes
 
 
