@@ -203,7 +203,7 @@ def test_max_outstanding_limits_pipelining(write_platform):
     assert list(res.gpus["window_full_ns"]) == [0, 0] and res.summary()["notes"] == []
 
 
-def test_a_flow_gpus_window_is_not_counted_by_the_gpu(write_platform, tmp_path):
+def test_a_flow_gpus_window_is_not_counted_by_the_gpu(tmp_path):
     # On the flow fabric the solver paces the window, and the GPU holds one slot a flow: the column is
     # unavailable (NaN), not a zero that would say the window never bound.
     b = ProfileBuilder(gpus=2, workgroups=1, name="window")

@@ -20,30 +20,39 @@ if TYPE_CHECKING:
 
 __all__ = ["fabric_notes", "SIGNIFICANT_SHARE"]
 
-#: The share of the run a link must spend blocked (head-of-line or for credits) to be noted.
+#: The share of the run a link must spend blocked (head-of-line or for credits), or a GPU with its window full, to be
+#: noted.
 SIGNIFICANT_SHARE = 0.05
 
 
-def _worst(r: Result, column: str) -> tuple[int, int, float] | None:
-    """(src, dst, share of the run) of the link with the most `column` time, if that share is significant."""
-    links = r.links
-    if r.kernel_time_ns <= 0 or not len(links) or column not in (links.dtype.names or ()):
+def _worst(r: Result, table: str, column: str) -> tuple[int, float] | None:
+    """(row, share of the run) of the row of result table `table` ("links", "gpus") with the most `column` time, if
+    that share is significant. A column the run's fabric leaves unavailable (NaN: the flow fabric's queues and GPU
+    windows) is never noted."""
+    rows = getattr(r, table)
+    if r.kernel_time_ns <= 0 or not len(rows) or column not in (rows.dtype.names or ()):
         return None
-    i = int(np.argmax(links[column]))
-    share = float(links[column][i]) / r.kernel_time_ns
-    return (int(links["src"][i]), int(links["dst"][i]), share) if share >= SIGNIFICANT_SHARE else None
+    times = rows[column]
+    if np.isnan(times).all():
+        return None
+    i = int(np.nanargmax(times))
+    share = float(times[i]) / r.kernel_time_ns
+    return (i, share) if share >= SIGNIFICANT_SHARE else None
 
 
 def fabric_notes(r: Result) -> list[str]:
     """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window."""
     notes = []
-    if hol := _worst(r, "hol_blocked_ns"):
-        src, dst, share = hol
+    links = r.links
+    if hol := _worst(r, "links", "hol_blocked_ns"):
+        i, share = hol
+        src, dst = links["src"][i], links["dst"][i]
         notes.append(f"note: head-of-line blocking: at the input of link {src} -> {dst}, a packet ready to leave "
                      f"waited behind one bound for another output for {100 * share:.0f}% of the run; "
                      "fabric.switch.vcs 0 (the default) gives every input a queue per output")
-    if credit := _worst(r, "credit_stall_ns"):
-        src, dst, share = credit
+    if credit := _worst(r, "links", "credit_stall_ns"):
+        i, share = credit
+        src, dst = links["src"][i], links["dst"][i]
         notes.append(f"note: credits: link {src} -> {dst} idled with packets waiting for {100 * share:.0f}% of "
                      "the run while its credits were on their way back; fabric.switch.buffer (per lane and "
                      "channel) should cover (serialisation + 2 x link latency + switch latency) x lane bandwidth")
@@ -51,23 +60,12 @@ def fabric_notes(r: Result) -> list[str]:
         notes.append(f"note: gpus.train: the fabric refused packet trains on {refused} GPU-to-peer route(s), "
                      "which went packet by packet: the packet fabric carries a train only over a link holding "
                      "nothing but its GPU's own traffic, as in a fully connected node (docs/fabrics.md)")
-    if (window := _worst_gpu(r, "window_full_ns")) is not None:
-        gpu, share = window
+    if window := _worst(r, "gpus", "window_full_ns"):
+        i, share = window
+        gpu = r.gpus["gpu"][i]
         notes.append(f"note: gpus.max_outstanding: GPU {gpu}'s window was full, with packets waiting to go, for "
                      f"{100 * share:.0f}% of the run: where its links had room then, the window held it back (its "
                      "round trip under load needs more packets in flight); a run with gpus.max_outstanding raised "
                      "says what it cost (docs/fabrics.md, \"What it reports\")")
     return notes
 
-
-def _worst_gpu(r: Result, column: str) -> tuple[int, float] | None:
-    """(gpu, share of the run) of the GPU with the most `column` time, if that share is significant."""
-    gpus = r.gpus
-    if r.kernel_time_ns <= 0 or not len(gpus) or column not in (gpus.dtype.names or ()):
-        return None
-    times = gpus[column]
-    if np.isnan(times).all():  # not counted on this fabric
-        return None
-    i = int(np.nanargmax(times))
-    share = float(times[i]) / r.kernel_time_ns
-    return (int(gpus["gpu"][i]), share) if share >= SIGNIFICANT_SHARE else None

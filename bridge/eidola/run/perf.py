@@ -40,6 +40,7 @@ from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.pages import small_pages
 from ..workload.profile import Profile
 from . import nccl_tests
+from .fabric_notes import fabric_notes
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
 
 if TYPE_CHECKING:
@@ -230,7 +231,6 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
     (nccl-tests' -r). A simulation that fails
     raises its SimulationError (exit status 3) naming the size.
     """
-    from .fabric_notes import fabric_notes
     from .simulate import simulate  # loads cppyy only when a simulation is asked for
 
     rows = []
