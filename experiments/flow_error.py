@@ -24,6 +24,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from rows_csv import write_rows  # experiments/ is on sys.path when this file runs as a script
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CSV = HERE / "flow_error.csv"
@@ -192,10 +194,7 @@ def main() -> int:
     args = parser.parse_args()
     if not args.plot_only:
         measured = measure(args.jobs, args.limit_s, args.reported_limit_s, args.reuse_packet)
-        with CSV.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=FIELDS)
-            writer.writeheader()
-            writer.writerows(measured)
+        write_rows(CSV, measured, FIELDS)
     with CSV.open(newline="") as f:
         rows = list(csv.DictReader(f))
     plot(rows)

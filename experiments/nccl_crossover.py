@@ -15,8 +15,9 @@ Run: .venv/bin/python experiments/nccl_crossover.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+
+from rows_csv import write_rows  # experiments/ is on sys.path when this file runs as a script
 
 from eidola.run.perf import Fabrics, run_sizes
 
@@ -76,10 +77,7 @@ def table(rows: list[dict[str, object]]) -> str:
 
 def main() -> None:
     rows = measure()
-    with CSV.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(CSV, rows)
     print(table(rows))
 
 

@@ -19,8 +19,9 @@ Run: .venv/bin/python experiments/nccl_large.py
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
+
+from rows_csv import write_rows  # experiments/ is on sys.path when this file runs as a script
 
 from eidola.run.perf import Fabrics, run_sizes
 
@@ -72,10 +73,7 @@ def table(rows: list[dict[str, object]]) -> str:
 
 def main() -> None:
     rows = measure()
-    with CSV.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(CSV, rows)
     print(table(rows))
 
 
