@@ -594,11 +594,31 @@ int main() {
             expect("crossing, served first, flow 1", s.rate(1), 22 - 0.88 / 0.99);
             expect("crossing, X full", s.load(x), 11);
             expect("crossing, Y full", s.load(y), 22);
-            // Two fills: the first with the new flows' acknowledgements at 0 (r0 = 11, r1 = 22), the second
-            // confirming the two bottlenecks' fixed point above, solved for exactly (X and Y each full with
-            // both loads at their flows' levels). Filling again with the last fill's rates instead cuts the
-            // error by 0.1 x 0.1 a round trip of the two: 1e-9 in about ten fills.
-            expect("crossing, fills", double(s.fills()), 2);
+            // One fill, with the new flows' acknowledgements at 0 (r0 = 11, r1 = 22), then the two
+            // bottlenecks' fixed point above, solved for exactly (X and Y each full with both loads at their
+            // flows' levels) and taken as the rates once they pass as max-min fair: a second fill would only
+            // confirm it. Filling again with the last fill's rates instead cuts the error by 0.1 x 0.1 a
+            // round trip of the two: 1e-9 in about ten fills.
+            expect("crossing, fills", double(s.fills()), 1);
+        }
+    }
+    {
+        // Solved levels that do not hold must not be taken: X of 10 and Z of 10.5; flow 0 sends over both
+        // (weight 1 each), flow 1 over Y of 100 with its acknowledgements on Z (0.1, served first). The
+        // first fill, those at 0, holds flow 0 at X's 10 and flow 1 at Y's 100. Its bottlenecks' levels
+        // are the same, 10 and 100, but they load Z with 10 + 0.1 x 100 = 20 > 10.5: refused, the second
+        // fill finds Z the bottleneck of flow 0, at 10.5 - 10 = 0.5.
+        for (std::size_t small : {FlowSolver::kSmallComponent, std::size_t(0)}) {
+            FlowSolver s;
+            s.set_small_component(small);
+            const auto x = s.add_resource(10), z = s.add_resource(10.5), y = s.add_resource(100);
+            s.add_flow(0, {{x, 1}, {z, 1}});
+            s.add_flow(1, {{y, 1}, {z, 0.1, true}});
+            solve(s);
+            expect("refused levels, flow 0", s.rate(0), 0.5);
+            expect("refused levels, flow 1", s.rate(1), 100);
+            expect("refused levels, Z full", s.load(z), 10.5);
+            expect("refused levels, fills", double(s.fills()), 2);
         }
     }
     {

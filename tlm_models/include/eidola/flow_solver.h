@@ -39,9 +39,10 @@
 // loads at an estimate of their flows' rates (their rates before the change, 0 for new flows)
 // and, where S has such uses, fills again until the rates it finds are its estimates to within
 // kTolerance (settle()). The next estimates are the fixed point of the last fill's bottlenecks,
-// solved for (solve_levels()): where the bottlenecks hold, the next fill confirms them. Iterating
-// the rates instead cuts the error only by the served-first share of the loads, some 20-fold a fill,
-// and took 7 or 8 fills where solving takes 2. The check also refuses a resource that those
+// solved for (solve_levels()): where the bottlenecks hold, the next fill would only confirm them, so
+// the levels are taken as the rates once they pass the characterisation below (adopt_levels()).
+// Iterating the rates instead cuts the error only by the served-first share of the loads, some
+// 20-fold a fill, and took 7 or 8 fills where solving takes 1 or 2. The check also refuses a resource that those
 // loads put over capacity as a bottleneck, and takes its fair users into S.
 // Everything runs in a fixed order (resource and flow indices, insertion order), so the same
 // sequence of calls gives bit-identical rates.
@@ -252,7 +253,7 @@ private:
     void compute();
     void add_to_set(std::uint32_t group);
     void touch(std::uint32_t resource);
-    void settle();
+    bool settle();
     void fill();
     void fill_by_heap(std::size_t unfrozen);
     void queue(std::uint32_t resource, double level);
@@ -260,6 +261,7 @@ private:
     static double level_of(const Resource& r) { return std::max(0.0, r.remaining) / r.weights; }
     void fill_by_scan(std::size_t unfrozen);
     bool solve_levels();
+    bool adopt_levels();
     template <class Changed>
     void freeze(std::uint32_t full, double level, std::size_t& unfrozen, Changed&& changed);
     void measure();
