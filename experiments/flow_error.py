@@ -165,16 +165,17 @@ def plot(rows: list[dict[str, str]]) -> None:
     plt.close(fig)
 
 
-def table(rows: list[dict[str, str]]) -> list[str]:
-    """Markdown: a row per (pattern, platform), a column per size."""
+def table(rows: list[dict[str, str]], column: str = "error", sign: str = "+") -> list[str]:
+    """Markdown: a row per (pattern, platform), a column per size; the cells are `column` as percentages
+    (`sign` "+": signed)."""
     sizes = sorted({int(r["nbytes"]) for r in rows})
     label = [_size(s) for s in sizes]
     lines = ["| pattern | platform | " + " | ".join(label) + " |", "|---|---|" + "---|" * len(sizes)]
     for pattern in PATTERNS:
         for platform in _labels(rows):
-            got = {int(r["nbytes"]): float(r["error"]) for r in rows
+            got = {int(r["nbytes"]): float(r[column]) for r in rows
                    if r["pattern"] == pattern and r["platform"] == platform}
-            cells = [f"{got[s]:+.2%}" if s in got else "" for s in sizes]
+            cells = [f"{got[s]:{sign}.2%}" if s in got else "" for s in sizes]
             lines.append(f"| {pattern} | {platform.removesuffix('.yaml')} | " + " | ".join(cells) + " |")
     return lines
 
