@@ -46,19 +46,25 @@ def scaled(bandwidth: str, factor: float) -> str:
     return f"{float(match.group(1)) * factor:.15g}{match.group(2)}"
 
 
-def point(row: dict[str, str]) -> dict[str, object]:
-    """One point of flow_error.csv run again at the two perturbed bandwidths."""
+def link_bandwidth(platform_file: Path, overrides: dict[str, object]) -> str:
+    """The platform's `fabric.link.bandwidth` as its files write it ("300GB/s"), with `overrides` applied."""
     import yaml
 
+    import eidola
+    effective = yaml.safe_load(eidola.load_platform(platform_file, overrides=overrides).effective_yaml())
+    return str(effective["fabric"]["link"]["bandwidth"])
+
+
+def point(row: dict[str, str]) -> dict[str, object]:
+    """One point of flow_error.csv run again at the two perturbed bandwidths."""
     import eidola
     from eidola.platform import FLOW_COUNTERPART
     file, overrides, gpus = flow_error._config(row["platform"])
     nbytes = int(row["nbytes"])
     profile = flow_error._profile(row["pattern"], gpus, nbytes)
-    settings = {**FLOW_COUNTERPART, **overrides, "fabric.model": "flow"}
+    settings: dict[str, object] = {**FLOW_COUNTERPART, **overrides, "fabric.model": "flow"}
     platform_file = flow_error.ROOT / "platforms" / file
-    base = yaml.safe_load(eidola.load_platform(platform_file, overrides=settings).effective_yaml())
-    bandwidth = str(base["fabric"]["link"]["bandwidth"])
+    bandwidth = link_bandwidth(platform_file, settings)
     times = {}
     for name, factor in (("up", 1 + EPSILON), ("down", 1 - EPSILON)):
         plat = eidola.load_platform(platform_file, overrides={**settings, "fabric.link.bandwidth": scaled(bandwidth, factor)})
@@ -70,15 +76,6 @@ def point(row: dict[str, str]) -> dict[str, object]:
     print(f"{row['pattern']:18} {row['platform']:30} {nbytes >> 10:>8} KiB  spread {spread:.2%}  "
           f"error {float(row['error']):+.2%}", flush=True)
     return out
-
-
-def link_bandwidth(platform_file: Path, overrides: dict[str, object]) -> str:
-    """The platform's `fabric.link.bandwidth` as its files write it ("300GB/s"), with `overrides` applied."""
-    import yaml
-
-    import eidola
-    effective = yaml.safe_load(eidola.load_platform(platform_file, overrides=overrides).effective_yaml())
-    return str(effective["fabric"]["link"]["bandwidth"])
 
 
 def prediction(system: validation.System) -> list[dict[str, object]]:
