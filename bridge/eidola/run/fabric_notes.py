@@ -68,4 +68,3 @@ def fabric_notes(r: Result) -> list[str]:
                      "round trip under load needs more packets in flight); a run with gpus.max_outstanding raised "
                      "says what it cost (docs/fabrics.md, \"What it reports\")")
     return notes
-
