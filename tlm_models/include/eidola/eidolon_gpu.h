@@ -58,7 +58,7 @@ struct EidolonGpuParams : ParamGroup {
     SizeParam flow{*this, "flow", 0,
                    "for fabric.model flow (set there by default): a write or read is issued as transactions of up to "
                    "this many bytes, each one flow taking one outstanding slot, and the fabric models what "
-                   "max_outstanding does to its packets; 0: packets (or trains)",
+                   "max_outstanding does to its packets; 0B: packets (or trains)",
                    0, 1 << 30};
     /// Kernel launch latency.
     TimeParam launch{*this, "launch", 0,

@@ -69,7 +69,7 @@ struct PacketFabricParams : ParamGroup {
         /// Per-packet overhead.
         SizeParam header{group, "link.header", 16, "bytes of overhead added to every packet on a link", 0, 1 << 20};
         /// Wire size of a write's response.
-        SizeParam ack{group, "link.ack", 0, "wire bytes of a write's response (0: just the header)", 0, 1 << 20};
+        SizeParam ack{group, "link.ack", 0, "wire bytes of a write's response (0B: just the header)", 0, 1 << 20};
         /// Parallel links per connected pair.
         IntParam count{group, "link.count", 1, "parallel links between each connected pair (a packet uses one)", 1,
                        1024};
