@@ -106,10 +106,6 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     for (std::uint32_t g = 0; g < n; ++g)
         m_inject_units[g] = double(m_credits) * double(injection_queues(fifo, topo.out_links(g).size()));
     m_route_index.assign(std::size_t(n) * n, -1);
-    m_request_busy.assign(n, 0);
-    m_response_busy.assign(n, 0);
-    m_request_queue.resize(n);
-    m_response_queue.resize(n);
     std::uint64_t hop_ps = 0;
     for (const TopoLink& l : topo.links()) hop_ps = std::max(hop_ps, l.latency_ps + m_switch_latency_ps);
     m_actions.set_horizon(4 * hop_ps);  // deliveries and responses fall a route's latency ahead
@@ -146,7 +142,7 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
         return tlm::TLM_UPDATED;
     }
     if (phase == tlm::END_RESP) {
-        m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, 0, nullptr});
+        book_response_free(src, now_ps() + delay.value());
         return tlm::TLM_COMPLETED;
     }
     errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");
@@ -155,18 +151,7 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
 
 tlm::tlm_sync_enum FlowFabric::response(std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                         sc_core::sc_time& delay) {
-    const std::uint64_t at = now_ps() + delay.value();
-    if (phase == tlm::END_REQ) {
-        m_actions.push(at, {ActionKind::RequestFree, dst, 0, nullptr});
-        return tlm::TLM_ACCEPTED;
-    }
-    if (phase == tlm::BEGIN_RESP) {
-        if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, dst, 0, nullptr});  // implies END_REQ
-        answered(dst, &trans, at);
-        return tlm::TLM_COMPLETED;
-    }
-    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators: illegal phase on the backward path");
-    return tlm::TLM_COMPLETED;
+    return m_turns.backward(*this, dst, trans, phase, delay);
 }
 
 // A target's answer at `at`: its last packet's response crosses the reverse route at zero load
@@ -990,75 +975,30 @@ void FlowFabric::on_event() {
                 m_holds[a.a].clear();
                 m_free_holds.push_back(a.a);
                 break;
-            case ActionKind::Deliver: deliver(a.a, a.trans, a.b); break;
+            case ActionKind::Deliver: m_turns.deliver(*this, a.a, a.trans, a.b); break;
             case ActionKind::NvlsIn: nvls_in(a.a); break;
             case ActionKind::Slip: slip(a.a); break;
             case ActionKind::Issued: issued(a.a, a.b); break;
             case ActionKind::IncastFull: incast_full(a.a, a.b); break;
-            case ActionKind::Return: give_back(a.a, a.trans); break;
-            case ActionKind::RequestFree:
-                m_request_busy[a.a] = false;
-                if (!m_request_queue[a.a].empty()) {
-                    const auto w = m_request_queue[a.a].front();
-                    m_request_queue[a.a].pop_front();
-                    deliver(a.a, w.first, w.second);
-                }
-                break;
-            case ActionKind::ResponseFree:
-                m_response_busy[a.a] = false;
-                if (!m_response_queue[a.a].empty()) {
-                    tlm::tlm_generic_payload* t = m_response_queue[a.a].front();
-                    m_response_queue[a.a].pop_front();
-                    give_back(a.a, t);
-                }
-                break;
+            case ActionKind::Return: m_turns.give_back(*this, a.a, a.trans); break;
+            case ActionKind::RequestFree: m_turns.request_freed(*this, a.a); break;
+            case ActionKind::ResponseFree: m_turns.response_freed(*this, a.a); break;
         }
     }
     m_actions.rearm(now);
 }
 
-// Sends a request on initiators[dst], one BEGIN_REQ at a time as the base protocol requires.
-void FlowFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
-    if (m_request_busy[dst]) {
-        m_request_queue[dst].emplace_back(trans, src);
-        return;
-    }
+// PortTurns' hooks (port_turns.h): a request going out, and the ports' channels freed at `at`.
+void FlowFabric::sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
     m_delivered.delivered(dst, trans, src);
-    tlm::tlm_phase phase = tlm::BEGIN_REQ;
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    m_request_busy[dst] = true;
-    const std::uint64_t now = now_ps();
-    switch (target_of(dst).nb_transport_fw(*trans, phase, delay)) {
-        case tlm::TLM_ACCEPTED: return;
-        case tlm::TLM_UPDATED:
-            if (phase == tlm::END_REQ) {
-                if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
-                else m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, 0, nullptr});
-                return;
-            }
-            if (phase == tlm::BEGIN_RESP) break;
-            errors().report(ErrorKind::ModelError,
-                            std::string(name()) + ".initiators: target returned TLM_UPDATED with an illegal phase");
-            return;
-        case tlm::TLM_COMPLETED: break;
-    }
-    m_actions.push(now + delay.value(), {ActionKind::RequestFree, dst, 0, nullptr});
-    answered(dst, trans, now + delay.value());
 }
 
-// Sends a response on targets[src], one BEGIN_RESP at a time.
-void FlowFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) {
-    if (m_response_busy[src]) {
-        m_response_queue[src].push_back(trans);
-        return;
-    }
-    tlm::tlm_phase phase = tlm::BEGIN_RESP;
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    m_response_busy[src] = true;
-    const tlm::tlm_sync_enum status = initiator_of(src).nb_transport_bw(*trans, phase, delay);
-    if (status == tlm::TLM_ACCEPTED) return;
-    if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
-    else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, src, 0, nullptr});
+void FlowFabric::book_request_free(std::uint32_t dst, std::uint64_t at) {
+    m_actions.push(at, {ActionKind::RequestFree, dst, 0, nullptr});
+}
+
+void FlowFabric::book_response_free(std::uint32_t src, std::uint64_t at) {
+    m_actions.push(at, {ActionKind::ResponseFree, src, 0, nullptr});
 }
 
 // ---- routes and latency ---------------------------------------------------------------------------

@@ -19,10 +19,6 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
     m_last_bin.assign(std::size_t(n) * n, kNoBin);
-    m_request_busy.assign(n, 0);
-    m_response_busy.assign(n, 0);
-    m_request_queue.resize(n);
-    m_response_queue.resize(n);
     m_actions.set_horizon(m_latency_ps);  // every action is due now or one latency from now
 }
 
@@ -42,7 +38,7 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
         return tlm::TLM_UPDATED;
     }
     if (phase == tlm::END_RESP) {
-        m_actions.push(at, {ActionKind::ResponseFree, 0, src, nullptr});
+        book_response_free(src, at);
         return tlm::TLM_COMPLETED;
     }
     errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");
@@ -51,23 +47,17 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
 
 tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                          sc_core::sc_time& delay) {
-    const std::uint64_t at = now_ps() + delay.value();
-    if (phase == tlm::END_REQ) {
-        m_actions.push(at, {ActionKind::RequestFree, 0, dst, nullptr});
-        return tlm::TLM_ACCEPTED;
+    return m_turns.backward(*this, dst, trans, phase, delay);
+}
+
+// The target of initiators[dst] answered `trans` at `at`: the response heads back, a latency long.
+void IdealFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at) {
+    std::uint32_t src = 0;
+    if (!m_delivered.answered(dst, trans, src)) {
+        report_unknown_response(dst);
+        return;
     }
-    if (phase == tlm::BEGIN_RESP) {
-        if (m_request_busy[dst]) m_actions.push(at, {ActionKind::RequestFree, 0, dst, nullptr});  // implies END_REQ
-        std::uint32_t src = 0;
-        if (!m_delivered.answered(dst, &trans, src)) {
-            report_unknown_response(dst);
-            return tlm::TLM_COMPLETED;
-        }
-        m_actions.push(at + m_latency_ps, {ActionKind::Return, 0, src, &trans});
-        return tlm::TLM_COMPLETED;
-    }
-    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators: illegal phase on the backward path");
-    return tlm::TLM_COMPLETED;
+    m_actions.push(at + m_latency_ps, {ActionKind::Return, 0, src, trans});
 }
 
 void IdealFabric::on_event() {
@@ -75,76 +65,29 @@ void IdealFabric::on_event() {
     Action a;
     while (m_actions.pop_due(now, a)) {
         switch (a.kind) {
-            case ActionKind::Deliver: deliver(a.port, a.trans, a.src); break;
-            case ActionKind::Return: give_back(a.port, a.trans); break;
-            case ActionKind::RequestFree:
-                m_request_busy[a.port] = false;
-                if (!m_request_queue[a.port].empty()) {
-                    const Waiting w = m_request_queue[a.port].front();
-                    m_request_queue[a.port].pop_front();
-                    deliver(a.port, w.trans, w.src);
-                }
-                break;
-            case ActionKind::ResponseFree:
-                m_response_busy[a.port] = false;
-                if (!m_response_queue[a.port].empty()) {
-                    tlm::tlm_generic_payload* t = m_response_queue[a.port].front();
-                    m_response_queue[a.port].pop_front();
-                    give_back(a.port, t);
-                }
-                break;
+            case ActionKind::Deliver: m_turns.deliver(*this, a.port, a.trans, a.src); break;
+            case ActionKind::Return: m_turns.give_back(*this, a.port, a.trans); break;
+            case ActionKind::RequestFree: m_turns.request_freed(*this, a.port); break;
+            case ActionKind::ResponseFree: m_turns.response_freed(*this, a.port); break;
         }
     }
     m_actions.rearm(now);
 }
 
-// Sends a request on initiators[dst], one BEGIN_REQ at a time as the base protocol requires.
-// A pair's traffic is counted here, not on arrival: the target reads the same lines of the
-// payload and its extensions right after, while they are in the cache.
-void IdealFabric::deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
-    if (m_request_busy[dst]) {
-        m_request_queue[dst].push_back(Waiting{trans, src});
-        return;
-    }
+// PortTurns' hooks (port_turns.h). A pair's traffic is counted as its request goes out, not on
+// arrival: the target reads the same lines of the payload and its extensions right after, while
+// they are in the cache.
+void IdealFabric::sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
     count(src, dst, *trans);
     m_delivered.delivered(dst, trans, src);
-    tlm::tlm_phase phase = tlm::BEGIN_REQ;
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    m_request_busy[dst] = true;
-    const std::uint64_t now = now_ps();
-    switch (target_of(dst).nb_transport_fw(*trans, phase, delay)) {
-        case tlm::TLM_ACCEPTED: return;
-        case tlm::TLM_UPDATED:
-            if (phase == tlm::END_REQ) {
-                if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
-                else m_actions.push(now + delay.value(), {ActionKind::RequestFree, 0, dst, nullptr});
-                return;
-            }
-            if (phase == tlm::BEGIN_RESP) break;
-            errors().report(ErrorKind::ModelError,
-                            std::string(name()) + ".initiators: target returned TLM_UPDATED with an illegal phase");
-            return;
-        case tlm::TLM_COMPLETED: break;
-    }
-    // Answered at once: the request channel is free and the response heads back.
-    m_actions.push(now + delay.value(), {ActionKind::RequestFree, 0, dst, nullptr});
-    m_delivered.answered(dst, trans, src);
-    m_actions.push(now + delay.value() + m_latency_ps, {ActionKind::Return, 0, src, trans});
 }
 
-// Sends a response on targets[src], one BEGIN_RESP at a time.
-void IdealFabric::give_back(std::uint32_t src, tlm::tlm_generic_payload* trans) {
-    if (m_response_busy[src]) {
-        m_response_queue[src].push_back(trans);
-        return;
-    }
-    tlm::tlm_phase phase = tlm::BEGIN_RESP;
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    m_response_busy[src] = true;
-    tlm::tlm_sync_enum status = initiator_of(src).nb_transport_bw(*trans, phase, delay);
-    if (status == tlm::TLM_ACCEPTED) return;
-    if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
-    else m_actions.push(now_ps() + delay.value(), {ActionKind::ResponseFree, 0, src, nullptr});
+void IdealFabric::book_request_free(std::uint32_t dst, std::uint64_t at) {
+    m_actions.push(at, {ActionKind::RequestFree, 0, dst, nullptr});
+}
+
+void IdealFabric::book_response_free(std::uint32_t src, std::uint64_t at) {
+    m_actions.push(at, {ActionKind::ResponseFree, 0, src, nullptr});
 }
 
 void IdealFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {

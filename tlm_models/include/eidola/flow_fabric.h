@@ -28,6 +28,7 @@
 #include "eidola/multimem_extension.h"
 #include "eidola/packet_fabric.h"
 #include "eidola/params.h"
+#include "eidola/port_turns.h"
 #include "eidola/timing_wheel.h"
 #include "eidola/topology.h"
 
@@ -64,6 +65,7 @@ public:
 private:
     friend struct FabricTargetPort<FlowFabric>;
     friend struct FabricInitiatorPort<FlowFabric>;
+    friend class PortTurns<FlowFabric>;
     FlowFabric(sc_core::sc_module_name name, const Params& params);
 
     enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued, IncastFull };
@@ -223,8 +225,9 @@ private:
     void solve_rates(std::uint64_t now);
     void finish(std::uint32_t id, std::uint32_t version);
     void book_finish(std::uint32_t id, std::uint64_t at_ps);
-    void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
-    void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
+    void sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
+    void book_request_free(std::uint32_t dst, std::uint64_t at);
+    void book_response_free(std::uint32_t src, std::uint64_t at);
     void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
     std::uint32_t route_index(std::uint32_t src, std::uint32_t dst);  // the pair's place in m_routes, built on first use
 
@@ -462,10 +465,7 @@ private:
     std::vector<Injection> m_injection;
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
-    // Per port: a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
-    std::vector<std::uint8_t> m_request_busy, m_response_busy;
-    std::vector<FrontQueue<std::pair<tlm::tlm_generic_payload*, std::uint32_t>>> m_request_queue;
-    std::vector<FrontQueue<tlm::tlm_generic_payload*>> m_response_queue;
+    PortTurns<FlowFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
 
     struct LinkCounters {
         LinkStats s;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -16,6 +15,7 @@
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
+#include "eidola/port_turns.h"
 #include "eidola/timing_wheel.h"
 
 namespace eidola {
@@ -49,6 +49,7 @@ public:
 private:
     friend struct FabricTargetPort<IdealFabric>;
     friend struct FabricInitiatorPort<IdealFabric>;
+    friend class PortTurns<IdealFabric>;
     enum class ActionKind : std::uint8_t { Deliver, Return, RequestFree, ResponseFree };
     struct Action {
         ActionKind kind;
@@ -57,11 +58,6 @@ private:
         tlm::tlm_generic_payload* trans;
     };
     static_assert(kMaxFabricPorts <= 1 << 24, "Action::src holds every port index");
-    /// A request waiting for its target port's request channel.
-    struct Waiting {
-        tlm::tlm_generic_payload* trans;
-        std::uint32_t src;
-    };
 
     IdealFabric(sc_core::sc_module_name name, const Params& params);
     tlm::tlm_sync_enum request(std::uint32_t src, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
@@ -71,15 +67,14 @@ private:
     void forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     unsigned int forward_debug(tlm::tlm_generic_payload& trans);
     void on_event();
-    void deliver(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
-    void give_back(std::uint32_t src, tlm::tlm_generic_payload* trans);
+    void sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
+    void book_request_free(std::uint32_t dst, std::uint64_t at);
+    void book_response_free(std::uint32_t src, std::uint64_t at);
+    void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
     void count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans);
 
     std::uint64_t m_latency_ps;
-    // Per port: is a BEGIN_REQ (downstream) / BEGIN_RESP (upstream) awaiting its END phase, and the queue behind it.
-    std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
-    std::vector<std::deque<Waiting>> m_request_queue;
-    std::vector<std::deque<tlm::tlm_generic_payload*>> m_response_queue;
+    PortTurns<IdealFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
     };

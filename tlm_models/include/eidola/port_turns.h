@@ -1,0 +1,124 @@
+// The base protocol's one-at-a-time rule on a fabric's GPU ports, for the fabrics that time a
+// transfer themselves and meet the GPUs only at its two ends (the ideal and flow fabrics): one
+// BEGIN_REQ awaiting its END_REQ on each initiators[i], one BEGIN_RESP awaiting its END_RESP on each
+// targets[i] (IEEE 1666-2011, 14.2, the request and response exclusion rules), the others waiting
+// behind it, first in, first out. One copy of the rule, so both fabrics keep it alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "eidola/errors.h"
+#include "eidola/event_heap.h"
+#include "eidola/front_queue.h"
+
+namespace eidola {
+
+/// The ports' turns. Fabric (the owner, passed to each call) provides, beside FabricShell's
+/// target_of(), initiator_of() and errors():
+///   - sending(dst, trans, src): a request is about to go out on initiators[dst] (before the call,
+///     which may answer it at once);
+///   - answered(dst, trans, at_ps): the target of initiators[dst] answered `trans` at `at_ps`;
+///   - book_request_free(dst, at_ps), book_response_free(src, at_ps): call request_freed(dst) /
+///     response_freed(src) at `at_ps`.
+template <class Fabric>
+class PortTurns {
+public:
+    /// Turns for `ports` GPU ports, all free.
+    explicit PortTurns(std::uint32_t ports)
+        : m_request_busy(ports, 0), m_response_busy(ports, 0), m_request_queue(ports), m_response_queue(ports) {}
+
+    /// Sends `trans` (from port `src`; the NVLS unit's own accesses use the port count) to the target
+    /// of initiators[dst] now, or after the requests waiting there.
+    void deliver(Fabric& f, std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
+        if (m_request_busy[dst]) {
+            m_request_queue[dst].emplace_back(trans, src);
+            return;
+        }
+        f.sending(dst, trans, src);
+        tlm::tlm_phase phase = tlm::BEGIN_REQ;
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        m_request_busy[dst] = true;
+        const std::uint64_t now = now_ps();
+        switch (f.target_of(dst).nb_transport_fw(*trans, phase, delay)) {
+            case tlm::TLM_ACCEPTED: return;
+            case tlm::TLM_UPDATED:
+                if (phase == tlm::END_REQ) {
+                    if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
+                    else f.book_request_free(dst, now + delay.value());
+                    return;
+                }
+                if (phase == tlm::BEGIN_RESP) break;
+                f.errors().report(ErrorKind::ModelError, std::string(f.name()) +
+                                                             ".initiators: target returned TLM_UPDATED with an illegal phase");
+                return;
+            case tlm::TLM_COMPLETED: break;
+        }
+        // Answered at once: the request channel is free, and the answer heads back.
+        f.book_request_free(dst, now + delay.value());
+        f.answered(dst, trans, now + delay.value());
+    }
+
+    /// Sends `trans`'s response to the initiator of targets[src] now, or after those waiting there.
+    void give_back(Fabric& f, std::uint32_t src, tlm::tlm_generic_payload* trans) {
+        if (m_response_busy[src]) {
+            m_response_queue[src].push_back(trans);
+            return;
+        }
+        tlm::tlm_phase phase = tlm::BEGIN_RESP;
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        m_response_busy[src] = true;
+        const tlm::tlm_sync_enum status = f.initiator_of(src).nb_transport_bw(*trans, phase, delay);
+        if (status == tlm::TLM_ACCEPTED) return;
+        if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
+        else f.book_response_free(src, now_ps() + delay.value());
+    }
+
+    /// The backward path of initiators[dst]: END_REQ frees its request channel; BEGIN_RESP too (it
+    /// implies END_REQ) and is the answer.
+    tlm::tlm_sync_enum backward(Fabric& f, std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                const sc_core::sc_time& delay) {
+        const std::uint64_t at = now_ps() + delay.value();
+        if (phase == tlm::END_REQ) {
+            f.book_request_free(dst, at);
+            return tlm::TLM_ACCEPTED;
+        }
+        if (phase == tlm::BEGIN_RESP) {
+            if (m_request_busy[dst]) f.book_request_free(dst, at);
+            f.answered(dst, &trans, at);
+            return tlm::TLM_COMPLETED;
+        }
+        f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".initiators: illegal phase on the backward path");
+        return tlm::TLM_COMPLETED;
+    }
+
+    /// initiators[dst]'s request channel is free: the next request waiting there goes.
+    void request_freed(Fabric& f, std::uint32_t dst) {
+        m_request_busy[dst] = false;
+        if (m_request_queue[dst].empty()) return;
+        const std::pair<tlm::tlm_generic_payload*, std::uint32_t> w = m_request_queue[dst].front();
+        m_request_queue[dst].pop_front();
+        deliver(f, dst, w.first, w.second);
+    }
+
+    /// targets[src]'s response channel is free: the next response waiting there goes.
+    void response_freed(Fabric& f, std::uint32_t src) {
+        m_response_busy[src] = false;
+        if (m_response_queue[src].empty()) return;
+        tlm::tlm_generic_payload* t = m_response_queue[src].front();
+        m_response_queue[src].pop_front();
+        give_back(f, src, t);
+    }
+
+private:
+    std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
+    std::vector<FrontQueue<std::pair<tlm::tlm_generic_payload*, std::uint32_t>>> m_request_queue;
+    std::vector<FrontQueue<tlm::tlm_generic_payload*>> m_response_queue;
+};
+
+}  // namespace eidola
