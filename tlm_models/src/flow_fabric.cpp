@@ -142,7 +142,7 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
         return tlm::TLM_UPDATED;
     }
     if (phase == tlm::END_RESP) {
-        book_response_free(src, now_ps() + delay.value());
+        m_turns.response_ended(*this, src, trans, now_ps() + delay.value());
         return tlm::TLM_COMPLETED;
     }
     errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");

@@ -38,7 +38,7 @@ tlm::tlm_sync_enum IdealFabric::request(std::uint32_t src, tlm::tlm_generic_payl
         return tlm::TLM_UPDATED;
     }
     if (phase == tlm::END_RESP) {
-        book_response_free(src, at);
+        m_turns.response_ended(*this, src, trans, at);
         return tlm::TLM_COMPLETED;
     }
     errors().report(ErrorKind::ModelError, std::string(name()) + ".targets: illegal phase on the forward path");

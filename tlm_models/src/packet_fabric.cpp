@@ -182,6 +182,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     m_spread_counter.assign(topo.nodes(), 0);
     m_blocked_request.assign(ports(), nullptr);
     m_blocked_response.assign(ports(), nullptr);
+    m_awaiting_end_req.assign(ports(), nullptr);
     // Most actions fall within a hop (a link's latency plus a router's) of now: size the wheel's
     // buckets for that; longer ones (serialising a long train, the watchdog) still come in order.
     std::uint64_t hop_ps = 0;
@@ -227,11 +228,20 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
                                              sc_core::sc_time& delay) {
     const std::uint32_t eject_req = m_node_first_output[gpu];
     if (phase == tlm::END_REQ) {
+        if (m_awaiting_end_req[gpu] != &t) {
+            errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
+                                                       "]: END_REQ for a transaction not awaiting it");
+            return tlm::TLM_COMPLETED;
+        }
+        m_awaiting_end_req[gpu] = nullptr;
         m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, eject_req, 0});
         return tlm::TLM_ACCEPTED;
     }
     if (phase == tlm::BEGIN_RESP) {
-        if (m_outputs[eject_req].busy) m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, eject_req, 0});
+        if (m_awaiting_end_req[gpu] == &t) {  // implies END_REQ
+            m_awaiting_end_req[gpu] = nullptr;
+            m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, eject_req, 0});
+        }
         if (inject(gpu, &t, 1)) return tlm::TLM_COMPLETED;
         m_blocked_response[gpu] = &t;  // END_RESP withheld until there is room
         return tlm::TLM_ACCEPTED;
@@ -536,7 +546,10 @@ void PacketFabric::deliver(std::uint32_t output, std::uint32_t id) {
         tlm::tlm_phase phase = tlm::BEGIN_REQ;
         m_delivered.delivered(p.dst_gpu, p.trans, p.src_gpu);  // before the call: it may answer at once
         const tlm::tlm_sync_enum s = target_of(p.dst_gpu).nb_transport_fw(*p.trans, phase, delay);
-        if (s == tlm::TLM_ACCEPTED) return;  // END_REQ comes on the backward path
+        if (s == tlm::TLM_ACCEPTED) {  // END_REQ comes on the backward path
+            m_awaiting_end_req[p.dst_gpu] = p.trans;
+            return;
+        }
         m_actions.push(now + delay.value(), {ActionKind::EjectFree, output, 0});
         if (s == tlm::TLM_COMPLETED || phase == tlm::BEGIN_RESP) {
             // The target answered at once: the response starts back from here.

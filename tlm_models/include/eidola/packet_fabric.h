@@ -405,6 +405,9 @@ private:
     std::vector<LinkCounters> m_link_counters;
     std::vector<std::uint32_t> m_spread_counter;             // per node, for equal-cost spreading
     std::vector<tlm::tlm_generic_payload*> m_blocked_request, m_blocked_response;  // per GPU, awaiting buffer space
+    // Per GPU: the request its target accepted (TLM_ACCEPTED) and has not yet ended. END_REQ, or a BEGIN_RESP
+    // for that request (which implies it), frees the ejection port once: a target may send both.
+    std::vector<const tlm::tlm_generic_payload*> m_awaiting_end_req;
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
     std::uint64_t m_in_flight = 0;
     std::uint64_t m_last_progress_ps = 0;

@@ -31,7 +31,12 @@ class PortTurns {
 public:
     /// Turns for `ports` GPU ports, all free.
     explicit PortTurns(std::uint32_t ports)
-        : m_request_busy(ports, 0), m_response_busy(ports, 0), m_request_queue(ports), m_response_queue(ports) {}
+        : m_request_busy(ports, 0),
+          m_response_busy(ports, 0),
+          m_in_request(ports, nullptr),
+          m_in_response(ports, nullptr),
+          m_request_queue(ports),
+          m_response_queue(ports) {}
 
     /// Sends `trans` (from port `src`; the NVLS unit's own accesses use the port count) to the target
     /// of initiators[dst] now, or after the requests waiting there.
@@ -46,7 +51,9 @@ public:
         m_request_busy[dst] = true;
         const std::uint64_t now = now_ps();
         switch (f.target_of(dst).nb_transport_fw(*trans, phase, delay)) {
-            case tlm::TLM_ACCEPTED: return;
+            case tlm::TLM_ACCEPTED:  // END_REQ (or a BEGIN_RESP that implies it) comes on the backward path
+                m_in_request[dst] = trans;
+                return;
             case tlm::TLM_UPDATED:
                 if (phase == tlm::END_REQ) {
                     if (delay == sc_core::SC_ZERO_TIME && m_request_queue[dst].empty()) m_request_busy[dst] = false;
@@ -74,27 +81,48 @@ public:
         sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
         m_response_busy[src] = true;
         const tlm::tlm_sync_enum status = f.initiator_of(src).nb_transport_bw(*trans, phase, delay);
-        if (status == tlm::TLM_ACCEPTED) return;
+        if (status == tlm::TLM_ACCEPTED) {  // END_RESP comes on the forward path
+            m_in_response[src] = trans;
+            return;
+        }
         if (delay == sc_core::SC_ZERO_TIME && m_response_queue[src].empty()) m_response_busy[src] = false;
         else f.book_response_free(src, now_ps() + delay.value());
     }
 
-    /// The backward path of initiators[dst]: END_REQ frees its request channel; BEGIN_RESP too (it
-    /// implies END_REQ) and is the answer.
+    /// The backward path of initiators[dst]: END_REQ frees its request channel; so does BEGIN_RESP
+    /// for the request still awaiting its END_REQ (it implies END_REQ), and BEGIN_RESP is the answer.
+    /// Why by transaction: a target may send END_REQ and then BEGIN_RESP for one request, or answer an
+    /// earlier request while the next awaits its END_REQ; either way only one free is due.
     tlm::tlm_sync_enum backward(Fabric& f, std::uint32_t dst, tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                 const sc_core::sc_time& delay) {
         const std::uint64_t at = now_ps() + delay.value();
         if (phase == tlm::END_REQ) {
-            f.book_request_free(dst, at);
+            if (m_in_request[dst] != &trans) {
+                f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".initiators[" + std::to_string(dst) +
+                                                             "]: END_REQ for a transaction not awaiting it");
+                return tlm::TLM_COMPLETED;
+            }
+            end_request(f, dst, at);
             return tlm::TLM_ACCEPTED;
         }
         if (phase == tlm::BEGIN_RESP) {
-            if (m_request_busy[dst]) f.book_request_free(dst, at);
+            if (m_in_request[dst] == &trans) end_request(f, dst, at);
             f.answered(dst, &trans, at);
             return tlm::TLM_COMPLETED;
         }
         f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".initiators: illegal phase on the backward path");
         return tlm::TLM_COMPLETED;
+    }
+
+    /// END_RESP on the forward path of targets[src], at `at_ps`: its response channel is free then.
+    void response_ended(Fabric& f, std::uint32_t src, const tlm::tlm_generic_payload& trans, std::uint64_t at_ps) {
+        if (m_in_response[src] != &trans) {
+            f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".targets[" + std::to_string(src) +
+                                                         "]: END_RESP for a transaction whose response it was not sent");
+            return;
+        }
+        m_in_response[src] = nullptr;
+        f.book_response_free(src, at_ps);
     }
 
     /// initiators[dst]'s request channel is free: the next request waiting there goes.
@@ -116,7 +144,15 @@ public:
     }
 
 private:
+    void end_request(Fabric& f, std::uint32_t dst, std::uint64_t at_ps) {
+        m_in_request[dst] = nullptr;
+        f.book_request_free(dst, at_ps);
+    }
+
+    // Per port: a channel taken, until its free action runs (after the END phase's annotated delay).
     std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
+    // Per port: the request accepted and awaiting END_REQ, the response accepted and awaiting END_RESP.
+    std::vector<const tlm::tlm_generic_payload*> m_in_request, m_in_response;
     std::vector<FrontQueue<std::pair<tlm::tlm_generic_payload*, std::uint32_t>>> m_request_queue;
     std::vector<FrontQueue<tlm::tlm_generic_payload*>> m_response_queue;
 };

@@ -1,0 +1,220 @@
+// The base protocol's exclusion rules at the fabrics' GPU ports (port_turns.h for the ideal and flow
+// fabrics, the ejection ports of the packet fabric), against
+// AT models that take their time, as a third-party GPU's sockets may: a target that accepts each
+// BEGIN_REQ (TLM_ACCEPTED), sends END_REQ 100 ns later and BEGIN_RESP with it, and an initiator that
+// accepts each BEGIN_RESP and sends END_RESP 150 ns later (IEEE 1666-2011, 14.2: one BEGIN_REQ per
+// socket until its END_REQ, one BEGIN_RESP until its END_RESP). Each expected time is worked out
+// by hand in the comment beside it.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "eidola/address_map.h"
+#include "eidola/flow_fabric.h"
+#include "eidola/ideal_fabric.h"
+#include "eidola/packet_fabric.h"
+#include "eidola/params.h"
+
+using namespace eidola;
+
+namespace {
+
+int g_failures = 0;
+
+void expect(bool ok, const std::string& what) {
+    std::printf("%s %s\n", ok ? "ok:  " : "FAIL:", what.c_str());
+    if (!ok) ++g_failures;
+}
+
+constexpr int kRequests = 3;
+const sc_core::sc_time kEndReq(100, sc_core::SC_NS), kEndResp(150, sc_core::SC_NS);
+
+std::uint64_t now_ns() { return sc_core::sc_time_stamp().value() / 1000; }
+
+/// In GPU 0's place: sends kRequests 256-byte writes to GPU 1 at time 0, accepts each BEGIN_RESP and
+/// ends it kEndResp later; records when each response began and whether two were ever open at once.
+struct SlowInitiator : sc_core::sc_module, tlm::tlm_bw_transport_if<>, tlm::tlm_fw_transport_if<> {
+    tlm::tlm_initiator_socket<> socket{"socket"};
+    tlm::tlm_target_socket<> target{"target"};  // GPU 0's target: nothing is sent to it
+    tlm::tlm_generic_payload payloads[kRequests];
+    unsigned char data[kRequests][256] = {};
+    std::vector<std::uint64_t> responses_ns;
+    tlm::tlm_generic_payload* open = nullptr;  // a response begun and not yet ended
+    bool overlapped = false;
+    sc_core::sc_event end_response;
+
+    SC_HAS_PROCESS(SlowInitiator);
+    explicit SlowInitiator(sc_core::sc_module_name n) : sc_module(n) {
+        socket.bind(*this);
+        target.bind(*this);
+        SC_THREAD(send);
+        SC_METHOD(end);
+        sensitive << end_response;
+        dont_initialize();
+    }
+    void send() {
+        for (int i = 0; i < kRequests; ++i) {
+            tlm::tlm_generic_payload& t = payloads[i];
+            t.set_command(tlm::TLM_WRITE_COMMAND);
+            t.set_address((1ull << 40) + 8192 + 256 * std::uint64_t(i));  // GPU 1's window, a data buffer
+            t.set_data_ptr(data[i]);
+            t.set_data_length(256);
+            t.set_streaming_width(256);
+            t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+            tlm::tlm_phase phase = tlm::BEGIN_REQ;
+            sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+            socket->nb_transport_fw(t, phase, delay);  // both fabrics take a request at once (END_REQ)
+        }
+    }
+    void end() {
+        tlm::tlm_phase phase = tlm::END_RESP;
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        tlm::tlm_generic_payload* t = open;
+        open = nullptr;
+        socket->nb_transport_fw(*t, phase, delay);
+    }
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase, sc_core::sc_time&) override {
+        if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;
+        if (open) overlapped = true;
+        open = &t;
+        responses_ns.push_back(now_ns());
+        end_response.notify(kEndResp);
+        return tlm::TLM_ACCEPTED;
+    }
+    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase&, sc_core::sc_time&) override {
+        t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+        return tlm::TLM_COMPLETED;
+    }
+    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time&) override {
+        t.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    }
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
+    unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
+};
+
+/// In GPU 1's place: accepts each BEGIN_REQ, and kEndReq later sends END_REQ and then BEGIN_RESP for
+/// it; records when each request began and whether a BEGIN_REQ came while another awaited END_REQ.
+struct SlowTarget : sc_core::sc_module, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<> {
+    tlm::tlm_target_socket<> socket{"socket"};
+    tlm::tlm_initiator_socket<> initiator{"initiator"};  // GPU 1's initiator: sends nothing
+    std::vector<std::uint64_t> requests_ns;
+    tlm::tlm_generic_payload* open = nullptr;  // a request begun and not yet ended
+    bool overlapped = false;
+    sc_core::sc_event end_request;
+
+    SC_HAS_PROCESS(SlowTarget);
+    explicit SlowTarget(sc_core::sc_module_name n) : sc_module(n) {
+        socket.bind(*this);
+        initiator.bind(*this);
+        SC_METHOD(end);
+        sensitive << end_request;
+        dont_initialize();
+    }
+    void end() {
+        tlm::tlm_generic_payload* t = open;
+        open = nullptr;
+        tlm::tlm_phase phase = tlm::END_REQ;
+        sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+        socket->nb_transport_bw(*t, phase, delay);
+        t->set_response_status(tlm::TLM_OK_RESPONSE);
+        phase = tlm::BEGIN_RESP;
+        socket->nb_transport_bw(*t, phase, delay);
+    }
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase, sc_core::sc_time&) override {
+        if (phase != tlm::BEGIN_REQ) return tlm::TLM_COMPLETED;
+        if (open) overlapped = true;
+        open = &t;
+        requests_ns.push_back(now_ns());
+        end_request.notify(kEndReq);
+        return tlm::TLM_ACCEPTED;
+    }
+    void b_transport(tlm::tlm_generic_payload& t, sc_core::sc_time&) override { t.set_response_status(tlm::TLM_OK_RESPONSE); }
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi&) override { return false; }
+    unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
+    tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) override {
+        return tlm::TLM_COMPLETED;
+    }
+    void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
+};
+
+/// A fabric of two ports with the slow models on them.
+template <class Fabric>
+struct Bench {
+    Fabric fabric;
+    SlowInitiator gpu0;
+    SlowTarget gpu1;
+    Bench(const std::string& name, const ParamSet& p)
+        : fabric((name + "_fabric").c_str(), p), gpu0((name + "_gpu0").c_str()), gpu1((name + "_gpu1").c_str()) {
+        fabric.set_address_map(AddressMap{0, 1ull << 40, 2});
+        gpu0.socket.bind(fabric.targets[0]);
+        fabric.initiators[0].bind(gpu0.target);
+        gpu1.initiator.bind(fabric.targets[1]);
+        fabric.initiators[1].bind(gpu1.socket);
+    }
+};
+
+std::string times(const std::vector<std::uint64_t>& ns) {
+    std::string s;
+    for (std::uint64_t t : ns) s += (s.empty() ? "" : ", ") + std::to_string(t);
+    return s + " ns";
+}
+
+}  // namespace
+
+int sc_main(int, char**) {
+    ParamSet ideal;
+    ideal.set("latency", 500e-9);
+    ideal.set("ports", 2);
+    Bench<IdealFabric> a("ideal", ideal);
+    ParamSet flow;
+    flow.set_choice("topology", "switch");
+    flow.set("ports", 2);
+    flow.set("link.bandwidth", 100e9);
+    flow.set("link.latency", 150e-9);
+    flow.set("switch.latency", 100e-9);
+    Bench<FlowFabric> b("flow", flow);
+    ParamSet packet = flow;
+    Bench<PacketFabric> c("packet", packet);
+    sc_core::sc_start();
+
+    // Ideal fabric, latency L = 500 ns. The three requests reach GPU 1's port at L; the target
+    // takes one at a time, each ended kEndReq later: BEGIN_REQ at 500, 600, 700 ns. Each answer
+    // leaves with its END_REQ (600, 700, 800 ns) and is back at GPU 0 a latency later (1,100,
+    // 1,200, 1,300 ns), one at a time: the second waits for the first's END_RESP (1,100 + 150),
+    // the third for the second's (1,250 + 150): BEGIN_RESP at 1,100, 1,250, 1,400 ns.
+    expect(a.gpu1.requests_ns == std::vector<std::uint64_t>{500, 600, 700},
+           "ideal: requests one at a time, each at the last one's END_REQ: " + times(a.gpu1.requests_ns));
+    expect(a.gpu0.responses_ns == std::vector<std::uint64_t>{1100, 1250, 1400},
+           "ideal: responses one at a time, each at the last one's END_RESP: " + times(a.gpu0.responses_ns));
+    expect(!a.gpu1.overlapped && !a.gpu0.overlapped, "ideal: no BEGIN_REQ or BEGIN_RESP before the last one ended");
+
+    // Flow fabric: the first request arrives after its route's latency (t1); the others are in by
+    // then (256 bytes each at 100 GB/s, 2.56 ns apart) and wait for each END_REQ: t1, t1 + 100,
+    // t1 + 200 ns. The answers come back 100 ns apart and each waits 150 ns for the one before.
+    const std::vector<std::uint64_t>& req = b.gpu1.requests_ns;
+    const std::vector<std::uint64_t>& resp = b.gpu0.responses_ns;
+    expect(req.size() == 3 && req[1] == req[0] + 100 && req[2] == req[0] + 200,
+           "flow: requests one at a time, each at the last one's END_REQ: " + times(req));
+    expect(resp.size() == 3 && resp[1] == resp[0] + 150 && resp[2] == resp[0] + 300,
+           "flow: responses one at a time, each at the last one's END_RESP: " + times(resp));
+    expect(!b.gpu1.overlapped && !b.gpu0.overlapped, "flow: no BEGIN_REQ or BEGIN_RESP before the last one ended");
+    // Packet fabric, the same: its ejection port into GPU 1 takes one request until its END_REQ.
+    const std::vector<std::uint64_t>& preq = c.gpu1.requests_ns;
+    const std::vector<std::uint64_t>& presp = c.gpu0.responses_ns;
+    expect(preq.size() == 3 && preq[1] == preq[0] + 100 && preq[2] == preq[0] + 200,
+           "packet: requests one at a time, each at the last one's END_REQ: " + times(preq));
+    expect(presp.size() == 3 && presp[1] == presp[0] + 150 && presp[2] == presp[0] + 300,
+           "packet: responses one at a time, each at the last one's END_RESP: " + times(presp));
+    expect(!c.gpu1.overlapped && !c.gpu0.overlapped, "packet: no BEGIN_REQ or BEGIN_RESP before the last one ended");
+    for (int i = 0; i < kRequests; ++i)
+        expect(a.gpu0.payloads[i].get_response_status() == tlm::TLM_OK_RESPONSE &&
+                   b.gpu0.payloads[i].get_response_status() == tlm::TLM_OK_RESPONSE &&
+                   c.gpu0.payloads[i].get_response_status() == tlm::TLM_OK_RESPONSE,
+               "write " + std::to_string(i) + " answered OK on the three fabrics");
+    std::printf("%d failed\n", g_failures);
+    return g_failures ? 1 : 0;
+}
