@@ -163,6 +163,16 @@ std::string times(const std::vector<std::uint64_t>& ns) {
     return s + " ns";
 }
 
+/// Three requests each begun at the last one's END_REQ (kEndReq apart), three responses each at the
+/// last one's END_RESP (kEndResp apart), wherever the fabric's latency puts the first.
+void expect_spaced(const std::string& fabric, const std::vector<std::uint64_t>& req,
+                   const std::vector<std::uint64_t>& resp) {
+    expect(req.size() == 3 && req[1] == req[0] + 100 && req[2] == req[0] + 200,
+           fabric + ": requests one at a time, each at the last one's END_REQ: " + times(req));
+    expect(resp.size() == 3 && resp[1] == resp[0] + 150 && resp[2] == resp[0] + 300,
+           fabric + ": responses one at a time, each at the last one's END_RESP: " + times(resp));
+}
+
 }  // namespace
 
 int sc_main(int, char**) {
@@ -192,23 +202,12 @@ int sc_main(int, char**) {
            "ideal: responses one at a time, each at the last one's END_RESP: " + times(a.gpu0.responses_ns));
     expect(!a.gpu1.overlapped && !a.gpu0.overlapped, "ideal: no BEGIN_REQ or BEGIN_RESP before the last one ended");
 
-    // Flow fabric: the first request arrives after its route's latency (t1); the others are in by
-    // then (256 bytes each at 100 GB/s, 2.56 ns apart) and wait for each END_REQ: t1, t1 + 100,
-    // t1 + 200 ns. The answers come back 100 ns apart and each waits 150 ns for the one before.
-    const std::vector<std::uint64_t>& req = b.gpu1.requests_ns;
-    const std::vector<std::uint64_t>& resp = b.gpu0.responses_ns;
-    expect(req.size() == 3 && req[1] == req[0] + 100 && req[2] == req[0] + 200,
-           "flow: requests one at a time, each at the last one's END_REQ: " + times(req));
-    expect(resp.size() == 3 && resp[1] == resp[0] + 150 && resp[2] == resp[0] + 300,
-           "flow: responses one at a time, each at the last one's END_RESP: " + times(resp));
+    // Flow and packet fabrics: the first request arrives after its route's latency (t1); the others
+    // are in by then (256 bytes each at 100 GB/s, 2.56 ns apart) and wait for each END_REQ: t1,
+    // t1 + 100, t1 + 200 ns. The answers come back 100 ns apart and each waits 150 ns for the one before.
+    expect_spaced("flow", b.gpu1.requests_ns, b.gpu0.responses_ns);
     expect(!b.gpu1.overlapped && !b.gpu0.overlapped, "flow: no BEGIN_REQ or BEGIN_RESP before the last one ended");
-    // Packet fabric, the same: its ejection port into GPU 1 takes one request until its END_REQ.
-    const std::vector<std::uint64_t>& preq = c.gpu1.requests_ns;
-    const std::vector<std::uint64_t>& presp = c.gpu0.responses_ns;
-    expect(preq.size() == 3 && preq[1] == preq[0] + 100 && preq[2] == preq[0] + 200,
-           "packet: requests one at a time, each at the last one's END_REQ: " + times(preq));
-    expect(presp.size() == 3 && presp[1] == presp[0] + 150 && presp[2] == presp[0] + 300,
-           "packet: responses one at a time, each at the last one's END_RESP: " + times(presp));
+    expect_spaced("packet", c.gpu1.requests_ns, c.gpu0.responses_ns);
     expect(!c.gpu1.overlapped && !c.gpu0.overlapped, "packet: no BEGIN_REQ or BEGIN_RESP before the last one ended");
     for (int i = 0; i < kRequests; ++i)
         expect(a.gpu0.payloads[i].get_response_status() == tlm::TLM_OK_RESPONSE &&
