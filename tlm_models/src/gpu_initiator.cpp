@@ -274,8 +274,12 @@ bool GpuInitiator::send(Packet* p) {
         case tlm::TLM_ACCEPTED: return true;  // END_REQ will come on the backward path
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
-                if (delay == sc_core::SC_ZERO_TIME) m_request_pending = nullptr;
-                else actions.push(now + delay.value(), {GpuActionKind::EndReq, 0});
+                if (delay == sc_core::SC_ZERO_TIME) {
+                    m_request_pending = nullptr;
+                } else {
+                    actions.push(now + delay.value(), {GpuActionKind::EndReq, 0});
+                    m_request_ending = true;
+                }
                 return true;
             }
             if (phase == tlm::BEGIN_RESP) break;
@@ -299,13 +303,19 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
     const std::uint64_t at = now_ps() + delay.value();
     Packet* p = static_cast<Packet*>(&trans);
     const bool now = delay == sc_core::SC_ZERO_TIME;
-    if (phase == tlm::END_REQ || (phase == tlm::BEGIN_RESP && m_request_pending == p)) {  // BEGIN_RESP implies END_REQ
+    if (phase == tlm::END_REQ && (m_request_pending != p || m_request_ending)) {
+        m_core.fail(m_core.name() + ".initiator: END_REQ for a transaction not awaiting it");
+        return tlm::TLM_COMPLETED;
+    }
+    // BEGIN_RESP implies END_REQ, for the request still awaiting it (not one whose END_REQ came)
+    if (phase == tlm::END_REQ || (phase == tlm::BEGIN_RESP && m_request_pending == p && !m_request_ending)) {
         if (now) {
             // Handled in place (it only updates state); packetising resumes from the GPU's own process.
             m_request_pending = nullptr;
             if (!m_issue_queue.empty()) m_core.issue_soon();
         } else {
             m_core.actions.push(at, {GpuActionKind::EndReq, 0});
+            m_request_ending = true;
         }
         if (phase == tlm::END_REQ) return tlm::TLM_ACCEPTED;
     }

@@ -70,7 +70,10 @@ public:
     /// Packetises queued transfers while the socket and the outstanding limit allow.
     void try_issue();
     /// The request channel is free again (END_REQ arrived, after its annotated delay).
-    void end_request() { m_request_pending = nullptr; }
+    void end_request() {
+        m_request_pending = nullptr;
+        m_request_ending = false;
+    }
     /// A response arrived (after its annotated delay). A train's first acknowledgement: the rest
     /// follow at its spacing, freeing a slot each, and train_done runs when the last is due.
     void response_arrived(Packet* packet);
@@ -183,7 +186,10 @@ private:
     static constexpr std::uint32_t kPostTurn = 0x80000000u;
     // The fields every packet issued and every response read or write, together in the first two
     // lines (see Transfer for why), then the rest.
-    alignas(64) Packet* m_request_pending = nullptr;  // BEGIN_REQ sent, END_REQ not yet seen
+    alignas(64) Packet* m_request_pending = nullptr;  // BEGIN_REQ sent, END_REQ not yet in effect
+    // Its END_REQ came, annotated: it takes effect at a booked EndReq action, and a BEGIN_RESP for it
+    // (which implies END_REQ) must not book another, which would end the next request's phase.
+    bool m_request_ending = false;
     tlm::tlm_fw_transport_if<>* m_fabric = nullptr;  // m_socket's interface (see bound_interface.h)
     std::uint32_t m_outstanding = 0;
     std::uint32_t m_max_outstanding;
