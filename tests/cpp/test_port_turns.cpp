@@ -29,8 +29,9 @@ const sc_core::sc_time kEndReq(100, sc_core::SC_NS), kEndResp(150, sc_core::SC_N
 
 std::uint64_t now_ns() { return sc_core::sc_time_stamp().value() / 1000; }
 
-/// In GPU 0's place: sends kRequests 256-byte writes to GPU 1 at time 0, accepts each BEGIN_RESP and
-/// ends it kEndResp later; records when each response began and whether two were ever open at once.
+/// In GPU 0's place: sends kRequests 256-byte writes to GPU 1 from time 0, one at a time (each once the
+/// last one's END_REQ came), each annotated `annotation` ahead; accepts each BEGIN_RESP and ends it
+/// kEndResp later; records when each response began and whether two were ever open at once.
 struct SlowInitiator : sc_core::sc_module, test::QuietBackward, test::QuietForward {
     tlm::tlm_initiator_socket<> socket{"socket"};
     tlm::tlm_target_socket<> target{"target"};  // GPU 0's target: nothing is sent to it
@@ -39,10 +40,11 @@ struct SlowInitiator : sc_core::sc_module, test::QuietBackward, test::QuietForwa
     std::vector<std::uint64_t> responses_ns;
     tlm::tlm_generic_payload* open = nullptr;  // a response begun and not yet ended
     bool overlapped = false;
-    sc_core::sc_event end_response;
+    sc_core::sc_event end_response, request_ended;
+    sc_core::sc_time annotation;
 
     SC_HAS_PROCESS(SlowInitiator);
-    explicit SlowInitiator(sc_core::sc_module_name n) : sc_module(n) {
+    SlowInitiator(sc_core::sc_module_name n, sc_core::sc_time annotation_) : sc_module(n), annotation(annotation_) {
         socket.bind(*this);
         target.bind(*this);
         SC_THREAD(send);
@@ -60,8 +62,8 @@ struct SlowInitiator : sc_core::sc_module, test::QuietBackward, test::QuietForwa
             t.set_streaming_width(256);
             t.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
             tlm::tlm_phase phase = tlm::BEGIN_REQ;
-            sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-            socket->nb_transport_fw(t, phase, delay);  // both fabrics take a request at once (END_REQ)
+            sc_core::sc_time delay = annotation;
+            if (socket->nb_transport_fw(t, phase, delay) == tlm::TLM_ACCEPTED) wait(request_ended);
         }
     }
     void end() {
@@ -72,7 +74,10 @@ struct SlowInitiator : sc_core::sc_module, test::QuietBackward, test::QuietForwa
         socket->nb_transport_fw(*t, phase, delay);
     }
     tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase, sc_core::sc_time&) override {
-        if (phase != tlm::BEGIN_RESP) return tlm::TLM_ACCEPTED;
+        if (phase == tlm::END_REQ) {
+            request_ended.notify(sc_core::SC_ZERO_TIME);
+            return tlm::TLM_ACCEPTED;
+        }
         if (open) overlapped = true;
         open = &t;
         responses_ns.push_back(now_ns());
@@ -85,21 +90,29 @@ struct SlowInitiator : sc_core::sc_module, test::QuietBackward, test::QuietForwa
 };
 
 /// In GPU 1's place: accepts each BEGIN_REQ, and kEndReq later sends END_REQ and then BEGIN_RESP for
-/// it; records when each request began and whether a BEGIN_REQ came while another awaited END_REQ.
+/// it, the BEGIN_RESP annotated `annotation` ahead and sent only once the last one's END_RESP came
+/// (where the fabric accepted it rather than completing it); records when each request began and
+/// whether a BEGIN_REQ came while another awaited END_REQ.
 struct SlowTarget : sc_core::sc_module, test::QuietForward, test::QuietBackward {
     tlm::tlm_target_socket<> socket{"socket"};
     tlm::tlm_initiator_socket<> initiator{"initiator"};  // GPU 1's initiator: sends nothing
     std::vector<std::uint64_t> requests_ns;
     tlm::tlm_generic_payload* open = nullptr;  // a request begun and not yet ended
     bool overlapped = false;
-    sc_core::sc_event end_request;
+    sc_core::sc_event end_request, response_ended;
+    sc_core::sc_time annotation;
+    std::vector<tlm::tlm_generic_payload*> answers;  // answers waiting for the response channel
+    bool responding = false;                          // a BEGIN_RESP accepted, its END_RESP not yet come
 
     SC_HAS_PROCESS(SlowTarget);
-    explicit SlowTarget(sc_core::sc_module_name n) : sc_module(n) {
+    SlowTarget(sc_core::sc_module_name n, sc_core::sc_time annotation_) : sc_module(n), annotation(annotation_) {
         socket.bind(*this);
         initiator.bind(*this);
         SC_METHOD(end);
         sensitive << end_request;
+        dont_initialize();
+        SC_METHOD(respond);
+        sensitive << response_ended;
         dont_initialize();
     }
     void end() {
@@ -109,10 +122,23 @@ struct SlowTarget : sc_core::sc_module, test::QuietForward, test::QuietBackward 
         sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
         socket->nb_transport_bw(*t, phase, delay);
         t->set_response_status(tlm::TLM_OK_RESPONSE);
-        phase = tlm::BEGIN_RESP;
-        socket->nb_transport_bw(*t, phase, delay);
+        answers.push_back(t);
+        respond();
+    }
+    void respond() {
+        if (responding || answers.empty()) return;
+        tlm::tlm_generic_payload* t = answers.front();
+        answers.erase(answers.begin());
+        tlm::tlm_phase phase = tlm::BEGIN_RESP;
+        sc_core::sc_time delay = annotation;
+        responding = socket->nb_transport_bw(*t, phase, delay) == tlm::TLM_ACCEPTED;
     }
     tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase, sc_core::sc_time&) override {
+        if (phase == tlm::END_RESP) {
+            responding = false;
+            response_ended.notify(sc_core::SC_ZERO_TIME);
+            return tlm::TLM_COMPLETED;
+        }
         if (phase != tlm::BEGIN_REQ) return tlm::TLM_COMPLETED;
         if (open) overlapped = true;
         open = &t;
@@ -122,14 +148,18 @@ struct SlowTarget : sc_core::sc_module, test::QuietForward, test::QuietBackward 
     }
 };
 
-/// A fabric of two ports with the slow models on them.
+/// A fabric of two ports with the slow models on them; GPU 0 annotates its requests `request` ahead
+/// and GPU 1 its responses `response` ahead.
 template <class Fabric>
 struct Bench {
     Fabric fabric;
     SlowInitiator gpu0;
     SlowTarget gpu1;
-    Bench(const std::string& name, const ParamSet& p)
-        : fabric((name + "_fabric").c_str(), p), gpu0((name + "_gpu0").c_str()), gpu1((name + "_gpu1").c_str()) {
+    Bench(const std::string& name, const ParamSet& p, sc_core::sc_time request = sc_core::SC_ZERO_TIME,
+          sc_core::sc_time response = sc_core::SC_ZERO_TIME)
+        : fabric((name + "_fabric").c_str(), p),
+          gpu0((name + "_gpu0").c_str(), request),
+          gpu1((name + "_gpu1").c_str(), response) {
         fabric.set_address_map(AddressMap{0, 1ull << 40, 2});
         gpu0.socket.bind(fabric.targets[0]);
         fabric.initiators[0].bind(gpu0.target);
@@ -154,6 +184,24 @@ void expect_spaced(const std::string& fabric, const std::vector<std::uint64_t>& 
            fabric + ": responses one at a time, each at the last one's END_RESP: " + times(resp));
 }
 
+/// Flow and packet fabrics, annotated against plain (see the comment where it is called).
+template <class Fabric>
+void expect_annotated(const std::string& name, const Bench<Fabric>& plain, const Bench<Fabric>& ahead,
+                      std::uint64_t answers_apart) {
+    const std::vector<std::uint64_t>& req = ahead.gpu1.requests_ns;
+    const std::vector<std::uint64_t>& resp = ahead.gpu0.responses_ns;
+    const std::uint64_t t1 = plain.gpu1.requests_ns.at(0), r1 = plain.gpu0.responses_ns.at(0);
+    expect(req.size() == 3 && req[0] == t1 + 200 && req[1] == req[0] + 200 && req[2] == req[0] + 400,
+           name + ", annotated: requests at t1 + 200, + 400, + 600 ns: " + times(req) + " (t1 = " +
+               std::to_string(t1) + " ns)");
+    const std::uint64_t d = answers_apart;
+    expect(resp.size() == 3 && resp[0] == r1 + 500 && resp[1] == resp[0] + d && resp[2] == resp[0] + 2 * d,
+           name + ", annotated: responses at r1 + 500, then " + std::to_string(d) + " ns apart: " + times(resp) +
+               " (r1 = " + std::to_string(r1) + " ns)");
+    expect(!ahead.gpu1.overlapped && !ahead.gpu0.overlapped,
+           name + ", annotated: no BEGIN_REQ or BEGIN_RESP before the last one ended");
+}
+
 }  // namespace
 
 int sc_main(int, char**) {
@@ -170,6 +218,11 @@ int sc_main(int, char**) {
     Bench<FlowFabric> b("flow", flow);
     ParamSet packet = flow;
     Bench<PacketFabric> c("packet", packet);
+    // The same, with each BEGIN_REQ annotated 200 ns ahead and each BEGIN_RESP 300 ns ahead.
+    const sc_core::sc_time ahead_req(200, sc_core::SC_NS), ahead_resp(300, sc_core::SC_NS);
+    Bench<IdealFabric> a2("ideal_ahead", ideal, ahead_req, ahead_resp);
+    Bench<FlowFabric> b2("flow_ahead", flow, ahead_req, ahead_resp);
+    Bench<PacketFabric> c2("packet_ahead", packet, ahead_req, ahead_resp);
     sc_core::sc_start();
 
     // Ideal fabric, latency L = 500 ns. The three requests reach GPU 1's port at L; the target
@@ -190,6 +243,28 @@ int sc_main(int, char**) {
     expect(!b.gpu1.overlapped && !b.gpu0.overlapped, "flow: no BEGIN_REQ or BEGIN_RESP before the last one ended");
     expect_spaced("packet", c.gpu1.requests_ns, c.gpu0.responses_ns);
     expect(!c.gpu1.overlapped && !c.gpu0.overlapped, "packet: no BEGIN_REQ or BEGIN_RESP before the last one ended");
+
+    // Annotated phases take effect when their annotation says. Ideal fabric: it ends each request at
+    // once, so the three are all sent at 0 and begin at 200 ns; each reaches GPU 1 a latency later,
+    // 700 ns, and the target takes them 100 ns apart: 700, 800, 900 ns. Each BEGIN_RESP is sent with
+    // its END_REQ (800, 900, 1,000 ns) and takes effect 300 ns later; back at GPU 0 a latency after
+    // that, 1,600, 1,700, 1,800 ns, each waiting 150 ns for the last one's END_RESP: 1,600, 1,750,
+    // 1,900 ns.
+    expect(a2.gpu1.requests_ns == std::vector<std::uint64_t>{700, 800, 900},
+           "ideal, annotated: requests at 700, 800, 900 ns: " + times(a2.gpu1.requests_ns));
+    expect(a2.gpu0.responses_ns == std::vector<std::uint64_t>{1600, 1750, 1900},
+           "ideal, annotated: responses at 1,600, 1,750, 1,900 ns: " + times(a2.gpu0.responses_ns));
+    // Flow and packet fabrics: each request begins 200 ns after it is sent, and the next is sent at
+    // its END_REQ, then: they begin at 200, 400 and 600 ns, where the plain run's all began at 0. So
+    // the first reaches GPU 1 200 ns after the plain run's first (t1 + 200), the others 200 ns apart
+    // (each arrives after the target ended the last, 100 ns after it came). The first answer takes
+    // effect 300 ns after it is sent, so it is back 200 + 300 ns after the plain run's first.
+    // The flow fabric completes each BEGIN_RESP at once (it takes effect at its annotation), so the
+    // answers are 200 ns apart as the requests; the packet fabric injects an annotated response when
+    // it takes effect and ends it (END_RESP) then, so the target's next answer waits for that and
+    // takes effect 300 ns after: 300 ns apart.
+    expect_annotated("flow", b, b2, 200);
+    expect_annotated("packet", c, c2, 300);
     for (int i = 0; i < kRequests; ++i)
         expect(a.gpu0.payloads[i].get_response_status() == tlm::TLM_OK_RESPONSE &&
                    b.gpu0.payloads[i].get_response_status() == tlm::TLM_OK_RESPONSE &&

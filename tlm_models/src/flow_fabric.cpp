@@ -125,17 +125,18 @@ tlm::tlm_sync_enum FlowFabric::request(std::uint32_t src, tlm::tlm_generic_paylo
             trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
             return tlm::TLM_COMPLETED;
         }
-        if (delay != sc_core::SC_ZERO_TIME) {  // a flow starts when its first byte may leave
-            errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(src) +
-                                                       "]: BEGIN_REQ with an annotated delay is not supported");
-            return tlm::TLM_COMPLETED;
-        }
         if (trans.get_extension<MultimemExtension>() && !multimem_accepted(src, trans, m_reduce_bytes_per_s, ~std::uint32_t(0))) return tlm::TLM_COMPLETED;
         // flow.issue: gates times the GPU's issue of its posted writes (flow_issue.cpp) and tells it
         // when each is issued; queue leaves that to the GPU (at once) and queues writes per link.
         if (FlowExtension* e = trans.get_extension<FlowExtension>(); e && e->tell_sent) {
             e->tell_sent = m_issue_gates;
             e->will_tell = m_issue_gates;
+        }
+        if (delay != sc_core::SC_ZERO_TIME) {
+            // The request begins when its annotation says (a phase takes effect that long after the call),
+            // and a flow starts when its first byte may leave: the flow and its END_REQ wait till then.
+            m_actions.push(now_ps() + delay.value(), {ActionKind::Begin, src, std::uint32_t(dst), &trans});
+            return tlm::TLM_ACCEPTED;
         }
         start_flow(src, std::uint32_t(dst), trans);
         phase = tlm::END_REQ;  // a flow enters at once; its rate says how fast it leaves
@@ -976,6 +977,7 @@ void FlowFabric::on_event() {
                 m_free_holds.push_back(a.a);
                 break;
             case ActionKind::Deliver: m_turns.deliver(*this, a.a, a.trans, a.b); break;
+            case ActionKind::Begin: begin_annotated(a.a, a.b, *a.trans); break;
             case ActionKind::NvlsIn: nvls_in(a.a); break;
             case ActionKind::Slip: slip(a.a); break;
             case ActionKind::Issued: issued(a.a, a.b); break;
@@ -986,6 +988,14 @@ void FlowFabric::on_event() {
         }
     }
     m_actions.rearm(now);
+}
+
+// A request annotated to begin now (request()): its END_REQ, then its flow.
+void FlowFabric::begin_annotated(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans) {
+    tlm::tlm_phase phase = tlm::END_REQ;
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    initiator_of(src).nb_transport_bw(trans, phase, delay);
+    start_flow(src, dst, trans);
 }
 
 // PortTurns' hooks (port_turns.h): a request going out, and the ports' channels freed at `at`.

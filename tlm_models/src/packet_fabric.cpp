@@ -183,6 +183,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     m_blocked_request.assign(ports(), nullptr);
     m_blocked_response.assign(ports(), nullptr);
     m_awaiting_end_req.assign(ports(), nullptr);
+    for (auto& held : m_annotated) held.assign(ports(), nullptr);
     // Most actions fall within a hop (a link's latency plus a router's) of now: size the wheel's
     // buckets for that; longer ones (serialising a long train, the watchdog) still come in order.
     std::uint64_t hop_ps = 0;
@@ -208,6 +209,7 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
             t.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);  // the sender goes packet by packet instead
             return tlm::TLM_COMPLETED;
         }
+        if (delay != sc_core::SC_ZERO_TIME) return hold_annotated(gpu, t, 0, delay);
         if (inject(gpu, &t, 0)) {
             phase = tlm::END_REQ;
             return tlm::TLM_UPDATED;
@@ -242,6 +244,7 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
             m_awaiting_end_req[gpu] = nullptr;
             m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, eject_req, 0});
         }
+        if (delay != sc_core::SC_ZERO_TIME) return hold_annotated(gpu, t, 1, delay);
         if (inject(gpu, &t, 1)) return tlm::TLM_COMPLETED;
         m_blocked_response[gpu] = &t;  // END_RESP withheld until there is room
         return tlm::TLM_ACCEPTED;
@@ -298,6 +301,7 @@ void PacketFabric::on_event() {
             case ActionKind::Watchdog: watchdog(); break;
             case ActionKind::NvlsIssue: nvls_issue(a.a); break;
             case ActionKind::NvlsRespond: nvls_respond(a.a); break;
+            case ActionKind::Annotated: inject_annotated(a.a, std::uint8_t(a.b)); break;
         }
     }
     m_actions.rearm(now);
@@ -464,6 +468,24 @@ void PacketFabric::unstage(InjectionTurns& t, Queue& q) {
     if (first == kNoOutput) last = kNoOutput;
     else t.order.push_back(stream);  // more to send: its next turn comes after the others'
     q.push(id);
+}
+
+// A BEGIN_REQ (cls 0) or BEGIN_RESP (cls 1) from GPU `gpu` annotated `delay` ahead: it takes effect
+// then, so it is held and injected by an Annotated action, its END phase withheld until then.
+tlm::tlm_sync_enum PacketFabric::hold_annotated(std::uint32_t gpu, tlm::tlm_generic_payload& t, std::uint8_t cls,
+                                                const sc_core::sc_time& delay) {
+    m_annotated[cls][gpu] = &t;
+    m_actions.push(now_ps() + delay.value(), {ActionKind::Annotated, gpu, cls});
+    return tlm::TLM_ACCEPTED;
+}
+
+// The held annotated request or response of GPU `gpu` takes effect: injected, and its END phase sent,
+// now or (its injection buffer full) when there is room, as for any blocked one.
+void PacketFabric::inject_annotated(std::uint32_t gpu, std::uint8_t cls) {
+    tlm::tlm_generic_payload* t = m_annotated[cls][gpu];
+    m_annotated[cls][gpu] = nullptr;
+    (cls == 0 ? m_blocked_request : m_blocked_response)[gpu] = t;
+    retry_blocked_injection(gpu, cls);
 }
 
 void PacketFabric::retry_blocked_injection(std::uint32_t gpu, std::uint8_t cls) {

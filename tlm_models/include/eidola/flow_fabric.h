@@ -68,7 +68,10 @@ private:
     friend class PortTurns<FlowFabric>;
     FlowFabric(sc_core::sc_module_name name, const Params& params);
 
-    enum class ActionKind : std::uint8_t { Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued, IncastFull };
+    enum class ActionKind : std::uint8_t {
+        Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued, IncastFull,
+        Begin  // a BEGIN_REQ annotated with a delay, due
+    };
     struct Action {
         ActionKind kind;
         std::uint32_t a;  // flow id or port
@@ -225,6 +228,7 @@ private:
     void solve_rates(std::uint64_t now);
     void finish(std::uint32_t id, std::uint32_t version);
     void book_finish(std::uint32_t id, std::uint64_t at_ps);
+    void begin_annotated(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans);
     void sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
     void book_request_free(std::uint32_t dst, std::uint64_t at);
     void book_response_free(std::uint32_t src, std::uint64_t at);

@@ -303,7 +303,7 @@ private:
     struct Hop;
 
     enum class ActionKind : std::uint8_t { Arrive, HeadReady, Arbitrate, EjectFree, Deliver, Watchdog, NvlsIssue,
-                                           NvlsRespond };
+                                           NvlsRespond, Annotated };
     struct Action {
         ActionKind kind;
         std::uint32_t a;   // packet, input or output index
@@ -311,6 +311,9 @@ private:
     };
 
     // TLM entry points (packet_fabric.cpp)
+    tlm::tlm_sync_enum hold_annotated(std::uint32_t gpu, tlm::tlm_generic_payload& t, std::uint8_t cls,
+                                      const sc_core::sc_time& delay);
+    void inject_annotated(std::uint32_t gpu, std::uint8_t cls);
     tlm::tlm_sync_enum request(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
                                   sc_core::sc_time& d);
     tlm::tlm_sync_enum response(std::uint32_t gpu, tlm::tlm_generic_payload& t, tlm::tlm_phase& p,
@@ -408,6 +411,10 @@ private:
     // Per GPU: the request its target accepted (TLM_ACCEPTED) and has not yet ended. END_REQ, or a BEGIN_RESP
     // for that request (which implies it), frees the ejection port once: a target may send both.
     std::vector<const tlm::tlm_generic_payload*> m_awaiting_end_req;
+    // Per GPU and class (0 request, 1 response): a BEGIN_REQ / BEGIN_RESP annotated to take effect later,
+    // held (its END phase withheld) until its Annotated action injects it. One at most: the GPU may
+    // not begin another before that END phase.
+    std::vector<tlm::tlm_generic_payload*> m_annotated[2];
     std::unordered_map<std::uint64_t, PairStats> m_pairs;
     std::uint64_t m_in_flight = 0;
     std::uint64_t m_last_progress_ps = 0;
