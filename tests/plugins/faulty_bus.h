@@ -29,7 +29,11 @@ enum Fault {
     Spin = 10,             // loops forever in nb_transport_fw (a runaway model, for wall limits)
     Misroute = 11,         // forwards a request to the next GPU's port (its address unchanged)
     ErrorStatus = 12,      // answers with TLM_GENERIC_ERROR_RESPONSE
+    LateIgnorable = 13,    // sends an ignorable phase for a transaction it has answered (closed)
 };
+
+/// An ignorable phase of the bus's own, as a vendor's protocol extension might declare one.
+DECLARE_EXTENDED_PHASE(FAULTY_NOTE);
 
 template <int F>
 class Bus : public sc_core::sc_module {
@@ -40,7 +44,7 @@ public:
     Bus(sc_core::sc_module_name name, int ports)
         : sc_module(name), target_socket("target_socket", ports), initiator_socket("initiator_socket", ports),
           m_req(this, &Bus::request), m_resp(this, &Bus::response) {
-        static_assert(F >= 0 && F <= 12, "fault kind must be 0..12");
+        static_assert(F >= 0 && F <= 13, "fault kind must be 0..13");
         for (int i = 0; i < ports; ++i) {
             target_socket[i].register_nb_transport_fw(this, &Bus::fw, i);
             initiator_socket[i].register_nb_transport_bw(this, &Bus::bw, i);
@@ -103,6 +107,11 @@ private:
         sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
         const bool twice = F == ResponseTwice && m_count >= 5 && !m_doubled;
         target_socket[to]->nb_transport_bw(t, phase, delay);
+        if (F == LateIgnorable && m_count >= 5 && !m_doubled) {
+            m_doubled = true;
+            phase = FAULTY_NOTE;
+            target_socket[to]->nb_transport_bw(t, phase, delay);
+        }
         if (twice) {
             m_doubled = true;
             phase = tlm::BEGIN_RESP;

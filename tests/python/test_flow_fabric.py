@@ -487,3 +487,16 @@ def test_issue_gates_serialise_one_workgroups_burst_as_the_packet_gpu_does():
 def test_the_packet_fabric_ignores_flow_issue():
     # One platform file serves both fabrics (perf --fabric auto), so the packet fabric must not move.
     assert _burst_ns("packet", "queue") == _burst_ns("packet", "gates")
+
+
+def test_the_protocol_checker_passes_the_gates_ignorable_phase():
+    # With flow.issue: gates the flow fabric tells a GPU its posted write is issued with FLOW_SENT, an
+    # ignorable phase on the backward path. The base-protocol checker (check_protocol: true) must pass
+    # it on and raise nothing, and, adding no time, leave the kernel time exactly as without it (it
+    # reported a "phase sequence" violation until 2026-12-05).
+    from conftest import REPO
+    def run(check: bool) -> float:
+        plat = eidola.load_platform(REPO / "platforms" / "mi300x-8gpu.yaml", overrides={
+            "gpus.launch": "0ns", "fabric.model": "flow", "fabric.flow.issue": "gates", "check_protocol": check})
+        return eidola.simulate(plat, _burst(1)).kernel_time_ns
+    assert run(True) == run(False)

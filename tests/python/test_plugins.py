@@ -92,6 +92,7 @@ def test_correct_bus_passes_the_checker(tmp_path, repo, write_platform):
     (9, "streaming width", "checker"),
     (11, "misrouted", "checker"),
     (12, "response status", "checker"),
+    (13, "ignorable phase", "checker"),
 ])
 def test_checker_names_the_rule_and_socket(tmp_path, repo, fault, rule, socket):
     plat = eidola.load_platform(_faulty_platform(tmp_path, repo, fault))

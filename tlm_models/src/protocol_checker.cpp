@@ -72,6 +72,30 @@ void ProtocolChecker::check_response_status(const tlm::tlm_generic_payload& t, c
                   t);
 }
 
+bool ProtocolChecker::is_base_phase(const tlm::tlm_phase& phase) {
+    return phase == tlm::BEGIN_REQ || phase == tlm::END_REQ || phase == tlm::BEGIN_RESP || phase == tlm::END_RESP;
+}
+
+// A phase beyond the four, which the base protocol admits as an ignorable phase (IEEE 1666-2011's
+// ignorable phases, as the flow fabric's FLOW_SENT): sent only while its transaction is open, passed on
+// unchanged, leaving the base protocol's state as it was, and so answered TLM_ACCEPTED (a recipient that
+// does not know it ignores it).
+tlm::tlm_sync_enum ProtocolChecker::ignorable(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
+                                              sc_core::sc_time& delay, bool forward) {
+    const std::string name = phase.get_name();
+    if (!m_open.count(&t))
+        violation("ignorable phase", "phase " + name + " for a transaction that is not open", t);
+    note(t, phase.get_name());
+    const tlm::tlm_sync_enum status =
+        forward ? initiator->nb_transport_fw(t, phase, delay) : target->nb_transport_bw(t, phase, delay);
+    if (status != tlm::TLM_ACCEPTED)
+        violation("ignorable phase", "phase " + name + " answered with " +
+                                         (status == tlm::TLM_COMPLETED ? "TLM_COMPLETED" : "TLM_UPDATED") +
+                                         ", not TLM_ACCEPTED: an ignorable phase changes no state",
+                  t);
+    return status;
+}
+
 // After a call returned, the return value may itself be a phase transition.
 void ProtocolChecker::after_forward(tlm::tlm_generic_payload& t, tlm::tlm_sync_enum status, const tlm::tlm_phase& phase,
                                     bool from_initiator) {
@@ -107,6 +131,7 @@ void ProtocolChecker::after_forward(tlm::tlm_generic_payload& t, tlm::tlm_sync_e
 
 tlm::tlm_sync_enum ProtocolChecker::nb_transport_fw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
                                                     sc_core::sc_time& delay) {
+    if (!is_base_phase(phase)) return ignorable(t, phase, delay, true);
     if (phase == tlm::BEGIN_REQ) {
         if (m_open.count(&t)) violation("transaction reuse", "BEGIN_REQ for a transaction that has not completed", t);
         if (m_request_pending)
@@ -136,6 +161,7 @@ tlm::tlm_sync_enum ProtocolChecker::nb_transport_fw(tlm::tlm_generic_payload& t,
 
 tlm::tlm_sync_enum ProtocolChecker::nb_transport_bw(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase,
                                                     sc_core::sc_time& delay) {
+    if (!is_base_phase(phase)) return ignorable(t, phase, delay, false);
     auto it = m_open.find(&t);
     if (phase == tlm::END_REQ) {
         if (it == m_open.end() || it->second.state != State::Requested || m_request_pending != &t)

@@ -73,6 +73,9 @@ private:
     void check_payload(const tlm::tlm_generic_payload& t, const char* where);
     void check_response_status(const tlm::tlm_generic_payload& t, const char* where);
     void note(tlm::tlm_generic_payload& t, const char* event);
+    static bool is_base_phase(const tlm::tlm_phase& phase);
+    tlm::tlm_sync_enum ignorable(tlm::tlm_generic_payload& t, tlm::tlm_phase& phase, sc_core::sc_time& delay,
+                                 bool forward);
     void after_forward(tlm::tlm_generic_payload& t, tlm::tlm_sync_enum status, const tlm::tlm_phase& phase,
                        bool from_initiator);
     [[noreturn]] void violation(const std::string& rule, const std::string& what, const tlm::tlm_generic_payload& t);
