@@ -1,4 +1,4 @@
-// The eidolon GPU's initiator keeps the base protocol's request exclusion (IEEE 1666-2011, 14.2: no
+// The eidolon GPU's initiator keeps the base protocol's request exclusion (IEEE 1666-2011's base protocol: no
 // BEGIN_REQ until the last one's END_REQ, or a BEGIN_RESP that implies it) against an AT
 // interconnect that annotates its phases, as a vendor's may: it accepts each request
 // (TLM_ACCEPTED), and 100 ns later sends END_REQ annotated +50 ns and then BEGIN_RESP annotated

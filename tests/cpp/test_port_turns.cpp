@@ -2,7 +2,7 @@
 // fabrics, the ejection ports of the packet fabric), against
 // AT models that take their time, as a third-party GPU's sockets may: a target that accepts each
 // BEGIN_REQ (TLM_ACCEPTED), sends END_REQ 100 ns later and BEGIN_RESP with it, and an initiator that
-// accepts each BEGIN_RESP and sends END_RESP 150 ns later (IEEE 1666-2011, 14.2: one BEGIN_REQ per
+// accepts each BEGIN_RESP and sends END_RESP 150 ns later (IEEE 1666-2011's base protocol: one BEGIN_REQ per
 // socket until its END_REQ, one BEGIN_RESP until its END_RESP). Each expected time is worked out
 // by hand in the comment beside it.
 #include <cstdio>

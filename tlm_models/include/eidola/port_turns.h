@@ -1,7 +1,7 @@
 // The base protocol's one-at-a-time rule on a fabric's GPU ports, for the fabrics that time a
 // transfer themselves and meet the GPUs only at its two ends (the ideal and flow fabrics): one
 // BEGIN_REQ awaiting its END_REQ on each initiators[i], one BEGIN_RESP awaiting its END_RESP on each
-// targets[i] (IEEE 1666-2011, 14.2, the request and response exclusion rules), the others waiting
+// targets[i] (the request and response exclusion rules of IEEE 1666-2011's base protocol), the others waiting
 // behind it, first in, first out. One copy of the rule, so both fabrics keep it alike.
 #pragma once
 
