@@ -157,12 +157,7 @@ tlm::tlm_sync_enum FlowFabric::response(std::uint32_t dst, tlm::tlm_generic_payl
 
 // A target's answer at `at`: its last packet's response crosses the reverse route at zero load
 // (a read's carries the data of its last packet; the bandwidth of the rest was the flow's).
-void FlowFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at) {
-    std::uint32_t src = 0;
-    if (!m_delivered.answered(dst, trans, src)) {
-        report_unknown_response(dst);
-        return;
-    }
+void FlowFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src, std::uint64_t at) {
     if (src == ports()) {  // a member answered the switch's NVLS unit
         nvls_answered(dst, trans, at);
         return;
@@ -998,11 +993,7 @@ void FlowFabric::begin_annotated(std::uint32_t src, std::uint32_t dst, tlm::tlm_
     start_flow(src, dst, trans);
 }
 
-// PortTurns' hooks (port_turns.h): a request going out, and the ports' channels freed at `at`.
-void FlowFabric::sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
-    m_delivered.delivered(dst, trans, src);
-}
-
+// PortTurns' hooks (port_turns.h): the ports' channels freed at `at`.
 void FlowFabric::book_request_free(std::uint32_t dst, std::uint64_t at) {
     m_actions.push(at, {ActionKind::RequestFree, dst, 0, nullptr});
 }

@@ -50,13 +50,9 @@ tlm::tlm_sync_enum IdealFabric::response(std::uint32_t dst, tlm::tlm_generic_pay
     return m_turns.backward(*this, dst, trans, phase, delay);
 }
 
-// The target of initiators[dst] answered `trans` at `at`: the response heads back, a latency long.
-void IdealFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at) {
-    std::uint32_t src = 0;
-    if (!m_delivered.answered(dst, trans, src)) {
-        report_unknown_response(dst);
-        return;
-    }
+// The target of initiators[dst] answered `trans` (from port `src`) at `at`: the response heads back,
+// a latency long.
+void IdealFabric::answered(std::uint32_t, tlm::tlm_generic_payload* trans, std::uint32_t src, std::uint64_t at) {
     m_actions.push(at + m_latency_ps, {ActionKind::Return, 0, src, trans});
 }
 
@@ -79,7 +75,6 @@ void IdealFabric::on_event() {
 // they are in the cache.
 void IdealFabric::sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
     count(src, dst, *trans);
-    m_delivered.delivered(dst, trans, src);
 }
 
 void IdealFabric::book_request_free(std::uint32_t dst, std::uint64_t at) {

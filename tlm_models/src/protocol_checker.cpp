@@ -85,7 +85,7 @@ tlm::tlm_sync_enum ProtocolChecker::ignorable(tlm::tlm_generic_payload& t, tlm::
     const std::string name = phase.get_name();
     if (!m_open.count(&t))
         violation("ignorable phase", "phase " + name + " for a transaction that is not open", t);
-    note(t, phase.get_name());
+    note(t, name.c_str());
     const tlm::tlm_sync_enum status =
         forward ? initiator->nb_transport_fw(t, phase, delay) : target->nb_transport_bw(t, phase, delay);
     if (status != tlm::TLM_ACCEPTED)

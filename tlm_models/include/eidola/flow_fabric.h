@@ -229,10 +229,11 @@ private:
     void finish(std::uint32_t id, std::uint32_t version);
     void book_finish(std::uint32_t id, std::uint64_t at_ps);
     void begin_annotated(std::uint32_t src, std::uint32_t dst, tlm::tlm_generic_payload& trans);
-    void sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
+    /// PortTurns' hook before a request goes out: the flow fabric counts it when its flow starts.
+    void sending(std::uint32_t, tlm::tlm_generic_payload*, std::uint32_t) {}
     void book_request_free(std::uint32_t dst, std::uint64_t at);
     void book_response_free(std::uint32_t src, std::uint64_t at);
-    void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
+    void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src, std::uint64_t at);
     std::uint32_t route_index(std::uint32_t src, std::uint32_t dst);  // the pair's place in m_routes, built on first use
 
     // NVLink SHARP at the switch (flow_nvls.cpp)

@@ -70,7 +70,7 @@ private:
     void sending(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src);
     void book_request_free(std::uint32_t dst, std::uint64_t at);
     void book_response_free(std::uint32_t src, std::uint64_t at);
-    void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at);
+    void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src, std::uint64_t at);
     void count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_generic_payload& trans);
 
     std::uint64_t m_latency_ps;

@@ -19,11 +19,13 @@
 
 namespace eidola {
 
-/// The ports' turns. Fabric (the owner, passed to each call) provides, beside FabricShell's
-/// target_of(), initiator_of() and errors():
+/// The ports' turns. They keep the fabric's DeliveredRequests (FabricShell::m_delivered): each request
+/// is entered as it goes out and looked up, for its source, when it is answered. Fabric (the owner,
+/// passed to each call) provides, beside FabricShell's target_of(), initiator_of() and errors():
 ///   - sending(dst, trans, src): a request is about to go out on initiators[dst] (before the call,
 ///     which may answer it at once);
-///   - answered(dst, trans, at_ps): the target of initiators[dst] answered `trans` at `at_ps`;
+///   - answered(dst, trans, src, at_ps): the target of initiators[dst] answered `trans`, which came
+///     from port `src`, at `at_ps`;
 ///   - book_request_free(dst, at_ps), book_response_free(src, at_ps): call request_freed(dst) /
 ///     response_freed(src) at `at_ps`.
 template <class Fabric>
@@ -45,6 +47,7 @@ public:
             m_request_queue[dst].emplace_back(trans, src);
             return;
         }
+        f.m_delivered.delivered(dst, trans, src);
         f.sending(dst, trans, src);
         tlm::tlm_phase phase = tlm::BEGIN_REQ;
         sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
@@ -68,7 +71,7 @@ public:
         }
         // Answered at once: the request channel is free, and the answer heads back.
         f.book_request_free(dst, now + delay.value());
-        f.answered(dst, trans, now + delay.value());
+        answer(f, dst, trans, now + delay.value());
     }
 
     /// Sends `trans`'s response to the initiator of targets[src] now, or after those waiting there.
@@ -107,7 +110,7 @@ public:
         }
         if (phase == tlm::BEGIN_RESP) {
             if (m_in_request[dst] == &trans) end_request(f, dst, at);
-            f.answered(dst, &trans, at);
+            answer(f, dst, &trans, at);
             return tlm::TLM_COMPLETED;
         }
         f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".initiators: illegal phase on the backward path");
@@ -144,6 +147,16 @@ public:
     }
 
 private:
+    // The target of initiators[dst] answered `trans` at `at_ps`: its source found, the fabric told.
+    void answer(Fabric& f, std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint64_t at_ps) {
+        std::uint32_t src = 0;
+        if (!f.m_delivered.answered(dst, trans, src)) {
+            f.report_unknown_response(dst);
+            return;
+        }
+        f.answered(dst, trans, src, at_ps);
+    }
+
     void end_request(Fabric& f, std::uint32_t dst, std::uint64_t at_ps) {
         m_in_request[dst] = nullptr;
         f.book_request_free(dst, at_ps);
