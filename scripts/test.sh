@@ -15,4 +15,6 @@ SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --test-dir build/cpp --output-on-failu
 # The third-party example is built by its own CMakeLists, as a vendor's would be.
 cmake -S examples/third_party_ip -B build/third_party_ip -G Ninja >/dev/null
 cmake --build build/third_party_ip
-.venv/bin/python -m pytest -q "$@"
+# pytest-xdist spreads the tests over the cores (one worker each; EIDOLA_TEST_WORKERS=0 runs them in this
+# process): the suite is CPU-bound, and on two cores this more than halves it (bench/RESULTS.md, "The test suite").
+.venv/bin/python -m pytest -q -n "${EIDOLA_TEST_WORKERS:-auto}" "$@"
