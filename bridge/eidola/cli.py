@@ -95,7 +95,7 @@ def _progress(name: str, asked: bool) -> Any:
         return None
 
     def report(sim_ns: float, events: int, wall_s: float) -> None:
-        line = progress_line(name, sim_ns, events, wall_s)
+        line = progress_line(name, sim_ns, events, wall_s, progress.ops)
         sys.stderr.write(f"\r\x1b[K{line}" if terminal else line + "\n")
         sys.stderr.flush()
 
@@ -104,13 +104,37 @@ def _progress(name: str, asked: bool) -> Any:
             sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
 
-    return Progress(report, after_s=3.0 if terminal and not asked else 1.0, every_s=1.0, done=done)
+    progress = Progress(report, after_s=3.0 if terminal and not asked else 1.0, every_s=1.0, done=done)
+    return progress
 
 
-def progress_line(name: str, sim_ns: float, events: int, wall_s: float) -> str:
-    """``NAME: simulated 12.5 us, 3.41 M events, 7 s wall (487 k events/s)``."""
+def progress_line(name: str, sim_ns: float, events: int, wall_s: float, ops: tuple[int, int] | None = None) -> str:
+    """``NAME: simulated 12.5 us, 3.41 Mevents, 7 s wall (487 kevents/s), 25% of the ops done, about 21 s left``.
+
+    `ops`: the ops completed and the ops in all programs. The time left assumes the ops still to
+    come take the wall time per op of those done, which holds for a collective's even steps; no
+    estimate before the first op is done.
+    """
     rate = f" ({_si(events / wall_s)}events/s)" if wall_s > 0 else ""
-    return f"{name}: simulated {sim_ns / 1000:.6g} us, {_si(events)}events, {wall_s:.0f} s wall{rate}"
+    line = f"{name}: simulated {sim_ns / 1000:.6g} us, {_si(events)}events, {wall_s:.0f} s wall{rate}"
+    if ops is None or ops[1] <= 0:
+        return line
+    done, total = min(ops[0], ops[1]), ops[1]
+    share = 100 * done / total  # rounded down: 100% only once every op is done
+    line += f", {share:.1f}% of the ops done" if share < 10 else f", {int(share)}% of the ops done"
+    if 0 < done < total:
+        line += f", about {_wall_text(wall_s * (total - done) / done)} left"
+    return line
+
+
+def _wall_text(seconds: float) -> str:
+    """``45 s``, ``3 min 20 s``, ``2 h 5 min``: a wall duration as far as a person needs it."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 def safe_dir_name(name: str) -> str:
@@ -445,8 +469,9 @@ def _perf_parser(sub: Any) -> None:
                     help="auto (packet fabric up to 64 MiB written in all, flow above), packet or flow")
     pf.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a platform key")
     pf.add_argument("--progress", action="store_true",
-                    help="report each size's simulated time, events and wall time on stderr once a second while it "
-                         "runs longer than a second (on a terminal this is automatic after 3 s)")
+                    help="report each size's simulated time, events, wall time, share of ops done and time left on "
+                         "stderr once a second while it runs longer than a second (on a terminal this is automatic "
+                         "after 3 s)")
     pf.add_argument("--csv", metavar="FILE",
                     help="write size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric")
     pf.add_argument("--plot", metavar="FILE", help="draw busbw and time against size (.png, .svg or .pdf)")
@@ -509,8 +534,9 @@ def _parser() -> argparse.ArgumentParser:
                                 "(default: the platform's limits.wall)")
             p.add_argument("--json", action="store_true", help="print the summary as JSON")
             p.add_argument("--progress", action="store_true",
-                           help="report simulated time, events and wall time on stderr once a second in a run "
-                                "longer than a second (on a terminal this is automatic after 3 s)")
+                           help="report simulated time, events, wall time, share of ops done and time left on "
+                                "stderr once a second in a run longer than a second (on a terminal this is automatic "
+                                "after 3 s)")
             p.add_argument("--trace", action="store_true", help="write DIR/trace.json (Perfetto / chrome://tracing)")
             p.add_argument("--trace-limit", type=int, default=500_000, help="most op slices in the trace")
             p.add_argument("--plots", action="store_true", help="write figures (PNG and SVG) into DIR")

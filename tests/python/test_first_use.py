@@ -148,15 +148,27 @@ def test_progress_reports_how_far_a_long_run_has_got(repo):
 
     plat = eidola.load_platform(repo / "platforms/switch-8gpu.yaml")
     seen: list[tuple[float, int, float]] = []
+    ops: list[tuple[int, int] | None] = []
     ended: list[bool] = []
     # 8 MiB: about a second of simulation, since lanes add up (1 MiB ended before its first answer).
-    res = eidola.simulate(plat, ring_allreduce(8, 8 << 20, workgroups=4),
-                          progress=Progress(lambda *a: seen.append(a), after_s=0.0, every_s=0.02,
-                                            done=lambda: ended.append(True)))
+    profile = ring_allreduce(8, 8 << 20, workgroups=4)
+
+    def report(*args) -> None:
+        seen.append(args)
+        ops.append(progress.ops)
+
+    progress = Progress(report, after_s=0.0, every_s=0.02, done=lambda: ended.append(True))
+    res = eidola.simulate(plat, profile, progress=progress)
     assert seen, "a run of this size answers at least one question"
     sims, events, walls = zip(*seen)
     assert list(sims) == sorted(sims) and list(events) == sorted(events) and list(walls) == sorted(walls)
     assert 0 <= events[-1] <= res.events, (seen, res.events)
+    # Every report counts the profile's ops (its programs' lengths, counted here from the profile), and
+    # the ops done only grow, up to that.
+    total = sum(len(profile.program(*key)) for key in profile.program_keys)
+    assert all(o is not None and o[1] == total for o in ops), (ops, total)
+    done = [o[0] for o in ops if o is not None]
+    assert done == sorted(done) and 0 <= done[-1] <= total, (done, total)
     # While events were still to come the run was still going: not past its last workgroup's end.
     # (A report taken once the run is over may see the kernel's clock past it, draining responses.)
     going = [sim for sim, n, _ in seen if n < res.events]
@@ -167,6 +179,16 @@ def test_progress_reports_how_far_a_long_run_has_got(repo):
 def test_the_progress_line():
     assert progress_line("sw", 12_500.0, 3_410_000, 7.0) == \
         "sw: simulated 12.5 us, 3.41 Mevents, 7 s wall (487 kevents/s)"
+    # A quarter of the ops in 7 s: three quarters to go at that pace, 21 s.
+    assert progress_line("sw", 12_500.0, 3_410_000, 7.0, (250, 1000)) == \
+        "sw: simulated 12.5 us, 3.41 Mevents, 7 s wall (487 kevents/s), 25% of the ops done, about 21 s left"
+    # 3% in 70 s: 97 x 70 / 3 = 2263 s; a share under 10% keeps a decimal, and 99.9% is not "100%".
+    assert progress_line("sw", 1e6, 10, 70.0, (3, 100)).endswith(", 3.0% of the ops done, about 37 min 43 s left")
+    assert progress_line("sw", 1e6, 10, 3600.0, (999, 1000)).endswith(", 99% of the ops done, about 4 s left")
+    assert progress_line("sw", 1e6, 10, 60.0, (1, 100)).endswith(", 1.0% of the ops done, about 1 h 39 min left")
+    # Nothing done yet: no estimate; everything done: none needed.
+    assert progress_line("sw", 1e6, 10, 7.0, (0, 100)).endswith(" (1.43 events/s), 0.0% of the ops done")
+    assert progress_line("sw", 1e6, 10, 7.0, (100, 100)).endswith(" (1.43 events/s), 100% of the ops done")
 
 
 # ---------------------------------------------------------------- paper cuts (item 9)

@@ -71,13 +71,17 @@ Simulation::Simulation(const std::string& name) : m_impl(std::make_unique<Impl>(
 namespace {
 // Where the time goes on the signal. A plain 64-bit store from the handler: the word is in memory
 // the parent shares, and the current time is one field of the kernel's context.
-// The event count is a sum of plain counters over the GPUs and fabrics (no allocation, no lock),
-// written before the time so that a parent which sees the time also sees the count.
+// The event and op counts are sums of plain counters over the GPUs and fabrics (no allocation, no
+// lock), written before the time so that a parent which sees the time also sees the counts.
 std::atomic<std::uint64_t*> g_time_word{nullptr};
 std::atomic<const Simulation*> g_reporting{nullptr};
 extern "C" void write_time_reached(int) {
     if (std::uint64_t* word = g_time_word.load()) {
-        if (const Simulation* sim = g_reporting.load()) word[1] = sim->events();
+        if (const Simulation* sim = g_reporting.load()) {
+            word[1] = sim->events();
+            word[2] = sim->ops_done();
+            word[3] = sim->ops_total();
+        }
         std::atomic_signal_fence(std::memory_order_release);
         word[0] = sc_core::sc_time_stamp().value();
     }
@@ -396,6 +400,18 @@ std::uint64_t Simulation::events() const {
     std::uint64_t total = 0;
     for (const EidolonGpu* g : m_impl->gpus) total += g->events();
     for (const Fabric* f : m_impl->fabrics) total += f->events();
+    return total;
+}
+
+std::uint64_t Simulation::ops_done() const {
+    std::uint64_t total = 0;
+    for (const EidolonGpu* g : m_impl->gpus) total += g->ops_done();
+    return total;
+}
+
+std::uint64_t Simulation::ops_total() const {
+    std::uint64_t total = 0;
+    for (const EidolonGpu* g : m_impl->gpus) total += g->ops_total();
     return total;
 }
 

@@ -27,6 +27,7 @@ void WorkgroupEngine::load_program(std::uint32_t wg, const Op* ops, std::uint64_
         ++m_unfinished;
         if (m_core.monitor) m_core.monitor->workgroup_started();
     }
+    m_ops_total += count - g.count;  // a program loaded again replaces the last one's count
     g.ops = ops;
     g.count = count;
     g.pc = 0;
@@ -52,6 +53,7 @@ void WorkgroupEngine::advance(std::uint32_t w) {
     Workgroup& g = m_wgs[w];
     if (m_tracing) m_trace.push_back(OpRecord{w, std::uint32_t(g.pc), g.op_begin_ps, now_ps()});
     ++g.pc;
+    ++m_ops_done;
     g.held = false;
     g.released = false;
     g.state = WgState::Ready;

@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import (
     ConfigError,
@@ -57,9 +57,10 @@ class Progress:
 
     The parent process asks the child (a signal; the child's handler writes the simulated time
     and the event count into memory they share) every `every_s` seconds, starting `after_s`
-    seconds into the run, and calls `report(simulated_ns, events, wall_s)`. Nothing runs per
-    transaction: a question costs the child one signal handler. `done()` is called once the run
-    ended, if `report` was called at all (a terminal line can then be cleared).
+    seconds into the run, and calls `report(simulated_ns, events, wall_s)`, with `ops` set to the
+    workgroups' ops completed and the ops in all their programs. Nothing runs per transaction: a
+    question costs the child one signal handler. `done()` is called once the run ended, if `report`
+    was called at all (a terminal line can then be cleared).
     """
 
     report: Callable[[float, int, float], None]  #: called with (simulated ns, events so far, wall seconds)
@@ -67,6 +68,8 @@ class Progress:
     every_s: float = 1.0  #: seconds between reports
     done: Callable[[], None] | None = None  #: called at the end, when `report` was called
     reported: int = field(default=0, init=False)  #: reports made so far
+    #: (ops completed, ops in all programs) as of the report being made: the share of the profile done
+    ops: tuple[int, int] | None = field(default=None, init=False)
 
 
 @dataclass(frozen=True)
@@ -204,11 +207,11 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
-              reached: Callable[[], tuple[float, int] | None], progress: Progress | None = None) -> bytes:
+              reached: Callable[[], Reached | None], progress: Progress | None = None) -> bytes:
     """Everything the child writes to `fd` until it closes it; WallLimitExceeded past `deadline` (monotonic).
 
-    `reached` asks the child for the simulated time it has reached (ns) and its events so far, or
-    None if it cannot say; `progress` is told them now and then.
+    `reached` asks the child how far it has got (Reached), or None if it cannot say; `progress` is
+    told it now and then.
     """
     chunks: list[bytes] = []
     poller = select.poll()
@@ -223,12 +226,13 @@ def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
             if progress is not None and next_report is not None and now >= next_report:
                 answer = reached()
                 if answer is not None:
-                    progress.report(answer[0], answer[1], now - start)
+                    progress.ops = (answer.ops_done, answer.ops_total)
+                    progress.report(answer.sim_ns, answer.events, now - start)
                     progress.reported += 1
                 next_report = now + progress.every_s
             if deadline is not None and now >= deadline:
                 answer = reached()
-                at_ns = None if answer is None else answer[0]
+                at_ns = None if answer is None else answer.sim_ns
                 how_far = (f"; it had reached {at_ns / 1000:g} us of simulated time" if at_ns is not None
                            else " (before its simulation started)")
                 raise WallLimitExceeded(  # the caller kills the child
@@ -244,9 +248,9 @@ def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
 def _run_in_child(run: NativeRun, wall_limit: float | None = None, progress: Progress | None = None) -> dict[str, Any]:
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
-    # Two words shared with the child: on SIGUSR1 it writes the simulated time it reached (ps) in
-    # the first and its events so far in the second.
-    time_word = mmap.mmap(-1, 16)
+    # Four words shared with the child: on SIGUSR1 it writes the simulated time it reached (ps) in
+    # the first, its events so far in the second, its ops completed and its programs' ops in the others.
+    time_word = mmap.mmap(-1, 32)
     time_word[:8] = _UNKNOWN_TIME
     with tempfile.TemporaryFile() as errors:
         sys.stdout.flush()
@@ -372,9 +376,17 @@ def _memory_exceeded(run: NativeRun) -> MemoryLimitExceeded:
         report={"limit": "memory", "memory_b": run.memory_b})
 
 
-def _time_reached(pid: int, word: mmap.mmap) -> tuple[float, int] | None:
-    """Asks the child for its simulated time and events (SIGUSR1), waits briefly for the answer:
-    (ns, events), or None."""
+class Reached(NamedTuple):
+    """How far a running child has got, as it answered a question."""
+
+    sim_ns: float    #: simulated time reached
+    events: int      #: events processed so far
+    ops_done: int    #: ops its workgroups completed
+    ops_total: int   #: ops in all their programs
+
+
+def _time_reached(pid: int, word: mmap.mmap) -> Reached | None:
+    """Asks the child how far it has got (SIGUSR1), waits briefly for the answer, or None."""
     word[:8] = _UNKNOWN_TIME  # so that an answer is this question's, not the last one's
     try:
         os.kill(pid, signal.SIGUSR1)
@@ -382,7 +394,9 @@ def _time_reached(pid: int, word: mmap.mmap) -> tuple[float, int] | None:
         return None
     for _ in range(50):  # the handler is a few instructions: it answers at once unless the child is starting
         if word[:8] != _UNKNOWN_TIME:
-            return int.from_bytes(word[:8], sys.byteorder) / 1000.0, int.from_bytes(word[8:16], sys.byteorder)
+            done, total = (int.from_bytes(word[i:i + 8], sys.byteorder) for i in (16, 24))
+            return Reached(int.from_bytes(word[:8], sys.byteorder) / 1000.0, int.from_bytes(word[8:16], sys.byteorder),
+                           done, total)
         time.sleep(0.002)
     return None
 

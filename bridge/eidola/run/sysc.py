@@ -177,8 +177,8 @@ def _has_nvls(plan: Any) -> bool:
 def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
     """Builds the plan of `run` through eidola::Simulation, runs it, returns the raw result tables.
 
-    `time_word`: the address of a 64-bit word shared with the parent, where SIGUSR1 makes the
-    simulation write the simulated time it has reached (0: not asked).
+    `time_word`: the address of four 64-bit words shared with the parent, where SIGUSR1 makes the
+    simulation write how far it has got (Simulation::report_time_on_signal; 0: not asked).
     """
     ns = load()
     plan = run.plan

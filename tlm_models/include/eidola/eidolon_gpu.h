@@ -162,6 +162,9 @@ public:
     std::uint64_t events() const { return m_core.actions.processed(); }
     /// Number of workgroups whose program has not finished.
     std::uint32_t unfinished() const { return m_engine.unfinished(); }
+    /// Ops its workgroups completed so far, and ops in their programs.
+    std::uint64_t ops_done() const { return m_engine.ops_done(); }
+    std::uint64_t ops_total() const { return m_engine.ops_total(); }
     /// A one-line description of each unfinished workgroup (for stall reports).
     std::vector<std::string> unfinished_report() const { return m_engine.unfinished_report(); }
 

@@ -57,10 +57,11 @@ public:
     void set_tracing(bool on) { m_tracing = on; }
     /// Stops the run cleanly at this simulated time (picoseconds; 0: run to the end).
     void set_time_limit(std::uint64_t ps) { m_time_limit_ps = ps; }
-    /// On signal `signum`, writes the events processed so far to the 64-bit word at `word + 8`, then the
-    /// simulated time reached (ps) to the word at `word`: a parent that must kill a runaway run asks first,
-    /// so its report can say how far the run got, and a parent showing progress asks now and then.
-    /// `word` (16 bytes) 0: no-op.
+    /// On signal `signum`, writes the events processed so far to the 64-bit word at `word + 8`, the ops
+    /// completed and the ops in all programs to those at `word + 16` and `word + 24`, then the simulated time
+    /// reached (ps) to the word at `word`: a parent that must kill a runaway run asks first, so its report can
+    /// say how far the run got, and a parent showing progress asks now and then.
+    /// `word` (32 bytes) 0: no-op.
     void report_time_on_signal(std::uintptr_t word, int signum);
     /// Whether run() stopped at the time limit with work left: the tables are a partial result.
     bool partial() const { return m_partial; }
@@ -77,6 +78,9 @@ public:
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;
+    /// Ops the eidolon GPUs' workgroups completed so far, and ops in their programs.
+    std::uint64_t ops_done() const;
+    std::uint64_t ops_total() const;
     /// The node names of the fabrics' link tables, one a line, fabric after fabric (fabric.h).
     std::string node_names() const;
     /// Simulated time when the run ended, in picoseconds.

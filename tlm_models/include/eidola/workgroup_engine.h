@@ -97,6 +97,10 @@ public:
     std::uint64_t finish_ps() const { return m_finish_ps; }
     /// Number of workgroups whose program has not finished.
     std::uint32_t unfinished() const { return m_unfinished; }
+    /// Ops completed so far, over all workgroups (how far a long run has got; Simulation::ops_done).
+    std::uint64_t ops_done() const { return m_ops_done; }
+    /// Ops in all the programs loaded.
+    std::uint64_t ops_total() const { return m_ops_total; }
     /// The op workgroup `wg` is at.
     const Op& current_op(std::uint32_t wg) const { return m_wgs[wg].ops[m_wgs[wg].pc]; }
 
@@ -164,6 +168,7 @@ private:
     std::uint32_t m_unfinished = 0;
     std::uint64_t m_finish_ps = 0;
     bool m_tracing = false;
+    std::uint64_t m_ops_done = 0, m_ops_total = 0;
     std::vector<OpRecord> m_trace;
     std::vector<SyncMonWaiter> m_waking;     // flag_written()'s copy of a waiter list, kept to reuse its storage
     std::vector<std::pair<std::uint64_t, std::uint32_t>> m_syncmon_trace;
