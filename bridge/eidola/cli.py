@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .run.result import Result
     from .workload.profile import Profile
 
-__all__ = ["main", "safe_dir_name", "progress_line"]
+__all__ = ["main", "safe_dir_name", "progress_line", "time_left_s"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -65,7 +65,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     platform, profile = _load(args)
     out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
     result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
-                      progress=_progress(platform.name, args.progress))
+                      progress=_progress(platform.name, args.progress, _on_packets(platform)))
     try:
         result.save(out)
         if args.trace:
@@ -85,17 +85,38 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress(name: str, asked: bool) -> Any:
+def _on_packets(platform: Platform) -> bool:
+    """Whether `platform` runs on the packet fabric, given in the shorthand form (so that
+    `--set fabric.model=flow` would run it as flows)."""
+    shorthand = platform.shorthand
+    return isinstance(shorthand, dict) and (shorthand.get("fabric") or {}).get("model") == "packet"
+
+
+#: Past this many seconds left, a packet-fabric run's progress says once that flows would be quicker.
+FLOW_HINT_S = 120.0
+
+
+def _progress(name: str, asked: bool, on_packets: bool = False) -> Any:
     """A progress line on stderr for a long run: when stderr is a terminal (after 3 s, redrawn in
-    place), or with --progress (after 1 s, a line a second, for logs); else None."""
+    place), or with --progress (after 1 s, a line a second, for logs); else None. `on_packets`: the
+    run is on the packet fabric, and a run with FLOW_HINT_S or more left says once how to run it as
+    flows."""
     from .run.simulate import Progress
 
     terminal = sys.stderr.isatty()
     if not (terminal or asked):
         return None
+    hinted = False
 
     def report(sim_ns: float, events: int, wall_s: float) -> None:
+        nonlocal hinted
         line = progress_line(name, sim_ns, events, wall_s, progress.ops)
+        if on_packets and not hinted and (left := time_left_s(wall_s, progress.ops)) is not None and left >= FLOW_HINT_S:
+            hinted = True
+            hint = (f"{name}: the packet fabric times every packet, so this run has about {_wall_text(left)} left; "
+                    "--set fabric.model=flow runs it as flows, usually in seconds (where the two differ: docs/fabrics.md, "
+                    "\"When to trust which model\")")
+            sys.stderr.write(f"\r\x1b[K{hint}\n" if terminal else hint + "\n")
         sys.stderr.write(f"\r\x1b[K{line}" if terminal else line + "\n")
         sys.stderr.flush()
 
@@ -119,12 +140,20 @@ def progress_line(name: str, sim_ns: float, events: int, wall_s: float, ops: tup
     line = f"{name}: simulated {sim_ns / 1000:.6g} us, {_si(events)}events, {wall_s:.0f} s wall{rate}"
     if ops is None or ops[1] <= 0:
         return line
-    done, total = min(ops[0], ops[1]), ops[1]
-    share = 100 * done / total  # rounded down: 100% only once every op is done
+    share = 100 * min(ops[0], ops[1]) / ops[1]  # rounded down: 100% only once every op is done
     line += f", {share:.1f}% of the ops done" if share < 10 else f", {int(share)}% of the ops done"
-    if 0 < done < total:
-        line += f", about {_wall_text(wall_s * (total - done) / done)} left"
+    left = time_left_s(wall_s, ops)
+    if left is not None:
+        line += f", about {_wall_text(left)} left"
     return line
+
+
+def time_left_s(wall_s: float, ops: tuple[int, int] | None) -> float | None:
+    """Wall seconds a run that took `wall_s` for `ops` (done, in all) has left at that pace; None
+    when that cannot be said (no op done yet) or nothing is left."""
+    if ops is None or not 0 < ops[0] < ops[1]:
+        return None
+    return wall_s * (ops[1] - ops[0]) / ops[0]
 
 
 def _wall_text(seconds: float) -> str:

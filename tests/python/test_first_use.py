@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import eidola
-from eidola.cli import progress_line
+from eidola.cli import FLOW_HINT_S, _on_packets, _progress, progress_line, time_left_s
 from eidola.platform import units
 from eidola.platform.plugin import parse_plugin
 from eidola.profile import ProfileBuilder
@@ -189,6 +189,35 @@ def test_the_progress_line():
     # Nothing done yet: no estimate; everything done: none needed.
     assert progress_line("sw", 1e6, 10, 7.0, (0, 100)).endswith(" (1.43 events/s), 0.0% of the ops done")
     assert progress_line("sw", 1e6, 10, 7.0, (100, 100)).endswith(" (1.43 events/s), 100% of the ops done")
+
+
+def test_time_left_at_the_pace_so_far():
+    assert time_left_s(10.0, (1, 5)) == 40.0  # a fifth in 10 s: four fifths in 40 s
+    assert time_left_s(10.0, (0, 5)) is None and time_left_s(10.0, (5, 5)) is None and time_left_s(10.0, None) is None
+
+
+def test_a_long_packet_run_says_once_that_flows_would_be_quicker(repo, capsys):
+    # The report as the CLI makes it, fed by hand (no run needs to last for it): a hint when the run has
+    # FLOW_HINT_S or more left on the packet fabric, once; none on other fabrics or with less left.
+    packet = eidola.load_platform(repo / "platforms/switch-8gpu.yaml")
+    flow = eidola.load_platform(repo / "platforms/switch-8gpu.yaml", overrides={"fabric.model": "flow"})
+    assert _on_packets(packet) and not _on_packets(flow)
+    progress = _progress("sw", asked=True, on_packets=True)
+    capsys.readouterr()
+    progress.ops = (1, 1000)  # 999 ops left at 1 s an op
+    progress.report(1e3, 10, 1.0)
+    progress.report(2e3, 20, 2.0)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 3 and "--set fabric.model=flow" in lines[0] and "about 16 min 39 s left" in lines[0], lines
+    assert all("fabric.model" not in line for line in lines[1:]), lines
+    quick = _progress("sw", asked=True, on_packets=True)
+    quick.ops = (1, 2)  # about 1 s left
+    quick.report(1e3, 10, 1.0)
+    assert 1.0 < FLOW_HINT_S and "fabric.model" not in capsys.readouterr().err
+    other = _progress("sw", asked=True, on_packets=False)
+    other.ops = (1, 1000)
+    other.report(1e3, 10, 1.0)
+    assert "fabric.model" not in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- paper cuts (item 9)
