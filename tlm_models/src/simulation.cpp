@@ -235,6 +235,9 @@ int Simulation::run() {
                 throw std::invalid_argument("a program entry points outside the op array");
             it->second->load_program(std::uint32_t(entry.wg), s.ops + entry.first, std::uint64_t(entry.count));
         }
+        std::uint64_t ops = 0;
+        for (const EidolonGpu* g : s.gpus) ops += g->ops_total();
+        m_ops_total = ops;
     } catch (const std::exception& e) {
         s.errors.report(ErrorKind::BadInput, e.what());
         return finish();
@@ -406,12 +409,6 @@ std::uint64_t Simulation::events() const {
 std::uint64_t Simulation::ops_done() const {
     std::uint64_t total = 0;
     for (const EidolonGpu* g : m_impl->gpus) total += g->ops_done();
-    return total;
-}
-
-std::uint64_t Simulation::ops_total() const {
-    std::uint64_t total = 0;
-    for (const EidolonGpu* g : m_impl->gpus) total += g->ops_total();
     return total;
 }
 

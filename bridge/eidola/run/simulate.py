@@ -226,7 +226,7 @@ def _read_all(fd: int, deadline: float | None, name: str, limit: float | None,
             if progress is not None and next_report is not None and now >= next_report:
                 answer = reached()
                 if answer is not None:
-                    progress.ops = (answer.ops_done, answer.ops_total)
+                    progress.ops = (answer.ops_done, answer.ops_total) if answer.ops_total else None  # 0: not loaded yet
                     progress.report(answer.sim_ns, answer.events, now - start)
                     progress.reported += 1
                 next_report = now + progress.every_s
@@ -382,7 +382,7 @@ class Reached(NamedTuple):
     sim_ns: float    #: simulated time reached
     events: int      #: events processed so far
     ops_done: int    #: ops its workgroups completed
-    ops_total: int   #: ops in all their programs
+    ops_total: int   #: ops in all their programs (0 before the child has loaded them)
 
 
 def _time_reached(pid: int, word: mmap.mmap) -> Reached | None:

@@ -78,9 +78,11 @@ public:
     Table table(const std::string& which) const;
     /// Actions processed by all models.
     std::uint64_t events() const;
-    /// Ops the eidolon GPUs' workgroups completed so far, and ops in their programs.
+    /// Ops the eidolon GPUs' workgroups completed so far.
     std::uint64_t ops_done() const;
-    std::uint64_t ops_total() const;
+    /// Ops in their programs: 0 until run() has given every GPU its program (a part would overstate
+    /// the share done).
+    std::uint64_t ops_total() const { return m_ops_total; }
     /// The node names of the fabrics' link tables, one a line, fabric after fabric (fabric.h).
     std::string node_names() const;
     /// Simulated time when the run ended, in picoseconds.
@@ -95,6 +97,7 @@ private:
     bool m_tracing = false;
     std::uint64_t m_time_limit_ps = 0;
     bool m_partial = false;
+    std::uint64_t m_ops_total = 0;
 };
 
 }  // namespace eidola
