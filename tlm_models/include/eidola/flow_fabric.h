@@ -161,7 +161,9 @@ private:
     /// behind those issued before, and only writes issued at the same time interleave (the packet
     /// fabric's virtual output queues). The writes issued first are active; the rest wait until
     /// they have been sent. A signal, which the GPU issues as one packet in its round robin,
-    /// waits only for the backlog its window lets the flows ahead hold (slip_at).
+    /// waits only for the backlog its window lets the flows ahead hold (slip_at). With
+    /// flow.issue: share the queue is one workgroup's: its writes go one after another, and the
+    /// workgroups' queues share the link max-min, as SMs' stores interleave on a GPU's port.
     struct Injection {
         FrontQueue<std::uint32_t> waiting;
         std::vector<std::uint32_t> active_ids;  // the active writes
@@ -222,6 +224,7 @@ private:
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
+    std::uint32_t injection_queue(std::uint32_t src, std::uint32_t link, std::int64_t wg);
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
     void schedule_solve();
     void solve();
@@ -301,7 +304,8 @@ private:
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
-    bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
+    bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue or share
+    bool m_issue_share;              // flow.issue: share: an injection queue per workgroup, not per GPU
     bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
@@ -466,7 +470,8 @@ private:
     std::vector<Route> m_routes;
     std::vector<double> m_route_at_node, m_route_on_link;  // scratch of route(), zero between calls
     std::vector<std::uint32_t> m_route_touched;            // scratch of route(): the links it gave a share
-    std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // src * links + first link -> m_injection
+    // (src * links + first link) -> m_injection; with flow.issue: share, that key << 24 | workgroup
+    std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;
     std::vector<Injection> m_injection;
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
