@@ -502,46 +502,32 @@ def test_the_protocol_checker_passes_the_gates_ignorable_phase():
     assert run(True) == run(False)
 
 
-# ---- flow.issue: share ----------------------------------------------------------------------------
+# ---- flow.issue: queue, a queue per destination ----------------------------------------------------
 
-def _two_workgroups_one_late(nbytes: int, late_ns: float):
-    """GPU 0's workgroup 0 writes `nbytes` to GPU 1 at once, workgroup 1 `late_ns` later."""
-    b = ProfileBuilder(gpus=2, workgroups=2, name="late")
+def _two_workgroups_one_late(nbytes: int, late_ns: float, dsts: tuple[int, int]):
+    """GPU 0's workgroup 0 writes `nbytes` to GPU dsts[0] at once, workgroup 1 to dsts[1] `late_ns` later."""
+    b = ProfileBuilder(gpus=3, workgroups=2, name="late")
     b.buffer("data", nbytes=nbytes)
-    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=nbytes)
-    b.program(gpu=0, wg=1).compute(ns=late_ns).write(dst=1, buffer="data", offset=0, nbytes=nbytes)
+    b.program(gpu=0, wg=0).write(dst=dsts[0], buffer="data", offset=0, nbytes=nbytes)
+    b.program(gpu=0, wg=1).compute(ns=late_ns).write(dst=dsts[1], buffer="data", offset=0, nbytes=nbytes)
     return b.build()
 
 
-def test_share_lets_workgroups_share_a_link_where_queue_serves_them_in_turn(write_platform):
-    # Two 1 MiB writes through one link, the second issued 100 ns after the first. `queue`: the first goes
-    # alone at the link's payload rate R and the second waits for it. `share`: the first goes alone for
-    # 100 ns, then both at R / 2, so the first ends N / R - 100 ns later than under `queue`; the second
-    # ends at 2N / R either way (the link is never idle and its bytes go last). A finish's tail (the last
-    # packet's trip, memory, acknowledgement) is the same in both, but for where the last packet starts: one
-    # packet time before the flow's end at its final rate, R / 2 for the first under `share` (one packet's
-    # wire time later than at R), so the differences are exact.
+def test_queue_serves_writes_to_one_gpu_in_turn_and_to_others_side_by_side(write_platform):
+    # Two 1 MiB writes through GPU 0's one uplink to the switch, the second issued 100 ns after the first.
+    # To the same GPU they queue: the first goes alone at the link's payload rate R, the second after it. To two
+    # GPUs (a queue per destination, as the packet fabric's virtual output queues) they share the uplink: the
+    # first goes alone for 100 ns, then both at R / 2, so it ends N / R - 100 ns later than when they queue,
+    # while the second ends at 2N / R either way (the uplink is never idle and its bytes go last). A finish's
+    # tail (the last packet's trip over two hops, memory, acknowledgement) is the same in both, but for where
+    # the last packet starts: one packet time before the flow's end at its final rate, R / 2 for the first
+    # when they share (one packet's wire time later than at R). So the differences are exact.
     n, late = 1 << 20, 100.0
     rate = B * P / (P + H) / 1e9  # payload bytes per ns
-    prof = _two_workgroups_one_late(n, late)
+    plat = _platform(write_platform, 3, "switch", issue="queue")
     finish = {}
-    for issue in ("queue", "share"):
-        wgs = eidola.simulate(_platform(write_platform, 2, "fully_connected", issue=issue), prof).workgroups
-        finish[issue] = [float(wgs[(wgs["gpu"] == 0) & (wgs["wg"] == w)]["finish_ns"][0]) for w in (0, 1)]
-    assert finish["share"][0] - finish["queue"][0] == pytest.approx(n / rate - late - ser_ns(P + H), abs=0.01)
-    assert finish["share"][1] == pytest.approx(finish["queue"][1], abs=0.01)
-
-
-def test_share_keeps_a_workgroups_own_writes_in_order(write_platform):
-    # One workgroup's two 1 MiB writes, issued back to back: under `share` as under `queue` the second waits
-    # for the first (a workgroup's writes go out one after another), so the two end N / R apart.
-    n = 1 << 20
-    rate = B * P / (P + H) / 1e9
-    b = ProfileBuilder(gpus=2, workgroups=1, name="two")
-    b.buffer("data", nbytes=n)
-    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=n).write(dst=1, buffer="data", offset=0, nbytes=n)
-    prof = b.build()
-    times = {issue: eidola.simulate(_platform(write_platform, 2, "fully_connected", issue=issue), prof).kernel_time_ns
-             for issue in ("queue", "share")}
-    assert times["share"] == pytest.approx(times["queue"], abs=0.01)
-    assert times["share"] >= 2 * n / rate
+    for case, dsts in (("same", (1, 1)), ("other", (1, 2))):
+        wgs = eidola.simulate(plat, _two_workgroups_one_late(n, late, dsts)).workgroups
+        finish[case] = [float(wgs[(wgs["gpu"] == 0) & (wgs["wg"] == w)]["finish_ns"][0]) for w in (0, 1)]
+    assert finish["other"][0] - finish["same"][0] == pytest.approx(n / rate - late - ser_ns(P + H), abs=0.01)
+    assert finish["other"][1] == pytest.approx(finish["same"][1], abs=0.01)

@@ -153,3 +153,21 @@ def _at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) 
     assert packet.time_us >= floor, f"packet {packet.time_us:.2f} us below the wire floor {floor:.2f} us"
     assert flow.time_us >= floor, f"flow {flow.time_us:.2f} us below the wire floor {floor:.2f} us"
     return packet.time_us, flow.time_us
+
+
+@pytest.mark.parametrize("platform", ["dgx-a100", "dgx-h100"])
+def test_all_to_all_as_shipped_moves_as_fast_as_all_gather_on_an_nvswitch_node(repo, platform):
+    # The real-system platforms as shipped (flow.issue: queue) at 256 MiB, where perf runs them as flows. Every
+    # GPU sends (k-1)/k of S in both collectives, through its one port to the switch, so both are bound by that
+    # port: all-to-all's bus bandwidth is all-gather's within their protocols' and handshakes' differences, and
+    # neither passes the port's payload share (NCCL's maintainers: ~370 GB/s of H100's 450 for collectives other
+    # than all-reduce). While `queue` kept one queue per link rather than per destination, each 512 KiB p2p unit
+    # waited behind the units to every other peer and all-to-all ran at half of all-gather (dgx-h100 1 GiB: 177.7
+    # against 357.4 GB/s; docs/fabrics.md, "Injection").
+    size, gpus = 256 * MIB, 8
+    fabrics = Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow")
+    busbw = {op: row.busbw for op in ("alltoall", "all_gather")
+             for (row,) in [run_sizes(fabrics, op, [(size, size // 4)], gpus)]}
+    link = EGRESS[platform] if platform in EGRESS else dict(rate=18 * 25e9, h=54, ack=3)
+    port = link["rate"] * P / (P + link["h"] + link["ack"]) / 1e9
+    assert 0.9 * busbw["all_gather"] <= busbw["alltoall"] <= port, (busbw, port)

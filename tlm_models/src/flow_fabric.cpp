@@ -51,7 +51,6 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
       m_credits(0),
       m_credit_base(0),
       m_issue_gates(p.flow_issue.get() == "gates"),
-      m_issue_share(p.flow_issue.get() == "share"),
       m_responses_first(p.flow_responses.get() == "first"),
       m_actions(this, [](void* f) { static_cast<FlowFabric*>(f)->on_event(); }) {
     const Topology& topo = *m_topology;
@@ -256,15 +255,16 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         return;
     }
     if (!f.read && src != dst && !f.multimem) {
-        // The queue is the source's on its first link; the pair's route remembers it, so the map
-        // (shared by every destination behind that link) is looked up once per pair, not per write.
+        // The queue is the source's to this destination on its first link (Injection); the pair's
+        // route remembers it, so the map is looked up once per pair, not per write.
         const std::uint32_t r = f.route;
-        if (m_issue_share) {
-            f.queue = std::int32_t(injection_queue(src, m_routes[r].path[0], f.workgroup));
-        } else {
-            if (m_routes[r].injection < 0) m_routes[r].injection = std::int32_t(injection_queue(src, m_routes[r].path[0], -1));
-            f.queue = m_routes[r].injection;
+        if (m_routes[r].injection < 0) {
+            const std::uint64_t link = std::uint64_t(src) * m_topology->links().size() + m_routes[r].path[0];
+            auto [it, fresh] = m_injection_index.try_emplace(link * ports() + dst, std::uint32_t(m_injection.size()));
+            if (fresh) m_injection.emplace_back();
+            m_routes[r].injection = std::int32_t(it->second);
         }
+        f.queue = m_routes[r].injection;
         Injection& q = m_injection[std::size_t(f.queue)];
         if (q.active && (q.active_since != f.arrived_ps || !q.waiting.empty())) {
             const FlowExtension* ext = f.ext;
@@ -286,16 +286,6 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         q.active_since = f.arrived_ps;
     }
     activate(id);
-}
-
-// The injection queue of GPU `src`'s writes through `link`, made on first use; with flow.issue: share,
-// workgroup `wg`'s (else `wg` is -1).
-std::uint32_t FlowFabric::injection_queue(std::uint32_t src, std::uint32_t link, std::int64_t wg) {
-    std::uint64_t key = std::uint64_t(src) * m_topology->links().size() + link;
-    if (wg >= 0) key = key << 24 | std::uint64_t(wg);  // a GPU has at most 2^20 workgroups (gpus.workgroups)
-    auto [it, fresh] = m_injection_index.try_emplace(key, std::uint32_t(m_injection.size()));
-    if (fresh) m_injection.emplace_back();
-    return it->second;
 }
 
 // Whether all the flows in queue `q` come from workgroup `wg` and have a window (FlowExtension).

@@ -173,9 +173,8 @@ class Fabrics:
         issue = resolved.get("flow.issue")
         if issue is None:
             return ""
-        why = {"queue": "writes go at their links' rates, the GPUs' issue gates left out, first come first served",
-               "share": "writes go at their links' rates, the GPUs' issue gates left out, the workgroups sharing "
-                        "each link"}.get(issue, "the GPUs' issue held by their gates, as on the packet fabric")
+        why = ("writes go at their links' rates, the GPUs' issue gates left out"
+               if issue == "queue" else "the GPUs' issue held by their gates, as on the packet fabric")
         # Only the choice that is not the default: every header would otherwise grow a clause nobody set.
         fair = ("; flow.responses: fair (acknowledgements share links fairly)"
                 if resolved.get("flow.responses") == "fair" else "")

@@ -156,14 +156,15 @@ private:
         std::uint32_t members = 0;
         std::uint64_t late = 0;         // how much later than due its copies or reads went out
     };
-    /// The writes a GPU sends through one output link, first come first served: a GPU issues a
-    /// write's packets at once, as far as its window lets it, so they sit in its injection queue
-    /// behind those issued before, and only writes issued at the same time interleave (the packet
-    /// fabric's virtual output queues). The writes issued first are active; the rest wait until
-    /// they have been sent. A signal, which the GPU issues as one packet in its round robin,
-    /// waits only for the backlog its window lets the flows ahead hold (slip_at). With
-    /// flow.issue: share the queue is one workgroup's: its writes go one after another, and the
-    /// workgroups' queues share the link max-min, as SMs' stores interleave on a GPU's port.
+    /// The writes a GPU sends to one GPU through one output link, first come first served: a GPU
+    /// issues a write's packets at once, as far as its window lets it, so they sit in its injection
+    /// queue behind those issued before to the same GPU, and only writes issued at the same time
+    /// interleave. Writes to other GPUs are in queues of their own, which share the link (the packet
+    /// fabric's virtual output queues: a packet never waits behind one bound elsewhere), so an
+    /// all-to-all's units to one peer do not wait for those to the others. The writes issued first
+    /// are active; the rest wait until they have been sent. A signal, which the GPU issues as one
+    /// packet in its round robin, waits only for the backlog its window lets the flows ahead hold
+    /// (slip_at).
     struct Injection {
         FrontQueue<std::uint32_t> waiting;
         std::vector<std::uint32_t> active_ids;  // the active writes
@@ -224,7 +225,6 @@ private:
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
-    std::uint32_t injection_queue(std::uint32_t src, std::uint32_t link, std::int64_t wg);
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
     void schedule_solve();
     void solve();
@@ -304,8 +304,7 @@ private:
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
-    bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue or share
-    bool m_issue_share;              // flow.issue: share: an injection queue per workgroup, not per GPU
+    bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
     bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
@@ -470,8 +469,7 @@ private:
     std::vector<Route> m_routes;
     std::vector<double> m_route_at_node, m_route_on_link;  // scratch of route(), zero between calls
     std::vector<std::uint32_t> m_route_touched;            // scratch of route(): the links it gave a share
-    // (src * links + first link) -> m_injection; with flow.issue: share, that key << 24 | workgroup
-    std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;
+    std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // (src * links + first link) * gpus + dst -> m_injection
     std::vector<Injection> m_injection;
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
