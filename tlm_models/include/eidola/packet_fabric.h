@@ -141,15 +141,14 @@ struct PacketFabricParams : ParamGroup {
     } router{*this};
 
     /// How the flow fabric models a GPU's issue of its posted writes (the packet fabric ignores it).
-    ChoiceParam flow_issue{*this, "flow.issue", {"gates", "queue", "share"},
+    ChoiceParam flow_issue{*this, "flow.issue", {"gates", "queue"},
                            "fabric.model flow only (the packet fabric ignores it, so that one platform serves both): "
                            "gates: a GPU issues its posted writes through its injection buffer (switch.buffer per "
                            "output) and max_outstanding, as the packet GPU does, and a workgroup goes on when its "
-                           "write is issued; queue: the writes through a link go at once, first come first served, "
-                           "so the gates never hold the link below its rate; share: at once too, but first come "
-                           "first served only within a workgroup, the workgroups' writes sharing the link max-min "
-                           "as SMs' stores interleave on a port (the real-system platforms: docs/fabrics.md, "
-                           "\"flow.issue: share\")"};
+                           "write is issued; queue: the writes go at once, first come first served behind those to "
+                           "the same GPU on that link (those to other GPUs share it), so the gates never hold the "
+                           "link below its rate (the real-system platforms: docs/fabrics.md, \"The GPU's issue "
+                           "gates\")"};
 
     /// How the flow fabric shares a link between flows' data and other flows' responses (the packet fabric ignores it).
     ChoiceParam flow_responses{*this, "flow.responses", {"first", "fair"},
