@@ -163,7 +163,7 @@ def test_all_to_all_as_shipped_moves_as_fast_as_all_gather_on_an_nvswitch_node(r
     # neither passes the port's payload share (NCCL's maintainers: ~370 GB/s of H100's 450 for collectives other
     # than all-reduce). While `queue` kept one queue per link rather than per destination, each 512 KiB p2p unit
     # waited behind the units to every other peer and all-to-all ran at half of all-gather (dgx-h100 1 GiB: 177.7
-    # against 357.4 GB/s; docs/fabrics.md, "Injection").
+    # against 357.4 GB/s; docs/fabrics.md, "A queue per destination").
     size, gpus = 256 * MIB, 8
     fabrics = Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow")
     busbw = {op: row.busbw for op in ("alltoall", "all_gather")
