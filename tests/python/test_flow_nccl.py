@@ -171,3 +171,18 @@ def test_all_to_all_as_shipped_moves_as_fast_as_all_gather_on_an_nvswitch_node(r
     link = EGRESS[platform] if platform in EGRESS else dict(rate=18 * 25e9, h=54, ack=3)
     port = link["rate"] * P / (P + link["h"] + link["ack"]) / 1e9
     assert 0.9 * busbw["all_gather"] <= busbw["alltoall"] <= port, (busbw, port)
+
+
+@pytest.mark.parametrize("platform", ["dgx-a100", "dgx-h100"])
+def test_all_to_all_as_shipped_agrees_with_the_packet_fabric_at_64_mib(repo, platform):
+    # The issue's all-to-all row (5% from 16 MiB) against the packet fabric, with each file's own flow settings
+    # (flow.issue: queue, responses: fair), which perf's auto fabric uses from this size up. They leave out the
+    # GPU's issue gates, which hold the packet fabric's rings below the wire, but an all-to-all's units are not
+    # held by them there: measured +0.25% on dgx-h100 (190.76 / 191.24 us) and +0.9% on dgx-a100. With one
+    # injection queue per link rather than per destination the flow fabric read +79% on dgx-h100.
+    size, gpus = 64 * MIB, 8
+    path = str(repo / "platforms" / f"{platform}.yaml")
+    (packet,) = run_sizes(Fabrics(path, {}, "packet"), "alltoall", [(size, size // 4)], gpus)
+    (flow,) = run_sizes(Fabrics(path, {}, "flow"), "alltoall", [(size, size // 4)], gpus)
+    assert (packet.fabric, flow.fabric) == ("packet", "flow") and packet.plan == flow.plan
+    assert abs(flow.time_us / packet.time_us - 1) <= BOUND["alltoall"], (packet.time_us, flow.time_us)
