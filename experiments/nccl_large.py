@@ -2,7 +2,7 @@
 
 `eidola perf --fabric auto` runs an 8-GPU all-reduce on the flow fabric from about 4.6 MiB up, so the
 validation curves (docs/validation.md) are the flow fabric's there, with the platform files' own
-`fabric.flow` settings (`issue: queue, responses: fair` on the calibrated platforms). The crossover table
+`fabric.flow` settings (`issue: queue`, and `responses: fair` but on mi300x-8gpu, on the calibrated platforms). The crossover table
 (experiments/nccl_crossover.py) checks the two fabrics at 1 and 8 MiB only. This runs each platform's
 all-reduce, as the tuner plans it, at 64 and 256 MiB on:
 

@@ -24,7 +24,7 @@ def build() -> Platform:
                                              "ack": "16B", "count": 1},
                                        switch={"latency": "100ns", "buffer": 128},
                                        # as the YAML: the settings of its calibration (docs/fabrics.md)
-                                       flow={"issue": "queue", "responses": "fair"}))
+                                       flow={"issue": "queue"}))
     for i, gpu in enumerate(gpus):
         p.connect(gpu.initiator, fabric.targets[i])
         p.connect(fabric.initiators[i], gpu.target)
