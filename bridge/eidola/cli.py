@@ -88,8 +88,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _on_packets(platform: Platform) -> bool:
     """Whether `platform` runs on the packet fabric, given in the shorthand form (so that
     `--set fabric.model=flow` would run it as flows)."""
-    shorthand = platform.shorthand
-    return isinstance(shorthand, dict) and (shorthand.get("fabric") or {}).get("model") == "packet"
+    from .run.perf import fabric_name
+
+    return platform.shorthand is not None and fabric_name(platform) == "packet"
 
 
 #: Past this many seconds left, a packet-fabric run's progress says once that flows would be quicker.

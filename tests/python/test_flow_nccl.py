@@ -31,6 +31,7 @@ EGRESS = {
     "mi300x-8gpu": dict(rate=7 * 64e9, path=64e9, h=85, ack=16, uplink=False),  # fully connected: 7 links of 64 GB/s
     "switch-8gpu": dict(rate=4 * 100e9, path=4 * 100e9, h=16, ack=16, uplink=True),  # one uplink of 4 x 100 GB/s
     "dgx-a100": dict(rate=12 * 25e9, path=12 * 25e9, h=72, ack=3, uplink=True),  # one uplink of 12 x 25 GB/s
+    "dgx-h100": dict(rate=18 * 25e9, path=18 * 25e9, h=54, ack=3, uplink=True),  # one uplink of 18 x 25 GB/s
 }
 # Data the busiest GPU sends, per byte of the nccl-tests size S, on k GPUs.
 SENT = {
@@ -168,7 +169,7 @@ def test_all_to_all_as_shipped_moves_as_fast_as_all_gather_on_an_nvswitch_node(r
     fabrics = Fabrics(str(repo / "platforms" / f"{platform}.yaml"), {}, "flow")
     busbw = {op: row.busbw for op in ("alltoall", "all_gather")
              for (row,) in [run_sizes(fabrics, op, [(size, size // 4)], gpus)]}
-    link = EGRESS[platform] if platform in EGRESS else dict(rate=18 * 25e9, h=54, ack=3)
+    link = EGRESS[platform]
     port = link["rate"] * P / (P + link["h"] + link["ack"]) / 1e9
     assert 0.9 * busbw["all_gather"] <= busbw["alltoall"] <= port, (busbw, port)
 

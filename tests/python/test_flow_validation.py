@@ -81,14 +81,16 @@ def _skewed_all_to_all(gpus: int, nbytes: int, heavy: int = 4):
     return b.build()
 
 
-def _both(repo, platform: str, profile, overrides: dict | None = None) -> tuple[float, float]:
-    """(packet, flow) kernel times of `profile` on `platform`, ns."""
+def _both(repo, platform: str, profile, overrides: dict | None = None, shipped: bool = False) -> tuple[float, float]:
+    """(packet, flow) kernel times of `profile` on `platform`, ns; `shipped`: the flow fabric with the file's own
+    fabric.flow settings rather than FLOW_COUNTERPART."""
     times = []
+    counterpart = {} if shipped else FLOW_COUNTERPART
     for model in ("packet", "flow"):
         # Launch 0: the bounds are the fabric's (mi300x-8gpu has a calibrated kernel launch). FLOW_COUNTERPART: the
         # flow fabric as the packet fabric's counterpart (mi300x-8gpu sets flow.issue: queue for its calibration).
         plat = eidola.load_platform(repo / "platforms" / platform,
-                                    overrides={"gpus.launch": "0ns", **FLOW_COUNTERPART, **(overrides or {}),
+                                    overrides={"gpus.launch": "0ns", **counterpart, **(overrides or {}),
                                                "fabric.model": model})
         times.append(eidola.simulate(plat, profile).kernel_time_ns)
     return times[0], times[1]
@@ -528,12 +530,9 @@ def test_all_to_all_with_staggered_starts_as_mi300x_ships(repo):
     # until 2026-12-05, it read +42.6%: the late writes queue behind the early ones on links 1-4 while the window
     # binds, and acknowledgements sharing the links fairly kept those links' writes at their share.
     nbytes = 16 * MIB
-    prof = _staggered_all_to_all(8, nbytes, 2, 4, 1.0)
-    times = [eidola.simulate(eidola.load_platform(repo / "platforms" / "mi300x-8gpu.yaml",
-                                                  overrides={"gpus.launch": "0ns", "fabric.model": model}),
-                             prof).kernel_time_ns for model in ("packet", "flow")]
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _staggered_all_to_all(8, nbytes, 2, 4, 1.0), shipped=True)
     n = nbytes / 8 / P
-    _check(times[0], times[1], 0.05, _stream_ns(MI300X, n * (P + MI300X["h"] + MI300X["ack"])))
+    _check(packet, flow, 0.05, _stream_ns(MI300X, n * (P + MI300X["h"] + MI300X["ack"])))
 
 
 def test_flags_wait_for_room_in_a_credit_starved_buffer(repo):

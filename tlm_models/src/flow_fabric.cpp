@@ -172,8 +172,7 @@ void FlowFabric::answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, st
 
 void FlowFabric::forward_b_transport(std::uint32_t src, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     if (trans.get_extension<MultimemExtension>()) {  // the NVLS unit serves the AT path only (an eidolon GPU is AT)
-        errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(src) +
-                                                   "]: a multimem access over b_transport (LT); NVLS needs AT");
+        report_port_error("targets", src, "a multimem access over b_transport (LT); NVLS needs AT");
         trans.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
         return;
     }

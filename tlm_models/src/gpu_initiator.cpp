@@ -274,12 +274,7 @@ bool GpuInitiator::send(Packet* p) {
         case tlm::TLM_ACCEPTED: return true;  // END_REQ will come on the backward path
         case tlm::TLM_UPDATED:
             if (phase == tlm::END_REQ) {
-                if (delay == sc_core::SC_ZERO_TIME) {
-                    m_request_pending = nullptr;
-                } else {
-                    actions.push(now + delay.value(), {GpuActionKind::EndReq, 0});
-                    m_request_ending = true;
-                }
+                end_request_at(now + delay.value());
                 return true;
             }
             if (phase == tlm::BEGIN_RESP) break;
@@ -298,6 +293,17 @@ bool GpuInitiator::send(Packet* p) {
     return true;
 }
 
+// The pending request's END_REQ takes effect at `at_ps`: now, or at a booked EndReq action, which
+// m_request_ending marks as booked so that a BEGIN_RESP for that request books none.
+void GpuInitiator::end_request_at(std::uint64_t at_ps) {
+    if (at_ps == now_ps()) {
+        end_request();
+        return;
+    }
+    m_core.actions.push(at_ps, {GpuActionKind::EndReq, 0});
+    m_request_ending = true;
+}
+
 tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
                                                  sc_core::sc_time& delay) {
     const std::uint64_t at = now_ps() + delay.value();
@@ -309,14 +315,9 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
     }
     // BEGIN_RESP implies END_REQ, for the request still awaiting it (not one whose END_REQ came)
     if (phase == tlm::END_REQ || (phase == tlm::BEGIN_RESP && m_request_pending == p && !m_request_ending)) {
-        if (now) {
-            // Handled in place (it only updates state); packetising resumes from the GPU's own process.
-            m_request_pending = nullptr;
-            if (!m_issue_queue.empty()) m_core.issue_soon();
-        } else {
-            m_core.actions.push(at, {GpuActionKind::EndReq, 0});
-            m_request_ending = true;
-        }
+        // Now it is handled in place (it only updates state); packetising resumes from the GPU's own process.
+        end_request_at(at);
+        if (now && !m_issue_queue.empty()) m_core.issue_soon();
         if (phase == tlm::END_REQ) return tlm::TLM_ACCEPTED;
     }
     if (phase == FLOW_SENT) {

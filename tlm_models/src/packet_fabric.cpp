@@ -221,8 +221,7 @@ tlm::tlm_sync_enum PacketFabric::request(std::uint32_t gpu, tlm::tlm_generic_pay
         m_actions.push(now_ps() + delay.value(), {ActionKind::EjectFree, m_node_first_output[gpu] + 1, 0});
         return tlm::TLM_COMPLETED;
     }
-    errors().report(ErrorKind::ModelError,
-                    std::string(name()) + ".targets[" + std::to_string(gpu) + "]: illegal phase on the forward path");
+    report_port_error("targets", gpu, "illegal phase on the forward path");
     return tlm::TLM_COMPLETED;
 }
 
@@ -231,8 +230,7 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
     const std::uint32_t eject_req = m_node_first_output[gpu];
     if (phase == tlm::END_REQ) {
         if (m_awaiting_end_req[gpu] != &t) {
-            errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
-                                                       "]: END_REQ for a transaction not awaiting it");
+            report_port_error("initiators", gpu, "END_REQ for a transaction not awaiting it");
             return tlm::TLM_COMPLETED;
         }
         m_awaiting_end_req[gpu] = nullptr;
@@ -249,16 +247,14 @@ tlm::tlm_sync_enum PacketFabric::response(std::uint32_t gpu, tlm::tlm_generic_pa
         m_blocked_response[gpu] = &t;  // END_RESP withheld until there is room
         return tlm::TLM_ACCEPTED;
     }
-    errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(gpu) +
-                                               "]: illegal phase on the backward path");
+    report_port_error("initiators", gpu, "illegal phase on the backward path");
     return tlm::TLM_COMPLETED;
 }
 
 // LT traffic has no phases to hold back, so it crosses the fabric at its zero-load latency.
 void PacketFabric::forward_b_transport(std::uint32_t gpu, tlm::tlm_generic_payload& t, sc_core::sc_time& delay) {
     if (is_multimem(t)) {  // the NVLS unit serves the AT path only (an eidolon GPU is AT)
-        errors().report(ErrorKind::ModelError, std::string(name()) + ".targets[" + std::to_string(gpu) +
-                                                   "]: a multimem access over b_transport (LT); NVLS needs AT");
+        report_port_error("targets", gpu, "a multimem access over b_transport (LT); NVLS needs AT");
         t.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
         return;
     }

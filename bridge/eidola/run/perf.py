@@ -46,7 +46,7 @@ from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
 if TYPE_CHECKING:
     from .simulate import Progress
 
-__all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices",
+__all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices", "fabric_name",
            "written_bytes", "run_sizes"]
 
 SIGNAL_BYTES = 8  #: bytes a signal writes: one flag word (an 8-byte atomic)
@@ -133,7 +133,7 @@ class Fabrics:
 
     def __post_init__(self) -> None:
         self.base = load_platform(self.path, self.overrides)
-        self.native = _fabric_name(self.base)
+        self.native = fabric_name(self.base)
         if self.native in ("packet", "flow") and self.base.shorthand is not None and \
                 "fabric.stats.bin" not in self.overrides:
             # perf reads only kernel times; a link's 1 us utilisation bins over a long run of hundreds of
@@ -211,7 +211,8 @@ class Fabrics:
         return self._variants[key]
 
 
-def _fabric_name(platform: Platform) -> str:
+def fabric_name(platform: Platform) -> str:
+    """The fabric `platform` runs on: ideal, packet, flow, plugin, another model's name, or none."""
     fabric = next((c for c in platform.components.values() if c.role == "fabric"), None)
     if fabric is None:
         return "none"

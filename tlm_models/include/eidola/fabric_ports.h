@@ -108,11 +108,16 @@ protected:
         return bound_interface(targets, port, m_bound_initiators[port]);
     }
 
+    /// A model error at a GPU port, which stops the run: its sockets ("initiators" or "targets"), its
+    /// index, and what went wrong there.
+    void report_port_error(const char* sockets, std::uint32_t port, const std::string& what) {
+        errors().report(ErrorKind::ModelError, std::string(name()) + "." + sockets + "[" + std::to_string(port) + "]: " + what);
+    }
+
     /// A target answered a transaction it was not sent (found in no DeliveredRequests entry):
     /// a model error, which stops the run.
     void report_unknown_response(std::uint32_t port) {
-        errors().report(ErrorKind::ModelError, std::string(name()) + ".initiators[" + std::to_string(port) +
-                                                   "]: BEGIN_RESP for a transaction it was not sent");
+        report_port_error("initiators", port, "BEGIN_RESP for a transaction it was not sent");
     }
 
     /// Whether the switch can serve multimem request `t` from GPU `gpu` (a switch that reduces at
@@ -135,8 +140,7 @@ protected:
                                                    ", beyond the fabric's " + std::to_string(m_ports) + " ports";
         }
         if (why.empty()) return true;
-        errors().report(ErrorKind::ModelError,
-                        std::string(name()) + ".targets[" + std::to_string(gpu) + "]: a multimem access: " + why);
+        report_port_error("targets", gpu, std::string("a multimem access: ") + why);
         t.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
         return false;
     }

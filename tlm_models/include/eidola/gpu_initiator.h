@@ -109,6 +109,7 @@ public:
     void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
 
 private:
+    void end_request_at(std::uint64_t at_ps);
     /// A workgroup's issue state: the transfer it is packetising (one at a time: the workgroup
     /// waits for its issue) and its unacknowledged writes. Why the op's fields are copied here:
     /// with 1,024 GPUs the op's line of the program is out of the cache at every packet, and this

@@ -101,8 +101,7 @@ public:
         const std::uint64_t at = now_ps() + delay.value();
         if (phase == tlm::END_REQ) {
             if (m_in_request[dst] != &trans) {
-                f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".initiators[" + std::to_string(dst) +
-                                                             "]: END_REQ for a transaction not awaiting it");
+                f.report_port_error("initiators", dst, "END_REQ for a transaction not awaiting it");
                 return tlm::TLM_COMPLETED;
             }
             end_request(f, dst, at);
@@ -120,8 +119,7 @@ public:
     /// END_RESP on the forward path of targets[src], at `at_ps`: its response channel is free then.
     void response_ended(Fabric& f, std::uint32_t src, const tlm::tlm_generic_payload& trans, std::uint64_t at_ps) {
         if (m_in_response[src] != &trans) {
-            f.errors().report(ErrorKind::ModelError, std::string(f.name()) + ".targets[" + std::to_string(src) +
-                                                         "]: END_RESP for a transaction whose response it was not sent");
+            f.report_port_error("targets", src, "END_RESP for a transaction whose response it was not sent");
             return;
         }
         m_in_response[src] = nullptr;
