@@ -203,18 +203,28 @@ def test_max_outstanding_limits_pipelining(write_platform):
     assert list(res.gpus["window_full_ns"]) == [0, 0] and res.summary()["notes"] == []
 
 
-def test_a_flow_gpus_window_is_not_counted_by_the_gpu(tmp_path):
-    # On the flow fabric the solver paces the window, and the GPU holds one slot a flow: the column is
-    # unavailable (NaN), not a zero that would say the window never bound.
+def test_a_flow_gpus_window_is_counted_by_its_fabric(tmp_path):
+    # On the flow fabric the solver paces the window, so the fabric counts the time it held the GPU's flows
+    # back: 16 packets, 4 in flight, so the first 4 go as a burst and the other 12 are paced at 4 a round trip,
+    # 3 round trips, as long as the packet GPU's window is full with packets waiting (3 of its 4 round trips,
+    # test_max_outstanding_limits_pipelining). The packet fabric on the same file is the reference.
     b = ProfileBuilder(gpus=2, workgroups=1, name="window")
     b.buffer("data", nbytes=4096)
     b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
     path = tmp_path / "flow.yaml"
     path.write_text("eidola: 1\nname: flow-pair\ngpus: {count: 2, workgroups: 1, max_outstanding: 4}\n"
                     "fabric: {model: flow, topology: fully_connected, link: {bandwidth: 64GB/s, latency: 200ns}}\n")
+    packet = eidola.simulate(eidola.load_platform(path, overrides={"fabric.model": "packet"}), b.build())
+    round_trip = packet.kernel_time_ns / 4
+    assert packet.gpus["window_full_ns"][0] == pytest.approx(3 * round_trip, rel=0.005)
     res = eidola.simulate(eidola.load_platform(path), b.build())
-    assert all(math.isnan(t) for t in res.gpus["window_full_ns"])
-    assert not [n for n in res.summary()["notes"] if "max_outstanding" in n]
+    full = list(res.gpus["window_full_ns"])
+    assert full[0] == pytest.approx(3 * round_trip, rel=0.01) and full[1] == 0
+    (note,) = [n for n in res.summary()["notes"] if "max_outstanding" in n]
+    assert "GPU 0's window was full" in note
+    # Room for all 16: one burst, never paced, never full.
+    res = eidola.simulate(eidola.load_platform(path, overrides={"gpus.max_outstanding": 16}), b.build())
+    assert list(res.gpus["window_full_ns"]) == [0, 0] and res.summary()["notes"] == []
 
 
 def test_remote_read_costs_a_round_trip_and_counts_at_the_owner(write_platform):

@@ -504,8 +504,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     Flow& f = m_flows[id];
     f.round_trip_ps = round_trip;
     if (f.incast >= 0 && f.window > 0) stretch_window(f.src, round_trip, incast_wait_ps(f));
-    for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
-        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
+    sync_windows();
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
     // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
@@ -588,8 +587,11 @@ void FlowFabric::start_burst(std::uint32_t id, std::uint64_t burst_packets) {
     const double n = double(f.packets);
     auto hold = [&](double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
+        const std::uint64_t now = now_ps();
         for (const Paced& p : m_paced) {
+            settle_window(p.resource, now);
             m_windows[p.resource].held += p.per_packet * packets;
+            mark_window(p.resource, now);
             m_holds[list].emplace_back(p.resource, p.per_packet * packets);
         }
         f.holds = list;
@@ -678,8 +680,47 @@ double FlowFabric::credit_seconds(const TopoLink& l, std::uint64_t wire) const {
 }
 
 std::uint32_t FlowFabric::window_resource(std::uint32_t gpu, std::uint32_t window) {
-    if (m_window[gpu] < 0) m_window[gpu] = m_solver.add_resource(double(window));
+    if (m_window[gpu] < 0) {
+        m_window[gpu] = m_solver.add_resource(double(window));
+        sync_windows();
+        m_windows[std::size_t(m_window[gpu])].gpu = true;
+    }
     return std::uint32_t(m_window[gpu]);
+}
+
+// A record in m_windows for every resource the solver has.
+void FlowFabric::sync_windows() {
+    for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
+        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
+}
+
+// GPU window `resource`'s full time up to `now`, before its load or what bursts hold of it changes.
+void FlowFabric::settle_window(std::uint32_t resource, std::uint64_t now) {
+    Window& w = m_windows[resource];
+    if (!w.gpu || w.full_since == kNever) return;
+    w.full_ps += now - w.full_since;
+    w.full_since = kNever;
+}
+
+// Whether GPU window `resource` is full from `now`, after its load or holds changed: paced flows use it
+// (the solver's load) and they and the bursts' holds fill it. That is when it holds its GPU's flows
+// back, as the packet GPU's window is full with packets waiting to go.
+void FlowFabric::mark_window(std::uint32_t resource, std::uint64_t now) {
+    Window& w = m_windows[resource];
+    if (!w.gpu) return;
+    const double load = m_solver.load(resource);
+    if (load > 0 && load + w.held >= w.capacity * (1 - 1e-6)) w.full_since = now;
+}
+
+std::vector<std::uint64_t> FlowFabric::window_full_ps() const {
+    std::vector<std::uint64_t> out(m_window.size(), 0);
+    const std::uint64_t now = now_ps();
+    for (std::size_t g = 0; g < m_window.size(); ++g) {
+        if (m_window[g] < 0) continue;
+        const Window& w = m_windows[std::size_t(m_window[g])];
+        out[g] = w.full_ps + (w.full_since == kNever ? 0 : now - w.full_since);
+    }
+    return out;
 }
 
 // Flows that start or end at the same time are solved once, after all of them.
@@ -707,8 +748,15 @@ void FlowFabric::solve() {
 void FlowFabric::solve_rates(std::uint64_t now) {
     const std::uint32_t links = std::uint32_t(m_links.size());
     m_solved_links.clear();
+    m_solved_windows.clear();
     m_solver.solve([&](std::uint32_t r) {
-                       if (r >= links) return;
+                       if (r >= links) {
+                           if (r < m_windows.size() && m_windows[r].gpu) {
+                               settle_window(r, now);
+                               m_solved_windows.push_back(r);
+                           }
+                           return;
+                       }
                        settle_busy(r, now);
                        m_solved_links.push_back(r);
                    },
@@ -731,6 +779,7 @@ void FlowFabric::solve_rates(std::uint64_t now) {
                    });
     // The new loads of the links just solved: those of the changed components only, so a solve
     // costs what its components hold, not a walk over every link of the fabric.
+    for (std::uint32_t r : m_solved_windows) mark_window(r, now);
     for (std::uint32_t l : m_solved_links) {
         if (m_incast_of_link[l] >= 0) reserve_incast(m_incasts[std::size_t(m_incast_of_link[l])], now);  // its load too
         else m_busy[l].load = m_solver.load(l);
@@ -966,7 +1015,11 @@ void FlowFabric::on_event() {
             case ActionKind::Solve: solve(); break;
             case ActionKind::Finish: finish(a.a, a.b); break;
             case ActionKind::Refill:
-                for (const auto& [resource, amount] : m_holds[a.a]) m_windows[resource].held -= amount;
+                for (const auto& [resource, amount] : m_holds[a.a]) {
+                    settle_window(resource, now);
+                    m_windows[resource].held -= amount;
+                    mark_window(resource, now);
+                }
                 m_holds[a.a].clear();
                 m_free_holds.push_back(a.a);
                 break;

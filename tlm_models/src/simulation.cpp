@@ -300,6 +300,10 @@ Table Simulation::table(const std::string& which) const {
         t.values.insert(t.values.end(), values);
     };
     if (which == "gpus") {
+        // A flow GPU's window is its fabric's to pace (its solver), which counts what it held back, per GPU port.
+        std::vector<std::uint64_t> paced_full;
+        for (const Fabric* f : s.fabrics)
+            if (std::vector<std::uint64_t> full = f->window_full_ps(); !full.empty()) paced_full = std::move(full);
         for (const EidolonGpu* g : s.gpus) {
             const MemoryCounters& c = g->memory().counters();
             const SyncMonStats& m = g->syncmon().stats();
@@ -307,8 +311,9 @@ Table Simulation::table(const std::string& which) const {
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
                  double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
                  double(m.fallbacks), double(m.peak_entries), double(g->trains_refused()),
-                 // a flow GPU's window is the fabric's to pace (its solver), so what it held back is not counted here
-                 g->issues_flows() ? std::numeric_limits<double>::quiet_NaN() : double(g->window_full_ps())});
+                 !g->issues_flows()                   ? double(g->window_full_ps())
+                 : g->index() < paced_full.size() ? double(paced_full[g->index()])
+                                                  : std::numeric_limits<double>::quiet_NaN()});
         }
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)

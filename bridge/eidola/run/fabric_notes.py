@@ -5,7 +5,8 @@ its receiving input waited behind a head bound for another output (head-of-line 
 the time the link had a free lane and packets waiting that lacked only credits still on their
 way back (a buffer shorter than the credit round trip). Each GPU counts the peers the fabric
 refused its packet trains to, and the time its window (`gpus.max_outstanding`) was full while it had
-packets waiting to go (not on the flow fabric, whose solver paces the window: NaN there). A note is
+packets waiting to go (on the flow fabric, whose solver paces the window, the fabric counts the time the window
+held paced flows back). A note is
 printed when one of them matters; see docs/router.md.
 """
 
@@ -27,8 +28,8 @@ SIGNIFICANT_SHARE = 0.05
 
 def _worst(r: Result, table: str, column: str) -> tuple[int, float] | None:
     """(row, share of the run) of the row of result table `table` ("links", "gpus") with the most `column` time, if
-    that share is significant. A column the run's fabric leaves unavailable (NaN: the flow fabric's queues and GPU
-    windows) is never noted."""
+    that share is significant. A column the run's fabric leaves unavailable (NaN: the flow fabric's queues, a GPU
+    window on a fabric that does not count it) is never noted."""
     rows = getattr(r, table)
     if r.kernel_time_ns <= 0 or not len(rows) or column not in (rows.dtype.names or ()):
         return None

@@ -109,6 +109,9 @@ public:
     virtual std::uint64_t bin_ps() const { return 0; }
     /// What its NVLS switch did (NvlsCounters::enabled false: it has none).
     virtual NvlsCounters nvls_counters() const { return {}; }
+    /// Per GPU port, how long the GPU's window (gpus.max_outstanding) held its flows back, where this fabric paces
+    /// the GPUs' windows itself (flows); empty where the GPUs count it (packets) or nothing does.
+    virtual std::vector<std::uint64_t> window_full_ps() const { return {}; }
     /// Readable names of the nodes its LinkStats::src and dst number ("gpu3", "n1.nic3", "rail3";
     /// empty: the numbers are GPU indices, or it has no names).
     virtual std::vector<std::string> node_names() const { return {}; }

@@ -51,6 +51,7 @@ public:
 
     std::vector<LinkStats> link_stats() const override;
     std::vector<PairStats> pair_stats() const override;
+    std::vector<std::uint64_t> window_full_ps() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
     std::uint64_t bin_ps() const override { return m_bin_ps; }
     const Topology& topology() const { return *m_topology; }
@@ -411,8 +412,17 @@ private:
         double held = 0;      // what bursts hold of it
         double capacity = 0;  // the solver's capacity of the resource (a window's is fixed once it is added; the
                               // incast gates, which change theirs, are never windows, so theirs is not read)
+        // A GPU's window (gpus.max_outstanding): the time it held paced flows back (window_full), summed up to
+        // full_since, and since when it has been full (kNever: it is not).
+        bool gpu = false;
+        std::uint64_t full_since = ~std::uint64_t(0);
+        std::uint64_t full_ps = 0;
     };
     std::vector<Window> m_windows;                // per resource
+    std::vector<std::uint32_t> m_solved_windows;  // the GPU windows a solve is moving the load of
+    void settle_window(std::uint32_t resource, std::uint64_t now);
+    void mark_window(std::uint32_t resource, std::uint64_t now);
+    void sync_windows();
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
     std::vector<std::uint32_t> m_free_holds;
     struct Paced {
