@@ -5,11 +5,12 @@ in all GPUs together and on the flow fabric above (docs/perf.md), so on 8 GPUs a
 4.6 MiB and up runs on the flow fabric. A curve is continuous across that point only where the two
 models agree on these collectives (NCCL's channels, FIFOs and protocols as the tuner chooses them, not
 the generic generators of tests/python/test_flow_validation.py). For each shipped single-fabric
-platform and each collective, at 1 MiB and 8 MiB, this runs the size on both fabrics with everything
-else as shipped and records flow / packet - 1 (the packet fabric is the reference).
+platform and each collective, at 1, 8 and 32 MiB (the last above the switch on every platform, where
+channels move several units each), this runs the size on both fabrics with everything else as shipped and
+records flow / packet - 1 (the packet fabric is the reference).
 
 Writes nccl_crossover.csv beside this file and prints the table of docs/fabrics.md, "NCCL collectives
-across the auto fabric's switch". About 4 minutes.
+across the auto fabric's switch". About 10 minutes.
 Run: .venv/bin/python experiments/nccl_crossover.py
 """
 
@@ -24,10 +25,11 @@ from eidola.run.perf import Fabrics, run_sizes
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CSV = HERE / "nccl_crossover.csv"
-PLATFORMS = ["mi300x-8gpu", "dgx-h100", "dgx-a100", "switch-8gpu", "rail-16gpu", "hierarchical-16gpu"]
+PLATFORMS = ["mi300x-8gpu", "dgx-h100", "dgx-a100", "switch-8gpu", "rail-16gpu", "hierarchical-16gpu", "mi300x-rail",
+             "dgx-h100-rail"]
 OPS = ["all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
        "scatter"]
-SIZES = [1 << 20, 8 << 20]
+SIZES = [1 << 20, 8 << 20, 32 << 20]
 
 
 def measure() -> list[dict[str, object]]:

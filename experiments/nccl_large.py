@@ -58,16 +58,17 @@ def measure() -> list[dict[str, object]]:
 def table(rows: list[dict[str, object]]) -> str:
     """The docs' table: per platform and size, each run's time and bus bandwidth, signed against the packet fabric."""
     out = ["| platform | size | plan | " + " | ".join(RUNS) + " |", "|---|---|---|" + "---|" * len(RUNS)]
-    for platform, _ in PLATFORMS:
+    for platform, algo in PLATFORMS:
+        label = platform if algo == "auto" else f"{platform} ({algo})"
         for size in SIZES:
-            mine = {str(r["run"]): r for r in rows if r["platform"] == platform and r["size"] == size}
+            mine = {str(r["run"]): r for r in rows if r["platform"] == platform and int(r["size"]) == size}
             ref = float(mine["packet"]["time_us"])  # type: ignore[arg-type]
             cells = []
             for run in RUNS:
                 t = float(mine[run]["time_us"])  # type: ignore[arg-type]
                 diff = "" if run == "packet" else f", {(t / ref - 1) * 100:+.1f}%"
                 cells.append(f"{t:,.1f} us ({mine[run]['busbw']} GB/s{diff})")
-            out.append(f"| {platform} | {size >> 20} MiB | {mine['packet']['plan']} | " + " | ".join(cells) + " |")
+            out.append(f"| {label} | {size >> 20} MiB | {mine['packet']['plan']} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 

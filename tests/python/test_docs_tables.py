@@ -1,0 +1,151 @@
+"""The docs' tables of measured figures say what the experiments' CSVs recorded.
+
+The docs quote the experiments' measurements (experiments/*.csv) as tables. Several times a run of an
+experiment rewrote its CSV while the docs kept the older figures (packet-fabric points had moved by up
+to 3% under later changes). These tests rebuild each table from its CSV with the experiment's own
+formatting and require the docs to carry it, so a re-run that moves a figure fails until the docs follow.
+They run no simulation: whether the CSVs still match the code is the experiments' question (re-run them).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def experiments(repo):
+    sys.path.insert(0, str(repo / "experiments"))
+    yield repo / "experiments"
+    sys.path.remove(str(repo / "experiments"))
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _missing(lines: list[str], doc: Path) -> list[str]:
+    text = doc.read_text()
+    return [line for line in lines if line.startswith("|") and line not in text]
+
+
+def test_the_nccl_crossover_table_is_the_csvs(experiments, repo):
+    import nccl_crossover
+
+    rows = _rows(experiments / "nccl_crossover.csv")
+    assert {r["platform"] for r in rows} == set(nccl_crossover.PLATFORMS)
+    lines = nccl_crossover.table(rows).splitlines()  # type: ignore[arg-type]
+    assert len(lines) == len(nccl_crossover.PLATFORMS) * len(nccl_crossover.OPS)
+    assert _missing(lines, repo / "docs" / "fabrics.md") == []
+
+
+def test_the_large_all_reduce_table_is_the_csvs(experiments, repo):
+    import nccl_large
+
+    lines = nccl_large.table(_rows(experiments / "nccl_large.csv")).splitlines()  # type: ignore[arg-type]
+    assert len(lines) == 2 + len(nccl_large.PLATFORMS) * len(nccl_large.SIZES)
+    assert _missing(lines, repo / "docs" / "fabrics.md") == []
+
+
+def test_the_flow_error_table_is_the_csvs(experiments, repo):
+    import flow_error
+
+    lines = flow_error.table(_rows(experiments / "flow_error.csv"))
+    assert len(lines) > 10
+    assert _missing(lines, repo / "docs" / "fabrics.md") == []
+
+
+_SIZE = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def _validation_tables(doc: str) -> dict[str, list[list[str]]]:
+    """Per platform, the cells of the rows of the table after its figure (figures/validation-<platform>.png)."""
+    tables: dict[str, list[list[str]]] = {}
+    lines = doc.splitlines()
+    for i, line in enumerate(lines):
+        m = re.search(r"figures/validation-([a-z0-9-]+)\.png", line)
+        if not m:
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("|"):
+            j += 1
+        rows = []
+        while j < len(lines) and lines[j].startswith("|"):
+            cells = [c.strip() for c in lines[j].strip().strip("|").split("|")]
+            if re.fullmatch(r"\d+ (KiB|MiB|GiB)", cells[0]):
+                rows.append(cells)
+            j += 1
+        tables[m.group(1)] = rows
+    return tables
+
+
+def test_the_validation_tables_are_the_csvs(experiments, repo):
+    # Each row of a platform's table in docs/validation.md (a choice of sizes) against that size's row of
+    # experiments/validation/<platform>.csv: plan, fabric, predicted time and bus bandwidth, and where the
+    # row has them, the alpha-beta line through the calibration points and the signed difference.
+    import validation
+
+    tables = _validation_tables((repo / "docs" / "validation.md").read_text())
+    platforms = {p: rows for p, rows in tables.items() if (repo / "platforms" / f"{p}.yaml").exists()}
+    assert len(platforms) >= 7, sorted(tables)
+    for platform, rows in platforms.items():
+        assert rows, f"docs/validation.md: no rows in {platform}'s table"
+        csv_rows = {int(r["size_bytes"]): r for r in _rows(experiments / "validation" / f"{platform}.csv")}
+        points = validation.calibration_points(platform)
+        a, b = validation.alpha_beta(points) if points else (None, None)
+        for cells in rows:
+            count, unit = cells[0].split()
+            size = int(count) * _SIZE[unit]
+            r = csv_rows[size]
+            t = float(r["time_us"])
+            expected = [cells[0], f"{r['algo']} {r['proto']} {r['channels']}", r["fabric"], f"{t:.2f}",
+                        f"{float(r['busbw_GBps']):.1f}"]
+            if len(cells) > 5 and cells[5]:
+                assert a is not None and b is not None, f"{platform} {cells[0]}: an alpha-beta cell without points"
+                line = a + size / b
+                expected += [f"{line:.2f}", f"{t / line - 1:+.1%}"]
+            assert cells[:len(expected)] == expected, f"docs/validation.md, {platform}, {cells[0]}"
+
+
+def _cells(doc: str, header: str) -> list[list[str]]:
+    """The cells of the body rows of the table whose header line starts with `header`."""
+    lines = doc.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def test_the_nvls_tables_are_the_csvs(experiments, repo):
+    # docs/validation.md, "NVLS (H200, H100)": the on / off curve and the GPU-count table, each figure
+    # against experiments/validation/dgx-h200-nvls*.csv (experiments/validation_nvls.py).
+    doc = (repo / "docs" / "validation.md").read_text()
+    curve = {(r["nvls"], int(r["size_bytes"])): r for r in _rows(experiments / "validation" / "dgx-h200-nvls.csv")}
+    rows = _cells(doc, "| size | NVLS on: time (us)")
+    assert len(rows) >= 10
+    for cells in rows:
+        count, unit = cells[0].split()
+        size = int(count) * _SIZE[unit]
+        on, off = curve[("on", size)], curve[("off", size)]
+        t_on, t_off = float(on["time_us"]), float(off["time_us"])
+        assert cells[1:] == [f"{t_on:,.1f}", f"{float(on['busbw_GBps']):.0f}", f"{t_off:,.1f}",
+                             f"{float(off['busbw_GBps']):.0f}", f"{off['algo']} {off['proto']}",
+                             f"{t_off / t_on - 1:+.0%}"], f"docs/validation.md, NVLS on / off, {cells[0]}"
+    sweep = {(int(r["gpus"]), r["nvls"], int(r["size_bytes"])): r
+             for r in _rows(experiments / "validation" / "dgx-h200-nvls-gpus.csv")}
+    rows = _cells(doc, "| GPUs | NVLS on, 1 GiB")
+    assert len(rows) >= 4
+    for cells in rows:
+        k = int(cells[0])
+        runs = [sweep[(k, nvls, size)] for nvls in ("on", "off") for size in (1 << 30, 8 << 30)]
+        expected = [f"{float(r['busbw_GBps']):.0f}" for r in runs]
+        expected += [f"{float(runs[0]['reduction_bound_GBps']):.0f}", f"{float(runs[0]['link_bound_GBps']):.0f}"]
+        assert cells[1:] == expected, f"docs/validation.md, NVLS GPU count, {k} GPUs"
