@@ -301,9 +301,16 @@ Table Simulation::table(const std::string& which) const {
     };
     if (which == "gpus") {
         // A flow GPU's window is its fabric's to pace (its solver), which counts what it held back, per GPU port.
+        // Read as per GPU only where one fabric counts it for as many ports as there are GPUs (the built-in
+        // platforms: port i is GPU i); anything else leaves the column unavailable rather than misassigned.
         std::vector<std::uint64_t> paced_full;
+        std::size_t counting = 0;
         for (const Fabric* f : s.fabrics)
-            if (std::vector<std::uint64_t> full = f->window_full_ps(); !full.empty()) paced_full = std::move(full);
+            if (std::vector<std::uint64_t> full = f->window_full_ps(); !full.empty()) {
+                paced_full = std::move(full);
+                ++counting;
+            }
+        if (counting != 1 || paced_full.size() != s.gpus.size()) paced_full.clear();
         for (const EidolonGpu* g : s.gpus) {
             const MemoryCounters& c = g->memory().counters();
             const SyncMonStats& m = g->syncmon().stats();
