@@ -587,11 +587,8 @@ void FlowFabric::start_burst(std::uint32_t id, std::uint64_t burst_packets) {
     const double n = double(f.packets);
     auto hold = [&](double packets) {
         const std::uint32_t list = take_slot(m_holds, m_free_holds);
-        const std::uint64_t now = now_ps();
         for (const Paced& p : m_paced) {
-            settle_window(p.resource, now);
             m_windows[p.resource].held += p.per_packet * packets;
-            mark_window(p.resource, now);
             m_holds[list].emplace_back(p.resource, p.per_packet * packets);
         }
         f.holds = list;
@@ -694,7 +691,7 @@ void FlowFabric::sync_windows() {
         m_windows.push_back(Window{0.0, m_solver.capacity(r)});
 }
 
-// GPU window `resource`'s full time up to `now`, before its load or what bursts hold of it changes.
+// GPU window `resource`'s full time up to `now`, before a solve changes its load.
 void FlowFabric::settle_window(std::uint32_t resource, std::uint64_t now) {
     Window& w = m_windows[resource];
     if (!w.gpu || w.full_since == kNever) return;
@@ -702,7 +699,7 @@ void FlowFabric::settle_window(std::uint32_t resource, std::uint64_t now) {
     w.full_since = kNever;
 }
 
-// Whether GPU window `resource` is full from `now`, after its load or holds changed: the flows it paces fill
+// Whether GPU window `resource` is full from `now`, after a solve changed its load: the flows it paces fill
 // its capacity (the solver's load), so it is what holds them back, as the packet GPU's window is full with
 // packets waiting to go. Not counted: bursts' held room beside paced flows that links hold back (mi300x-rail's
 // 256 MiB reduce-scatter: full that way for 47% of the run, and no faster with the window lifted).
@@ -1016,11 +1013,7 @@ void FlowFabric::on_event() {
             case ActionKind::Solve: solve(); break;
             case ActionKind::Finish: finish(a.a, a.b); break;
             case ActionKind::Refill:
-                for (const auto& [resource, amount] : m_holds[a.a]) {
-                    settle_window(resource, now);
-                    m_windows[resource].held -= amount;
-                    mark_window(resource, now);
-                }
+                for (const auto& [resource, amount] : m_holds[a.a]) m_windows[resource].held -= amount;
                 m_holds[a.a].clear();
                 m_free_holds.push_back(a.a);
                 break;
