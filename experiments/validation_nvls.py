@@ -13,7 +13,7 @@ which set the platform's header and fabric.switch.nvls.reduce_bandwidth (platfor
   from the switch, busbw = 2 (k-1)/k x B / ((1 + 2h/P) + (1 + (h + a)/P) / k), with B = 18 x 25 GB/s,
   packets of P = 256 B, header h = 54 B and acknowledgement a = 3 B.
 
-Run: .venv/bin/python experiments/validation_nvls.py (about six minutes on two busy cores);
+Run: .venv/bin/python experiments/validation_nvls.py (about six minutes on two busy cores; prints the docs' two tables);
 --plot-only redraws the figures from the CSVs.
 """
 
@@ -74,13 +74,41 @@ def read(name: str) -> list[dict[str, str]]:
 
 
 def plot_only() -> None:
-    """Redraw the figures from the CSVs a full run wrote."""
+    """Redraw the figures from the CSVs a full run wrote, and print the docs' tables."""
     rows = read("dgx-h200-nvls.csv")
     curve = {state: [r for r in rows if r["nvls"] == state] for state in ("on", "off")}
     sweep: dict[tuple[str, int], list[dict[str, str]]] = {}
     for r in read("dgx-h200-nvls-gpus.csv"):
         sweep.setdefault((r["nvls"], int(r["gpus"])), []).append(r)
     figures(curve, sweep)
+    print("\n".join(tables(rows, read("dgx-h200-nvls-gpus.csv"))))
+
+
+def _size(n: int) -> str:
+    return f"{n // GiB} GiB" if n >= GiB else f"{n // MiB} MiB"
+
+
+def tables(curve_rows: list[dict[str, str]], gpu_rows: list[dict[str, str]]) -> list[str]:
+    """docs/validation.md's two tables, from the rows of dgx-h200-nvls.csv and dgx-h200-nvls-gpus.csv: time and
+    busbw with NVLS on and off per size (and on / off as busbw on over busbw off - 1), and busbw per GPU count."""
+    on = {int(r["size_bytes"]): r for r in curve_rows if r["nvls"] == "on"}
+    off = {int(r["size_bytes"]): r for r in curve_rows if r["nvls"] == "off"}
+    lines = ["| size | NVLS on: time (us) | busbw (GB/s) | NVLS off: time (us) | busbw (GB/s) | off runs | on / off |",
+             "|---|---|---|---|---|---|---|"]
+    for size in sorted(on.keys() & off.keys()):
+        a, b = on[size], off[size]
+        t_on, t_off = float(a["time_us"]), float(b["time_us"])
+        lines.append(f"| {_size(size)} | {t_on:,.1f} | {float(a['busbw_GBps']):.0f} | {t_off:,.1f} | "
+                     f"{float(b['busbw_GBps']):.0f} | {b['algo']} {b['proto']} | {t_off / t_on - 1:+.0%} |")
+    sweep = {(int(r["gpus"]), r["nvls"], int(r["size_bytes"])): r for r in gpu_rows}
+    lines += ["", "| GPUs | NVLS on, 1 GiB | NVLS on, 8 GiB | NVLS off, 1 GiB | NVLS off, 8 GiB | switch bound | link bound |",
+              "|---|---|---|---|---|---|---|"]
+    for k in sorted({int(r["gpus"]) for r in gpu_rows}):
+        runs = [sweep[(k, state, size)] for state in ("on", "off") for size in (GiB, 8 * GiB)]
+        cells = [f"{float(r['busbw_GBps']):.0f}" for r in runs]
+        cells += [f"{float(runs[0]['reduction_bound_GBps']):.0f}", f"{float(runs[0]['link_bound_GBps']):.0f}"]
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main() -> None:
@@ -110,6 +138,7 @@ def main() -> None:
                 w.writerow([k, state, r["size_bytes"], r["time_us"], r["busbw_GBps"], r["algo"], r["proto"], r["channels"],
                             f"{red:.1f}", f"{link:.1f}"])
     figures(curve, sweep)
+    print("\n".join(tables(read("dgx-h200-nvls.csv"), read("dgx-h200-nvls-gpus.csv"))))
 
 
 def figures(curve: dict[str, list[dict[str, str]]], sweep: dict[tuple[str, int], list[dict[str, str]]]) -> None:
