@@ -21,6 +21,8 @@ order of the solver's floating-point sums.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from zero_load import zero_load_ns
@@ -81,19 +83,21 @@ def _skewed_all_to_all(gpus: int, nbytes: int, heavy: int = 4):
     return b.build()
 
 
-def _both(repo, platform: str, profile, overrides: dict | None = None, shipped: bool = False) -> tuple[float, float]:
-    """(packet, flow) kernel times of `profile` on `platform`, ns; `shipped`: the flow fabric with the file's own
-    fabric.flow settings rather than FLOW_COUNTERPART."""
-    times = []
+def _kernel_ns(repo, platform: str, profile, model: str, overrides: dict | None = None, shipped: bool = False) -> float:
+    """The kernel time of `profile` on `platform` with fabric.model `model`, ns; `shipped`: the flow fabric with the
+    file's own fabric.flow settings rather than FLOW_COUNTERPART."""
+    # Launch 0: the bounds are the fabric's (mi300x-8gpu has a calibrated kernel launch). FLOW_COUNTERPART: the
+    # flow fabric as the packet fabric's counterpart (mi300x-8gpu sets flow.issue: queue for its calibration).
     counterpart = {} if shipped else FLOW_COUNTERPART
-    for model in ("packet", "flow"):
-        # Launch 0: the bounds are the fabric's (mi300x-8gpu has a calibrated kernel launch). FLOW_COUNTERPART: the
-        # flow fabric as the packet fabric's counterpart (mi300x-8gpu sets flow.issue: queue for its calibration).
-        plat = eidola.load_platform(repo / "platforms" / platform,
-                                    overrides={"gpus.launch": "0ns", **counterpart, **(overrides or {}),
-                                               "fabric.model": model})
-        times.append(eidola.simulate(plat, profile).kernel_time_ns)
-    return times[0], times[1]
+    plat = eidola.load_platform(repo / "platforms" / platform,
+                                overrides={"gpus.launch": "0ns", **counterpart, **(overrides or {}), "fabric.model": model})
+    return eidola.simulate(plat, profile).kernel_time_ns
+
+
+def _both(repo, platform: str, profile, overrides: dict | None = None, shipped: bool = False) -> tuple[float, float]:
+    """(packet, flow) kernel times of `profile` on `platform`, ns (`shipped`: as _kernel_ns)."""
+    return (_kernel_ns(repo, platform, profile, "packet", overrides, shipped),
+            _kernel_ns(repo, platform, profile, "flow", overrides, shipped))
 
 
 def _above_floor(packet: float, flow: float, floor_ns: float) -> None:
@@ -537,21 +541,21 @@ def test_all_to_all_with_staggered_starts_as_mi300x_ships(repo):
 
 # The two-node files' NICs: their header per message of 4 KiB (platforms/*.yaml, fabric.nic), at 50 GB/s.
 RAIL_NIC_HEADER = {"mi300x-rail.yaml": 78, "dgx-h100-rail.yaml": 42}
-_STAGGERED_PACKET: dict[str, float] = {}
+
+
+@functools.cache
+def _staggered_on_packets(repo, platform: str) -> float:
+    """The packet fabric's time of _staggered_over_two_nodes' profile, shared by the two tests of a platform."""
+    return _kernel_ns(repo, platform, _staggered_all_to_all(16, 16 * MIB, 2, 4, 1.0), "packet")
 
 
 def _staggered_over_two_nodes(repo, platform: str, shipped: bool) -> tuple[float, float, float]:
     """(packet, flow, floor) ns of the staggered all-to-all (1 ns) on the 16 GPUs of a two-node file. Floor: each
     GPU sends 1 MiB to each of the 8 GPUs of the other node, so each NIC sends 8 MiB, at 50 GB/s less its header
-    per 4 KiB message. The packet run is shared by the two tests of a platform."""
-    profile = _staggered_all_to_all(16, 16 * MIB, 2, 4, 1.0)
-    if platform not in _STAGGERED_PACKET:
-        _STAGGERED_PACKET[platform] = _both(repo, platform, profile)[0]
-    settings = {} if shipped else FLOW_COUNTERPART
-    plat = eidola.load_platform(repo / "platforms" / platform,
-                                overrides={"gpus.launch": "0ns", **settings, "fabric.model": "flow"})
+    per 4 KiB message."""
+    flow = _kernel_ns(repo, platform, _staggered_all_to_all(16, 16 * MIB, 2, 4, 1.0), "flow", shipped=shipped)
     floor = 8 * MIB * (4096 + RAIL_NIC_HEADER[platform]) / 4096 / 50e9 * 1e9
-    return _STAGGERED_PACKET[platform], eidola.simulate(plat, profile).kernel_time_ns, floor
+    return _staggered_on_packets(repo, platform), flow, floor
 
 
 @pytest.mark.parametrize("platform", sorted(RAIL_NIC_HEADER))

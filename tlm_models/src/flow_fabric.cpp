@@ -504,7 +504,8 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
     Flow& f = m_flows[id];
     f.round_trip_ps = round_trip;
     if (f.incast >= 0 && f.window > 0) stretch_window(f.src, round_trip, incast_wait_ps(f));
-    sync_windows();
+    for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
+        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
     // A flag is timed alone (timed_alone) unless a small window it needs is full: a window of
     // kLargeWindow packets or more is filled by data, beside which one flag's slot is nothing
     // (so it is neither waited for nor held), but a small one (a credit-starved buffer) may be
@@ -679,24 +680,19 @@ double FlowFabric::credit_seconds(const TopoLink& l, std::uint64_t wire) const {
 std::uint32_t FlowFabric::window_resource(std::uint32_t gpu, std::uint32_t window) {
     if (m_window[gpu] < 0) {
         m_window[gpu] = m_solver.add_resource(double(window));
-        sync_windows();
-        m_windows[std::size_t(m_window[gpu])].gpu = true;
+        m_window_gpu.resize(m_solver.resources(), -1);
+        m_window_gpu[std::size_t(m_window[gpu])] = std::int32_t(gpu);
+        m_window_full.resize(m_window.size());
     }
     return std::uint32_t(m_window[gpu]);
 }
 
-// A record in m_windows for every resource the solver has.
-void FlowFabric::sync_windows() {
-    for (std::uint32_t r = std::uint32_t(m_windows.size()); r < m_solver.resources(); ++r)
-        m_windows.push_back(Window{0.0, m_solver.capacity(r)});
-}
-
 // GPU window `resource`'s full time up to `now`, before a solve changes its load.
 void FlowFabric::settle_window(std::uint32_t resource, std::uint64_t now) {
-    Window& w = m_windows[resource];
-    if (!w.gpu || w.full_since == kNever) return;
-    w.full_ps += now - w.full_since;
-    w.full_since = kNever;
+    WindowFull& w = m_window_full[std::size_t(m_window_gpu[resource])];
+    if (w.since == kNever) return;
+    w.ps += now - w.since;
+    w.since = kNever;
 }
 
 // Whether GPU window `resource` is full from `now`, after a solve changed its load: the flows it paces fill
@@ -704,20 +700,16 @@ void FlowFabric::settle_window(std::uint32_t resource, std::uint64_t now) {
 // packets waiting to go. Not counted: bursts' held room beside paced flows that links hold back (mi300x-rail's
 // 256 MiB reduce-scatter: full that way for 47% of the run, and no faster with the window lifted).
 void FlowFabric::mark_window(std::uint32_t resource, std::uint64_t now) {
-    Window& w = m_windows[resource];
-    if (!w.gpu) return;
     const double load = m_solver.load(resource);
-    if (load > 0 && load >= w.capacity * (1 - 1e-6)) w.full_since = now;
+    if (load > 0 && load >= m_solver.capacity(resource) * (1 - 1e-6))
+        m_window_full[std::size_t(m_window_gpu[resource])].since = now;
 }
 
 std::vector<std::uint64_t> FlowFabric::window_full_ps() const {
     std::vector<std::uint64_t> out(m_window.size(), 0);
     const std::uint64_t now = now_ps();
-    for (std::size_t g = 0; g < m_window.size(); ++g) {
-        if (m_window[g] < 0) continue;
-        const Window& w = m_windows[std::size_t(m_window[g])];
-        out[g] = w.full_ps + (w.full_since == kNever ? 0 : now - w.full_since);
-    }
+    for (std::size_t g = 0; g < m_window_full.size(); ++g)
+        out[g] = m_window_full[g].ps + (m_window_full[g].since == kNever ? 0 : now - m_window_full[g].since);
     return out;
 }
 
@@ -749,7 +741,7 @@ void FlowFabric::solve_rates(std::uint64_t now) {
     m_solved_windows.clear();
     m_solver.solve([&](std::uint32_t r) {
                        if (r >= links) {
-                           if (r < m_windows.size() && m_windows[r].gpu) {
+                           if (r < m_window_gpu.size() && m_window_gpu[r] >= 0) {
                                settle_window(r, now);
                                m_solved_windows.push_back(r);
                            }

@@ -311,6 +311,11 @@ Table Simulation::table(const std::string& which) const {
                 ++counting;
             }
         if (counting != 1 || paced_full.size() != s.gpus.size()) paced_full.clear();
+        auto window_full = [&paced_full](const EidolonGpu* g) {
+            if (!g->issues_flows()) return double(g->window_full_ps());
+            return g->index() < paced_full.size() ? double(paced_full[g->index()])
+                                                  : std::numeric_limits<double>::quiet_NaN();
+        };
         for (const EidolonGpu* g : s.gpus) {
             const MemoryCounters& c = g->memory().counters();
             const SyncMonStats& m = g->syncmon().stats();
@@ -318,9 +323,7 @@ Table Simulation::table(const std::string& which) const {
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
                  double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
                  double(m.fallbacks), double(m.peak_entries), double(g->trains_refused()),
-                 !g->issues_flows()                   ? double(g->window_full_ps())
-                 : g->index() < paced_full.size() ? double(paced_full[g->index()])
-                                                  : std::numeric_limits<double>::quiet_NaN()});
+                 window_full(g)});
         }
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)

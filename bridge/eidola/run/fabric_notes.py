@@ -5,9 +5,8 @@ its receiving input waited behind a head bound for another output (head-of-line 
 the time the link had a free lane and packets waiting that lacked only credits still on their
 way back (a buffer shorter than the credit round trip). Each GPU counts the peers the fabric
 refused its packet trains to, and the time its window (`gpus.max_outstanding`) was full while it had
-packets waiting to go (on the flow fabric, whose solver paces the window, the fabric counts the time the window
-held paced flows back). A note is
-printed when one of them matters; see docs/router.md.
+packets waiting to go (on the flow fabric, whose solver paces the window, the fabric counts the time the
+window held paced flows back). A note is printed when one of them matters; see docs/router.md.
 """
 
 from __future__ import annotations

@@ -412,17 +412,20 @@ private:
         double held = 0;      // what bursts hold of it
         double capacity = 0;  // the solver's capacity of the resource (a window's is fixed once it is added; the
                               // incast gates, which change theirs, are never windows, so theirs is not read)
-        // A GPU's window (gpus.max_outstanding): the time it held paced flows back (window_full), summed up to
-        // full_since, and since when it has been full (kNever: it is not).
-        bool gpu = false;
-        std::uint64_t full_since = ~std::uint64_t(0);
-        std::uint64_t full_ps = 0;
     };
     std::vector<Window> m_windows;                // per resource
+    // Per GPU: how long its window (gpus.max_outstanding) held paced flows back (window_full_ps), summed up
+    // to `since`, and since when it has been full (~0: it is not). Apart from Window, which launch() reads
+    // per flow for every resource: the GPU windows are a few of those, read only when a solve moves them.
+    struct WindowFull {
+        std::uint64_t since = ~std::uint64_t(0);
+        std::uint64_t ps = 0;
+    };
+    std::vector<WindowFull> m_window_full;
+    std::vector<std::int32_t> m_window_gpu;       // per resource: the GPU whose window it is, -1: none
     std::vector<std::uint32_t> m_solved_windows;  // the GPU windows a solve is moving the load of
     void settle_window(std::uint32_t resource, std::uint64_t now);
     void mark_window(std::uint32_t resource, std::uint64_t now);
-    void sync_windows();
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
     std::vector<std::uint32_t> m_free_holds;
     struct Paced {
