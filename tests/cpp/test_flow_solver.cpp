@@ -153,6 +153,29 @@ int main() {
         expect("unweighted flow", s.rate(1), 4);
     }
     {
+        // Tagged flows (the flow fabric's queued writes): the same rates as untagged ones, their load also counted
+        // apart. On a link of 12 with a second link of 4 behind it: flows 0 and 1 identical but for the tag (two
+        // groups, not one), flow 2 tagged over both links. Link 1 holds flow 2 at 4; flows 0 and 1 share the 8 left,
+        // 4 each: the tagged load of link 0 is 4 + 4, of link 1 all 4. Flow 1 leaving gives flow 0 the 8.
+        FlowSolver s;
+        const auto a = s.add_resource(12), b = s.add_resource(4);
+        s.add_flow(0, {{a, 1}});
+        s.add_flow(1, {{a, 1}}, true);
+        s.add_flow(2, {{a, 1}, {b, 1}}, true);
+        solve(s);
+        expect("untagged flow", s.rate(0), 4);
+        expect("its tagged twin", s.rate(1), 4);
+        expect("tagged flow held by the narrow link", s.rate(2), 4);
+        expect("load of link 0", s.load(a), 12);
+        expect("tagged load of link 0", s.tagged_load(a), 8);
+        expect("tagged load of link 1", s.tagged_load(b), 4);
+        expect("two groups for the twins and one more", double(s.groups()), 3);
+        s.remove_flow(1);
+        solve(s);
+        expect("after the tagged twin left, untagged flow", s.rate(0), 8);
+        expect("tagged load of link 0 after it left", s.tagged_load(a), 4);
+    }
+    {
         // Separate components: changing one leaves the other's rates as they were, and a flow
         // with no resource is unlimited.
         FlowSolver s;

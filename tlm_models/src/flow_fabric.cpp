@@ -530,7 +530,7 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         return;
     }
     if (m_paced.empty()) {  // no window: all at the solver's rate
-        m_solver.add_flow(id, m_uses);
+        m_solver.add_flow(id, m_uses, f.queued);
         schedule_solve();
         return;
     }
@@ -576,7 +576,7 @@ void FlowFabric::decide_bursts() {
         m_uses.swap(p.uses);
         m_paced.swap(p.paced);
         start_burst(p.id, std::uint64_t(burst));
-        m_solver.add_flow(p.id, m_uses);
+        m_solver.add_flow(p.id, m_uses, f.queued);
     }
     m_pending_count = 0;
 }
@@ -638,6 +638,11 @@ void FlowFabric::timed_alone(std::uint32_t id) {
             settle_busy(u.resource, now);
             add_busy(u.resource, now, u.weight * f.remaining * 1e12);
         }
+    }
+    if (f.incast >= 0) {  // and on the link its incast queue stands in for (not among its uses), binned at the end:
+        // settling the queue here would move it on at a time of its own, and the model with it
+        const std::uint32_t link = m_incasts[std::size_t(f.incast)].link;
+        m_late_busy.push_back({link, now, f.incast_weight * f.remaining * 1e12 / m_busy[link].bytes_per_s});
     }
     f.rate = rate;
     f.alone = true;
@@ -772,7 +777,7 @@ void FlowFabric::solve_rates(std::uint64_t now) {
     for (std::uint32_t r : m_solved_windows) mark_window(r, now);
     for (std::uint32_t l : m_solved_links) {
         if (m_incast_of_link[l] >= 0) reserve_incast(m_incasts[std::size_t(m_incast_of_link[l])], now);  // its load too
-        else m_busy[l].load = m_solver.load(l);
+        else m_busy[l].load = binned_load(l);
     }
 }
 
@@ -809,7 +814,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         f.paced_bytes = 0;
         f.anchor_ps = now;
         set_rate(f, 0);
-        m_solver.add_flow(id, f.paced);
+        m_solver.add_flow(id, f.paced, f.queued);
         return;
     }
     ++m_next_version[id];  // no Finish of this flow stands any more
@@ -861,6 +866,7 @@ void FlowFabric::account_flow(std::uint32_t id) {
     Flow& f = m_flows[id];
     const bool starts = f.packets == 1 && f.framing.first;
     count_links(f);
+    if (f.queued) log_sent_write(f);
     PairStats& pair = m_route_pairs[f.route];
     pair.src = std::int32_t(f.src);
     pair.dst = std::int32_t(f.dst);
@@ -949,50 +955,6 @@ void FlowFabric::spread_carried(std::vector<LinkStats>& stats, std::vector<std::
                 if (l.nic_out) overhead[link] += c->messages * m_message_ps;
             }
         }
-}
-
-// The busy time a link's load since its last change adds, spread over the bins it covers.
-void FlowFabric::account_busy(std::uint32_t link, std::uint64_t now) {
-    LinkBusy& b = m_busy[link];
-    if (b.load > 0 && now > b.since) {
-        for (std::uint64_t t = b.since; t < now;) {
-            const std::uint64_t bin = t / m_bin_ps, end = std::min(now, (bin + 1) * m_bin_ps);
-            open_bin(link, bin);
-            b.busy += float(b.load * double(end - t) / b.bytes_per_s);  // lane-ps busy
-            t = end;
-        }
-    }
-    b.since = now;
-}
-
-// Adds `wire_ps` (wire bytes x 1e12) of busy time to link `link`'s bin of `now` (account_busy has
-// run up to now).
-void FlowFabric::add_busy(std::uint32_t link, std::uint64_t now, double wire_ps) {
-    open_bin(link, now / m_bin_ps);
-    m_busy[link].busy += float(wire_ps / m_busy[link].bytes_per_s);  // lane-ps busy
-}
-
-// Link `link`'s open bin becomes `bin`. Bins only move on, so the one it had is complete.
-void FlowFabric::open_bin(std::uint32_t link, std::uint64_t bin) {
-    LinkBusy& b = m_busy[link];
-    if (b.bin == bin) return;
-    b.busy = b.bin == kNoBin ? 0.0f : spill_bins(m_links[link].s.busy_bins, b.bin, b.busy, b.bin_capacity, bin);
-    b.bin = bin;
-}
-
-// Appends bin `from`'s `busy` lane-ps to `bins`, at most `capacity` a bin, what it cannot hold going
-// on into the bins after it, up to bin `until`; returns what reaches `until`. Why: a flag timed
-// alone adds its wire time where it starts, on top of the solver's full load (and float sums round
-// up), so a bin could read above 100%; the link is instead busy that much longer, and the bins still
-// add up to its busy time.
-float FlowFabric::spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
-                             float capacity, std::uint64_t until) {
-    for (std::uint64_t bin = from; bin < until && busy > 0.0f; ++bin) {
-        const float held = std::min(busy, capacity);
-        bins.emplace_back(bin, held);
-        busy -= held;
-    }
-    return busy;
 }
 
 // ---- delivery -----------------------------------------------------------------------------------
@@ -1162,6 +1124,7 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
     std::vector<std::uint64_t> overhead(m_links.size(), 0);
     for (std::size_t l = 0; l < m_links.size(); ++l) overhead[l] = m_links[l].overhead_ps;
     spread_carried(carried, overhead);
+    const std::vector<std::vector<std::pair<std::uint64_t, float>>> sent = sent_write_bins();
     for (std::size_t l = 0; l < m_links.size(); ++l) {
         LinkStats s = m_links[l].s;
         s.bytes += carried[l].bytes;
@@ -1169,6 +1132,8 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         s.packets += carried[l].packets;
         const LinkBusy& b = m_busy[l];
         if (b.bin != kNoBin) spill_bins(s.busy_bins, b.bin, b.busy, b.bin_capacity, kNoBin);  // the open bin and its carry
+        merge_bins(s.busy_bins, sent[l], b.bin_capacity);
+        spread_bytes(s);
         const TopoLink& link = m_topology->links()[l];
         s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + overhead[l];
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;

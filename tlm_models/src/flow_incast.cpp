@@ -90,7 +90,7 @@ void FlowFabric::setup_incast(const Params& p) {
 void FlowFabric::flow_incast_to(Incast& q, std::uint64_t t) {
     if (t <= q.since) return;
     LinkBusy& b = m_busy[q.link];
-    const double others = m_solver.load(q.link);  // what the solver's flows put on the link
+    const double others = binned_load(q.link);  // what the solver's flows put on the link (queued writes aside)
     const double dt = double(t - q.since) * 1e-12;
     if (q.backlog > 0 && q.arrivals < q.service) {
         const double empty_s = q.backlog / (q.service - q.arrivals);
@@ -114,7 +114,7 @@ void FlowFabric::flow_incast_to(Incast& q, std::uint64_t t) {
 // Queue `q`'s link's load from now on, for its busy time: the solver's flows there, and the queue sending at
 // its drain rate while a backlog lasts, at its arrivals without one.
 void FlowFabric::set_busy_load(Incast& q) {
-    m_busy[q.link].load = m_solver.load(q.link) + (q.backlog > 0 ? q.service : std::min(q.arrivals, q.service));
+    m_busy[q.link].load = binned_load(q.link) + (q.backlog > 0 ? q.service : std::min(q.arrivals, q.service));
 }
 
 // Books queue `q`'s next crossing of its buffers' thresholds (full while open; drained to kReopenAt of them

@@ -29,6 +29,7 @@ std::uint32_t FlowSolver::add_resource(double capacity) {
     if (!(capacity > 0)) throw std::invalid_argument("flow solver: a resource needs a positive capacity");
     m_resources.push_back(Resource{capacity});
     m_load.push_back(0.0);
+    m_tagged_load.push_back(0.0);
     m_measured.emplace_back();
     m_resource_mark.push_back(0);
     return std::uint32_t(m_resources.size() - 1);
@@ -59,11 +60,11 @@ std::uint64_t uses_key(const std::vector<FlowSolver::Use>& uses) {
 }
 }  // namespace
 
-std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t key) {
+std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged) {
     const std::uint32_t found = m_index.find(key);
     if (found == FlatIndex::kAbsent) return kNone;
     const UseList mine = this->uses(found);
-    if (mine.size() != uses.size()) return kNone;
+    if (mine.size() != uses.size() || m_groups[found].tagged != tagged) return kNone;
     for (std::size_t i = 0; i < uses.size(); ++i)
         if (mine[i].resource != uses[i].resource || bool(mine[i].first) != uses[i].first ||
             std::memcmp(&mine[i].weight, &uses[i].weight, sizeof(double)) != 0)
@@ -71,7 +72,7 @@ std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t
     return found;
 }
 
-std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t key) {
+std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged) {
     std::uint32_t id;
     if (!m_free_groups.empty()) {
         id = m_free_groups.back();
@@ -101,13 +102,14 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
     // Served first only beside a use that is not: a flow must have a resource that can hold it back.
     const bool fair = std::any_of(uses.begin(), uses.end(), [](const Use& u) { return !u.first; });
     g.first = false;
+    g.tagged = tagged;
     for (std::uint32_t i = 0; i < g.size; ++i) {
         const Use& u = uses[i];
         Resource& r = m_resources[u.resource];
         const bool first = fair && u.first;
         g.first = g.first || first;
         mine[i] = Uses{u.resource, std::uint32_t(r.members.size()), first, u.weight, 0.0};
-        r.members.push_back(Member{id, i, first, 0.0});
+        r.members.push_back(Member{id, i, first, tagged, 0.0});
     }
     m_group_key[id] = key;
     m_index.insert(key, id);  // kept by an earlier group on a collision: this one stays unindexed
@@ -124,16 +126,16 @@ void FlowSolver::set_count(std::uint32_t id, std::uint32_t count) {
     }
 }
 
-void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses) {
+void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged) {
     if (id >= m_group_of.size()) {
         m_group_of.resize(std::size_t(id) + 1, kNone);
         m_slot.resize(m_group_of.size(), 0);
         m_reported.resize(m_group_of.size(), 0);
     }
     if (m_group_of[id] != kNone) throw std::logic_error("flow solver: flow added twice");
-    const std::uint64_t key = uses_key(uses);
-    std::uint32_t g = find_group(uses, key);
-    if (g == kNone) g = new_group(uses, key);
+    const std::uint64_t key = uses_key(uses) ^ (tagged ? 0x5bd1e9955bd1e995ull : 0);
+    std::uint32_t g = find_group(uses, key, tagged);
+    if (g == kNone) g = new_group(uses, key, tagged);
     std::vector<std::uint32_t>& flows = m_group_flows[g];
     m_group_of[id] = g;
     m_slot[id] = std::uint32_t(flows.size());
@@ -555,14 +557,17 @@ void FlowSolver::fill_by_scan(std::size_t unfrozen) {
 void FlowSolver::measure() {
     for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
-        double load = 0, top = 0;
+        double load = 0, top = 0, tagged = 0;
         for (const Member& m : r.members) {
             const double w = m.weight;
             const double rate = m_rate[m.group];
-            if (w > 0) load += rate * w;
+            if (w > 0) {
+                load += rate * w;
+                if (m.tagged) tagged += rate * w;
+            }
             if (!m.first && rate != kUnlimited) top = std::max(top, rate);
         }
-        m_measured[ri] = Measured{load, top};
+        m_measured[ri] = Measured{load, top, tagged};
     }
 }
 
@@ -612,7 +617,10 @@ bool FlowSolver::check() {
 }
 
 void FlowSolver::commit_loads() {
-    for (std::uint32_t ri : m_touched) m_load[ri] = m_measured[ri].load;
+    for (std::uint32_t ri : m_touched) {
+        m_load[ri] = m_measured[ri].load;
+        m_tagged_load[ri] = m_measured[ri].tagged;
+    }
 }
 
 }  // namespace eidola

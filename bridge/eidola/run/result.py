@@ -61,7 +61,7 @@ class Result:
     events: int                   #: actions the models processed
     wall_s: float                 #: wall-clock time of the simulation (child process included)
     pairs: np.ndarray | None = None      #: a row per (source, destination) GPU pair (packet fabric)
-    link_bins: np.ndarray | None = None  #: busy time per link per time bin (packet fabric)
+    link_bins: np.ndarray | None = None  #: busy time and payload bytes per link per time bin (ideal: per GPU pair)
     flags: dict[tuple[int, str | int], int] | None = None  #: final flag values: {(gpu, flag name): value}
     syncmon_trace: np.ndarray | None = None  #: with trace=True: SyncMon occupancy after each change
     ops: np.ndarray | None = None  #: with trace=True: a row per executed op, by gpu, wg, op

@@ -12,6 +12,7 @@
 // See docs/fabrics.md, "Flow".
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
@@ -261,11 +262,41 @@ private:
     std::uint32_t window_resource(std::uint32_t gpu, std::uint32_t window);
     void count_links(const Flow& f);
     void spread_carried(std::vector<LinkStats>& stats, std::vector<std::uint64_t>& overhead) const;
+    // The links' busy time over time (flow_bins.cpp).
     void account_busy(std::uint32_t link, std::uint64_t now);
     void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
     void open_bin(std::uint32_t link, std::uint64_t bin);
     static float spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
                             float capacity, std::uint64_t until);
+    /// What link `link`'s bins integrate: the solver's load there, less what queued writes put on it (those are
+    /// spread from m_sent_writes instead).
+    double binned_load(std::uint32_t link) const {
+        return std::max(0.0, m_solver.load(link) - m_solver.tagged_load(link));
+    }
+    void log_sent_write(const Flow& f);
+    std::vector<std::vector<std::pair<std::uint64_t, float>>> sent_write_bins() const;
+    static void merge_bins(std::vector<std::pair<std::uint64_t, float>>& bins,
+                           const std::vector<std::pair<std::uint64_t, float>>& more, float capacity);
+    static void spread_bytes(LinkStats& s);
+    /// A queued write (flow_issue.cpp) as its links' bins see it. Its flow keeps its max-min share until its place
+    /// in its output queue comes, after its bytes are out where the GPU's gates issue slower than that share, so
+    /// its share's time is not its links' busy time (hierarchical-16gpu's 16 MiB direct all-reduce: a link inside
+    /// a node read 40-100% a bin against the packet fabric's 9%, its bins adding up to 5.5 times its busy time).
+    /// Its bytes leave between its start and its end, in the order its output queue sends them, so the bins
+    /// spread them evenly over that time; the solver tags its flow, so that the integrated loads leave it out.
+    struct SentWrite {
+        std::uint64_t start_ps = 0, end_ps = 0, bytes = 0;
+        std::uint32_t route = 0, back = 0, packets = 0;
+        MessageFraming framing;
+    };
+    std::vector<SentWrite> m_sent_writes;
+    /// Busy time binned at the end (sent_write_bins): a flag's wire time on a link its incast queue stands in for.
+    struct LateBusy {
+        std::uint32_t link;
+        std::uint64_t at_ps;
+        double lane_ps;
+    };
+    std::vector<LateBusy> m_late_busy;
     void timed_alone(std::uint32_t id);
     // The packet GPU's issue of posted writes, as a fluid (flow_issue.cpp).
     void set_rate(Flow& f, double rate);

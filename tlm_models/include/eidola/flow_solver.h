@@ -82,8 +82,9 @@ public:
     /// flow that came or went there.
     void set_capacity(std::uint32_t resource, double capacity);
     /// Starts flow `id` (any index; storage grows to it) over `uses`, each resource at most once.
-    /// A flow with no uses has an unlimited rate.
-    void add_flow(std::uint32_t id, const std::vector<Use>& uses);
+    /// A flow with no uses has an unlimited rate. A `tagged` flow's load is also counted apart
+    /// (tagged_load); it never shares a group with an untagged one, and its rates are the same.
+    void add_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged = false);
     /// Ends flow `id`.
     void remove_flow(std::uint32_t id);
     /// The current rate of flow `id` (as of the last solve()).
@@ -92,6 +93,8 @@ public:
     }
     /// The current load of `resource`: the sum of rate x weight of its flows.
     double load(std::uint32_t resource) const { return m_load[resource]; }
+    /// The part of load(`resource`) that tagged flows (add_flow) put there.
+    double tagged_load(std::uint32_t resource) const { return m_tagged_load[resource]; }
     /// The capacity of `resource`.
     double capacity(std::uint32_t resource) const { return m_resources[resource].capacity; }
     /// Resources added so far.
@@ -179,9 +182,10 @@ private:
     // member passes more misses than the group records they spared; bench/RESULTS.md.)
     struct Member {
         std::uint32_t group;
-        std::uint32_t use : 31;   // index into the group's uses
-        std::uint32_t first : 1;  // served first (Use::first)
-        double weight;            // the group's weight on this resource (= its uses[use].total)
+        std::uint32_t use : 30;    // index into the group's uses
+        std::uint32_t first : 1;   // served first (Use::first)
+        std::uint32_t tagged : 1;  // the group's flows are tagged (add_flow): its load counts apart too
+        double weight;             // the group's weight on this resource (= its uses[use].total)
     };
     // What fill() reads and writes of a resource, in one cache line (alignas): the fill visits
     // some 30 resources per solve, scattered over all of them (thousands at scale), and the
@@ -198,6 +202,7 @@ private:
     };
     struct Measured {  // a touched resource after a fill
         double load = 0, top = 0;  // its load and highest rate
+        double tagged = 0;         // the tagged flows' part of its load
     };
     struct Uses {
         std::uint32_t resource;
@@ -219,6 +224,7 @@ private:
         std::uint32_t size = 0;            // its uses
         bool active = false, frozen = false;
         bool first = false;                // has uses served first
+        bool tagged = false;               // its flows are tagged (add_flow)
         Uses local[kInlineUses];           // its uses, when they fit
     };
     // A group's uses, wherever they are kept.
@@ -247,8 +253,8 @@ private:
         }
     };
 
-    std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key);
-    std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key);
+    std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
+    std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
     void set_count(std::uint32_t group, std::uint32_t count);
     void compute();
     void add_to_set(std::uint32_t group);
@@ -273,6 +279,7 @@ private:
 
     std::vector<Resource> m_resources;
     std::vector<double> m_load;           // per resource: its load (the sum of rate x weight of its flows)
+    std::vector<double> m_tagged_load;    // per resource: the tagged flows' part of m_load
     std::vector<Measured> m_measured;     // per resource: of the last measure() that touched it
     std::vector<Group> m_groups;
     std::vector<std::vector<Uses>> m_spill;                 // per group: its uses when more than kInlineUses
