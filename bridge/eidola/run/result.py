@@ -245,7 +245,7 @@ class Result:
             with open(out / f"{name}.csv", "w", newline="") as f:
                 w = csv.writer(f)
                 w.writerow(table.dtype.names or ())
-                w.writerows(row.tolist() for row in table)
+                w.writerows(table.tolist())  # one conversion: a row at a time took 24 s for 4 million workgroups
         if self.node_names:
             with open(out / "nodes.csv", "w", newline="") as f:
                 w = csv.writer(f)
