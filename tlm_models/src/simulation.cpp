@@ -334,11 +334,14 @@ Table Simulation::table(const std::string& which) const {
             }
     } else if (which == "links") {
         for (const Fabric* f : s.fabrics)
-            for (const LinkStats& l : f->link_stats())
+            for (const LinkStats& l : f->link_stats()) {
+                const double unavailable = std::numeric_limits<double>::quiet_NaN();
                 row({double(l.src), double(l.dst), double(l.lanes), double(l.bytes), double(l.wire_bytes),
                      double(l.packets), double(l.busy_ps), double(l.lane_busy_max_ps), l.queue_mean_ps,
                      l.queue_p50_ps, l.queue_p99_ps, l.queue_max_ps, double(l.peak_occupancy),
-                     double(l.hol_blocked_ps), double(l.credit_stall_ps)});
+                     l.buffers_modelled ? double(l.hol_blocked_ps) : unavailable,
+                     l.buffers_modelled ? double(l.credit_stall_ps) : unavailable});
+            }
     } else if (which == "link_bins") {
         std::size_t index = 0;
         for (const Fabric* f : s.fabrics)

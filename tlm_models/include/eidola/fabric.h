@@ -36,6 +36,9 @@ struct LinkStats {
     /// credits still on their way back: the next buffer held no packet waiting to leave, so it is
     /// shorter than the credit round trip (a buffer backed up by congestion further on does not count).
     std::uint64_t credit_stall_ps = 0;
+    /// Whether the fabric models the receiving input buffer and its credits: where it does not (the flow fabric, a
+    /// fluid), hol_blocked_ps and credit_stall_ps are unavailable and the links table reports them as NaN, not 0.
+    bool buffers_modelled = true;
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
     std::vector<std::pair<std::uint64_t, float>> busy_bins;
