@@ -1137,7 +1137,8 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         const TopoLink& link = m_topology->links()[l];
         s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + overhead[l];
         // The fluid shares a link's lanes evenly: its busiest lane is busy its share.
-        s.lane_busy_max_ps = (s.busy_ps + std::max<std::uint32_t>(1, link.lanes) - 1) / std::max<std::uint32_t>(1, link.lanes);
+        const std::uint64_t lanes = std::max<std::uint32_t>(1, link.lanes);
+        s.lane_busy_max_ps = (s.busy_ps + lanes - 1) / lanes;
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;
         s.buffers_modelled = false;
         out.push_back(std::move(s));
