@@ -62,7 +62,6 @@ float FlowFabric::spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins,
     return busy;
 }
 
-
 // Queued write `f` has ended (account_flow): its links' bins get its bytes, spread over its time, at the end.
 void FlowFabric::log_sent_write(const Flow& f) {
     if (f.src == f.dst) return;
@@ -76,9 +75,10 @@ struct DenseBins {
     std::vector<double> busy;
     void add(std::uint64_t bin, double x) {
         if (busy.empty()) first = bin;
-        if (bin < first) {
-            busy.insert(busy.begin(), std::size_t(first - bin), 0.0);
-            first = bin;
+        if (bin < first) {  // at least doubled towards 0, so that writes starting ever earlier cost no more than appends
+            const std::uint64_t grown = std::min(bin, first - std::min<std::uint64_t>(first, busy.size()));
+            busy.insert(busy.begin(), std::size_t(first - grown), 0.0);
+            first = grown;
         }
         if (bin - first >= busy.size()) busy.resize(std::size_t(bin - first) + 1, 0.0);
         busy[std::size_t(bin - first)] += x;
