@@ -140,32 +140,18 @@ void FlowFabric::merge_bins(std::vector<std::pair<std::uint64_t, float>>& bins,
     merged.reserve(bins.size() + more.size());
     auto a = bins.begin();
     auto b = more.begin();
-    double carry = 0;
+    float carry = 0;
     std::uint64_t next = 0;  // the bin after the last one written
-    auto put = [&](std::uint64_t bin, double busy) {
-        // the carry runs on through the bins between
-        for (; carry > 0 && next < bin; ++next) {
-            const double held = std::min(carry, double(capacity));
-            merged.emplace_back(next, float(held));
-            carry -= held;
-        }
-        const double all = busy + carry, held = std::min(all, double(capacity));
-        if (held > 0) merged.emplace_back(bin, float(held));
-        carry = all - held;
-        next = bin + 1;
-    };
     while (a != bins.end() || b != more.end()) {
         const std::uint64_t bin = b == more.end() || (a != bins.end() && a->first < b->first) ? a->first : b->first;
-        double busy = 0;
+        float busy = 0;
         if (a != bins.end() && a->first == bin) busy += (a++)->second;
         if (b != more.end() && b->first == bin) busy += (b++)->second;
-        put(bin, busy);
+        carry = spill_bins(merged, next, carry, capacity, bin);  // the carry runs on through the bins between
+        carry = spill_bins(merged, bin, busy + carry, capacity, bin + 1);
+        next = bin + 1;
     }
-    for (; carry > 0; ++next) {
-        const double held = std::min(carry, double(capacity));
-        merged.emplace_back(next, float(held));
-        carry -= held;
-    }
+    spill_bins(merged, next, carry, capacity, kNoBin);
     bins.swap(merged);
 }
 
