@@ -18,17 +18,26 @@
 
 namespace eidola {
 
+namespace {
+// Calls `add(bin, ps)` for each bin of `width` ps that [from, to) covers, with the ps of it covered.
+template <class Add>
+void for_each_bin(std::uint64_t from, std::uint64_t to, std::uint64_t width, Add&& add) {
+    for (std::uint64_t t = from; t < to;) {
+        const std::uint64_t bin = t / width, end = std::min(to, (bin + 1) * width);
+        add(bin, double(end - t));
+        t = end;
+    }
+}
+}  // namespace
+
 // The busy time a link's load since its last change adds, spread over the bins it covers.
 void FlowFabric::account_busy(std::uint32_t link, std::uint64_t now) {
     LinkBusy& b = m_busy[link];
-    if (b.load > 0 && now > b.since) {
-        for (std::uint64_t t = b.since; t < now;) {
-            const std::uint64_t bin = t / m_bin_ps, end = std::min(now, (bin + 1) * m_bin_ps);
+    if (b.load > 0 && now > b.since)
+        for_each_bin(b.since, now, m_bin_ps, [&](std::uint64_t bin, double ps) {
             open_bin(link, bin);
-            b.busy += float(b.load * double(end - t) / b.bytes_per_s);  // lane-ps busy
-            t = end;
-        }
-    }
+            b.busy += float(b.load * ps / b.bytes_per_s);  // lane-ps busy
+        });
     b.since = now;
 }
 
@@ -90,11 +99,7 @@ struct DenseBins {
             return;
         }
         const double per_ps = amount / double(to - from);
-        for (std::uint64_t t = from; t < to;) {
-            const std::uint64_t bin = t / width, end = std::min(to, (bin + 1) * width);
-            add(bin, per_ps * double(end - t));
-            t = end;
-        }
+        for_each_bin(from, to, width, [&](std::uint64_t bin, double ps) { add(bin, per_ps * ps); });
     }
 };
 }  // namespace
@@ -112,14 +117,14 @@ std::vector<std::vector<std::pair<std::uint64_t, float>>> FlowFabric::sent_write
         for (const auto& [link, share] : out.links) {
             if (link == incast_link) continue;
             const TopoLink& l = links[link];
-            const double headers = l.framed ? double(w.framing.frames) * l.header : n * l.header;
+            const double headers = link_headers(w.framing, false, n, l, true);
             double ps = share * (double(w.bytes) + headers) * 1e12 / l.bytes_per_s;
             if (l.nic_out && w.framing.first) ps += share * double(m_message_ps);
             dense[link].spread(w.start_ps, w.end_ps, ps, m_bin_ps);
         }
         for (const auto& [link, share] : m_routes[w.back].links) {
             const TopoLink& l = links[link];
-            const double headers = l.framed ? (w.framing.last ? double(l.header) : 0.0) : n * ack_wire(l);
+            const double headers = link_headers(w.framing, false, n, l, false);
             dense[link].spread(w.start_ps, w.end_ps, share * headers * 1e12 / l.bytes_per_s, m_bin_ps);
         }
     }

@@ -419,7 +419,7 @@ void FlowFabric::activate(std::uint32_t id) {
         // the message rather than a header per GPU packet; its packets' wire size is their mean.
         for (const auto& [link, share] : m_routes[ri].links) {  // no route is built in this loop: the reference holds
             const TopoLink& l = m_topology->links()[link];
-            const double headers = l.framed ? framed_header(f, l, true) : n * l.header;
+            const double headers = link_headers(f.framing, f.read, n, l, true);
             const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
             // rail: the sending NIC's processing time of a message holds its link to the rail switch.
             const double overhead = l.nic_out && f.framing.first ? double(m_message_ps) * 1e-12 * l.bytes_per_s : 0;
@@ -433,7 +433,7 @@ void FlowFabric::activate(std::uint32_t id) {
         }
         for (const auto& [link, share] : m_routes[f.back].links) {
             const TopoLink& l = m_topology->links()[link];
-            const double headers = l.framed ? framed_header(f, l, false) : n * (f.read ? l.header : ack_wire(l));
+            const double headers = link_headers(f.framing, f.read, n, l, false);
             const std::uint64_t wire = (f.read ? packet : 0) + std::uint64_t(std::ceil(headers / n));
             use(link, share * ((f.read ? data : 0) + headers) / payload, !f.read);
             pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
@@ -471,10 +471,17 @@ void FlowFabric::activate(std::uint32_t id) {
 // The NIC frames a message (message_extension.h): its data in network packets of one MTU, each
 // with the NIC's header (l.header on a framed link); a read request, and a write's acknowledgement,
 // as one network packet per message (the message's first, respectively last, transaction).
-double FlowFabric::framed_header(const Flow& f, const TopoLink& l, bool forward) const {
-    const bool data = forward != f.read;
-    if (data) return double(f.framing.frames) * l.header;
-    return (forward ? f.framing.first : f.framing.last) ? double(l.header) : 0.0;
+double FlowFabric::framed_header(const MessageFraming& m, bool read, const TopoLink& l, bool forward) const {
+    const bool data = forward != read;
+    if (data) return double(m.frames) * l.header;
+    return (forward ? m.first : m.last) ? double(l.header) : 0.0;
+}
+
+// Elsewhere a header per packet carrying data or a request, and an acknowledgement per packet answered.
+double FlowFabric::link_headers(const MessageFraming& m, bool read, double packets, const TopoLink& l,
+                                bool forward) const {
+    if (l.framed) return framed_header(m, read, l, forward);
+    return packets * (forward || read ? l.header : ack_wire(l));
 }
 
 void FlowFabric::add_use(std::uint32_t resource, double weight, bool first) {
@@ -922,7 +929,7 @@ void FlowFabric::count_links(const Flow& f) {
             // A framed link's headers are the message's network packets (framed_header), shared as the packets are.
             std::uint64_t headers = pk * (data || forward ? l.header : ack_wire(l));
             if (l.framed) {
-                const double all = framed_header(f, l, forward);
+                const double all = framed_header(f.framing, f.read, l, forward);
                 headers = whole ? std::uint64_t(all) : std::uint64_t(std::floor(share * all + 0.5));
             }
             if (forward && l.nic_out && f.framing.first) m_links[link].overhead_ps += whole ? m_message_ps

@@ -257,8 +257,12 @@ private:
     }
     std::uint64_t zero_load_ps(std::uint32_t from, std::uint32_t to, std::uint64_t payload, bool ack,
                                bool starts_message = false);
-    /// rail: NIC header bytes a flow puts on framed link `l` forward (`forward`) or back.
-    double framed_header(const Flow& f, const TopoLink& l, bool forward) const;
+    /// rail: NIC header bytes a message framed as `m` (a read if `read`) puts on framed link `l` forward (`forward`)
+    /// or back.
+    double framed_header(const MessageFraming& m, bool read, const TopoLink& l, bool forward) const;
+    /// Header bytes a transfer of `packets` GPU packets framed as `m` puts on link `l`, forward or back (both ways'
+    /// headers and acknowledgements, as the packet fabric sends them).
+    double link_headers(const MessageFraming& m, bool read, double packets, const TopoLink& l, bool forward) const;
     std::uint32_t window_resource(std::uint32_t gpu, std::uint32_t window);
     void count_links(const Flow& f);
     void spread_carried(std::vector<LinkStats>& stats, std::vector<std::uint64_t>& overhead) const;
