@@ -60,7 +60,21 @@ struct Simulation::Impl {
     std::vector<std::vector<std::int32_t>> traffic_destinations;  // per source GPU
     ProgressMonitor monitor;
     ErrorCollector errors;  // every model reports here; the verdict decides failure()
+    bool ran = false;       // run() has returned: the fabrics' link statistics are final
+    // Per fabric, its link statistics once run() has returned, for both tables that read them: a fabric
+    // builds them at the end (the flow fabric spreads its queued writes' bytes over the bins then, 27 ms
+    // on a 1 GiB all-reduce), and the "links" and "link_bins" tables each read all of them.
+    mutable std::vector<std::vector<LinkStats>> link_stats;
+
+    const std::vector<std::vector<LinkStats>>& fabric_link_stats() const;
 };
+
+const std::vector<std::vector<LinkStats>>& Simulation::Impl::fabric_link_stats() const {
+    if (ran && link_stats.size() == fabrics.size()) return link_stats;
+    link_stats.clear();
+    for (const Fabric* f : fabrics) link_stats.push_back(f->link_stats());
+    return link_stats;  // before run() has returned, rebuilt at every read: the counts still move
+}
 
 void Table::copy_to(std::uintptr_t address) const {
     if (!values.empty()) std::memcpy(reinterpret_cast<void*>(address), values.data(), values.size() * sizeof(double));
@@ -269,6 +283,7 @@ int Simulation::run() {
 // workgroups are unfinished: the report then lists them after its cause.
 int Simulation::finish() {
     Impl& s = *m_impl;
+    s.ran = true;
     m_end_ps = sc_core::sc_time_stamp().value();
     const SimError* verdict = s.errors.verdict();
     if (verdict && verdict->kind != ErrorKind::Stall) {
@@ -333,8 +348,8 @@ Table Simulation::table(const std::string& which) const {
                      double(st.packets)});
             }
     } else if (which == "links") {
-        for (const Fabric* f : s.fabrics)
-            for (const LinkStats& l : f->link_stats()) {
+        for (const std::vector<LinkStats>& links : s.fabric_link_stats())
+            for (const LinkStats& l : links) {
                 const double unavailable = std::numeric_limits<double>::quiet_NaN();
                 row({double(l.src), double(l.dst), double(l.lanes), double(l.bytes), double(l.wire_bytes),
                      double(l.packets), double(l.busy_ps), double(l.lane_busy_max_ps), l.queue_mean_ps,
@@ -344,8 +359,10 @@ Table Simulation::table(const std::string& which) const {
             }
     } else if (which == "link_bins") {
         std::size_t index = 0;
-        for (const Fabric* f : s.fabrics)
-            for (const LinkStats& l : f->link_stats()) {
+        const std::vector<std::vector<LinkStats>>& stats = s.fabric_link_stats();
+        for (std::size_t fi = 0; fi < s.fabrics.size(); ++fi)
+            for (const LinkStats& l : stats[fi]) {
+                const Fabric* f = s.fabrics[fi];
                 // busy_bins and byte_bins are both sparse and in bin order: merged into one row per bin.
                 auto busy = l.busy_bins.begin();
                 auto bytes = l.byte_bins.begin();
