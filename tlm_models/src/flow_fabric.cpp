@@ -892,7 +892,9 @@ void FlowFabric::account_flow(std::uint32_t id) {
 // Per-link counts of a finished flow. Without spreading every packet of the flow crosses every
 // link of its route, so the counts are exactly the packet fabric's, and they are kept per route
 // (Route::Carried) until link_stats() spreads them over its links; with routing.spread a link
-// gets its share of the packets and bytes, rounded to the nearest whole, counted flow by flow.
+// gets its share of the packets and bytes, summed over the flows and rounded to the nearest whole
+// once, in link_stats(): the packet fabric sends each packet one way, turn about, so an
+// equal-cost link carries its share of all of them, not of each.
 void FlowFabric::count_links(const Flow& f) {
     if (f.src == f.dst) return;
     Route& out = m_routes[f.route];
@@ -921,26 +923,23 @@ void FlowFabric::count_links(const Flow& f) {
         const Route& r = forward ? out : back;
         const bool data = forward != f.read;  // the direction carrying the payload
         for (const auto& [link, share] : r.links) {
-            const bool whole = share >= 1.0;
-            const std::uint64_t pk = whole ? f.packets : std::uint64_t(std::floor(share * f.packets + 0.5));
-            const std::uint64_t payload = whole ? f.bytes : std::uint64_t(std::floor(share * double(f.bytes) + 0.5));
             const TopoLink& l = m_topology->links()[link];
-            LinkStats& s = m_links[link].s;
+            LinkCounters& c = m_links[link];
             // A framed link's headers are the message's network packets (framed_header), shared as the packets are.
-            std::uint64_t headers = pk * (data || forward ? l.header : ack_wire(l));
-            if (l.framed) {
-                const double all = framed_header(f.framing, f.read, l, forward);
-                headers = whole ? std::uint64_t(all) : std::uint64_t(std::floor(share * all + 0.5));
-            }
-            if (forward && l.nic_out && f.framing.first) m_links[link].overhead_ps += whole ? m_message_ps
-                : std::uint64_t(std::floor(share * double(m_message_ps) + 0.5));
-            if (data) {
-                s.bytes += payload;
-                s.wire_bytes += payload + headers;
+            const double headers = link_headers(f.framing, f.read, double(f.packets), l, forward);
+            const double payload = data ? double(f.bytes) : 0.0;
+            const bool message = forward && l.nic_out && f.framing.first;
+            if (share >= 1.0) {
+                c.s.bytes += std::uint64_t(payload);
+                c.s.wire_bytes += std::uint64_t(payload + headers);
+                c.s.packets += f.packets;
+                if (message) c.overhead_ps += m_message_ps;
             } else {
-                s.wire_bytes += headers;
+                c.shared_bytes += share * payload;
+                c.shared_headers += share * headers;
+                c.shared_packets += share * double(f.packets);
+                if (message) c.shared_overhead_ps += share * double(m_message_ps);
             }
-            s.packets += pk;
         }
     }
 }
@@ -1129,7 +1128,15 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
     const double unavailable = std::numeric_limits<double>::quiet_NaN();  // a fluid has no queues
     std::vector<LinkStats> carried(m_links.size());
     std::vector<std::uint64_t> overhead(m_links.size(), 0);
-    for (std::size_t l = 0; l < m_links.size(); ++l) overhead[l] = m_links[l].overhead_ps;
+    for (std::size_t l = 0; l < m_links.size(); ++l) {
+        const LinkCounters& c = m_links[l];
+        overhead[l] = c.overhead_ps + std::uint64_t(std::llround(c.shared_overhead_ps));
+        // The spreading routes' shares, rounded once (count_links).
+        const std::uint64_t bytes = std::uint64_t(std::llround(c.shared_bytes));
+        carried[l].bytes = bytes;
+        carried[l].wire_bytes = bytes + std::uint64_t(std::llround(c.shared_headers));
+        carried[l].packets = std::uint64_t(std::llround(c.shared_packets));
+    }
     spread_carried(carried, overhead);
     const std::vector<std::vector<std::pair<std::uint64_t, float>>> sent = sent_write_bins();
     for (std::size_t l = 0; l < m_links.size(); ++l) {
