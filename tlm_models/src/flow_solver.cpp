@@ -18,6 +18,7 @@ constexpr int kMaxSettle = 32;         // fills of settle() (each cuts a served-
 constexpr int kMaxSolved = 4;          // fills of settle() whose bottlenecks' levels are solved for (solve_levels)
 constexpr int kMaxSweeps = 64;         // Gauss-Seidel sweeps of solve_levels() before it gives up
 constexpr double kSweepTolerance = 1e-14;  // solve_levels() stops when no level moves by more (relative)
+constexpr double kSnap = 1e-12;            // levels this close (relative) are one (snap_levels)
 // A resource loaded beyond its capacity by more than this share is no flow's bottleneck. Far above
 // the fill's rounding, and the rates kept within kTolerance of their old ones (each moves its
 // share of a load by at most that), far below anything that moves a finish by a picosecond.
@@ -327,9 +328,30 @@ bool FlowSolver::solve_levels() {
         }
         if (change <= kSweepTolerance) break;
     }
+    snap_levels();
     for (std::uint32_t id : m_set)
         if (m_groups[id].first && m_bottleneck[id] != kNone) m_estimate[id] = m_level[m_order_pos[m_bottleneck[id]]];
     return true;
+}
+
+// Levels within kSnap of each other, relative, become the least of them. Why: Gauss-Seidel updates its rows
+// in turn, each from the others' latest levels, so bottlenecks that are alike (every GPU's link in a
+// symmetric collective) converge to levels an ulp or so apart, where a fill gives them one level, bit for
+// bit. Their flows then end picoseconds apart instead of in one instant, each end a solve of its own: on
+// switch-8gpu's 16 MiB direct all-reduce 3.9 times the solves and about 3 times the wall time of fills.
+// Taking the least keeps every resource within its capacity; kSnap is far inside the solver's kTolerance.
+void FlowSolver::snap_levels() {
+    const std::size_t n = m_level.size();
+    m_snap.resize(n);
+    for (std::uint32_t i = 0; i < n; ++i) m_snap[i] = i;
+    std::sort(m_snap.begin(), m_snap.end(), [&](std::uint32_t a, std::uint32_t b) {
+        return m_level[a] < m_level[b] || (m_level[a] == m_level[b] && a < b);
+    });
+    for (std::size_t k = 1; k < n; ++k) {
+        const double least = m_level[m_snap[k - 1]];
+        double& level = m_level[m_snap[k]];
+        if (level - least <= kSnap * level) level = least;
+    }
 }
 
 // The rates the fill after solve_levels() would find, taken without running it: where the levels
