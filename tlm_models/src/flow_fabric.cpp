@@ -926,20 +926,10 @@ void FlowFabric::count_links(const Flow& f) {
             const TopoLink& l = m_topology->links()[link];
             LinkCounters& c = m_links[link];
             // A framed link's headers are the message's network packets (framed_header), shared as the packets are.
-            const double headers = link_headers(f.framing, f.read, double(f.packets), l, forward);
-            const double payload = data ? double(f.bytes) : 0.0;
-            const bool message = forward && l.nic_out && f.framing.first;
-            if (share >= 1.0) {
-                c.s.bytes += std::uint64_t(payload);
-                c.s.wire_bytes += std::uint64_t(payload + headers);
-                c.s.packets += f.packets;
-                if (message) c.overhead_ps += m_message_ps;
-            } else {
-                c.shared_bytes += share * payload;
-                c.shared_headers += share * headers;
-                c.shared_packets += share * double(f.packets);
-                if (message) c.shared_overhead_ps += share * double(m_message_ps);
-            }
+            c.spread_bytes += data ? share * double(f.bytes) : 0.0;
+            c.spread_headers += share * link_headers(f.framing, f.read, double(f.packets), l, forward);
+            c.spread_packets += share * double(f.packets);
+            if (forward && l.nic_out && f.framing.first) c.spread_overhead_ps += share * double(m_message_ps);
         }
     }
 }
@@ -1129,13 +1119,12 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
     std::vector<LinkStats> carried(m_links.size());
     std::vector<std::uint64_t> overhead(m_links.size(), 0);
     for (std::size_t l = 0; l < m_links.size(); ++l) {
-        const LinkCounters& c = m_links[l];
-        overhead[l] = c.overhead_ps + std::uint64_t(std::llround(c.shared_overhead_ps));
-        // The spreading routes' shares, rounded once (count_links).
-        const std::uint64_t bytes = std::uint64_t(std::llround(c.shared_bytes));
+        const LinkCounters& c = m_links[l];  // the spreading routes' shares, rounded once (count_links)
+        overhead[l] = std::uint64_t(std::llround(c.spread_overhead_ps));
+        const std::uint64_t bytes = std::uint64_t(std::llround(c.spread_bytes));
         carried[l].bytes = bytes;
-        carried[l].wire_bytes = bytes + std::uint64_t(std::llround(c.shared_headers));
-        carried[l].packets = std::uint64_t(std::llround(c.shared_packets));
+        carried[l].wire_bytes = bytes + std::uint64_t(std::llround(c.spread_headers));
+        carried[l].packets = std::uint64_t(std::llround(c.spread_packets));
     }
     spread_carried(carried, overhead);
     const std::vector<std::vector<std::pair<std::uint64_t, float>>> sent = sent_write_bins();

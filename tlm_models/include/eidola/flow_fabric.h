@@ -525,11 +525,11 @@ private:
 
     struct LinkCounters {
         LinkStats s;
-        std::uint64_t overhead_ps = 0;  // rail: NIC processing time of the messages it sent (busy, no bytes)
-        // A spreading route's share of its flows on this link (routing.spread), summed unrounded and rounded
-        // once in link_stats(): rounded flow by flow, a one-packet flag counted whole on every one of the
-        // equal-cost links (a spine's busy time 1.7% over its bins on hierarchical-16gpu).
-        double shared_packets = 0, shared_bytes = 0, shared_headers = 0, shared_overhead_ps = 0;
+        // What the flows of routes that spread (routing.spread) put on this link, each its share: summed
+        // unrounded and rounded once in link_stats() (rounded flow by flow, a one-packet flag counted whole on
+        // every equal-cost link: a spine's busy time 1.7% over its bins on hierarchical-16gpu). overhead_ps is
+        // rail's NIC processing time of the messages it sent (busy, no bytes).
+        double spread_packets = 0, spread_bytes = 0, spread_headers = 0, spread_overhead_ps = 0;
     };
     std::vector<LinkCounters> m_links;
     /// What account_busy reads and writes of a link, apart from its statistics (LinkCounters: over
