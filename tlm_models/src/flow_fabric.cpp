@@ -541,11 +541,10 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
         schedule_solve();
         return;
     }
-    if (m_pending_count == m_pending.size()) m_pending.emplace_back();
-    Pending& wait = m_pending[m_pending_count++];
-    wait.id = id;
-    wait.uses = m_uses;
-    wait.paced = m_paced;
+    m_pending.push_back(Pending{id, std::uint32_t(m_pending_uses.size()), std::uint32_t(m_uses.size()),
+                                std::uint32_t(m_pending_paced.size()), std::uint32_t(m_paced.size())});
+    m_pending_uses.insert(m_pending_uses.end(), m_uses.begin(), m_uses.end());
+    m_pending_paced.insert(m_pending_paced.end(), m_paced.begin(), m_paced.end());
     schedule_solve();
 }
 
@@ -557,35 +556,44 @@ void FlowFabric::launch(std::uint32_t id, std::uint64_t round_trip) {
 // as its burst and the second was paced against the window's whole capacity, so for a round trip
 // about twice the window was in flight (test_flow_validation.py, the outcast across the NIC).
 void FlowFabric::decide_bursts() {
-    m_pending_order.resize(m_pending_count);
+    const std::uint32_t count = std::uint32_t(m_pending.size());
+    auto paced_of = [&](const Pending& p) {
+        const Paced* first = m_pending_paced.data() + p.paced;
+        return std::make_pair(first, first + p.n_paced);
+    };
+    m_pending_order.resize(count);
     m_sharing.resize(m_windows.size(), 0);
-    for (std::uint32_t i = 0; i < m_pending_count; ++i) {
+    for (std::uint32_t i = 0; i < count; ++i) {
         m_pending_order[i] = i;
-        for (const Paced& w : m_pending[i].paced)
-            if (w.per_packet > 0) ++m_sharing[w.resource];
+        const auto [first, last] = paced_of(m_pending[i]);
+        for (const Paced* w = first; w != last; ++w)
+            if (w->per_packet > 0) ++m_sharing[w->resource];
     }
     std::sort(m_pending_order.begin(), m_pending_order.end(), [&](std::uint32_t a, std::uint32_t b) {
         const std::uint32_t na = m_flows[m_pending[a].id].packets, nb = m_flows[m_pending[b].id].packets;
         return na != nb ? na < nb : a < b;  // then in launch order: deterministic
     });
     for (std::uint32_t i : m_pending_order) {
-        Pending& p = m_pending[i];
+        const Pending& p = m_pending[i];
         const Flow& f = m_flows[p.id];
+        const auto [first, last] = paced_of(p);
         double burst = double(f.packets);
-        for (const Paced& w : p.paced) {
-            if (!(w.per_packet > 0)) continue;
-            const Window& win = m_windows[w.resource];
-            const double room = win.capacity - m_solver.load(w.resource) - win.held;
-            burst = std::min(burst, std::floor(std::max(0.0, room) / double(m_sharing[w.resource]) / w.per_packet + 1e-9));
+        for (const Paced* w = first; w != last; ++w) {
+            if (!(w->per_packet > 0)) continue;
+            const Window& win = m_windows[w->resource];
+            const double room = win.capacity - m_solver.load(w->resource) - win.held;
+            burst = std::min(burst, std::floor(std::max(0.0, room) / double(m_sharing[w->resource]) / w->per_packet + 1e-9));
         }
-        for (const Paced& w : p.paced)
-            if (w.per_packet > 0) --m_sharing[w.resource];
-        m_uses.swap(p.uses);
-        m_paced.swap(p.paced);
+        for (const Paced* w = first; w != last; ++w)
+            if (w->per_packet > 0) --m_sharing[w->resource];
+        m_uses.assign(m_pending_uses.begin() + p.uses, m_pending_uses.begin() + p.uses + p.n_uses);
+        m_paced.assign(first, last);
         start_burst(p.id, std::uint64_t(burst));
         m_solver.add_flow(p.id, m_uses, f.queued);
     }
-    m_pending_count = 0;
+    m_pending.clear();
+    m_pending_uses.clear();
+    m_pending_paced.clear();
 }
 
 // Flow `id` (its uses in m_uses, its windows in m_paced) sends `burst_packets` at once, holding
@@ -736,7 +744,7 @@ void FlowFabric::schedule_solve() {
 void FlowFabric::solve() {
     const std::uint64_t now = now_ps();
     m_solve_at = kNever;
-    if (m_pending_count) decide_bursts();
+    if (!m_pending.empty()) decide_bursts();
     if (m_solver.dirty()) solve_rates(now);
     // The GPUs whose send rate changed re-plan their issue (flow_issue.cpp).
     for (std::uint32_t g : m_dirty_issuers) {

@@ -470,15 +470,17 @@ private:
     };
     std::vector<Paced> m_paced;                   // scratch of start_flow
     /// A flow launched in this instant whose burst waits for the others launched with it (decide_bursts).
+    /// Its uses and windows are m_pending_uses[uses, uses + n_uses) and m_pending_paced[paced, paced + n_paced).
     struct Pending {
         std::uint32_t id = 0;
-        std::vector<FlowSolver::Use> uses;
-        std::vector<Paced> paced;
+        std::uint32_t uses = 0, n_uses = 0, paced = 0, n_paced = 0;
     };
-    // The first m_pending_count are this instant's; the records after them are kept for their vectors' room, so
-    // that a flow's wait costs no allocation.
+    // This instant's waiting flows, their uses and windows appended in two arrays that keep their room from one
+    // instant to the next. Why not a pair of vectors per record: at 1,024 GPUs in lockstep 16,384 flows wait in
+    // one instant, and each record's two heap blocks were cold lines to write and to read back (bench/RESULTS.md).
     std::vector<Pending> m_pending;
-    std::size_t m_pending_count = 0;
+    std::vector<FlowSolver::Use> m_pending_uses;
+    std::vector<Paced> m_pending_paced;
     std::vector<std::uint32_t> m_pending_order;  // scratch of decide_bursts(): m_pending's, smaller flows first
     std::vector<std::uint32_t> m_sharing;        // scratch of decide_bursts(), per resource: the flows still to take
                                                  // their share of its room (zero between calls)
