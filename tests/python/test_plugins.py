@@ -29,9 +29,11 @@ def test_same_profile_on_every_fabric_gives_the_same_flag_semantics(repo, simple
 
 
 def test_vendor_at_bus_times_like_the_ideal_fabric(repo, simple_bus_lib):
-    # vendor::AtBus adds 500 ns each way and never contends: the ideal fabric at 500 ns, exactly.
+    # vendor::AtBus adds 500 ns each way and never contends: the ideal fabric at 500 ns, exactly, with requests that
+    # reach a GPU in one picosecond in the order they were sent, as the bus hands them on (fabric.arrival: fifo).
     prof = gemv_allreduce(gpus=4, workgroups=4)
-    ideal = eidola.simulate(eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml"), prof)
+    ideal = eidola.simulate(eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml",
+                                                 {"fabric.arrival": "fifo"}), prof)
     at = eidola.simulate(eidola.load_platform(repo / "examples/third_party_ip/simple-bus-at.yaml"), prof)
     assert at.kernel_time_ns == ideal.kernel_time_ns
 
@@ -74,9 +76,10 @@ _PROFILE = all_to_all(gpus=4, nbytes=4 * 4 * 256, workgroups=4, mode="syncmon")
 
 def test_correct_bus_passes_the_checker(tmp_path, repo, write_platform):
     # faulty::Bus<0> breaks no rule and adds 100 ns each way without contention: behind the checker
-    # it must time exactly like the ideal fabric at 100 ns (the checker adds no time).
+    # it must time exactly like the ideal fabric at 100 ns (the checker adds no time), whose requests that reach a
+    # GPU in one picosecond go in the order they were sent, as the bus hands them on.
     res = eidola.simulate(eidola.load_platform(_faulty_platform(tmp_path, repo, 0)), _PROFILE)
-    ideal = eidola.load_platform(write_platform(gpus=4, workgroups=4, latency="100ns"))
+    ideal = eidola.load_platform(write_platform(gpus=4, workgroups=4, latency="100ns"), {"fabric.arrival": "fifo"})
     assert res.kernel_time_ns == eidola.simulate(ideal, _PROFILE).kernel_time_ns
 
 

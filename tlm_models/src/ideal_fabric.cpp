@@ -14,6 +14,7 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const ParamSet& given)
 IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_latency_ps(p.latency.get().value()),
+      m_round_robin(p.arrival.get() == "round_robin"),
       m_bin_ps(std::max<std::uint64_t>(1, p.stats_bin.get().value())),
       m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
@@ -56,18 +57,34 @@ void IdealFabric::answered(std::uint32_t, tlm::tlm_generic_payload* trans, std::
     m_actions.push(at + m_latency_ps, {ActionKind::Return, 0, src, trans});
 }
 
+// With fabric.arrival round_robin the requests due now are gathered and handed over last, in their
+// targets' round-robin order (arrival_turns.h); everything else goes in the order it was booked.
 void IdealFabric::on_event() {
     const std::uint64_t now = now_ps();
     Action a;
-    while (m_actions.pop_due(now, a)) {
-        switch (a.kind) {
-            case ActionKind::Deliver: m_turns.deliver(*this, a.port, a.trans, a.src); break;
-            case ActionKind::Return: m_turns.give_back(*this, a.port, a.trans); break;
-            case ActionKind::RequestFree: m_turns.request_freed(*this, a.port); break;
-            case ActionKind::ResponseFree: m_turns.response_freed(*this, a.port); break;
+    for (;;) {
+        while (m_actions.pop_due(now, a)) {
+            switch (a.kind) {
+                case ActionKind::Deliver:
+                    if (m_round_robin) m_arriving.push_back(a);
+                    else m_turns.deliver(*this, a.port, a.trans, a.src);
+                    break;
+                case ActionKind::Return: m_turns.give_back(*this, a.port, a.trans); break;
+                case ActionKind::RequestFree: m_turns.request_freed(*this, a.port); break;
+                case ActionKind::ResponseFree: m_turns.response_freed(*this, a.port); break;
+            }
         }
+        if (m_arriving.empty()) break;
+        deliver_arriving();  // which may book more for now
     }
     m_actions.rearm(now);
+}
+
+void IdealFabric::deliver_arriving() {
+    m_arrival_turns.order(
+        m_arriving, [](const Action& x) { return x.port; }, [](const Action& x) { return std::uint32_t(x.src); });
+    for (const Action& d : m_arriving) m_turns.deliver(*this, d.port, d.trans, d.src);
+    m_arriving.clear();
 }
 
 // PortTurns' hooks (port_turns.h). A pair's traffic is counted as its request goes out, not on

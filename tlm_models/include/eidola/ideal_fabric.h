@@ -12,6 +12,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/arrival_turns.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
@@ -30,6 +31,11 @@ struct IdealFabricParams : ParamGroup {
     /// Width of the traffic-over-time bins (bytes per GPU pair per bin).
     TimeParam stats_bin{*this, "stats.bin", 1e-6, "width of the traffic-over-time bins (bytes per pair)", 1e-12,
                         1.0};
+    /// The order in which requests that reach a GPU in the same picosecond go to it.
+    ChoiceParam arrival{*this, "arrival", {"round_robin", "fifo"},
+                        "order of the requests that reach a GPU in one picosecond: round_robin over their sources "
+                        "from the GPU after its own, a request of each a round (a target port's arbiter); fifo: the "
+                        "order they were sent in, which follows the GPUs' indices (a bus without arbitration)"};
 };
 
 /// Routes by the address map with a fixed one-way latency on requests and on responses.
@@ -75,6 +81,10 @@ private:
 
     std::uint64_t m_latency_ps;
     PortTurns<IdealFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
+    bool m_round_robin;                       // fabric.arrival: round_robin (else the order they were sent in)
+    ArrivalTurns m_arrival_turns{ports()};    // the order of the requests that reach a GPU in one picosecond
+    std::vector<Action> m_arriving;           // scratch of on_event: this picosecond's deliveries
+    void deliver_arriving();
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
     };
