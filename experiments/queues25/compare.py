@@ -33,13 +33,14 @@ def main(parts: list[str]) -> int:
     cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}
     now = {"case": "", "call": 0, "packet": 0.0, "flow": 0.0}
 
-    def both(repo, platform, profile, overrides=None):
+    def both(repo, platform, profile, overrides=None, shipped=False):
         key = f"{now['case']}:{now['call']}"
         now["call"] += 1
 
-        def plat(model: str):
+        def plat(model: str):  # as the test file's _kernel_ns: `shipped` keeps the file's own flow settings
+            counterpart = {} if shipped else cases.FLOW_COUNTERPART
             return eidola.load_platform(repo / "platforms" / platform, overrides={
-                "gpus.launch": "0ns", **cases.FLOW_COUNTERPART, **(overrides or {}), "fabric.model": model})
+                "gpus.launch": "0ns", **counterpart, **(overrides or {}), "fabric.model": model})
         if key not in cache:
             cache[key] = eidola.simulate(plat("packet"), profile).kernel_time_ns
             CACHE.write_text(json.dumps(cache))

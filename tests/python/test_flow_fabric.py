@@ -233,12 +233,15 @@ def test_a_spine_carries_its_share_of_all_packets_not_of_each_flow(repo):
     np.testing.assert_allclose(flow["bytes"][on], packet["bytes"][on], rtol=0.005)
 
 
-def test_alike_gpus_end_in_one_instant(repo):
-    # switch-8gpu's GPUs are alike (one link each to one switch), and a direct all-reduce started in step asks the
-    # same of each: every GPU ends in the same picosecond. Until 2026-12-05 the solver's solved levels for the eight
-    # alike links came out an ulp or so apart (Gauss-Seidel takes its rows in turn), so their flows ended picoseconds
-    # apart and the GPUs 151 ns apart, the 16 MiB run taking 3.9 times the solves.
-    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={"fabric.model": "flow"})
+@pytest.mark.parametrize("platform", ["switch-8gpu.yaml", "mi300x-8gpu.yaml"])
+def test_alike_gpus_end_in_one_instant(repo, platform):
+    # switch-8gpu's GPUs are alike (one link each to one switch), as are mi300x-8gpu's (a link to every other), and a
+    # direct all-reduce started in step asks the same of each: every GPU ends in the same picosecond. Until 2026-12-05
+    # the solver's solved levels for the eight alike links came out an ulp or so apart (Gauss-Seidel takes its rows in
+    # turn), so their flows ended picoseconds apart and switch-8gpu's GPUs 151 ns apart, the 16 MiB run taking 3.9
+    # times the solves; and writes that reach a GPU in one picosecond went to its memory in the GPUs' index order, so
+    # mi300x-8gpu's GPUs ended 2.2 ns apart, 0.38 ns a GPU index (now round robin: arrival_turns.h).
+    plat = eidola.load_platform(repo / "platforms" / platform, overrides={"fabric.model": "flow"})
     res = eidola.simulate(plat, direct_allreduce(8, 1 << 20, workgroups=8, mode="syncmon"))
     assert len(set(res.gpus["finish_ns"].tolist())) == 1, res.gpus["finish_ns"]
 

@@ -963,30 +963,42 @@ void FlowFabric::spread_carried(std::vector<LinkStats>& stats, std::vector<std::
 
 // ---- delivery -----------------------------------------------------------------------------------
 
+// The deliveries due now are gathered and handed over last, in their targets' round-robin order
+// (arrival_turns.h); everything else goes in the order it was booked.
 void FlowFabric::on_event() {
     const std::uint64_t now = now_ps();
     Action a;
-    while (m_actions.pop_due(now, a)) {
-        switch (a.kind) {
-            case ActionKind::Solve: solve(); break;
-            case ActionKind::Finish: finish(a.a, a.b); break;
-            case ActionKind::Refill:
-                for (const auto& [resource, amount] : m_holds[a.a]) m_windows[resource].held -= amount;
-                m_holds[a.a].clear();
-                m_free_holds.push_back(a.a);
-                break;
-            case ActionKind::Deliver: m_turns.deliver(*this, a.a, a.trans, a.b); break;
-            case ActionKind::Begin: begin_annotated(a.a, a.b, *a.trans); break;
-            case ActionKind::NvlsIn: nvls_in(a.a); break;
-            case ActionKind::Slip: slip(a.a); break;
-            case ActionKind::Issued: issued(a.a, a.b); break;
-            case ActionKind::IncastFull: incast_full(a.a, a.b); break;
-            case ActionKind::Return: m_turns.give_back(*this, a.a, a.trans); break;
-            case ActionKind::RequestFree: m_turns.request_freed(*this, a.a); break;
-            case ActionKind::ResponseFree: m_turns.response_freed(*this, a.a); break;
+    for (;;) {
+        while (m_actions.pop_due(now, a)) {
+            switch (a.kind) {
+                case ActionKind::Solve: solve(); break;
+                case ActionKind::Finish: finish(a.a, a.b); break;
+                case ActionKind::Refill:
+                    for (const auto& [resource, amount] : m_holds[a.a]) m_windows[resource].held -= amount;
+                    m_holds[a.a].clear();
+                    m_free_holds.push_back(a.a);
+                    break;
+                case ActionKind::Deliver: m_arriving.push_back(a); break;
+                case ActionKind::Begin: begin_annotated(a.a, a.b, *a.trans); break;
+                case ActionKind::NvlsIn: nvls_in(a.a); break;
+                case ActionKind::Slip: slip(a.a); break;
+                case ActionKind::Issued: issued(a.a, a.b); break;
+                case ActionKind::IncastFull: incast_full(a.a, a.b); break;
+                case ActionKind::Return: m_turns.give_back(*this, a.a, a.trans); break;
+                case ActionKind::RequestFree: m_turns.request_freed(*this, a.a); break;
+                case ActionKind::ResponseFree: m_turns.response_freed(*this, a.a); break;
+            }
         }
+        if (m_arriving.empty()) break;
+        deliver_arriving();
     }
     m_actions.rearm(now);
+}
+
+void FlowFabric::deliver_arriving() {
+    m_arrival_turns.order(m_arriving, [](const Action& x) { return x.a; }, [](const Action& x) { return x.b; });
+    for (const Action& d : m_arriving) m_turns.deliver(*this, d.a, d.trans, d.b);
+    m_arriving.clear();
 }
 
 // A request annotated to begin now (request()): its END_REQ, then its flow.

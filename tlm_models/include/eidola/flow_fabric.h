@@ -21,6 +21,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/arrival_turns.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/flow_solver.h"
@@ -524,6 +525,9 @@ private:
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
     PortTurns<FlowFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
+    ArrivalTurns m_arrival_turns{ports()};   // the order of the requests that reach a GPU in one picosecond
+    std::vector<Action> m_arriving;          // scratch of on_event: this picosecond's deliveries
+    void deliver_arriving();
 
     struct LinkCounters {
         LinkStats s;
