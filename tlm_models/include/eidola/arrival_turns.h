@@ -6,10 +6,11 @@
 // calendar runs the GPUs in that order), and the target's memory serves what comes in one
 // picosecond first come, first served. So on the ideal fabric GPU 0's writes were served first at
 // every peer, and a symmetric collective's GPUs ended up to 84 ns apart in index order
-// (switch-8gpu, a 1 MiB direct all-reduce: 0.8% of the run; the flow fabric's mi300x-8gpu, 2.2 ns). Each target keeps a turn,
-// the source after the one it took last, starting at the GPU after its own, and takes one request
-// of each source in turn from there, so no index is favoured, a symmetric pattern stays symmetric,
-// and two GPUs' trains to one GPU are served interleaved rather than one after the other.
+// (switch-8gpu, a 1 MiB direct all-reduce: 0.8% of the run; the flow fabric's mi300x-8gpu, 2.2 ns).
+// Each target keeps a turn, the source after the one it took last, starting at the GPU after its
+// own, and takes one request of each source in turn from there, so no index is favoured, a
+// symmetric pattern stays symmetric, and two GPUs' trains to one GPU are served interleaved rather
+// than one after the other.
 #pragma once
 
 #include <algorithm>
