@@ -978,7 +978,7 @@ void FlowFabric::on_event() {
                     m_holds[a.a].clear();
                     m_free_holds.push_back(a.a);
                     break;
-                case ActionKind::Deliver: m_arriving.push_back(a); break;
+                case ActionKind::Deliver: m_turns.arrive(a.a, a.trans, a.b); break;
                 case ActionKind::Begin: begin_annotated(a.a, a.b, *a.trans); break;
                 case ActionKind::NvlsIn: nvls_in(a.a); break;
                 case ActionKind::Slip: slip(a.a); break;
@@ -989,16 +989,9 @@ void FlowFabric::on_event() {
                 case ActionKind::ResponseFree: m_turns.response_freed(*this, a.a); break;
             }
         }
-        if (m_arriving.empty()) break;
-        deliver_arriving();
+        if (!m_turns.deliver_arrived(*this)) break;  // which may book more for now
     }
     m_actions.rearm(now);
-}
-
-void FlowFabric::deliver_arriving() {
-    m_arrival_turns.order(m_arriving, [](const Action& x) { return x.a; }, [](const Action& x) { return x.b; });
-    for (const Action& d : m_arriving) m_turns.deliver(*this, d.a, d.trans, d.b);
-    m_arriving.clear();
 }
 
 // A request annotated to begin now (request()): its END_REQ, then its flow.

@@ -66,7 +66,7 @@ void IdealFabric::on_event() {
         while (m_actions.pop_due(now, a)) {
             switch (a.kind) {
                 case ActionKind::Deliver:
-                    if (m_round_robin) m_arriving.push_back(a);
+                    if (m_round_robin) m_turns.arrive(a.port, a.trans, a.src);
                     else m_turns.deliver(*this, a.port, a.trans, a.src);
                     break;
                 case ActionKind::Return: m_turns.give_back(*this, a.port, a.trans); break;
@@ -74,17 +74,9 @@ void IdealFabric::on_event() {
                 case ActionKind::ResponseFree: m_turns.response_freed(*this, a.port); break;
             }
         }
-        if (m_arriving.empty()) break;
-        deliver_arriving();  // which may book more for now
+        if (!m_turns.deliver_arrived(*this)) break;  // which may book more for now
     }
     m_actions.rearm(now);
-}
-
-void IdealFabric::deliver_arriving() {
-    m_arrival_turns.order(
-        m_arriving, [](const Action& x) { return x.port; }, [](const Action& x) { return std::uint32_t(x.src); });
-    for (const Action& d : m_arriving) m_turns.deliver(*this, d.port, d.trans, d.src);
-    m_arriving.clear();
 }
 
 // PortTurns' hooks (port_turns.h). A pair's traffic is counted as its request goes out, not on

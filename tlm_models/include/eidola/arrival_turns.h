@@ -1,10 +1,10 @@
 // Requests that reach a GPU port in the same picosecond, handed over round robin over their
 // sources, as a target port's arbiter takes its inputs in turn.
 //
-// Used by the fabrics that time transfers themselves (ideal, flow). Why: a fabric's event queue
-// keeps same-time events in the order they were pushed, which follows the GPUs' indices (the
-// calendar runs the GPUs in that order), and the target's memory serves what comes in one
-// picosecond first come, first served. So on the ideal fabric GPU 0's writes were served first at
+// Kept by PortTurns for the fabrics that time transfers themselves (ideal, flow). Why: a fabric's
+// event queue keeps same-time events in the order they were pushed, which follows the GPUs'
+// indices (the calendar runs the GPUs in that order), and the target's memory serves what comes
+// in one picosecond first come, first served. So on the ideal fabric GPU 0's writes were served first at
 // every peer, and a symmetric collective's GPUs ended up to 84 ns apart in index order
 // (switch-8gpu, a 1 MiB direct all-reduce: 0.8% of the run; the flow fabric's mi300x-8gpu, 2.2 ns).
 // Each target keeps a turn, the source after the one it took last, starting at the GPU after its
@@ -36,6 +36,13 @@ public:
     template <class T, class Target, class Source>
     void order(std::vector<T>& batch, Target target, Source source) {
         const std::uint32_t n = std::uint32_t(m_turn.size());
+        auto take = [&](const T& x) {  // the turn moves past the source taken
+            if (source(x) < n) m_turn[target(x)] = (source(x) + 1) % n;
+        };
+        if (batch.size() == 1) {  // a lone request: nothing to order
+            take(batch.front());
+            return;
+        }
         auto rank = [&](const T& x) {
             const std::uint32_t s = source(x);
             return s < n ? (s + n - m_turn[target(x)]) % n : n;
@@ -61,8 +68,7 @@ public:
             for (const Key& k : m_keys) ordered.push_back(std::move(batch[k.index]));
             batch.swap(ordered);
         }
-        for (const T& x : batch)
-            if (source(x) < n) m_turn[target(x)] = (source(x) + 1) % n;
+        for (const T& x : batch) take(x);
     }
 
 private:

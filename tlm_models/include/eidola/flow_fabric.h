@@ -21,7 +21,6 @@
 #include <systemc>
 #include <tlm>
 
-#include "eidola/arrival_turns.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/flow_solver.h"
@@ -525,16 +524,13 @@ private:
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
     PortTurns<FlowFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
-    ArrivalTurns m_arrival_turns{ports()};   // the order of the requests that reach a GPU in one picosecond
-    std::vector<Action> m_arriving;          // scratch of on_event: this picosecond's deliveries
-    void deliver_arriving();
 
     struct LinkCounters {
         LinkStats s;
         // What the flows of routes that spread (routing.spread) put on this link, each its share: summed
         // unrounded and rounded once in link_stats() (rounded flow by flow, a one-packet flag counted whole on
-        // every equal-cost link: a spine's busy time 1.7% over its bins on hierarchical-16gpu). overhead_ps is
-        // rail's NIC processing time of the messages it sent (busy, no bytes).
+        // every equal-cost link: a spine's busy time 1.7% over its bins on hierarchical-16gpu). spread_overhead_ps
+        // is rail's NIC processing time of the messages it sent (busy, no bytes).
         double spread_packets = 0, spread_bytes = 0, spread_headers = 0, spread_overhead_ps = 0;
     };
     std::vector<LinkCounters> m_links;

@@ -12,7 +12,6 @@
 #include <systemc>
 #include <tlm>
 
-#include "eidola/arrival_turns.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
@@ -82,9 +81,6 @@ private:
     std::uint64_t m_latency_ps;
     PortTurns<IdealFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
     bool m_round_robin;                       // fabric.arrival: round_robin (else the order they were sent in)
-    ArrivalTurns m_arrival_turns{ports()};    // the order of the requests that reach a GPU in one picosecond
-    std::vector<Action> m_arriving;           // scratch of on_event: this picosecond's deliveries
-    void deliver_arriving();
     struct PairCount {
         std::uint64_t bytes = 0, packets = 0;
     };

@@ -2,7 +2,8 @@
 // transfer themselves and meet the GPUs only at its two ends (the ideal and flow fabrics): one
 // BEGIN_REQ awaiting its END_REQ on each initiators[i], one BEGIN_RESP awaiting its END_RESP on each
 // targets[i] (the request and response exclusion rules of IEEE 1666-2011's base protocol), the others waiting
-// behind it, first in, first out. One copy of the rule, so both fabrics keep it alike.
+// behind it, first in, first out. One copy of the rule, so both fabrics keep it alike; and with it the
+// order of the requests that reach a GPU in one picosecond (arrive(), deliver_arrived(): arrival_turns.h).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/arrival_turns.h"
 #include "eidola/errors.h"
 #include "eidola/event_heap.h"
 #include "eidola/front_queue.h"
@@ -33,7 +35,8 @@ class PortTurns {
 public:
     /// Turns for `ports` GPU ports, all free.
     explicit PortTurns(std::uint32_t ports)
-        : m_request_busy(ports, 0),
+        : m_arrival_turns(ports),
+          m_request_busy(ports, 0),
           m_response_busy(ports, 0),
           m_in_request(ports, nullptr),
           m_in_response(ports, nullptr),
@@ -72,6 +75,24 @@ public:
         // Answered at once: the request channel is free, and the answer heads back.
         f.book_request_free(dst, now + delay.value());
         answer(f, dst, trans, now + delay.value());
+    }
+
+    /// Holds `trans` (from port `src`, for initiators[dst]), due now, until deliver_arrived(): the requests
+    /// that reach a GPU in one picosecond go in their target's round-robin order (arrival_turns.h).
+    void arrive(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src) {
+        m_arriving.push_back({trans, dst, src});
+    }
+
+    /// Delivers what arrive() holds, in its targets' round-robin order; false if it held nothing. A fabric
+    /// calls it once its other actions of the picosecond are done, and again while it returns true (a
+    /// delivery may book more for now).
+    bool deliver_arrived(Fabric& f) {
+        if (m_arriving.empty()) return false;
+        m_arrival_turns.order(m_arriving, [](const Arrival& x) { return x.dst; }, [](const Arrival& x) { return x.src; });
+        m_delivering.swap(m_arriving);  // deliveries never arrive() more, but a held list must not move under them
+        for (const Arrival& a : m_delivering) deliver(f, a.dst, a.trans, a.src);
+        m_delivering.clear();
+        return true;
     }
 
     /// Sends `trans`'s response to the initiator of targets[src] now, or after those waiting there.
@@ -160,6 +181,12 @@ private:
         f.book_request_free(dst, at_ps);
     }
 
+    struct Arrival {
+        tlm::tlm_generic_payload* trans;
+        std::uint32_t dst, src;
+    };
+    ArrivalTurns m_arrival_turns;                       // the order of the requests that reach a GPU at once
+    std::vector<Arrival> m_arriving, m_delivering;      // arrive()'s, and deliver_arrived()'s scratch
     // Per port: a channel taken, until its free action runs (after the END phase's annotated delay).
     std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
     // Per port: the request accepted and awaiting END_REQ, the response accepted and awaiting END_RESP.
