@@ -30,8 +30,12 @@ void expect_tags(const std::vector<Request>& got, const std::vector<std::uint32_
     std::printf("\n");
 }
 
+// One scratch for every call, as PortTurns keeps it: it comes back from a reordered batch holding the old order,
+// which the next call must not leave in its result.
+std::vector<Request> scratch;
+
 void order(ArrivalTurns& turns, std::vector<Request>& batch) {
-    turns.order(batch, [](const Request& r) { return r.target; }, [](const Request& r) { return r.source; });
+    turns.order(batch, scratch, [](const Request& r) { return r.target; }, [](const Request& r) { return r.source; });
 }
 
 }  // namespace
