@@ -17,17 +17,32 @@ def stamp() -> str:
     return f"Revision {rev}, {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
 
 
+#: The line that ends what a script wrote of its section (an HTML comment: Markdown shows nothing). Hand-written
+#: text after it, up to the next heading, stays when the script writes the section again. Why: the section used to
+#: run to the next heading, so a note written under a script's table went with that table's next run (the history
+#: under bench/flow_scale.py --instructions did, 2026-12-05).
+END_OF_GENERATED = "<!-- end of the script's section: what follows, to the next heading, is kept when it runs again -->"
+
+
 def splice(text: str, section: list[str]) -> str:
-    """`text` with the section headed by `section[0]` (a "## " line) replaced by `section`, or appended."""
+    """`text` with the section headed by `section[0]` (a "## " line) replaced by `section`, or appended, and ended by
+    END_OF_GENERATED. What the old section had after its own END_OF_GENERATED stays; a section written before the
+    marker existed has none, and is replaced to the next heading."""
     heading = section[0]
+    while section and section[-1] == "":
+        section = section[:-1]
+    written = section + ["", END_OF_GENERATED]
     lines = text.splitlines()
     if heading in lines:
         start = lines.index(heading)
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        # A section followed by another keeps the blank line between them.
-        lines[start:end] = section + ([""] if end < len(lines) and section[-1] != "" else [])
+        marker = next((i for i in range(start + 1, end) if lines[i] == END_OF_GENERATED), None)
+        if marker is not None:
+            lines[start:marker + 1] = written
+        else:  # a section followed by another keeps the blank line between them
+            lines[start:end] = written + ([""] if end < len(lines) else [])
     else:
-        lines += [""] + section
+        lines += [""] + written
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -303,7 +303,10 @@ def main() -> int:
               f"- git revision: {rev or 'unknown'}",
               f"- machine: {platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
               f"- python: {platform.python_version()}", "",
-              "Figures are ratios against a baseline measured in the same run; absolute times only beside it.", ""]
+              "Figures are ratios against a baseline measured in the same run; absolute times only beside it.",
+              "A script rewrites its own section when it runs, up to the comment that ends what it wrote; a note "
+              "written after that comment, or under a heading of its own, stays (a section last written before "
+              "2026-12-05 has no such comment, and its rewrite runs to the next heading).", ""]
     ceiling = kernel_ceiling()
     body = throughput(ceiling, sizes)
     scale_rows, points = scaling(sizes)
