@@ -30,12 +30,18 @@ void expect_tags(const std::vector<Request>& got, const std::vector<std::uint32_
     std::printf("\n");
 }
 
-// One scratch for every call, as PortTurns keeps it: it comes back from a reordered batch holding the old order,
-// which the next call must not leave in its result.
+// One scratch for every call, as PortTurns keeps it. It goes in holding a stray request, which must not reach the
+// result, and must come back empty (PortTurns delivers from it next).
 std::vector<Request> scratch;
 
 void order(ArrivalTurns& turns, std::vector<Request>& batch) {
+    scratch.push_back({0, 0, 99});
     turns.order(batch, scratch, [](const Request& r) { return r.target; }, [](const Request& r) { return r.source; });
+    if (!scratch.empty()) {
+        ++failures;
+        std::printf("FAIL the scratch came back holding %zu requests\n", scratch.size());
+    }
+    scratch.clear();
 }
 
 }  // namespace

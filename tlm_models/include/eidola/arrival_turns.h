@@ -32,10 +32,12 @@ public:
     /// in rounds, each round one request of every source that has one left, the sources from the target's
     /// turn on (a source outside the ports, such as an NVLS unit's own access, last). One source's requests
     /// keep their order (program order). Each target's turn moves past the last source it took.
-    /// `target(x)` and `source(x)` give a request's port indices. `scratch` is the caller's, kept between calls
-    /// so that a reordered batch costs no allocation (it comes back holding the old order's storage).
+    /// `target(x)` and `source(x)` give a request's port indices. `scratch` is the caller's storage for the
+    /// reordering, kept between calls so that a reordered batch costs no allocation: what it holds is dropped,
+    /// and it comes back empty.
     template <class T, class Target, class Source>
     void order(std::vector<T>& batch, std::vector<T>& scratch, Target target, Source source) {
+        scratch.clear();
         const std::uint32_t n = std::uint32_t(m_turn.size());
         auto take = [&](const T& x) {  // the turn moves past the source taken
             if (source(x) < n) m_turn[target(x)] = (source(x) + 1) % n;
@@ -64,9 +66,9 @@ public:
         bool moved = false;
         for (std::uint32_t i = 0; i < m_keys.size(); ++i) moved = moved || m_keys[i].index != i;
         if (moved) {
-            scratch.clear();
             for (const Key& k : m_keys) scratch.push_back(std::move(batch[k.index]));
             batch.swap(scratch);
+            scratch.clear();  // the old order's moved-from requests; the storage stays
         }
         for (const T& x : batch) take(x);
     }

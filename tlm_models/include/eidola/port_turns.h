@@ -88,7 +88,8 @@ public:
     /// delivery may book more for now).
     bool deliver_arrived(Fabric& f) {
         if (m_arriving.empty()) return false;
-        m_arrival_turns.order(m_arriving, m_ordering, [](const Arrival& x) { return x.dst; },
+        // m_delivering is empty between calls, so it lends its storage to the reordering.
+        m_arrival_turns.order(m_arriving, m_delivering, [](const Arrival& x) { return x.dst; },
                               [](const Arrival& x) { return x.src; });
         m_delivering.swap(m_arriving);  // deliveries never arrive() more, but a held list must not move under them
         for (const Arrival& a : m_delivering) deliver(f, a.dst, a.trans, a.src);
@@ -188,7 +189,6 @@ private:
     };
     ArrivalTurns m_arrival_turns;                       // the order of the requests that reach a GPU at once
     std::vector<Arrival> m_arriving, m_delivering;      // arrive()'s, and deliver_arrived()'s scratch
-    std::vector<Arrival> m_ordering;                    // the arrival turns' scratch (ArrivalTurns::order)
     // Per port: a channel taken, until its free action runs (after the END phase's annotated delay).
     std::vector<std::uint8_t> m_request_busy, m_response_busy;  // bytes, not vector<bool>'s bit arithmetic
     // Per port: the request accepted and awaiting END_REQ, the response accepted and awaiting END_RESP.
