@@ -17,6 +17,11 @@ machine's L2 (a last-level cache of that size), and reports instructions and sim
 work per event apart from the memory hierarchy. Both are deterministic (the same binary gives the same counts,
 however loaded the machine), and they tell a solver that does more per event at scale from one that does the same
 work out of a cache it no longer fits. Takes about 20 minutes on this machine; replaces its own section.
+
+`--curve` measures the lockstep cost per event at GPU counts between 8 and 1,024 (rounds scaled to keep the events
+about equal), a median over `--repeats` passes that each run every size in turn: where between the two ends the
+cost leaves the 8-GPU figure shows how large the state may grow before it stops fitting this machine's caches.
+Takes about 10 seconds a repeat; replaces its own section.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ DRIVER = ROOT / "build" / "cpp" / "eidola_flow_scale_driver"
 HEADING = "## Issue 25: cost per flow event from 8 to 1,024 GPUs, lockstep and skewed (bench/flow_scale.py)"
 COUNTS_HEADING = ("## Issue 25: instructions and simulated L2 misses per flow event, 8 to 1,024 GPUs "
                   "(bench/flow_scale.py --instructions)")
+CURVE_HEADING = "## Issue 25: cost per lockstep flow event against GPU count (bench/flow_scale.py --curve)"
+CURVE_GPUS = [8, 128, 256, 384, 512, 768, 1024]
 L2 = Path("/sys/devices/system/cpu/cpu0/cache/index2")
 # (traffic, GPUs, R): the rounds keep the event count about equal at both sizes.
 CASES = [("lockstep", 8, 512), ("lockstep", 1024, 4), ("skewed", 8, 256), ("skewed", 1024, 2)]
@@ -164,11 +171,42 @@ def section(runs: dict[tuple[str, int, int], list[dict[str, Any]]], repeats: int
     return lines
 
 
+def curve_rounds(gpus: int) -> int:
+    """R for `gpus` in the curve: events about equal at every size (8 GPUs x 512 rounds, as CASES)."""
+    return max(4, 4096 // gpus)
+
+
+def curve_section(repeats: int) -> list[str]:
+    """The lockstep cost per event at each of CURVE_GPUS: the median of `repeats` passes, each over every size."""
+    costs: dict[int, list[float]] = {g: [] for g in CURVE_GPUS}
+    memory: dict[int, float] = {}
+    for _ in range(repeats):
+        for gpus in CURVE_GPUS:
+            one, two = (_run("lockstep", gpus, r) for r in (curve_rounds(gpus), 2 * curve_rounds(gpus)))
+            costs[gpus].append(per_event_us(one, two))
+            memory[gpus] = one["max_rss_kb"] / 1024
+    base = statistics.median(costs[CURVE_GPUS[0]])
+    lines = [CURVE_HEADING, "",
+             f"{stamp()}; load average {os.getloadavg()[0]:.1f} at the end; CPU microseconds per event of "
+             f"`Simulation::run` (the 2R run's extra over the R run's), the median of {repeats} passes that each ran "
+             "every size in turn. Lockstep traffic as in the section above.", "",
+             "| GPUs | rounds R | us per event (median) | all passes | ratio to 8 GPUs | peak memory (R) |",
+             "|---|---|---|---|---|---|"]
+    for gpus in CURVE_GPUS:
+        median = statistics.median(costs[gpus])
+        lines.append(f"| {gpus:,} | {curve_rounds(gpus)} | {median:.3f} | "
+                     + ", ".join(f"{x:.3f}" for x in costs[gpus])
+                     + f" | **{median / base:.2f}x** | {memory[gpus]:.1f} MiB |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3, help="runs per case; the least CPU time is kept")
     parser.add_argument("--instructions", action="store_true",
                         help="count instructions and simulated L2 misses per event under callgrind instead")
+    parser.add_argument("--curve", action="store_true",
+                        help="the lockstep cost per event at GPU counts from 8 to 1,024 instead")
     args = parser.parse_args()
     if not DRIVER.exists():
         print(f"{DRIVER} not built: run `cmake --build build/cpp` (or bash scripts/test.sh) first", file=sys.stderr)
@@ -178,6 +216,9 @@ def main() -> int:
             print("--instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
             return 2
         write_section(counts_section(_l2()))
+        return 0
+    if args.curve:
+        write_section(curve_section(args.repeats))
         return 0
     write_section(section(measure(args.repeats), args.repeats))
     return 0
