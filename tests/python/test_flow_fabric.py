@@ -377,6 +377,28 @@ def test_flows_are_refused_on_other_fabrics(write_platform):
             """))
 
 
+def test_a_window_paced_flow_longer_than_the_watchdog_is_not_a_stall(write_platform):
+    # One 64 KiB write (256 packets) under a window of one packet: each packet holds the slot for its round trip,
+    # zl(P + h, 1) + M + P / MEM + zl(h, 1) = 604.55 ns, so the write takes 256 of them, 154.8 us. The packet GPU
+    # hears a response every round trip, within gpus.watchdog (2 us); the flow GPU hears one when the flow is done,
+    # 154.8 us on. The watchdog allows a flow its time per window of the packets it stands for (here 256 x 2 us):
+    # with the flat 2 us the flow fabric reported a stall (scripts/fuzz.py's flow campaign found it).
+    n = 64 << 10
+    round_trip = zl(P + H, 1) + M + P / MEM * 1e9 + zl(H, 1)
+    b = ProfileBuilder(gpus=2, workgroups=1, name="paced")
+    b.buffer("data", nbytes=n)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=n)
+    profile = b.build()
+    times = {}
+    for model in ("packet", "flow"):
+        plat = _platform(write_platform, 2, "fully_connected", model=model, max_outstanding=1)
+        plat = eidola.load_platform(plat.source, overrides={"gpus.watchdog": "2us", "gpus.launch": "0ns"})
+        times[model] = eidola.simulate(plat, profile).kernel_time_ns
+    assert times["packet"] == pytest.approx(n // P * round_trip, rel=0.005)
+    assert times["flow"] == pytest.approx(times["packet"], rel=0.005)
+    assert times["flow"] > 50 * 2000  # far past the watchdog's own 2 us
+
+
 def test_a_packet_only_key_is_ignored_with_one_warning(write_platform, capsys):
     _platform(write_platform, 2, "fully_connected", extra="  watchdog: 5ms")
     lines = capsys.readouterr().err.splitlines()

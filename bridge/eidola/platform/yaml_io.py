@@ -34,7 +34,8 @@ SCHEMA_VERSION = 1
 _FABRIC_MODELS = {"ideal": "IdealFabric", "packet": "PacketFabric", "flow": "FlowFabric", "plugin": "Plugin"}
 #: What a GPU issues as one flow on fabric.model: flow unless gpus.flow says otherwise (docs/fabrics.md).
 DEFAULT_FLOW = "64MiB"
-#: The GPUs' stall watchdog on fabric.model: flow unless gpus.watchdog says otherwise.
+#: The GPUs' stall watchdog on fabric.model: flow unless gpus.watchdog says otherwise (the GPU allows it per window
+#: of the packets its outstanding flows stand for: GpuInitiator::watchdog_allowance).
 DEFAULT_FLOW_WATCHDOG = "1s"
 #: Packet fabric keys that a flow fabric accepts and ignores (no buffers, channels or deadlocks in a fluid).
 FLOW_IGNORED_KEYS = ("watchdog",)

@@ -83,7 +83,8 @@ struct EidolonGpuParams : ParamGroup {
                                    "from the satisfying write to the woken workgroup running again", 0, 1.0};
     /// Stall watchdog.
     TimeParam watchdog{*this, "watchdog", 1e-3,
-                       "transactions outstanding this long with no response arriving stop the run with a stall report",
+                       "transactions outstanding this long with no response arriving stop the run with a stall report "
+                       "(flows: this long per max_outstanding of the packets they stand for, as each is answered once)",
                        1e-9, 1e3};
 };
 

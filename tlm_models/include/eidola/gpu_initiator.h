@@ -142,6 +142,8 @@ private:
     }
     /// Completes a response: acknowledgement counts, blocking transfers, drained releases.
     void acknowledged(Packet* packet);
+    /// How long the watchdog waits for a response: its time, per window of the packets outstanding flows stand for.
+    std::uint64_t watchdog_allowance() const;
     /// Frees the slots of trains' acknowledgements due by now.
     void reclaim(std::uint64_t now);
     /// Whether `wanted` slots are free; if not, an Issue action is booked for when they will be.
@@ -203,6 +205,7 @@ private:
     std::vector<Transfer> m_transfers;          // per workgroup given a program (see WorkgroupEngine::m_wgs)
     std::vector<SlotRelease> m_releases;        // trains' acknowledgements still to free slots
     std::uint64_t m_last_response_ps = 0;
+    std::uint64_t m_flow_packets = 0;           // flow mode: the packets its outstanding flows stand for
     std::uint64_t m_bytes_sent = 0, m_packets_sent = 0;
     PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged (but see Transfer)
     GpuCore& m_core;
