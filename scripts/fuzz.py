@@ -37,7 +37,7 @@ from eidola.profile import ProfileBuilder
 
 REPO = Path(__file__).resolve().parents[1]
 
-CAMPAIGNS = ("platform", "profile", "csv", "cli", "sweep", "import", "netsweep", "rundir", "memory")
+CAMPAIGNS = ("platform", "profile", "csv", "cli", "sweep", "import", "netsweep", "rundir", "memory", "flow")
 GOOD = {0, 2, 3}
 
 # ---------------------------------------------------------------- random values
@@ -446,6 +446,57 @@ def case_memory(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     return [*command, str(path)]
 
 
+#: Knobs of the flow fabric and the packet knobs it reads or ignores, with edge values of each (case_flow).
+_FLOW_KNOBS: dict[str, list[Any]] = {
+    "fabric.flow.issue": ["gates", "queue"], "fabric.flow.responses": ["first", "fair"],
+    "fabric.flow.incast": ["queue", "share"], "fabric.switch.buffer": [1, 2, 16, 192, "16B", "64KiB", 2**20],
+    "fabric.switch.vcs": [0, 1, 2], "fabric.switch.flow_control": ["cut_through", "wormhole", "store_and_forward"],
+    "fabric.switch.injection": ["voq", "fifo"], "fabric.switch.injection_order": ["arrival", "round_robin"],
+    "fabric.switch.arbitration": ["bytes", "packets", "responses_first"], "fabric.switch.ejection": ["unlimited", "link"],
+    "fabric.link.count": [1, 2, 64], "fabric.link.ack": ["0B", "1B", "64B"], "fabric.link.header": ["0B", "16B", "4KiB"],
+    "fabric.link.latency": ["0ns", "1ps", "10us"], "fabric.link.bandwidth": ["1B/s", "1GB/s", "1PB/s"],
+    "fabric.routing.spread": [True, False], "fabric.stats.bin": ["1ns", "1ms"],
+    "gpus.max_outstanding": [1, 2, 64, 2**20], "gpus.max_payload": ["8B", "64B", "256B", "4KiB", "1MiB"],
+    "gpus.flow": ["0B", "8B", "256B", "64KiB", "1GiB"], "gpus.train": [1, 16],
+    "gpus.memory.latency": ["0ns", "1ps", "1ms"], "gpus.workgroups": [1, 2, 304],
+}
+
+
+def case_flow(r: random.Random, ws: Workspace, d: Path) -> list[str]:
+    """A shipped packet platform switched to `fabric.model: flow`, with a few of the flow fabric's knobs and the packet
+    knobs it reads or ignores set to edge values (and sometimes one key mutated as in case_platform), run on the small
+    profile or on writes of 1 byte to 1 MiB both ways, through `eidola run` (5 s). Why: no shipped platform is a flow
+    one, so the platform campaign reaches the flow fabric only when a mutation happens to write `flow`. Sizes stop at 1
+    MiB and bins at 1 ns: a 64 MiB write through a one-flit buffer, or 1 ps bins, simulate for seconds and write
+    hundreds of MB of link bins, which costs the case its time, not a finding."""
+    packet = [p for p in ws.platforms if isinstance(p.get("fabric"), dict) and p["fabric"].get("model") == "packet"]
+    doc = copy.deepcopy(r.choice(packet))
+    doc["fabric"]["model"] = "flow"
+    for key in r.sample(sorted(_FLOW_KNOBS), r.randrange(1, 5)):
+        *parents, leaf = key.split(".")
+        node = doc
+        for name in parents:  # a platform may leave a group out: made here, as its author would write it
+            node = node.setdefault(name, {})
+        node[leaf] = r.choice(_FLOW_KNOBS[key])
+    if r.random() < 0.2:
+        doc = _mutate_doc(r, doc, _PLATFORM_KEYS)
+    if r.random() < 0.5:
+        b = ProfileBuilder(gpus=2, workgroups=2, name="flow")
+        b.flag("done")
+        b.buffer("data", nbytes=(1 << 20) + 1)
+        for wg in range(2):
+            nbytes = r.choice([1, 8, 256, 257, 4096, (1 << 20) + 1])
+            b.program(gpu=0, wg=wg).write(dst=1, buffer="data", offset=0, nbytes=nbytes) \
+                .signal(dst=1, flag="done", op="add", value=1)
+            b.program(gpu=1, wg=wg).write(dst=0, buffer="data", offset=0, nbytes=nbytes)
+        b.program(gpu=1, wg=0).wait(flag="done", cond=">=", value=2, mode=r.choice(["poll", "syncmon"]), interval_ns=100)
+        b.build().save(d / "profile.yaml")
+        doc["profile"] = str(d / "profile.yaml")
+    path = d / "platform.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return ["run", "--timeout", "5s", "--out", str(d / "out"), str(path)]
+
+
 _SWEEP_KEYS = ["sweep", "name", "platform", "profile", "generator", "set", "grid", "zip", "axes", "metrics", "timeout",
                "trace", "start", "stop", "step", "fabric.latency", "fabric.latncy", "seed", "gpus.count",
                "gpus.memory.latency", "generator.name", "generator.mode", "generator.chunkz", "name", "mode"]
@@ -616,11 +667,12 @@ def case_import(r: random.Random, ws: Workspace, d: Path) -> list[str]:
 
 #: Campaigns whose cases cost seconds (figures are drawn) run this fraction of --cases, so the test
 #: command's bounded run stays within its time budget.
-SHARE = {"rundir": 0.1, "netsweep": 0.5}
+SHARE = {"rundir": 0.1, "netsweep": 0.5, "flow": 0.5}
 
 CASES: dict[str, Callable[[random.Random, Workspace, Path], list[str]]] = {
     "platform": case_platform, "profile": case_profile, "csv": case_csv, "cli": case_cli,
-    "sweep": case_sweep, "import": case_import, "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory}
+    "sweep": case_sweep, "import": case_import, "netsweep": case_netsweep, "rundir": case_rundir, "memory": case_memory,
+    "flow": case_flow}
 
 
 # ---------------------------------------------------------------- running

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long fuzz campaigns: N cases of each campaign (platforms, profiles, timestamps CSVs, CLI
+# Long fuzz campaigns: N cases of each campaign (platforms, flow platforms, profiles, timestamps CSVs, CLI
 # arguments, sweep specs and folders), every case a forked `eidola` command with a wall limit. Exits 1 on any finding
 # (exit status 1, a signal or a hang); findings are kept in build/fuzz-findings/.
 #   bash scripts/fuzz.sh 2500            # 10,000 cases in all
