@@ -52,6 +52,8 @@ __all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics",
 SIGNAL_BYTES = 8  #: bytes a signal writes: one flag word (an 8-byte atomic)
 STATS_BIN = "1ms"  #: fabric.stats.bin of perf's runs unless --set gives it: utilisation bins perf does not read
 AUTO_PACKET_BYTES = 64 * 2**20  #: --fabric auto: the packet fabric up to this many bytes written in all, flow above
+#: --set keys only the flow fabric reads (the loader refuses them on any other): perf gives them to its flow sizes alone.
+FLOW_ONLY_KEYS = ("gpus.flow",)
 FABRICS = ("auto", "packet", "flow")  #: what --fabric may say
 _MODEL_NAMES = {"IdealFabric": "ideal", "PacketFabric": "packet", "FlowFabric": "flow"}
 
@@ -130,16 +132,23 @@ class Fabrics:
     native: str = field(init=False)      #: its fabric: ideal | packet | flow | plugin | a model's name
     switchable: bool = field(init=False)  #: whether sizes may run on the packet or the flow fabric
     _variants: dict[str, Platform] = field(default_factory=dict, init=False)
+    #: --set keys of FLOW_ONLY_KEYS, given to the platforms that run the flow fabric only. Why: `--fabric flow --set
+    #: gpus.flow=1MiB` on a packet platform file was refused, as the file as given (packet) was loaded with them.
+    _flow_only: dict[str, Any] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
+        self._flow_only = {k: v for k, v in self.overrides.items() if k in FLOW_ONLY_KEYS}
+        self.overrides = {k: v for k, v in self.overrides.items() if k not in FLOW_ONLY_KEYS}
         self.base = load_platform(self.path, self.overrides)
         self.native = fabric_name(self.base)
+        if self._flow_only and self.native == "flow":
+            self.base = load_platform(self.path, {**self.overrides, **self._flow_only})
         if self.native in ("packet", "flow") and self.base.shorthand is not None and \
                 "fabric.stats.bin" not in self.overrides:
             # perf reads only kernel times; a link's 1 us utilisation bins over a long run of hundreds of
             # GPUs need gigabytes (10-20 GB for a 1 GiB all-reduce on 512), so coarse bins unless asked.
             self.overrides = {**self.overrides, "fabric.stats.bin": STATS_BIN}
-            self.base = load_platform(self.path, self.overrides)
+            self.base = load_platform(self.path, {**self.overrides, **self._own(self.native)})
         fixed = "fabric.model" in self.overrides
         self.switchable = self.native in ("packet", "flow") and self.base.shorthand is not None and not fixed
         if fixed and self.choice != "auto":
@@ -153,6 +162,17 @@ class Fabrics:
                    else f"its fabric is {self.native}")
             raise ConfigError(f"--fabric {self.choice}: {self.path} cannot switch to the {self.choice} fabric ({why}); "
                               "use --fabric auto")
+        runs_flow = self.choice == "flow" or (self.choice == "auto" and (self.switchable or self.native == "flow"))
+        if self._flow_only and not runs_flow:
+            keys = ", ".join(self._flow_only)
+            raise ConfigError(f"--set {keys}: only the flow fabric reads it, and this run has none "
+                              f"({'--fabric ' + self.choice if self.choice != 'auto' else 'its fabric is ' + self.native})")
+        if self._flow_only:
+            self.platform("flow")  # a bad value is named now, before any size has printed
+
+    def _own(self, fabric: str) -> dict[str, Any]:
+        """The flow-only --set keys where `fabric` is the flow fabric, else none."""
+        return self._flow_only if fabric == "flow" else {}
 
     def rule(self) -> str:
         """How this run chooses each size's fabric, for the printed header."""
@@ -195,7 +215,8 @@ class Fabrics:
         if not self.switchable or fabric == self.native:
             return self.base
         if fabric not in self._variants:
-            self._variants[fabric] = load_platform(self.path, {**self.overrides, "fabric.model": fabric})
+            self._variants[fabric] = load_platform(self.path,
+                                                   {**self.overrides, **self._own(fabric), "fabric.model": fabric})
         return self._variants[fabric]
 
     def harnessed(self, fabric: str) -> Platform:
