@@ -183,6 +183,24 @@ def test_sim_time_stops_cleanly_with_partial_results(cli, write_platform, tmp_pa
     assert r.returncode == 0 and "PARTIAL" in r.stdout and "stopped at limits.sim_time = 5.000 us" in r.stdout
 
 
+@pytest.mark.parametrize("model", ["packet", "flow"])
+def test_a_run_done_before_sim_time_is_whole(repo, model):
+    # One 4 KiB write, done in about a microsecond, under limits.sim_time of 100 us: the run ends by itself, so its
+    # result is the one without the limit, not partial. Each GPU's stall watchdog stays booked for up to its time
+    # (1 ms on the packet fabric, 1 s on the flow fabric) after its last response, and the run was reported
+    # partial, its kernel time 100 us, whenever that fell after the limit.
+    b = ProfileBuilder(gpus=2, workgroups=1, name="short")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
+    profile = b.build()
+    path = repo / "platforms" / "switch-8gpu.yaml"
+    whole = eidola.simulate(eidola.load_platform(path, overrides={"fabric.model": model}), profile)
+    limited = eidola.simulate(eidola.load_platform(path, overrides={"fabric.model": model,
+                                                                    "limits.sim_time": "100us"}), profile)
+    assert not whole.partial and whole.kernel_time_ns < 10_000
+    assert not limited.partial and limited.kernel_time_ns == whole.kernel_time_ns
+
+
 def test_limits_round_trip_in_the_effective_configuration(write_platform):
     plat = write_platform()
     plat.write_text(plat.read_text() + "limits: {wall: 90s}\n")

@@ -259,8 +259,14 @@ int Simulation::run() {
     try {
         if (m_time_limit_ps > 0) {
             sc_core::sc_start(sc_core::sc_time(double(m_time_limit_ps), sc_core::SC_PS));
-            // Stopped by the limit, not by running out of events: what is unfinished was still going.
-            m_partial = sc_core::sc_pending_activity() && !s.errors.verdict();
+            // Stopped by the limit, not by running out of events, with work left: what is unfinished was still
+            // going. Events alone are not work: each GPU's stall watchdog stays booked for up to its time after
+            // the GPU's last response (a second on the flow fabric), so a run that had finished before the limit
+            // was reported partial, its kernel time the limit's. Models this cannot see into (GPUs of users'
+            // own, which write flags from outside) keep the rule of events.
+            const bool working = s.monitor.external_writers() ||
+                                 std::any_of(s.gpus.begin(), s.gpus.end(), [](const EidolonGpu* g) { return g->has_work(); });
+            m_partial = sc_core::sc_pending_activity() && working && !s.errors.verdict();
         } else {
             sc_core::sc_start();
         }

@@ -43,7 +43,8 @@ void TrafficGenerator::start() {
     if (!injecting() || m_spec.probability <= 0) return;
     m_next_cycle = gap_cycles() - 1;  // the first success may be in cycle 0
     const std::uint64_t at = m_next_cycle * m_spec.cycle_ps;
-    if (at < m_end_ps) m_core.actions.push(at, {GpuActionKind::Generate, 0});
+    m_generating = at < m_end_ps;
+    if (m_generating) m_core.actions.push(at, {GpuActionKind::Generate, 0});
 }
 
 bool TrafficGenerator::create() {
@@ -63,7 +64,8 @@ bool TrafficGenerator::create() {
     if (m_queue.size() > m_stats.queue_peak) m_stats.queue_peak = m_queue.size();
     m_next_cycle += gap_cycles();
     const std::uint64_t at = m_next_cycle * m_spec.cycle_ps;
-    if (at < m_end_ps) m_core.actions.push(at, {GpuActionKind::Generate, 0});
+    m_generating = at < m_end_ps;
+    if (m_generating) m_core.actions.push(at, {GpuActionKind::Generate, 0});
     return was_empty;
 }
 

@@ -163,6 +163,13 @@ public:
     std::uint64_t events() const { return m_core.actions.processed(); }
     /// Number of workgroups whose program has not finished.
     std::uint32_t unfinished() const { return m_engine.unfinished(); }
+    /// Whether it still has work: unfinished workgroups, transactions awaiting their response, or synthetic
+    /// traffic still to create or to send. Not whether it has events booked: a stall watchdog booked for after
+    /// its last response stays booked once everything is done.
+    bool has_work() const {
+        return m_engine.unfinished() > 0 || m_initiator.outstanding() > 0 ||
+               (m_traffic && (m_traffic->generating() || m_traffic->pending()));
+    }
     /// Ops its workgroups completed so far, and ops in their programs.
     std::uint64_t ops_done() const { return m_engine.ops_done(); }
     std::uint64_t ops_total() const { return m_engine.ops_total(); }

@@ -80,6 +80,8 @@ public:
     bool create();
     /// Packets waiting in the source queue.
     bool pending() const { return !m_queue.empty(); }
+    /// Whether it has a creation booked: it has not yet reached the end of its window.
+    bool generating() const { return m_generating; }
     /// Fills `p` with the oldest queued packet (a write to its destination) and dequeues it.
     void fill(Packet& p, const AddressMap& map, unsigned char* data);
     /// The response to one of this generator's packets arrived: records it and detaches its stamp.
@@ -106,6 +108,7 @@ private:
     double m_log_miss;                 // ln(1 - p), for geometric gaps
     std::uint64_t m_state;             // splitmix64 state
     std::uint64_t m_next_cycle = 0;    // cycle of the next creation
+    bool m_generating = false;         // a creation is booked (generating())
     std::deque<Queued> m_queue;
     std::vector<std::unique_ptr<TrafficStamp>> m_stamps;
     std::vector<TrafficStamp*> m_free_stamps;
