@@ -495,12 +495,14 @@ void GpuInitiator::watchdog() {
 
 // A flow is answered once, when all the packets it stands for are in, where the packet fabric answers each:
 // the watchdog allows its time per window (max_outstanding) of the packets the outstanding flows stand for.
-// Why: a 64 MiB flow paced by a window of one packet over a microsecond round trip is a second without a
-// response, and the flat allowance reported it as lost (scripts/fuzz.py's flow campaign), where the packet
-// fabric's responses kept coming and the run finished.
+// Why: a 64 MiB flow paced by a window of one packet over a 4 us round trip is a second without a response,
+// and the flat allowance reported it as lost (scripts/fuzz.py's flow campaign), where the packet fabric's
+// responses kept coming and the run finished.
 std::uint64_t GpuInitiator::watchdog_allowance() const {
+    // The booking stays below 2^62 ps (53 days), far from where the kernel's 64-bit time would wrap.
+    constexpr std::uint64_t kLatest = std::uint64_t(1) << 62;
     const std::uint64_t windows = std::max<std::uint64_t>(1, (m_flow_packets + m_max_outstanding - 1) / m_max_outstanding);
-    const std::uint64_t most = ~std::uint64_t(0) - m_last_response_ps;  // saturates: the booking must not wrap
+    const std::uint64_t most = m_last_response_ps < kLatest ? kLatest - m_last_response_ps : 1;
     return windows > most / m_core.watchdog_ps ? most : m_core.watchdog_ps * windows;
 }
 
