@@ -201,6 +201,29 @@ def test_a_run_done_before_sim_time_is_whole(repo, model):
     assert not limited.partial and limited.kernel_time_ns == whole.kernel_time_ns
 
 
+@pytest.mark.parametrize("model", ["packet", "flow"])
+@pytest.mark.parametrize("platform", ["switch-8gpu.yaml", "mesh2d-16gpu.yaml"])
+def test_a_buffer_past_any_count_is_bottomless(repo, platform, model):
+    # A 4 KiB write never fills a buffer of 2^20 packets, so any larger buffer must time it the same. 1 TiB of
+    # 16-byte flits is 2^36 credits, which a 32-bit count took as 0, and 2^30 packets times a mesh router's six
+    # injection queues wrapped to 0: every packet waited for room and the run stopped with a stall (the fuzz
+    # memory campaign's exit 3s, 2026-12-06). Credits are now capped at 2^30, past which no buffer fills.
+    b = ProfileBuilder(gpus=2, workgroups=1, name="one")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
+    profile = b.build()
+    path = repo / "platforms" / platform
+
+    def kernel(buffer):
+        plat = eidola.load_platform(path, overrides={"fabric.model": model, "fabric.switch.buffer": buffer})
+        return eidola.simulate(plat, profile).kernel_time_ns
+
+    deep = kernel(2**20)
+    assert 0 < deep < 10_000
+    for buffer in ("1TiB", "1PiB", 2**30, 2**31):
+        assert kernel(buffer) == deep, buffer
+
+
 def test_limits_round_trip_in_the_effective_configuration(write_platform):
     plat = write_platform()
     plat.write_text(plat.read_text() + "limits: {wall: 90s}\n")

@@ -78,7 +78,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(std::string(static_cast<const char*>(name)) + ": " + e.what());
     }
-    m_credits = std::uint32_t(std::max<std::uint64_t>(1, m_credit_bytes ? amount / m_flit : amount));
+    m_credits = buffer_credits(amount, m_credit_bytes, m_flit);
     m_credit_base = m_solver.resources();
     // Each lane brings its own buffer (as in the packet fabric). With vcs 0 the packet fabric has a
     // channel per output of the receiving router; here the link's flows share one channel's

@@ -106,7 +106,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
     }
     // A size counts flits (a 16-byte acknowledgement takes one flit, a 256-byte write seventeen);
     // a bare number counts packets, whatever their size.
-    m_capacity = std::uint32_t(std::max<std::uint64_t>(1, m_credit_bytes ? amount / m_flit : amount));
+    m_capacity = buffer_credits(amount, m_credit_bytes, m_flit);
     m_inject_depth = m_capacity;
     const Topology& topo = *m_topology;
     auto make_input = [&](std::uint32_t node, std::int64_t link) {
@@ -132,7 +132,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
             in.credit_latency_ps = l.latency_ps;
             lanes = l.lanes;
             // Each lane brings its own buffer: a channel holds the credits of all its lanes.
-            in.capacity = std::uint32_t(std::min<std::uint64_t>(std::uint64_t(m_capacity) * lanes, 1u << 30));
+            in.capacity = std::uint32_t(std::min<std::uint64_t>(std::uint64_t(m_capacity) * lanes, kMaxCredits));
         }
         // Queues grow as packets come (a link queue never holds more than its credits): a router
         // with a queue per output must not allocate a buffer's worth for every one up front.
@@ -367,7 +367,8 @@ bool PacketFabric::inject(std::uint32_t gpu, tlm::tlm_generic_payload* trans, st
     // packets per class.
     const TrainExtension* train = trans->get_extension<TrainExtension>();
     const std::uint32_t packets = train ? train->packets : 1;  // a train fills the space of its packets
-    if (in.class_held[cls] >= m_inject_depth * in.per_class) return false;
+    // In 64 bits: a depth near kMaxCredits times a router's outputs wraps a 32-bit product to nothing.
+    if (in.class_held[cls] >= std::uint64_t(m_inject_depth) * in.per_class) return false;
     const std::uint32_t out = route(gpu, probe);
     const std::uint32_t queue = cls * in.per_class + (m_inject_fifo ? 0 : out - m_node_first_output[gpu]);
     if (train) m_trains = true;

@@ -5,6 +5,7 @@
 // END_REQ (or END_RESP), so back-pressure reaches the GPU.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -32,6 +33,16 @@ struct InjectionTurns;  // packet_fabric_parts.h
 /// switch.buffer for each; the flow fabric's model of the GPU's issue takes the same buffer.
 inline std::uint32_t injection_queues(bool fifo, std::size_t links_out) {
     return fifo ? 1 : 2 + std::uint32_t(links_out);
+}
+
+/// The most credits a buffer counts: past it no buffer fills (a GPU has at most 2^20 packets outstanding), and a
+/// 32-bit count holds a channel's worth of lanes of it.
+constexpr std::uint32_t kMaxCredits = 1u << 30;
+/// The credits of a switch.buffer of `amount` flits of `flit` bytes (`bytes`: it was given as a size), else packets:
+/// at least one, at most kMaxCredits. Why the cap: 1 TiB of 16-byte flits is 2^36 credits, which a 32-bit count
+/// took as 0, and every packet then waited for room forever (a stall reported as a lost transaction).
+inline std::uint32_t buffer_credits(std::uint64_t amount, bool bytes, std::uint32_t flit) {
+    return std::uint32_t(std::clamp<std::uint64_t>(bytes ? amount / flit : amount, 1, kMaxCredits));
 }
 
 struct PacketFabricParams : ParamGroup {
@@ -89,7 +100,8 @@ struct PacketFabricParams : ParamGroup {
         BufferParam buffer{group, "switch.buffer", "64",
                            "input buffer per virtual channel: a size (128B, counted in flit credits) or a bare number "
                            "of packets (any packet takes one slot); a link runs at full rate only if it covers the "
-                           "credit round trip (serialisation + 2 x link latency + switch latency) x bandwidth"};
+                           "credit round trip (serialisation + 2 x link latency + switch latency) x bandwidth; more "
+                           "than 2^30 credits count as 2^30, which no run fills"};
         /// How a packet crosses a router.
         ChoiceParam flow_control{group, "switch.flow_control", {"cut_through", "wormhole", "store_and_forward"},
                                  "cut_through: a packet moves on once its head is in and the next buffer has room for "
