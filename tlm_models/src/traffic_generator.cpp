@@ -42,6 +42,10 @@ std::uint64_t TrafficGenerator::gap_cycles() {
 void TrafficGenerator::start() {
     if (!injecting() || m_spec.probability <= 0) return;
     m_next_cycle = gap_cycles() - 1;  // the first success may be in cycle 0
+    book_next();
+}
+
+void TrafficGenerator::book_next() {
     const std::uint64_t at = m_next_cycle * m_spec.cycle_ps;
     m_generating = at < m_end_ps;
     if (m_generating) m_core.actions.push(at, {GpuActionKind::Generate, 0});
@@ -63,9 +67,7 @@ bool TrafficGenerator::create() {
     if (in_window(now)) ++m_stats.offered;
     if (m_queue.size() > m_stats.queue_peak) m_stats.queue_peak = m_queue.size();
     m_next_cycle += gap_cycles();
-    const std::uint64_t at = m_next_cycle * m_spec.cycle_ps;
-    m_generating = at < m_end_ps;
-    if (m_generating) m_core.actions.push(at, {GpuActionKind::Generate, 0});
+    book_next();
     return was_empty;
 }
 

@@ -141,13 +141,14 @@ class Fabrics:
         self.overrides = {k: v for k, v in self.overrides.items() if k not in FLOW_ONLY_KEYS}
         self.base = load_platform(self.path, self.overrides)
         self.native = fabric_name(self.base)
-        if self._flow_only and self.native == "flow":
-            self.base = load_platform(self.path, {**self.overrides, **self._flow_only})
+        reload = bool(self._own(self.native))
         if self.native in ("packet", "flow") and self.base.shorthand is not None and \
                 "fabric.stats.bin" not in self.overrides:
             # perf reads only kernel times; a link's 1 us utilisation bins over a long run of hundreds of
             # GPUs need gigabytes (10-20 GB for a 1 GiB all-reduce on 512), so coarse bins unless asked.
             self.overrides = {**self.overrides, "fabric.stats.bin": STATS_BIN}
+            reload = True
+        if reload:  # once, with perf's bins and, where the file's own fabric is the flow fabric, the flow-only keys
             self.base = load_platform(self.path, {**self.overrides, **self._own(self.native)})
         fixed = "fabric.model" in self.overrides
         self.switchable = self.native in ("packet", "flow") and self.base.shorthand is not None and not fixed

@@ -98,6 +98,8 @@ private:
     };
     std::uint64_t next_random();
     std::uint64_t gap_cycles();
+    /// Books the creation at cycle m_next_cycle, if it falls inside the window (generating() says whether it did).
+    void book_next();
     bool in_window(std::uint64_t t) const { return t >= m_spec.warmup_ps && t < m_end_ps; }
 
     GpuCore& m_core;
