@@ -455,7 +455,8 @@ _FLOW_KNOBS: dict[str, list[Any]] = {
     "fabric.switch.arbitration": ["bytes", "packets", "responses_first"], "fabric.switch.ejection": ["unlimited", "link"],
     "fabric.link.count": [1, 2, 64], "fabric.link.ack": ["0B", "1B", "64B"], "fabric.link.header": ["0B", "16B", "4KiB"],
     "fabric.link.latency": ["0ns", "1ps", "10us"], "fabric.link.bandwidth": ["1B/s", "1GB/s", "1PB/s"],
-    "fabric.routing.spread": [True, False], "fabric.stats.bin": ["1ns", "1ms"],
+    "fabric.routing.spread": [True, False], "fabric.stats.bin": ["1ps", "1ns", "1ms"],
+    "fabric.stats.max_bins": [1, 64, 2**20],
     "gpus.max_outstanding": [1, 2, 64, 2**20], "gpus.max_payload": ["8B", "64B", "256B", "4KiB", "1MiB"],
     "gpus.flow": ["0B", "8B", "256B", "64KiB", "1GiB"], "gpus.train": [1, 16],
     "gpus.memory.latency": ["0ns", "1ps", "1ms"], "gpus.workgroups": [1, 2, 304],
@@ -467,8 +468,8 @@ def case_flow(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     knobs it reads or ignores set to edge values (and sometimes one key mutated as in case_platform), run on the small
     profile or on writes of 1 byte to 1 MiB both ways, through `eidola run` (5 s). Why: no shipped platform is a flow
     one, so the platform campaign reaches the flow fabric only when a mutation happens to write `flow`. Sizes stop at 1
-    MiB and bins at 1 ns: a 64 MiB write through a one-flit buffer, or 1 ps bins, simulate for seconds and write
-    hundreds of MB of link bins, which costs the case its time, not a finding."""
+    MiB: a 64 MiB write through a one-flit buffer simulates for seconds, which costs the case its time, not a finding.
+    Bins go down to 1 ps, with budgets of 1 bin up: fabric.stats.max_bins bounds what they cost."""
     packet = [p for p in ws.platforms if isinstance(p.get("fabric"), dict) and p["fabric"].get("model") == "packet"]
     doc = copy.deepcopy(r.choice(packet))
     doc["fabric"]["model"] = "flow"

@@ -96,8 +96,8 @@ void test_params() {
     const Configured<IdealFabric::Params> p(given, "fabric");
     expect(p.latency.get() == sc_core::sc_time(2, sc_core::SC_US), "given value overrides the default");
     expect(p.ports.get() == 4, "absent value takes the declared default");
-    expect(p.specs().size() == 4 && p.specs()[0].name == "latency" && p.specs()[2].name == "stats.bin" &&
-               p.specs()[3].name == "arrival",
+    expect(p.specs().size() == 5 && p.specs()[0].name == "latency" && p.specs()[2].name == "stats.bin" &&
+               p.specs()[3].name == "stats.max_bins" && p.specs()[4].name == "arrival",
            "the catalog's specs come from the members");
     ParamSet bad;
     bad.set("latencyy", 1e-9);

@@ -34,36 +34,65 @@ void for_each_bin(std::uint64_t from, std::uint64_t to, std::uint64_t width, Add
 void FlowFabric::account_busy(std::uint32_t link, std::uint64_t now) {
     LinkBusy& b = m_busy[link];
     if (b.load > 0 && now > b.since)
-        for_each_bin(b.since, now, m_bin_ps, [&](std::uint64_t bin, double ps) {
+        for_each_bin(b.since, now, m_bin_budget.width_ps(), [&](std::uint64_t bin, double ps) {
             open_bin(link, bin);
             b.busy += float(b.load * ps / b.bytes_per_s);  // lane-ps busy
         });
     b.since = now;
+    if (m_bins_over) coarsen_bins();
 }
 
 // Adds `wire_ps` (wire bytes x 1e12) of busy time to link `link`'s bin of `now` (account_busy has
 // run up to now).
 void FlowFabric::add_busy(std::uint32_t link, std::uint64_t now, double wire_ps) {
-    open_bin(link, now / m_bin_ps);
+    open_bin(link, now / m_bin_budget.width_ps());
     m_busy[link].busy += float(wire_ps / m_busy[link].bytes_per_s);  // lane-ps busy
+    if (m_bins_over) coarsen_bins();
 }
 
-// Link `link`'s open bin becomes `bin`. Bins only move on, so the one it had is complete.
+// Link `link`'s open bin becomes `bin`. Bins only move on, so the one it had is complete. Past stats.max_bins
+// it marks the bins for coarsening, which account_busy and add_busy do once their bins of the old width are in.
 void FlowFabric::open_bin(std::uint32_t link, std::uint64_t bin) {
     LinkBusy& b = m_busy[link];
     if (b.bin == bin) return;
-    b.busy = b.bin == kNoBin ? 0.0f : spill_bins(m_links[link].s.busy_bins, b.bin, b.busy, b.bin_capacity, bin);
+    std::vector<std::pair<std::uint64_t, float>>& bins = m_links[link].s.busy_bins;
+    const std::size_t held = bins.size();
+    b.busy = b.bin == kNoBin ? 0.0f : spill_bins(bins, b.bin, b.busy, b.bin_capacity, bin);
     b.bin = bin;
+    if (m_bin_budget.add(bins.size() - held)) m_bins_over = true;
+}
+
+// Every link's bins merged into ones twice as wide (bin_budget.h), its open bin and a bin's capacity with them.
+void FlowFabric::coarsen_bins() {
+    m_bins_over = false;
+    m_bin_budget.coarsen(now_ps(), [this](std::uint64_t width) {
+        std::size_t held = 0;
+        for (std::size_t l = 0; l < m_links.size(); ++l) {
+            halve_bins(m_links[l].s.busy_bins);
+            held += m_links[l].s.busy_bins.size();
+            LinkBusy& b = m_busy[l];
+            if (b.bin != kNoBin) b.bin /= 2;
+            b.bin_capacity = float(double(m_links[l].s.lanes) * double(width));
+        }
+        return held;
+    });
 }
 
 // Appends bin `from`'s `busy` lane-ps to `bins`, at most `capacity` a bin, what it cannot hold going
 // on into the bins after it, up to bin `until`; returns what reaches `until`. Why: a flag timed
 // alone adds its wire time where it starts, on top of the solver's full load (and float sums round
 // up), so a bin could read above 100%; the link is instead busy that much longer, and the bins still
-// add up to its busy time.
+// add up to its busy time. A bin already last in `bins` (the open bin merged into it by coarsen_bins)
+// takes what its room allows.
 float FlowFabric::spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
                              float capacity, std::uint64_t until) {
     for (std::uint64_t bin = from; bin < until && busy > 0.0f; ++bin) {
+        if (!bins.empty() && bins.back().first == bin) {
+            const float held = std::min(busy, std::max(0.0f, capacity - bins.back().second));
+            bins.back().second += held;
+            busy -= held;
+            continue;
+        }
         const float held = std::min(busy, capacity);
         bins.emplace_back(bin, held);
         busy -= held;
@@ -104,11 +133,12 @@ struct DenseBins {
 };
 }  // namespace
 
-// The queued writes' busy time per link and bin (lane-ps), in bin order: each write's wire bytes on each link
-// of its route there and back (as count_links counts them, its queue's link left to its incast queue, which
-// bins what comes through it), evenly over its time; and the late busy time (m_late_busy).
-std::vector<std::vector<std::pair<std::uint64_t, float>>> FlowFabric::sent_write_bins() const {
-    std::vector<DenseBins> dense(m_links.size());
+// Calls `visit(link, from_ps, to_ps, lane_ps)` for the busy time binned at the end: each queued write's wire bytes
+// on each link of its route there and back (as count_links counts them, its queue's link left to its incast
+// queue, which bins what comes through it), evenly over its time; and the late busy time (m_late_busy), at an
+// instant (from_ps == to_ps).
+template <class Visit>
+void FlowFabric::visit_late_busy(Visit&& visit) const {
     const auto& links = m_topology->links();
     for (const SentWrite& w : m_sent_writes) {
         const Route& out = m_routes[w.route];
@@ -120,15 +150,44 @@ std::vector<std::vector<std::pair<std::uint64_t, float>>> FlowFabric::sent_write
             const double headers = link_headers(w.framing, false, n, l, true);
             double ps = share * (double(w.bytes) + headers) * 1e12 / l.bytes_per_s;
             if (l.nic_out && w.framing.first) ps += share * double(m_message_ps);
-            dense[link].spread(w.start_ps, w.end_ps, ps, m_bin_ps);
+            visit(link, w.start_ps, w.end_ps, ps);
         }
         for (const auto& [link, share] : m_routes[w.back].links) {
             const TopoLink& l = links[link];
             const double headers = link_headers(w.framing, false, n, l, false);
-            dense[link].spread(w.start_ps, w.end_ps, share * headers * 1e12 / l.bytes_per_s, m_bin_ps);
+            visit(link, w.start_ps, w.end_ps, share * headers * 1e12 / l.bytes_per_s);
         }
     }
-    for (const LateBusy& b : m_late_busy) dense[b.link].add(b.at_ps / m_bin_ps, b.lane_ps);
+    for (const LateBusy& b : m_late_busy) visit(b.link, b.at_ps, b.at_ps, b.lane_ps);
+}
+
+// How many times the bins must double again at the end for the late busy time's bins, dense per link from its
+// first to its last, to stay within stats.max_bins with the bins held. Why: a write's bins are only made at the
+// end, and at 1 ns bins a second of queued writes would be 10^9 a link.
+std::uint32_t FlowFabric::late_doublings(std::size_t held) const {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> span(m_links.size(), {~std::uint64_t(0), 0});
+    visit_late_busy([&](std::uint32_t link, std::uint64_t from, std::uint64_t to, double) {
+        span[link].first = std::min(span[link].first, from);
+        span[link].second = std::max(span[link].second, to);
+    });
+    std::uint64_t width = m_bin_budget.width_ps();
+    std::uint32_t doublings = 0;
+    for (;;) {
+        std::size_t dense = held;
+        for (const auto& [first, last] : span)
+            if (first <= last) dense += std::size_t(last / width - first / width + 1);
+        if (dense <= m_bin_budget.max_bins() || width > now_ps()) return doublings;
+        width *= 2;
+        ++doublings;
+    }
+}
+
+// The late busy time per link and bin of `width` ps (lane-ps), in bin order (visit_late_busy).
+std::vector<std::vector<std::pair<std::uint64_t, float>>> FlowFabric::sent_write_bins(std::uint64_t width) const {
+    std::vector<DenseBins> dense(m_links.size());
+    visit_late_busy([&](std::uint32_t link, std::uint64_t from, std::uint64_t to, double lane_ps) {
+        dense[link].spread(from, to, lane_ps, width);
+    });
     std::vector<std::vector<std::pair<std::uint64_t, float>>> out(m_links.size());
     for (std::size_t l = 0; l < dense.size(); ++l)
         for (std::size_t i = 0; i < dense[l].busy.size(); ++i)

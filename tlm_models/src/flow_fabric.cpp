@@ -43,7 +43,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
       m_flit(std::uint32_t(p.link.flit.get())),
       m_ack_bytes(std::uint32_t(p.link.ack.get())),
       m_spread(p.spread.get()),
-      m_bin_ps(p.stats_bin.get().value()),
+      m_bin_budget(p.stats_bin.get().value(), std::uint64_t(p.stats_max_bins.get())),
       m_header(std::uint32_t(p.link.header.get())),
       m_mtu(m_topology->mtu()),
       m_message_ps(m_mtu ? p.rail.message_overhead.get().value() : 0),
@@ -65,7 +65,7 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
         m_links[l].s.dst = std::int32_t(link.dst);
         m_links[l].s.lanes = link.lanes;
         m_busy[l].bytes_per_s = link.bytes_per_s;
-        m_busy[l].bin_capacity = float(double(link.lanes) * double(m_bin_ps));
+        m_busy[l].bin_capacity = float(double(link.lanes) * double(m_bin_budget.width_ps()));
         m_busy[l].flag_lanes = std::uint32_t(m_flag_free.size());
         m_flag_free.resize(m_flag_free.size() + std::max<std::uint32_t>(1, link.lanes), 0);
     }
@@ -1140,7 +1140,13 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         carried[l].packets = std::uint64_t(std::llround(c.spread_packets));
     }
     spread_carried(carried, overhead);
-    const std::vector<std::vector<std::pair<std::uint64_t, float>>> sent = sent_write_bins();
+    // The bins made here (the open ones, the queued writes') may pass stats.max_bins: they double again as needed.
+    std::size_t held = 0;
+    for (const LinkCounters& c : m_links) held += c.s.busy_bins.size();
+    m_end_doublings = late_doublings(held);
+    const std::uint64_t width = bin_ps();
+    const std::vector<std::vector<std::pair<std::uint64_t, float>>> sent = sent_write_bins(width);
+    held = 0;
     for (std::size_t l = 0; l < m_links.size(); ++l) {
         LinkStats s = m_links[l].s;
         s.bytes += carried[l].bytes;
@@ -1148,7 +1154,20 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         s.packets += carried[l].packets;
         const LinkBusy& b = m_busy[l];
         if (b.bin != kNoBin) spill_bins(s.busy_bins, b.bin, b.busy, b.bin_capacity, kNoBin);  // the open bin and its carry
-        merge_bins(s.busy_bins, sent[l], b.bin_capacity);
+        for (std::uint32_t d = 0; d < m_end_doublings; ++d) halve_bins(s.busy_bins);
+        merge_bins(s.busy_bins, sent[l], float(double(s.lanes) * double(width)));
+        held += s.busy_bins.size();
+        out.push_back(std::move(s));
+    }
+    for (; held > m_bin_budget.max_bins() && bin_ps() <= now_ps(); ++m_end_doublings) {
+        held = 0;
+        for (LinkStats& s : out) {
+            halve_bins(s.busy_bins);
+            held += s.busy_bins.size();
+        }
+    }
+    for (std::size_t l = 0; l < m_links.size(); ++l) {
+        LinkStats& s = out[l];
         spread_bytes(s);
         const TopoLink& link = m_topology->links()[l];
         s.busy_ps = round_ps(double(s.wire_bytes) * 1e12 / link.bytes_per_s) + overhead[l];
@@ -1157,7 +1176,6 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         s.lane_busy_max_ps = (s.busy_ps + lanes - 1) / lanes;
         s.queue_mean_ps = s.queue_p50_ps = s.queue_p99_ps = s.queue_max_ps = unavailable;
         s.buffers_modelled = false;
-        out.push_back(std::move(s));
     }
     return out;
 }

@@ -15,7 +15,7 @@ IdealFabric::IdealFabric(sc_core::sc_module_name name, const Params& p)
     : FabricShell(name, std::uint32_t(p.ports.get())),
       m_latency_ps(p.latency.get().value()),
       m_round_robin(p.arrival.get() == "round_robin"),
-      m_bin_ps(std::max<std::uint64_t>(1, p.stats_bin.get().value())),
+      m_bin_budget(p.stats_bin.get().value(), std::uint64_t(p.stats_max_bins.get())),
       m_actions(this, [](void* f) { static_cast<IdealFabric*>(f)->on_event(); }) {
     const std::uint32_t n = ports();
     m_pairs.resize(std::size_t(n) * n);
@@ -117,13 +117,32 @@ void IdealFabric::count(std::uint32_t src, std::uint32_t dst, const tlm::tlm_gen
     pair.bytes += trans.get_data_length();
     pair.packets += train_packets(trans);
     // Counted when delivered, and deliveries come in time order: only a pair's latest bin can grow.
-    const std::uint64_t bin = now_ps() / m_bin_ps;
+    const std::uint64_t bin = now_ps() / m_bin_budget.width_ps();
     std::uint32_t& last = m_last_bin[index];
     if (last == kNoBin || m_bins[last].bin < bin) {
         last = std::uint32_t(m_bins.size());
         m_bins.push_back(PairBin{std::uint32_t(index), bin, 0});
+        if (m_bin_budget.add()) m_bin_budget.coarsen(now_ps(), [this](std::uint64_t) { return halve_pair_bins(); });
     }
-    m_bins[last].bytes += trans.get_data_length();
+    m_bins[m_last_bin[index]].bytes += trans.get_data_length();
+}
+
+// Every pair's bins merged into ones twice as wide (bin_budget.h), kept in time order; returns how many are left.
+std::size_t IdealFabric::halve_pair_bins() {
+    std::fill(m_last_bin.begin(), m_last_bin.end(), kNoBin);
+    std::size_t kept = 0;
+    for (const PairBin& b : m_bins) {  // a pair's bins come in bin order, so its latest kept one is the one to merge into
+        const std::uint64_t bin = b.bin / 2;
+        std::uint32_t& last = m_last_bin[b.pair];
+        if (last != kNoBin && m_bins[last].bin == bin) {
+            m_bins[last].bytes += b.bytes;
+        } else {
+            last = std::uint32_t(kept);
+            m_bins[kept++] = PairBin{b.pair, bin, b.bytes};
+        }
+    }
+    m_bins.resize(kept);
+    return kept;
 }
 
 std::vector<LinkStats> IdealFabric::link_stats() const {

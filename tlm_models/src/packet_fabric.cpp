@@ -91,7 +91,7 @@ PacketFabric::PacketFabric(sc_core::sc_module_name name, const Params& p)
       m_eject_link(p.router.ejection.get() == "link"),
       m_eject_bytes_per_s(p.link.bandwidth.get()),
       m_eject_header(std::uint32_t(p.link.header.get())),
-      m_bin_ps(p.stats_bin.get().value()),
+      m_bin_budget(p.stats_bin.get().value(), std::uint64_t(p.stats_max_bins.get())),
       m_watchdog_ps(p.watchdog.get().value()),
       m_dateline(m_topology->needs_dateline() ? 2 : 1),
       m_vcs(std::uint32_t(p.router.vcs.get())),
@@ -517,10 +517,12 @@ void PacketFabric::count_link(std::uint32_t link, std::uint32_t lane, const Pack
     lc.hist[bucket_of(wait)] += p.train;
     auto& bins = lc.s.busy_bins;
     auto& byte_bins = lc.s.byte_bins;  // the payload counts in the bin its transmission starts in
-    if (byte_bins.empty() || byte_bins.back().first < now / m_bin_ps) byte_bins.emplace_back(now / m_bin_ps, 0);
+    const std::uint64_t width = m_bin_budget.width_ps();
+    const std::size_t held = bins.size() + byte_bins.size();
+    if (byte_bins.empty() || byte_bins.back().first < now / width) byte_bins.emplace_back(now / width, 0);
     byte_bins.back().second += p.payload;
     for (std::uint64_t t = now; t < now + ser;) {  // spread the busy time over the bins it covers
-        const std::uint64_t bin = t / m_bin_ps, end = std::min(now + ser, (bin + 1) * m_bin_ps);
+        const std::uint64_t bin = t / width, end = std::min(now + ser, (bin + 1) * width);
         // Packets start in time order, but one lane may still be sending into a later bin than
         // another lane starts in (and an acknowledgement sent inside a train is counted after the
         // train): find the bin from the back, where it nearly always is.
@@ -530,6 +532,16 @@ void PacketFabric::count_link(std::uint32_t link, std::uint32_t lane, const Pack
         else bins.insert(it, {bin, float(end - t)});
         t = end;
     }
+    if (m_bin_budget.add(bins.size() + byte_bins.size() - held))
+        m_bin_budget.coarsen(now, [this](std::uint64_t) {
+            std::size_t now_held = 0;
+            for (LinkCounters& c : m_link_counters) {
+                halve_bins(c.s.busy_bins);
+                halve_bins(c.s.byte_bins);
+                now_held += c.s.busy_bins.size() + c.s.byte_bins.size();
+            }
+            return now_held;
+        });
 }
 
 // Hands a packet to its GPU: a request on initiators[gpu], a response on targets[gpu].

@@ -116,6 +116,13 @@ std::string Simulation::node_names() const {
     return out;
 }
 
+std::string Simulation::bin_widths() const {
+    std::string out;
+    for (const Fabric* f : m_impl->fabrics)
+        if (f->bin_ps()) out += std::to_string(f->bin_ps()) + " " + std::to_string(f->bin_doublings()) + "\n";
+    return out;
+}
+
 void Simulation::set_address_map(std::uint64_t base, std::uint64_t stride, std::uint32_t windows) {
     m_impl->map = AddressMap{base, stride, windows};
 }

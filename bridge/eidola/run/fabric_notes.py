@@ -41,7 +41,8 @@ def _worst(r: Result, table: str, column: str) -> tuple[int, float] | None:
 
 
 def fabric_notes(r: Result) -> list[str]:
-    """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window."""
+    """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window; and one
+    per fabric whose link bins were widened past fabric.stats.max_bins."""
     notes = []
     links = r.links
     if hol := _worst(r, "links", "hol_blocked_ns"):
@@ -67,4 +68,9 @@ def fabric_notes(r: Result) -> list[str]:
                      f"{100 * share:.0f}% of the run: where its links had room then, the window held it back (its "
                      "round trip under load needs more packets in flight); a run with gpus.max_outstanding raised "
                      "says what it cost (docs/fabrics.md, \"What it reports\")")
+    for width_ns, doublings in r.bin_widths:
+        if doublings:
+            notes.append(f"note: fabric.stats.bin: the link bins were widened {2 ** doublings}x, to {width_ns:g} ns, "
+                         "to hold no more than fabric.stats.max_bins of them (16 bytes each, all links together); "
+                         "link_bins.csv's start_ns is in that width")
     return notes

@@ -79,6 +79,9 @@ class Result:
     #: readable names of the nodes that links' src and dst number ("gpu3", "n1.nic3", "rail3", "spine0"), from
     #: the fabric's topology; empty when the fabric gives none
     node_names: tuple[str, ...] = ()
+    #: per fabric that bins links over time: (the bins' width in ns, times it doubled from fabric.stats.bin to keep
+    #: within fabric.stats.max_bins)
+    bin_widths: tuple[tuple[float, int], ...] = ()
 
     @classmethod
     def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw: Any) -> Result:
@@ -103,6 +106,7 @@ class Result:
         if "nvls" in tables:
             kw["nvls"] = structured("nvls", tables["nvls"])
         kw.setdefault("node_names", tuple(raw.get("node_names", ())))
+        kw.setdefault("bin_widths", tuple((int(w) / 1000.0, int(d)) for w, d in map(str.split, raw.get("bin_widths", ()))))
         if "traffic" in tables and profile is not None and profile.traffic is not None:
             kw["traffic"], kw["traffic_gpus"] = traffic_figures(tables, profile.traffic.reply)
         return cls(name, kernel, gpus, structured("workgroups", tables["workgroups"]), links,

@@ -247,5 +247,6 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
         "end_ps": int(sim.end_ps()),
         "events": int(sim.events()),
         "node_names": str(sim.node_names()).splitlines(),
+        "bin_widths": str(sim.bin_widths()).splitlines(),
         "tables": tables,
     }

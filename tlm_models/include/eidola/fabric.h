@@ -110,6 +110,9 @@ public:
     virtual std::vector<PairStats> pair_stats() const { return {}; }
     /// Width of the over-time bins in LinkStats::busy_bins and byte_bins (0: none).
     virtual std::uint64_t bin_ps() const { return 0; }
+    /// Times those bins doubled in width to stay within stats.max_bins (bin_budget.h): bin_ps() is the
+    /// stats.bin asked for times 2 to this power.
+    virtual std::uint32_t bin_doublings() const { return 0; }
     /// What its NVLS switch did (NvlsCounters::enabled false: it has none).
     virtual NvlsCounters nvls_counters() const { return {}; }
     /// Per GPU port, how long the GPU's window (gpus.max_outstanding) held its flows back, where this fabric paces

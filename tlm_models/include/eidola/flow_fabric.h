@@ -21,6 +21,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/bin_budget.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/flow_solver.h"
@@ -54,7 +55,8 @@ public:
     std::vector<PairStats> pair_stats() const override;
     std::vector<std::uint64_t> window_full_ps() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
-    std::uint64_t bin_ps() const override { return m_bin_ps; }
+    std::uint64_t bin_ps() const override { return m_bin_budget.width_ps() << m_end_doublings; }
+    std::uint32_t bin_doublings() const override { return m_bin_budget.doublings() + m_end_doublings; }
     const Topology& topology() const { return *m_topology; }
     std::vector<std::string> node_names() const override {
         std::vector<std::string> names;
@@ -270,6 +272,8 @@ private:
     void account_busy(std::uint32_t link, std::uint64_t now);
     void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
     void open_bin(std::uint32_t link, std::uint64_t bin);
+    void coarsen_bins();
+    bool m_bins_over = false;  // open_bin passed stats.max_bins: coarsen once the bins of the old width are in
     static float spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
                             float capacity, std::uint64_t until);
     /// What link `link`'s bins integrate: the solver's load there, less what queued writes put on it (those are
@@ -278,7 +282,10 @@ private:
         return std::max(0.0, m_solver.load(link) - m_solver.tagged_load(link));
     }
     void log_sent_write(const Flow& f);
-    std::vector<std::vector<std::pair<std::uint64_t, float>>> sent_write_bins() const;
+    template <class Visit>
+    void visit_late_busy(Visit&& visit) const;
+    std::uint32_t late_doublings(std::size_t held) const;
+    std::vector<std::vector<std::pair<std::uint64_t, float>>> sent_write_bins(std::uint64_t width) const;
     static void merge_bins(std::vector<std::pair<std::uint64_t, float>>& bins,
                            const std::vector<std::pair<std::uint64_t, float>>& more, float capacity);
     static void spread_bytes(LinkStats& s);
@@ -333,7 +340,8 @@ private:
     std::uint32_t m_flit;
     std::uint32_t m_ack_bytes;
     bool m_spread;
-    std::uint64_t m_bin_ps;
+    BinBudget m_bin_budget;  // the over-time bins' width, and their count against stats.max_bins
+    mutable std::uint32_t m_end_doublings = 0;  // and the doublings link_stats() added for the bins it made
     std::uint32_t m_header;          // link.header: the GPU ports' per-packet overhead
     std::uint64_t m_mtu;             // rail: the NICs' MTU (0: no framed links)
     std::uint64_t m_message_ps;      // rail: a message's processing time at its sending NIC

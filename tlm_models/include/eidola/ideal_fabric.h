@@ -12,6 +12,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/bin_budget.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
@@ -30,6 +31,11 @@ struct IdealFabricParams : ParamGroup {
     /// Width of the traffic-over-time bins (bytes per GPU pair per bin).
     TimeParam stats_bin{*this, "stats.bin", 1e-6, "width of the traffic-over-time bins (bytes per pair)", 1e-12,
                         1.0};
+    /// Most over-time bins held (all pairs), past which they double in width (bin_budget.h).
+    IntParam stats_max_bins{*this, "stats.max_bins", 1 << 20,
+                            "most traffic-over-time bins held (all pairs together), past which stats.bin doubles "
+                            "as often as it takes; the results give the width used",
+                            1, 1e12};
     /// The order in which requests that reach a GPU in the same picosecond go to it.
     ChoiceParam arrival{*this, "arrival", {"round_robin", "fifo"},
                         "order of the requests that reach a GPU in one picosecond: round_robin over their sources "
@@ -49,7 +55,8 @@ public:
 
     std::vector<LinkStats> link_stats() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
-    std::uint64_t bin_ps() const override { return m_bin_ps; }
+    std::uint64_t bin_ps() const override { return m_bin_budget.width_ps(); }
+    std::uint32_t bin_doublings() const override { return m_bin_budget.doublings(); }
 
 private:
     friend struct FabricTargetPort<IdealFabric>;
@@ -92,8 +99,9 @@ private:
     };
     static constexpr std::uint32_t kNoBin = ~std::uint32_t(0);
     std::vector<PairBin> m_bins;
+    std::size_t halve_pair_bins();
     std::vector<std::uint32_t> m_last_bin;  // src * ports + dst -> its latest entry in m_bins (kNoBin: none)
-    std::uint64_t m_bin_ps;
+    BinBudget m_bin_budget;  // the over-time bins' width, and their count against stats.max_bins
     std::vector<PairCount> m_pairs;  // src * ports + dst -> its traffic (dense: one add per transaction)
     TimingWheel<Action> m_actions;  // a wheel: one queue for every port, at few offsets but many times
 };

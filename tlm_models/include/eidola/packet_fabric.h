@@ -15,6 +15,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "eidola/bin_budget.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
 #include "eidola/params.h"
@@ -266,6 +267,11 @@ struct PacketFabricParams : ParamGroup {
 
     /// Utilisation-over-time bins.
     TimeParam stats_bin{*this, "stats.bin", 1e-6, "width of the link utilisation-over-time bins", 1e-12, 1.0};
+    /// Most over-time bins held (all links), past which they double in width (bin_budget.h).
+    IntParam stats_max_bins{*this, "stats.max_bins", 1 << 20,
+                            "most link bins held (all links together, 16 bytes each), past which stats.bin doubles "
+                            "as often as it takes; the results give the width used",
+                            1, 1e12};
     /// Deadlock watchdog.
     TimeParam watchdog{*this, "watchdog", 1e-3,
                        "packets held this long with none moving is reported as a fabric deadlock", 1e-9, 1e3};
@@ -291,7 +297,8 @@ public:
     std::vector<LinkStats> link_stats() const override;
     std::vector<PairStats> pair_stats() const override;
     std::uint64_t events() const override { return m_actions.processed(); }
-    std::uint64_t bin_ps() const override { return m_bin_ps; }
+    std::uint64_t bin_ps() const override { return m_bin_budget.width_ps(); }
+    std::uint32_t bin_doublings() const override { return m_bin_budget.doublings(); }
     const Topology& topology() const { return *m_topology; }
     std::vector<std::string> node_names() const override {
         std::vector<std::string> names;
@@ -405,7 +412,7 @@ private:
     bool m_eject_link;              // fabric.switch.ejection == link
     double m_eject_bytes_per_s;     // ejection rate when m_eject_link
     std::uint32_t m_eject_header;   // wire overhead of a packet entering its GPU
-    std::uint64_t m_bin_ps;
+    BinBudget m_bin_budget;  // the over-time bins' width, and their count against stats.max_bins
     std::uint64_t m_watchdog_ps;
     std::uint32_t m_dateline;       // 2 with dateline virtual channels, else 1
     std::uint32_t m_vcs;            // virtual channels per class and dateline half (0: one per output)

@@ -85,6 +85,9 @@ public:
     std::uint64_t ops_total() const { return m_ops_total; }
     /// The node names of the fabrics' link tables, one a line, fabric after fabric (fabric.h).
     std::string node_names() const;
+    /// The fabrics' over-time bins: "width_ps doublings" a line, fabric after fabric (Fabric::bin_ps,
+    /// bin_doublings), for those that bin.
+    std::string bin_widths() const;
     /// Simulated time when the run ended, in picoseconds.
     std::uint64_t end_ps() const { return m_end_ps; }
 
