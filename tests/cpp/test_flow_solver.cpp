@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "eidola/flow_solver.h"
@@ -623,6 +624,24 @@ int main() {
             // confirm it. Filling again with the last fill's rates instead cuts the error by 0.1 x 0.1 a
             // round trip of the two: 1e-9 in about ten fills.
             expect("crossing, fills", double(s.fills()), 1);
+        }
+    }
+    {
+        // The same crossing with acknowledgements nearly as heavy as the data (weight 3 and 2.9 on links of 400),
+        // and heavier (3.1): 3 r0 + w r1 = 400 and 3 r1 + w r0 = 400 give r0 = r1 = 400 / (3 + w). Gauss-Seidel
+        // cuts its error by (w / 3)^2 a sweep, so at 2.9 it needs some 500 sweeps and at 3.1 it diverges; both
+        // are solved directly (solve_levels_directly). Before, 2.9 gave 44.9 each with the links 66% full, and
+        // 3.1 gave 0 each: neither write ever finished (scripts/fuzz.py's flow campaign, 2026-12-06).
+        for (double w : {2.9, 3.1}) {
+            FlowSolver s;
+            const auto x = s.add_resource(400), y = s.add_resource(400);
+            s.add_flow(0, {{x, 3}, {y, w, true}});
+            s.add_flow(1, {{y, 3}, {x, w, true}});
+            solve(s);
+            const std::string name = "heavy acknowledgements " + std::to_string(w);
+            expect((name + ", flow 0").c_str(), s.rate(0), 400 / (3 + w));
+            expect((name + ", flow 1").c_str(), s.rate(1), 400 / (3 + w));
+            expect((name + ", X full").c_str(), s.load(x), 400);
         }
     }
     {

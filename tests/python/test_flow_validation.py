@@ -219,6 +219,19 @@ def test_bidirectional_pair(repo, platform, link):
     _check(packet, flow, 0.01, wire, wire + _tail_ns(link) * 1.01)
 
 
+@pytest.mark.parametrize("ack", [148, 149, 256])
+def test_bidirectional_pair_with_acknowledgements_as_long_as_the_packets(repo, ack):
+    # As above with 64-byte payloads, a packet of 64 + 85 = 149 wire bytes, and acknowledgements of 148, 149 and
+    # 256 bytes: each link direction carries n (149 + ack) wire bytes. Found by scripts/fuzz.py's flow campaign
+    # (2026-12-06): from 149 bytes the flow fabric served each write's acknowledgements first where they were as
+    # long as the other's data, which has no one answer (both writes got rate 0 and the run stopped with a stall
+    # naming a lost transaction); at 148 its solver's levels did not converge and the time came out +36.8%.
+    n = MIB // 64
+    over = {"gpus.max_payload": "64B", "fabric.link.ack": f"{ack}B"}
+    packet, flow = _both(repo, "mi300x-8gpu.yaml", _writes(8, [(0, 3, MIB), (3, 0, MIB)]), over)
+    _check(packet, flow, 0.01, _stream_ns(MI300X, n * (64 + MI300X["h"] + ack)))
+
+
 @pytest.mark.parametrize("pattern", ["incast", "outcast"])
 def test_incast_and_outcast_on_the_switch(repo, pattern):
     # 7 to 1 (or 1 to 7) with 2 MiB each: the switch's link into (out of) GPU 0, 4 lanes, carries

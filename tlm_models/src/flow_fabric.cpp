@@ -415,6 +415,13 @@ void FlowFabric::activate(std::uint32_t id) {
         auto credits = [&](std::uint64_t wire) {
             return double(m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1);
         };
+        // The payload-free direction is served first (flow.responses: first): a read's requests, and a write's
+        // acknowledgements while they are smaller than its packets. Why the bound: served first stands for the
+        // routers' turns in bytes letting a short packet past a long one; an acknowledgement as long as the packet
+        // it answers gets no such precedence, and served first would then have no one answer (two writes crossing,
+        // each one's acknowledgements taking all of the link the other's data needs: one flow starved, or none
+        // moving). tests/python/test_flow_fabric.py, ..._acknowledgements_as_long_as_the_packets.
+        const bool acks_first = !f.read && (m_ack_bytes ? m_ack_bytes : m_header) < packet + m_header;
         // A framed link (rail NICs and network) carries the NIC's headers per network packet of
         // the message rather than a header per GPU packet; its packets' wire size is their mean.
         for (const auto& [link, share] : m_routes[ri].links) {  // no route is built in this loop: the reference holds
@@ -435,15 +442,15 @@ void FlowFabric::activate(std::uint32_t id) {
             const TopoLink& l = m_topology->links()[link];
             const double headers = link_headers(f.framing, f.read, n, l, false);
             const std::uint64_t wire = (f.read ? packet : 0) + std::uint64_t(std::ceil(headers / n));
-            use(link, share * ((f.read ? data : 0) + headers) / payload, !f.read);
+            use(link, share * ((f.read ? data : 0) + headers) / payload, acks_first);
             pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
         const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
         if (m_inject[2 * src] >= 0) use(std::uint32_t(m_inject[2 * src]), req, f.read);
-        if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp, !f.read);
+        if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp, acks_first);
         if (m_eject[2 * dst] >= 0 && f.incast < 0) use(std::uint32_t(m_eject[2 * dst]), req, f.read);
-        if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp, !f.read);
+        if (m_eject[2 * src + 1] >= 0) use(std::uint32_t(m_eject[2 * src + 1]), resp, acks_first);
         round_trip = zero_load_on(f.route, f.read ? 0 : packet, false) + zero_load_on(f.back, f.read ? packet : 0, !f.read);
         if (window) {
             // The GPU's window: packets in flight, rate / packet x round trip, at most `window`.

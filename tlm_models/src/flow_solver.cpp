@@ -16,7 +16,8 @@ constexpr std::size_t kSetShare = 4;   // a quarter of the active flows
 constexpr int kMaxSteps = 32;          // refills of a growing set before falling back
 constexpr int kMaxSettle = 32;         // fills of settle() (each cuts a served-first load's error some 20-fold)
 constexpr int kMaxSolved = 4;          // fills of settle() whose bottlenecks' levels are solved for (solve_levels)
-constexpr int kMaxSweeps = 64;         // Gauss-Seidel sweeps of solve_levels() before it gives up
+constexpr int kMaxSweeps = 64;         // Gauss-Seidel sweeps of solve_levels() before it solves directly
+constexpr std::size_t kMaxDirect = 256;  // most bottlenecks solve_levels_directly() takes (a dense n x n system)
 constexpr double kSweepTolerance = 1e-14;  // solve_levels() stops when no level moves by more (relative)
 constexpr double kSnap = 1e-12;            // levels this close (relative) are one (snap_levels)
 // A resource loaded beyond its capacity by more than this share is no flow's bottleneck. Far above
@@ -314,23 +315,68 @@ bool FlowSolver::solve_levels() {
         row.end = std::uint32_t(m_terms.size());
         if (!(row.diagonal > 0)) return false;
     }
-    for (int sweep = 0;; ++sweep) {
-        if (sweep == kMaxSweeps) return false;
+    bool converged = false;
+    for (int sweep = 0; sweep < kMaxSweeps && !converged; ++sweep) {
         double change = 0;
-        for (std::size_t i = 0; i < n; ++i) {
+        bool positive = true;
+        for (std::size_t i = 0; i < n && positive; ++i) {
             const Row& row = m_rows[i];
             double rest = row.rest;
             for (std::uint32_t t = row.begin; t < row.end; ++t) rest -= m_terms[t].weight * m_level[m_terms[t].column];
             const double level = rest / row.diagonal;
-            if (!(level > 0) || level == kUnlimited) return false;
+            positive = level > 0 && level != kUnlimited;
             change = std::max(change, std::fabs(level - m_level[i]) / level);
             m_level[i] = level;
         }
-        if (change <= kSweepTolerance) break;
+        if (!positive) break;
+        converged = change <= kSweepTolerance;
     }
+    if (!converged && !solve_levels_directly()) return false;
     snap_levels();
     for (std::uint32_t id : m_set)
         if (m_groups[id].first && m_bottleneck[id] != kNone) m_estimate[id] = m_level[m_order_pos[m_bottleneck[id]]];
+    return true;
+}
+
+// solve_levels()'s system by Gaussian elimination with partial pivoting, where Gauss-Seidel does not converge:
+// its sweeps shrink the error by the served-first weights over the fair ones around each cycle of bottlenecks,
+// which near 1 (acknowledgements nearly as large as the packets they answer, one way and the other) takes
+// thousands of sweeps, and past 1 diverges although the system has a positive solution. Sets m_level and
+// returns true where the system has one solution, every level positive; false (the levels left anyhow) where
+// not, or for more than kMaxDirect bottlenecks.
+bool FlowSolver::solve_levels_directly() {
+    const std::size_t n = m_rows.size();
+    if (n > kMaxDirect) return false;
+    m_dense.assign(n * (n + 1), 0.0);  // row i: its n coefficients, then its right-hand side
+    auto at = [&](std::size_t i, std::size_t j) -> double& { return m_dense[i * (n + 1) + j]; };
+    double scale = 0;  // a pivot this far below the largest weight is taken as 0: the system has no one solution
+    for (std::size_t i = 0; i < n; ++i) {
+        const Row& row = m_rows[i];
+        scale = std::max(scale, row.diagonal);
+        at(i, i) = row.diagonal;
+        for (std::uint32_t t = row.begin; t < row.end; ++t) at(i, m_terms[t].column) += m_terms[t].weight;
+        at(i, n) = row.rest;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+        std::size_t pivot = k;
+        for (std::size_t i = k + 1; i < n; ++i)
+            if (std::fabs(at(i, k)) > std::fabs(at(pivot, k))) pivot = i;
+        if (!(std::fabs(at(pivot, k)) > kSnap * scale)) return false;
+        if (pivot != k)
+            for (std::size_t j = k; j <= n; ++j) std::swap(at(k, j), at(pivot, j));
+        for (std::size_t i = k + 1; i < n; ++i) {
+            const double factor = at(i, k) / at(k, k);
+            if (factor == 0) continue;
+            for (std::size_t j = k; j <= n; ++j) at(i, j) -= factor * at(k, j);
+        }
+    }
+    for (std::size_t k = n; k-- > 0;) {
+        double rest = at(k, n);
+        for (std::size_t j = k + 1; j < n; ++j) rest -= at(k, j) * m_level[j];
+        const double level = rest / at(k, k);
+        if (!(level > 0) || level == kUnlimited) return false;
+        m_level[k] = level;
+    }
     return true;
 }
 

@@ -269,6 +269,7 @@ private:
     static double level_of(const Resource& r) { return std::max(0.0, r.remaining) / r.weights; }
     void fill_by_scan(std::size_t unfrozen);
     bool solve_levels();
+    bool solve_levels_directly();
     void snap_levels();
     bool adopt_levels();
     template <class Changed>
@@ -325,6 +326,7 @@ private:
     std::vector<Term> m_terms;
     std::vector<Row> m_rows;
     std::vector<std::uint32_t> m_snap;       // snap_levels()' order of the levels
+    std::vector<double> m_dense;             // solve_levels_directly()'s system, row by row
     std::vector<std::uint32_t> m_requeue;  // resources whose level a fill step moved
     std::uint32_t m_generation = 0, m_step = 0;
     std::size_t m_active = 0;  // active groups
