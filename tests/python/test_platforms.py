@@ -37,3 +37,16 @@ def test_custom_edges_are_checked(write_platform):
     doc["fabric"]["custom"]["edges"][0]["dst"] = "s9"
     with pytest.raises(eidola.ConfigError, match="s9"):
         eidola.simulate(eidola.load_platform(write_platform(yaml.safe_dump(doc))), all_to_all(gpus=4, nbytes=4096))
+
+
+@pytest.mark.parametrize("model", ["packet", "flow"])
+def test_custom_edges_that_leave_a_gpu_unreachable_are_bad_input(write_platform, model):
+    # custom-4gpu without its one link between the switches: GPUs 0 and 1 cannot reach 2 and 3. It ran until the
+    # first write across found no route, then stopped as a failed simulation (exit 3; the flow fabric's report an
+    # uncaught C++ exception), found by scripts/fuzz.py's flow campaign with every edge removed (2026-12-06).
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "platforms" / "custom-4gpu.yaml").read_text())
+    doc["fabric"]["custom"]["edges"] = doc["fabric"]["custom"]["edges"][:4]
+    doc["fabric"]["model"] = model
+    doc.pop("profile")
+    with pytest.raises(eidola.ConfigError, match=r"custom\.edges give no path from gpu0 to gpu2"):
+        eidola.simulate(eidola.load_platform(write_platform(yaml.safe_dump(doc))), all_to_all(gpus=4, nbytes=4096))

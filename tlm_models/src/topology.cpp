@@ -179,6 +179,14 @@ void Topology::build_custom(const TopologySpec& spec) {
         add_link(node(src), node(dst), p);
     }
     route_shortest();
+    // Every GPU may address every other (the address map has a window for each), so a GPU another cannot reach
+    // is a mistake in the edges, named here rather than when the first transaction finds no route mid-run.
+    for (std::uint32_t src = 0; src < m_gpus; ++src)
+        for (std::uint32_t dst = 0; dst < m_gpus; ++dst)
+            if (src != dst && m_route_count[std::size_t(src) * m_gpus + dst] == 0)
+                throw std::invalid_argument("topology: custom.edges give no path from gpu" + std::to_string(src) +
+                                            " to gpu" + std::to_string(dst) + " (every GPU must reach every other; " +
+                                            std::to_string(m_links.size()) + " links given)");
 }
 
 // Rail-optimised: nodes of gpus_per_node GPUs (fully connected or on a switch), each node with
