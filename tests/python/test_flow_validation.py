@@ -232,6 +232,24 @@ def test_bidirectional_pair_with_acknowledgements_as_long_as_the_packets(repo, a
     _check(packet, flow, 0.01, _stream_ns(MI300X, n * (64 + MI300X["h"] + ack)))
 
 
+def test_a_read_and_a_write_into_one_gpu_across_the_network(repo):
+    # hierarchical-16gpu: GPU 6 reads 1 MiB from GPU 8 while GPU 9 writes 64 KiB to GPU 6, both across the spines
+    # into node 0's leaf, whose link into GPU 6 has an incast queue. The read's data took that link max-min while
+    # the queue, which held the write, drained at what was left: 0.1% of it, and the write took 1.76 ms (packet
+    # fabric: 10.8 us; found by a random packet-against-flow comparison, 2026-12-06). Both now wait in the queue.
+    b = ProfileBuilder(gpus=16, workgroups=2, name="read-and-write")
+    b.buffer("data", nbytes=MIB)
+    b.program(gpu=9, wg=0).write(dst=6, buffer="data", offset=0, nbytes=64 << 10)
+    b.program(gpu=6, wg=1).read(dst=8, buffer="data", offset=0, nbytes=MIB)
+    profile = b.build()
+    packet, flow = _both(repo, "hierarchical-16gpu.yaml", profile)
+    # The read's data crosses GPU 8's NIC link, 50 GB/s, in packets of 256 + 85 bytes.
+    _check(packet, flow, 0.02, _stream_ns(dict(B=50e9, lanes=1), MIB / P * (P + 85)))
+    plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml", overrides={"fabric.model": "flow"})
+    write_ns = float(eidola.simulate(plat, profile).gpus["finish_ns"][9])
+    assert write_ns < packet, f"the write took {write_ns:.0f} ns, the read {packet:.0f} ns"
+
+
 @pytest.mark.parametrize("pattern", ["incast", "outcast"])
 def test_incast_and_outcast_on_the_switch(repo, pattern):
     # 7 to 1 (or 1 to 7) with 2 MiB each: the switch's link into (out of) GPU 0, 4 lanes, carries

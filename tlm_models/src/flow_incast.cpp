@@ -239,9 +239,12 @@ double FlowFabric::queued_unanswered(const Issuer& is, std::uint64_t now) const 
 }
 
 // How long a byte of flow `f` arriving at its queue now waits there (0 without a queue).
-std::uint64_t FlowFabric::incast_wait_ps(const Flow& f) {
-    if (f.incast < 0) return 0;
-    Incast& q = m_incasts[std::size_t(f.incast)];
+std::uint64_t FlowFabric::incast_wait_ps(const Flow& f) { return queue_wait_ps(f.incast); }
+
+// How long a byte arriving now waits in incast queue `incast` (0 for -1: none).
+std::uint64_t FlowFabric::queue_wait_ps(std::int32_t incast) {
+    if (incast < 0) return 0;
+    Incast& q = m_incasts[std::size_t(incast)];
     advance_incast(q, now_ps());
     return std::uint64_t(std::ceil(q.backlog / q.service * 1e12));
 }

@@ -613,6 +613,7 @@ private:
     void reserve_incast(Incast& q, std::uint64_t now);
     void settle_busy(std::uint32_t link, std::uint64_t now);
     std::uint64_t incast_wait_ps(const Flow& f);
+    std::uint64_t queue_wait_ps(std::int32_t incast);
     double queued_unanswered(const Issuer& is, std::uint64_t now) const;
     void stretch_window(std::uint32_t gpu, std::uint64_t round_trip, std::uint64_t wait);
     void book_full(Incast& q);
