@@ -610,6 +610,24 @@ def test_all_to_all_with_staggered_starts_over_two_nodes_as_shipped(repo, platfo
     _check(packet, flow, 0.05, floor)
 
 
+def test_credit_bound_writes_that_fan_out_have_a_channel_each(repo):
+    # custom-4gpu at 64-byte payloads: GPUs 2 and 3 write 1 MiB each to GPUs 1 and 0, across the switches' slow link
+    # (32 GB/s, 500 ns). A channel's 128 packets of 80 wire bytes cover its credit round trip (80 B / 32 GB/s +
+    # 2 x 500 + 50 ns) only 7.8 GB/s of payload, so each write is credit-bound, and the link carries both at 19.5
+    # GB/s. With switch.vcs 0 each output of the receiving switch has a channel of its own, so two writes bound for
+    # GPUs 0 and 1 take what one does. The flow fabric gave the link's flows one channel's credits between them,
+    # and took twice as long (+98.6%; found by a random packet-against-flow comparison, 2026-12-06, as were the
+    # shipped torus2d's and mesh2d's +67% to +94% that went with it).
+    round_trip_ns = 80 / 32e9 * 1e9 + 2 * 500 + 50
+    floor = MIB / 64 / 128 * round_trip_ns
+    over = {"gpus.max_payload": "64B"}
+    one = _both(repo, "custom-4gpu.yaml", _writes(4, [(2, 1, MIB)]), over)
+    two = _both(repo, "custom-4gpu.yaml", _writes(4, [(2, 1, MIB), (3, 0, MIB)]), over)
+    for t in (*one, *two):
+        assert floor <= t <= floor * 1.02, f"{t:.0f} ns against {floor:.0f} ns of credit round trips"
+    _check(*two, 0.01, floor)
+
+
 def test_flags_wait_for_room_in_a_credit_starved_buffer(repo):
     # switch-8gpu with 16-packet buffers against a credit round trip of 148 packets (docs/fabrics.md,
     # "Flags"): a 64 KiB all-to-all of 32 workgroups sends one-packet writes and as many signals, and

@@ -80,9 +80,10 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     }
     m_credits = buffer_credits(amount, m_credit_bytes, m_flit);
     m_credit_base = m_solver.resources();
-    // Each lane brings its own buffer (as in the packet fabric). With vcs 0 the packet fabric has a
-    // channel per output of the receiving router; here the link's flows share one channel's
-    // credits: exact for the flows of one output, conservative when a link's flows fan out.
+    // Each lane brings its own buffer (as in the packet fabric). With vcs N a link's flows share its N channels'
+    // credits; with vcs 0 each output of the receiving router has a channel of its own (pace_credits), and
+    // these pools serve only the NVLS unit's flows.
+    m_voq_credits = p.router.vcs.get() == 0;
     const double channels = double(std::max<std::int64_t>(1, p.router.vcs.get()));
     for (std::size_t l = 0; l < topo.links().size(); ++l)
         for (int cls = 0; cls < 2; ++cls)
@@ -441,7 +442,7 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
-            pace(m_credit_base + 2 * link, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
+            pace_credits(link, 0, dst, share, n * credit_seconds(l, wire) / payload, credits(wire));
         }
         for (const auto& [link, share] : m_routes[f.back].links) {
             const TopoLink& l = m_topology->links()[link];
@@ -453,7 +454,7 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? data : 0) + headers) / payload, acks_first);
-            pace(m_credit_base + 2 * link + 1, share * n * credit_seconds(l, wire) / payload, share * credits(wire));
+            pace_credits(link, 1, src, share, n * credit_seconds(l, wire) / payload, credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
         const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
@@ -509,6 +510,40 @@ void FlowFabric::add_use(std::uint32_t resource, double weight, bool first) {
             return;
         }
     m_uses.push_back({resource, weight, first});
+}
+
+// The credits a flow's packets take on `link` in class `cls` (0: requests, 1: responses) on their way to GPU `to`,
+// `share` of them there, each `weight` (credit-seconds per payload byte) and `per_packet` credits. With
+// switch.vcs 0 the packet fabric gives every output of the link's receiving router a channel of its own
+// (virtual output queues), so the flows bound for different outputs do not share credits: a channel per
+// (link, class, next output) here too, made on first use, the share split as the route splits there. Why: one
+// pool per link held the flows that fan out to its credits together; on torus2d-16gpu's and mesh2d-16gpu's
+// shipped 64-packet buffers, random mixes of writes and reads came out up to +94% against the packet fabric,
+// and alike with buffers too deep to bind (test_flow_validation.py, ..._fan_out_...).
+void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t to, double share, double weight,
+                              double per_packet) {
+    if (!m_voq_credits) {
+        add_pace(m_credit_base + 2 * link + cls, share * weight, share * per_packet);
+        return;
+    }
+    const std::uint32_t node = m_topology->links()[link].dst;
+    if (node == to) {  // into the GPU: its ejection's channel
+        add_pace(credit_channel(link, cls, 0), share * weight, share * per_packet);
+        return;
+    }
+    std::uint32_t n = 0;
+    const std::uint32_t* choices = m_topology->next(node, to, n);
+    const std::uint32_t used = m_spread ? n : std::min<std::uint32_t>(n, 1);
+    for (std::uint32_t k = 0; k < used; ++k)
+        add_pace(credit_channel(link, cls, 1 + choices[k]), share * weight / used, share * per_packet / used);
+}
+
+// The solver resource of channel `slot` (0: the ejection, 1 + l: towards link l) of `link`'s class `cls`.
+std::uint32_t FlowFabric::credit_channel(std::uint32_t link, std::uint32_t cls, std::uint32_t slot) {
+    const std::uint64_t key = ((std::uint64_t(link) * 2 + cls) << 32) | slot;
+    const auto [it, made] = m_credit_channels.try_emplace(key, 0);
+    if (made) it->second = m_solver.add_resource(double(m_credits) * double(m_topology->links()[link].lanes));
+    return it->second;
 }
 
 void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_packet) {

@@ -226,6 +226,9 @@ private:
     /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
     void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet);
+    void pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t to, double share, double weight,
+                      double per_packet);
+    std::uint32_t credit_channel(std::uint32_t link, std::uint32_t cls, std::uint32_t slot);
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
@@ -348,6 +351,8 @@ private:
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
+    bool m_voq_credits = false;      // switch.vcs 0: a credit channel per (link, class, next output) instead
+    std::unordered_map<std::uint64_t, std::uint32_t> m_credit_channels;  // (link, class, slot) -> its resource
     bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
     bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
