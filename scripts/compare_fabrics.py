@@ -1,0 +1,121 @@
+"""Random mixes of transfers on the shipped packet platforms, run on the packet and the flow fabric, worst first.
+
+Each case takes a shipped packet platform of at most 16 GPUs, sets up to three knobs to other values (payloads,
+headers, acknowledgements, windows, lanes, spreading, memory latency, the flow fabric's responses rule), and runs
+1 to 24 writes, reads and puts (a write and a signal) of 1 B to 1 MiB between random GPUs, in up to 8 workgroups
+each, on both fabrics. The packet fabric is the reference: a case whose flow kernel time is far from it is either
+a known limit of the fluid (short flows, the GPU's issue order: docs/fabrics.md, "When to trust which model") or a
+fault. Its first, ad-hoc version (2026-12-06, 700 cases) found three faults, each then fixed with a test: a read's data taking
+an incast queue's link from the writes queued there (+4,600%), one credit channel per link where the packet
+fabric's routers have one per output (+67% to +99%), and a queued write ending before its bytes crossed a slower
+link further on (-24%, open: docs/fabrics.md).
+
+    python scripts/compare_fabrics.py --cases 200 --seed 2    # prints the cases past --report, then the median
+
+Cases are made from (seed, index) only: `--case N` reruns one and prints its transfers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+import eidola
+from eidola.profile import ProfileBuilder
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_GPUS = 16
+#: The knobs a case may set, and the values it picks from.
+KNOBS: dict[str, list[Any]] = {
+    "fabric.link.ack": ["0B", "16B", "64B", "300B"], "fabric.link.header": ["0B", "16B", "85B"],
+    "gpus.max_payload": ["8B", "64B", "256B", "4KiB"], "gpus.max_outstanding": [1, 4, 64, 2048],
+    "fabric.routing.spread": [True, False], "fabric.link.count": [1, 2, 4],
+    "fabric.flow.responses": ["first", "fair"], "gpus.memory.latency": ["0ns", "300ns", "5us"]}
+SIZES = [1, 8, 256, 4096, 65536, 1 << 20]
+WORKGROUPS = 8
+
+
+def platforms() -> list[Path]:
+    """The shipped packet platforms of at most MAX_GPUS GPUs."""
+    out = []
+    for path in sorted((REPO / "platforms").glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        fabric = doc.get("fabric") if isinstance(doc, dict) else None
+        if isinstance(fabric, dict) and fabric.get("model") == "packet" and doc["gpus"]["count"] <= MAX_GPUS:
+            out.append(path)
+    return out
+
+
+def make_case(seed: int, index: int, paths: list[Path]) -> tuple[Path, dict[str, Any], list[tuple[str, int, int, int]]]:
+    """(platform, overrides, transfers as (kind, src, dst, bytes))."""
+    r = random.Random(f"compare-{seed}-{index}")
+    path = r.choice(paths)
+    overrides = {k: r.choice(v) for k, v in r.sample(sorted(KNOBS.items()), r.randrange(0, 4))}
+    gpus = int(yaml.safe_load(path.read_text())["gpus"]["count"])
+    transfers = []
+    for _ in range(r.randrange(1, 25)):
+        src = r.randrange(gpus)
+        transfers.append((r.choice(["write", "write", "read", "put"]), src, (src + r.randrange(1, gpus)) % gpus,
+                          r.choice(SIZES)))
+    return path, overrides, transfers
+
+
+def profile(gpus: int, transfers: list[tuple[str, int, int, int]]) -> eidola.Profile:
+    """Transfer t in workgroup t % WORKGROUPS of its source, each workgroup's in order."""
+    b = ProfileBuilder(gpus=gpus, workgroups=WORKGROUPS, name="compare")
+    b.flag("done")
+    b.buffer("data", nbytes=max(SIZES))
+    for t, (kind, src, dst, nbytes) in enumerate(transfers):
+        program = b.program(gpu=src, wg=t % WORKGROUPS)
+        if kind == "read":
+            program.read(dst=dst, buffer="data", offset=0, nbytes=nbytes)
+        else:
+            program.write(dst=dst, buffer="data", offset=0, nbytes=nbytes)
+            if kind == "put":
+                program.signal(dst=dst, flag="done")
+    return b.build()
+
+
+def run_case(path: Path, overrides: dict[str, Any], transfers: list[tuple[str, int, int, int]]) -> dict[str, float]:
+    """The kernel time (ns) on each fabric."""
+    gpus = int(yaml.safe_load(path.read_text())["gpus"]["count"])
+    prof = profile(gpus, transfers)
+    return {model: eidola.simulate(eidola.load_platform(path, overrides={**overrides, "fabric.model": model}),
+                                   prof, timeout=120).kernel_time_ns
+            for model in ("packet", "flow")}
+
+
+def main() -> int:
+    """Runs the cases; prints those whose flow kernel time is off by more than --report, and the median."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--report", type=float, default=0.25, help="print cases off by more than this (relative)")
+    ap.add_argument("--case", type=int, help="rerun one case and print its transfers")
+    args = ap.parse_args()
+    paths = platforms()
+    indices = [args.case] if args.case is not None else list(range(args.cases))
+    errors = []
+    for i in indices:
+        path, overrides, transfers = make_case(args.seed, i, paths)
+        if args.case is not None:
+            for t, transfer in enumerate(transfers):
+                print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
+        times = run_case(path, overrides, transfers)
+        error = times["flow"] / times["packet"] - 1
+        errors.append(abs(error))
+        if abs(error) > args.report or args.case is not None:
+            print(f"case {i}: {path.name} {overrides}: packet {times['packet']:.1f} ns, flow {times['flow']:.1f} ns, "
+                  f"{error:+.1%}", flush=True)
+    print(f"{len(errors)} cases, median |error| {statistics.median(errors):.3%}, worst {max(errors):.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
