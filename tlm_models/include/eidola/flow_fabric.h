@@ -276,7 +276,6 @@ private:
     void add_busy(std::uint32_t link, std::uint64_t now, double wire_ps);
     void open_bin(std::uint32_t link, std::uint64_t bin);
     void coarsen_bins();
-    bool m_bins_over = false;  // open_bin passed stats.max_bins: coarsen once the bins of the old width are in
     static float spill_bins(std::vector<std::pair<std::uint64_t, float>>& bins, std::uint64_t from, float busy,
                             float capacity, std::uint64_t until);
     /// What link `link`'s bins integrate: the solver's load there, less what queued writes put on it (those are
@@ -345,6 +344,7 @@ private:
     bool m_spread;
     BinBudget m_bin_budget;  // the over-time bins' width, and their count against stats.max_bins
     mutable std::uint32_t m_end_doublings = 0;  // and the doublings link_stats() added for the bins it made
+    bool m_bins_over = false;  // open_bin passed stats.max_bins: coarsen once the bins of the old width are in
     std::uint32_t m_header;          // link.header: the GPU ports' per-packet overhead
     std::uint64_t m_mtu;             // rail: the NICs' MTU (0: no framed links)
     std::uint64_t m_message_ps;      // rail: a message's processing time at its sending NIC
