@@ -232,6 +232,32 @@ def test_bidirectional_pair_with_acknowledgements_as_long_as_the_packets(repo, a
     _check(packet, flow, 0.01, _stream_ns(MI300X, n * (64 + MI300X["h"] + ack)))
 
 
+@pytest.mark.parametrize("lanes", [1, 4])
+def test_a_put_beside_a_larger_write_of_another_workgroup(repo, lanes):
+    # switch-8gpu, GPU 4: workgroup 4 puts 256 B to GPU 2 (a write, then a signal released by its acknowledgement)
+    # while workgroup 5 writes 64 KiB to GPU 5. The GPU issues the two writes round robin, so the put's one packet
+    # leaves among the first two, and the put takes two zero-load round trips, its write's and its signal's; the
+    # 64 KiB write (0.7 us on one lane) ends before it. The flow fabric's gates issued both whole in one instant and
+    # queued the small write behind all of the large one, so its signal waited the 64 KiB's sending: +26.6% on one
+    # lane, +6.7% on four (found by scripts/compare_fabrics.py, 2026-12-06).
+    b = ProfileBuilder(gpus=8, workgroups=8, name="put-beside-write")
+    b.flag("done")
+    b.buffer("data", nbytes=64 << 10)
+    b.program(gpu=4, wg=4).write(dst=2, buffer="data", offset=0, nbytes=256).signal(dst=2, flag="done")
+    b.program(gpu=4, wg=5).write(dst=5, buffer="data", offset=0, nbytes=64 << 10)
+    packet, flow = _both(repo, "switch-8gpu.yaml", b.build(), {"fabric.link.count": lanes})
+    lane = SWITCH["B"]
+
+    def round_trip_ns(payload: int) -> float:  # its packet out over 2 hops cut through, the memory, the ack back
+        out = (payload + SWITCH["h"]) / lane * 1e9 + 2 * (SWITCH["lat"] + SWITCH["sw"]) + FLIT / lane * 1e9
+        back = 2 * (SWITCH["lat"] + SWITCH["sw"] + SWITCH["ack"] / lane * 1e9)
+        return out + 300.0 + payload / 5.3e12 * 1e9 + back
+
+    chain = round_trip_ns(256) + round_trip_ns(8)
+    assert packet == pytest.approx(chain, abs=1.0)
+    _check(packet, flow, 0.005, chain - 1.0)
+
+
 def test_a_read_and_a_write_into_one_gpu_across_the_network(repo):
     # hierarchical-16gpu: GPU 6 reads 1 MiB from GPU 8 while GPU 9 writes 64 KiB to GPU 6, both across the spines
     # into node 0's leaf, whose link into GPU 6 has an incast queue. The read's data took that link max-min while

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -322,7 +323,8 @@ private:
     void advance_issue(std::uint32_t gpu);
     void plan_issue(std::uint32_t gpu);
     void issued(std::uint32_t gpu, std::uint32_t version);
-    void tell_sent(Flow& f, std::uint64_t later_ps = 0, double behind_bytes = 0);
+    void tell_sent(Flow& f, std::uint64_t later_ps = 0, double behind_bytes = 0,
+                   double by = std::numeric_limits<double>::infinity());
     /// The largest payload timed alone (timed_alone): a flag, a counter, a signal's operand.
     static constexpr std::uint64_t kFlagBytes = 64;
     /// A window of at least this many of a flag's packets is never held full by flags (timed_alone).
@@ -452,6 +454,8 @@ private:
     std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
     std::vector<std::uint32_t> m_later_scratch;   // scratch of plan_issue(): per output, its writes still to tell
+    /// Scratch of plan_issue(): the writes share_room issued whole, each with its output's issued count when it did.
+    std::vector<std::pair<std::uint32_t, double>> m_issue_marks;
     std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
     /// What launch() and decide_bursts() read of a window (a GPU's outstanding limit, a channel's credits) besides its load: its
     /// capacity, copied from the solver beside what bursts hold of it, so that the two are one cache line, not
