@@ -41,29 +41,30 @@ SIZES = [1, 8, 256, 4096, 65536, 1 << 20]
 WORKGROUPS = 8
 
 
-def platforms() -> list[Path]:
-    """The shipped packet platforms of at most MAX_GPUS GPUs."""
+def platforms() -> list[tuple[Path, int]]:
+    """The shipped packet platforms of at most MAX_GPUS GPUs, each with its GPU count."""
     out = []
     for path in sorted((REPO / "platforms").glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
         fabric = doc.get("fabric") if isinstance(doc, dict) else None
         if isinstance(fabric, dict) and fabric.get("model") == "packet" and doc["gpus"]["count"] <= MAX_GPUS:
-            out.append(path)
+            out.append((path, int(doc["gpus"]["count"])))
     return out
 
 
-def make_case(seed: int, index: int, paths: list[Path]) -> tuple[Path, dict[str, Any], list[tuple[str, int, int, int]]]:
-    """(platform, overrides, transfers as (kind, src, dst, bytes))."""
+def make_case(seed: int, index: int, paths: list[tuple[Path, int]]
+              ) -> tuple[tuple[Path, int], dict[str, Any], list[tuple[str, int, int, int]]]:
+    """((platform, GPUs), overrides, transfers as (kind, src, dst, bytes))."""
     r = random.Random(f"compare-{seed}-{index}")
-    path = r.choice(paths)
+    platform = r.choice(paths)
     overrides = {k: r.choice(v) for k, v in r.sample(sorted(KNOBS.items()), r.randrange(0, 4))}
-    gpus = int(yaml.safe_load(path.read_text())["gpus"]["count"])
+    gpus = platform[1]
     transfers = []
     for _ in range(r.randrange(1, 25)):
         src = r.randrange(gpus)
         transfers.append((r.choice(["write", "write", "read", "put"]), src, (src + r.randrange(1, gpus)) % gpus,
                           r.choice(SIZES)))
-    return path, overrides, transfers
+    return platform, overrides, transfers
 
 
 def profile(gpus: int, transfers: list[tuple[str, int, int, int]]) -> eidola.Profile:
@@ -82,9 +83,10 @@ def profile(gpus: int, transfers: list[tuple[str, int, int, int]]) -> eidola.Pro
     return b.build()
 
 
-def run_case(path: Path, overrides: dict[str, Any], transfers: list[tuple[str, int, int, int]]) -> dict[str, float]:
+def run_case(platform: tuple[Path, int], overrides: dict[str, Any],
+             transfers: list[tuple[str, int, int, int]]) -> dict[str, float]:
     """The kernel time (ns) on each fabric."""
-    gpus = int(yaml.safe_load(path.read_text())["gpus"]["count"])
+    path, gpus = platform
     prof = profile(gpus, transfers)
     return {model: eidola.simulate(eidola.load_platform(path, overrides={**overrides, "fabric.model": model}),
                                    prof, timeout=120).kernel_time_ns
@@ -103,15 +105,15 @@ def main() -> int:
     indices = [args.case] if args.case is not None else list(range(args.cases))
     errors = []
     for i in indices:
-        path, overrides, transfers = make_case(args.seed, i, paths)
+        platform, overrides, transfers = make_case(args.seed, i, paths)
         if args.case is not None:
             for t, transfer in enumerate(transfers):
                 print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
-        times = run_case(path, overrides, transfers)
+        times = run_case(platform, overrides, transfers)
         error = times["flow"] / times["packet"] - 1
         errors.append(abs(error))
         if abs(error) > args.report or args.case is not None:
-            print(f"case {i}: {path.name} {overrides}: packet {times['packet']:.1f} ns, flow {times['flow']:.1f} ns, "
+            print(f"case {i}: {platform[0].name} {overrides}: packet {times['packet']:.1f} ns, flow {times['flow']:.1f} ns, "
                   f"{error:+.1%}", flush=True)
     print(f"{len(errors)} cases, median |error| {statistics.median(errors):.3%}, worst {max(errors):.1%}")
     return 0

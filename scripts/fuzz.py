@@ -204,6 +204,9 @@ class Workspace:
             doc = yaml.safe_load(p.read_text())
             doc["profile"] = str(self.small_profile)
             self.platforms.append(doc)
+        #: The shipped packet platforms (case_flow switches them to the flow fabric).
+        self.packet_platforms = [p for p in self.platforms
+                                 if isinstance(p.get("fabric"), dict) and p["fabric"].get("model") == "packet"]
         self.small_platform = root / "plat.yaml"
         self.small_platform.write_text(yaml.safe_dump(self.platforms[[p["name"] for p in self.platforms]
                                                                       .index("gemv-allreduce-4gpu")]))
@@ -474,8 +477,7 @@ def case_flow(r: random.Random, ws: Workspace, d: Path) -> list[str]:
     one, so the platform campaign reaches the flow fabric only when a mutation happens to write `flow`. Sizes stop at 1
     MiB: a 64 MiB write through a one-flit buffer simulates for seconds, which costs the case its time, not a finding.
     Bins go down to 1 ps, with budgets of 1 bin up: fabric.stats.max_bins bounds what they cost."""
-    packet = [p for p in ws.platforms if isinstance(p.get("fabric"), dict) and p["fabric"].get("model") == "packet"]
-    doc = copy.deepcopy(r.choice(packet))
+    doc = copy.deepcopy(r.choice(ws.packet_platforms))
     doc["fabric"]["model"] = "flow"
     for key in r.sample(sorted(_FLOW_KNOBS), r.randrange(1, 5)):
         *parents, leaf = key.split(".")

@@ -27,9 +27,9 @@ def test_random_mixes_agree_with_the_packet_fabric(compare):
     assert len(paths) >= 10
     errors = []
     for i in range(16):
-        path, overrides, transfers = compare.make_case(1, i, paths)
-        times = compare.run_case(path, overrides, transfers)
+        platform, overrides, transfers = compare.make_case(1, i, paths)
+        times = compare.run_case(platform, overrides, transfers)
         error = times["flow"] / times["packet"] - 1
-        assert abs(error) <= 0.25, f"case {i}: {path.name} {overrides} {transfers}: {error:+.1%}"
+        assert abs(error) <= 0.25, f"case {i}: {platform[0].name} {overrides} {transfers}: {error:+.1%}"
         errors.append(abs(error))
     assert statistics.median(errors) <= 0.01

@@ -183,21 +183,40 @@ def test_sim_time_stops_cleanly_with_partial_results(cli, write_platform, tmp_pa
     assert r.returncode == 0 and "PARTIAL" in r.stdout and "stopped at limits.sim_time = 5.000 us" in r.stdout
 
 
+def _write_4k() -> eidola.Profile:
+    """GPU 0 writes 4 KiB to GPU 1: 16 packets of 256 B."""
+    b = ProfileBuilder(gpus=2, workgroups=1, name="one")
+    b.buffer("data", nbytes=4096)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
+    return b.build()
+
+
+def _write_4k_ns(platform: str) -> float:
+    """_write_4k's zero-load time on `platform`, by hand: the last of 16 packets of 256 + 16 B starts, is serialised
+    and crosses its hops, the memory takes it, then its 16-byte acknowledgement's hops (a hop is a link's latency
+    and a router's)."""
+    if platform == "switch-8gpu.yaml":  # 4 lanes of 100 GB/s, 2 hops of 150 + 100 ns
+        ser, ack = 272 / 100e9 * 1e9, 16 / 100e9 * 1e9
+        # 4 packets a lane, and 4 arrive at once, so the memory serves the last one fourth (256 B at 5.3 TB/s each).
+        return 3 * ser + ser + 2 * 250 + ack + 300 + 4 * 256 / 5.3e12 * 1e9 + 2 * (250 + ack)
+    assert platform == "mesh2d-16gpu.yaml"  # GPU 0 to GPU 1, one hop of 100 + 50 ns on one lane of 64 GB/s
+    ser, ack = 272 / 64e9 * 1e9, 16 / 64e9 * 1e9
+    return 15 * ser + ser + 150 + 300 + 256 / 5.3e12 * 1e9 + (150 + ack)
+
+
 @pytest.mark.parametrize("model", ["packet", "flow"])
 def test_a_run_done_before_sim_time_is_whole(repo, model):
     # One 4 KiB write, done in about a microsecond, under limits.sim_time of 100 us: the run ends by itself, so its
     # result is the one without the limit, not partial. Each GPU's stall watchdog stays booked for up to its time
     # (1 ms on the packet fabric, 1 s on the flow fabric) after its last response, and the run was reported
     # partial, its kernel time 100 us, whenever that fell after the limit.
-    b = ProfileBuilder(gpus=2, workgroups=1, name="short")
-    b.buffer("data", nbytes=4096)
-    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
-    profile = b.build()
+    profile = _write_4k()
     path = repo / "platforms" / "switch-8gpu.yaml"
     whole = eidola.simulate(eidola.load_platform(path, overrides={"fabric.model": model}), profile)
     limited = eidola.simulate(eidola.load_platform(path, overrides={"fabric.model": model,
                                                                     "limits.sim_time": "100us"}), profile)
     assert not whole.partial and whole.kernel_time_ns < 10_000
+    assert whole.kernel_time_ns == pytest.approx(_write_4k_ns("switch-8gpu.yaml"), rel=0.005)
     assert not limited.partial and limited.kernel_time_ns == whole.kernel_time_ns
 
 
@@ -208,10 +227,7 @@ def test_a_buffer_past_any_count_is_bottomless(repo, platform, model):
     # 16-byte flits is 2^36 credits, which a 32-bit count took as 0, and 2^30 packets times a mesh router's six
     # injection queues wrapped to 0: every packet waited for room and the run stopped with a stall (the fuzz
     # memory campaign's exit 3s, 2026-12-06). Credits are now capped at 2^30, past which no buffer fills.
-    b = ProfileBuilder(gpus=2, workgroups=1, name="one")
-    b.buffer("data", nbytes=4096)
-    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=4096)
-    profile = b.build()
+    profile = _write_4k()
     path = repo / "platforms" / platform
 
     def kernel(buffer):
@@ -219,15 +235,7 @@ def test_a_buffer_past_any_count_is_bottomless(repo, platform, model):
         return eidola.simulate(plat, profile).kernel_time_ns
 
     deep = kernel(2**20)
-    # Its zero-load time, by hand: 16 packets of 256 + 16 B, the last one's start, its serialisation and hops, the
-    # memory, then its 16-byte acknowledgement's hops (a hop is a link's latency and a router's).
-    if platform == "switch-8gpu.yaml":  # 4 lanes of 100 GB/s, 2 hops of 150 + 100 ns
-        ser, ack = 272 / 100e9 * 1e9, 16 / 100e9 * 1e9
-        # 4 packets a lane, and 4 arrive at once, so the memory serves the last one fourth (256 B at 5.3 TB/s each).
-        want = 3 * ser + ser + 2 * 250 + ack + 300 + 4 * 256 / 5.3e12 * 1e9 + 2 * (250 + ack)
-    else:  # mesh2d: GPU 0 to GPU 1, one hop of 100 + 50 ns on one lane of 64 GB/s
-        ser, ack = 272 / 64e9 * 1e9, 16 / 64e9 * 1e9
-        want = 15 * ser + ser + 150 + 300 + 256 / 5.3e12 * 1e9 + (150 + ack)
+    want = _write_4k_ns(platform)
     assert deep == pytest.approx(want, abs=2e-3 if model == "packet" else want * 0.005)
     for buffer in ("1TiB", "1PiB", 2**30, 2**31):
         assert kernel(buffer) == deep, buffer

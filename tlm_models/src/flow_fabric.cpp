@@ -426,8 +426,8 @@ void FlowFabric::activate(std::uint32_t id) {
         // routers' turns in bytes letting a short packet past a long one; an acknowledgement as long as the packet
         // it answers gets no such precedence, and served first would then have no one answer (two writes crossing,
         // each one's acknowledgements taking all of the link the other's data needs: one flow starved, or none
-        // moving). tests/python/test_flow_fabric.py, ..._acknowledgements_as_long_as_the_packets.
-        const bool acks_first = !f.read && (m_ack_bytes ? m_ack_bytes : m_header) < packet + m_header;
+        // moving). tests/python/test_flow_validation.py, ..._acknowledgements_as_long_as_the_packets.
+        const bool acks_first = !f.read && port_ack_wire() < packet + m_header;
         // A framed link (rail NICs and network) carries the NIC's headers per network packet of
         // the message rather than a header per GPU packet; its packets' wire size is their mean.
         for (const auto& [link, share] : m_routes[ri].links) {  // no route is built in this loop: the reference holds
@@ -457,7 +457,7 @@ void FlowFabric::activate(std::uint32_t id) {
             pace_credits(link, 1, src, share, n * credit_seconds(l, wire) / payload, credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
-        const double resp = (f.read ? data + n * m_header : n * (m_ack_bytes ? m_ack_bytes : m_header)) / payload;
+        const double resp = (f.read ? data + n * m_header : n * port_ack_wire()) / payload;
         if (m_inject[2 * src] >= 0) use(std::uint32_t(m_inject[2 * src]), req, f.read);
         if (m_inject[2 * dst + 1] >= 0) use(std::uint32_t(m_inject[2 * dst + 1]), resp, acks_first);
         if (m_eject[2 * dst] >= 0 && (f.read || f.incast < 0)) use(std::uint32_t(m_eject[2 * dst]), req, f.read);
@@ -533,7 +533,7 @@ void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32
     }
     std::uint32_t n = 0;
     const std::uint32_t* choices = m_topology->next(node, to, n);
-    const std::uint32_t used = m_spread ? n : std::min<std::uint32_t>(n, 1);
+    const std::uint32_t used = choices_used(n);
     for (std::uint32_t k = 0; k < used; ++k)
         add_pace(credit_channel(link, cls, 1 + choices[k]), share * weight / used, share * per_packet / used);
 }
@@ -541,9 +541,12 @@ void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32
 // The solver resource of channel `slot` (0: the ejection, 1 + l: towards link l) of `link`'s class `cls`.
 std::uint32_t FlowFabric::credit_channel(std::uint32_t link, std::uint32_t cls, std::uint32_t slot) {
     const std::uint64_t key = ((std::uint64_t(link) * 2 + cls) << 32) | slot;
-    const auto [it, made] = m_credit_channels.try_emplace(key, 0);
-    if (made) it->second = m_solver.add_resource(double(m_credits) * double(m_topology->links()[link].lanes));
-    return it->second;
+    std::uint32_t resource = m_credit_channels.find(key);
+    if (resource == FlatIndex::kAbsent) {
+        resource = m_solver.add_resource(double(m_credits) * double(m_topology->links()[link].lanes));
+        m_credit_channels.insert(key, resource);
+    }
+    return resource;
 }
 
 void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_packet) {
@@ -1100,7 +1103,7 @@ std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
         for (std::uint32_t v : frontier) {
             if (v == dst || at_node[v] == 0) continue;
             const std::uint32_t* choices = topo.next(v, dst, n);
-            const std::uint32_t used = m_spread ? n : std::min<std::uint32_t>(n, 1);
+            const std::uint32_t used = choices_used(n);
             for (std::uint32_t k = 0; k < used; ++k) {
                 const std::uint32_t link = choices[k], to = topo.links()[link].dst;
                 if (on_link[link] == 0) touched.push_back(link);

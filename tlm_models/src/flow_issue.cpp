@@ -224,9 +224,19 @@ void FlowFabric::share_room(Issuer& is, double room) {
             left -= take * double(away);
         }
         // The writes this turn finished: their last bytes are in their output queues by what has been issued
-        // there so far, before the larger writes' rest (plan_issue's marks).
-        for (; i < n && m_flows[by_size[i]].unissued <= kIssuedBytes; ++i)
-            m_issue_marks.emplace_back(by_size[i], output_of(m_flows[by_size[i]]).issued);
+        // there so far, before the larger writes' rest, each a packet before those finishing in this turn after
+        // it to its output (plan_issue's marks).
+        const std::size_t first = i;
+        while (i < n && m_flows[by_size[i]].unissued <= kIssuedBytes) ++i;
+        std::vector<std::uint32_t>& after = m_turn_scratch;  // per output: queued writes finishing in this turn
+        after.assign(is.outputs.size(), 0);
+        for (std::size_t k = first; k < i; ++k)
+            if (const Flow& f = m_flows[by_size[k]]; f.queued) ++after[std::size_t(f.output)];
+        for (std::size_t k = first; k < i; ++k) {
+            const Flow& f = m_flows[by_size[k]];
+            const std::uint32_t behind = f.queued ? --after[std::size_t(f.output)] : 0;
+            m_issue_marks.push_back({by_size[k], output_of(m_flows[by_size[k]]).issued, behind});
+        }
         if (take < need) return;
     }
     if (i == n && away > 0 && left > 0)  // every pending write is issued: the rest is theirs
@@ -361,6 +371,7 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
             for (std::uint32_t id : done)
                 if (m_flows[id].queued) ++later[std::size_t(m_flows[id].output)];
             std::uint64_t turns_before = 0;  // paced writes told before this one
+            std::size_t mark = 0;            // the next of m_issue_marks
             for (std::size_t k = 0; k < done.size(); ++k) {
                 Flow& f = m_flows[done[k]];
                 const std::uint32_t behind = f.queued ? --later[std::size_t(f.output)] : 0;
@@ -370,14 +381,13 @@ void FlowFabric::plan_issue(std::uint32_t gpu) {
                 // packet later. Why: told by the queue's whole issue, a 256 B write issued beside a 64 KiB one
                 // ended after it, and a signal released behind it waited the 64 KiB's sending (+27% on
                 // switch-8gpu with one lane; scripts/compare_fabrics.py).
-                double mark = std::numeric_limits<double>::infinity();
-                for (const auto& [id, at] : m_issue_marks)
-                    if (id == done[k]) mark = at;
-                std::uint32_t behind_in_turn = 0;
-                for (std::size_t j = k + 1; j < done.size() && f.queued; ++j)
-                    for (const auto& [id, at] : m_issue_marks)
-                        if (id == done[j] && at == mark && m_flows[id].queued && m_flows[id].output == f.output) ++behind_in_turn;
-                tell_sent(f, later_ps, double(behind) * packet, mark - double(behind_in_turn) * packet);
+                // The marks are in the pending order too (share_room pushed them in it), a part of `done`.
+                double by = std::numeric_limits<double>::infinity();
+                if (mark < m_issue_marks.size() && m_issue_marks[mark].id == done[k]) {
+                    by = m_issue_marks[mark].issued - double(m_issue_marks[mark].behind) * packet;
+                    ++mark;
+                }
+                tell_sent(f, later_ps, double(behind) * packet, by);
                 is.credits.push_back(Issuer::Credit{f.workgroup, now_ps() + later_ps, 0.0});
             }
             // With no write left pending, the room the gates still have is the told workgroups' turns.

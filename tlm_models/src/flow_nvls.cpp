@@ -84,7 +84,7 @@ void FlowFabric::nvls_uses(Flow& f, std::uint64_t& round_trip) {
     const std::uint32_t up = m_uplink[f.src], down = m_downlink[f.src];
     const std::uint32_t h = m_topology->links()[up].header, hd = m_topology->links()[down].header;
     const std::uint32_t ack_down = ack_wire(m_topology->links()[down]);
-    const double port_ack = double(m_ack_bytes ? m_ack_bytes : m_header);
+    const double port_ack = double(port_ack_wire());
     const std::uint64_t turnaround = [&] {
         const FlowExtension* ext = f.trans->get_extension<FlowExtension>();
         return ext ? ext->turnaround_ps : 0;

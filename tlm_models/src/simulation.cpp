@@ -117,6 +117,8 @@ std::string Simulation::node_names() const {
 }
 
 std::string Simulation::bin_widths() const {
+    // A fabric may widen the bins it makes for its link statistics (the flow fabric's queued writes): those first.
+    m_impl->fabric_link_stats();
     std::string out;
     for (const Fabric* f : m_impl->fabrics)
         if (f->bin_ps()) out += std::to_string(f->bin_ps()) + " " + std::to_string(f->bin_doublings()) + "\n";

@@ -25,6 +25,7 @@
 #include "eidola/bin_budget.h"
 #include "eidola/fabric.h"
 #include "eidola/fabric_ports.h"
+#include "eidola/flat_index.h"
 #include "eidola/flow_solver.h"
 #include "eidola/front_queue.h"
 #include "eidola/message_extension.h"
@@ -330,6 +331,10 @@ private:
     /// A window of at least this many of a flag's packets is never held full by flags (timed_alone).
     static constexpr double kLargeWindow = 1024;
     std::uint32_t ack_wire(const TopoLink& l) const { return m_ack_bytes ? m_ack_bytes : l.header; }
+    /// An acknowledgement's bytes at a GPU port (link.header where link.ack is 0), as ack_wire is on a link.
+    std::uint32_t port_ack_wire() const { return m_ack_bytes ? m_ack_bytes : m_header; }
+    /// Of the `n` equal-cost next links at a node, how many a route takes: all with routing.spread, else the first.
+    std::uint32_t choices_used(std::uint32_t n) const { return m_spread ? n : std::min<std::uint32_t>(n, 1); }
     /// One packet's wire bytes on link `l` with `payload` bytes of data (an acknowledgement with `ack`): a framed
     /// link's NIC header per MTU of it (at least one), else the link's header or acknowledgement.
     std::uint64_t packet_wire(const TopoLink& l, std::uint64_t payload, bool ack) const {
@@ -354,7 +359,7 @@ private:
     std::uint32_t m_credits;         // credits per virtual channel
     std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
     bool m_voq_credits = false;      // switch.vcs 0: a credit channel per (link, class, next output) instead
-    std::unordered_map<std::uint64_t, std::uint32_t> m_credit_channels;  // (link, class, slot) -> its resource
+    FlatIndex m_credit_channels;     // (link, class, slot) -> its resource (credit_channel)
     bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
     bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
@@ -454,8 +459,15 @@ private:
     std::vector<std::uint32_t> m_dirty_issuers;   // scratch of solve(): GPUs whose rate changed
     std::vector<std::uint32_t> m_done_scratch;    // scratch of plan_issue(): the writes it tells
     std::vector<std::uint32_t> m_later_scratch;   // scratch of plan_issue(): per output, its writes still to tell
-    /// Scratch of plan_issue(): the writes share_room issued whole, each with its output's issued count when it did.
-    std::vector<std::pair<std::uint32_t, double>> m_issue_marks;
+    /// A write share_room issued whole: its output's issued count when it did, and the queued writes to that output
+    /// finishing in the same turn after it.
+    struct IssueMark {
+        std::uint32_t id;
+        double issued;
+        std::uint32_t behind;
+    };
+    std::vector<IssueMark> m_issue_marks;         // scratch of plan_issue(): in the pending order
+    std::vector<std::uint32_t> m_turn_scratch;    // scratch of share_room(): per output, writes finishing in a turn
     std::vector<double> m_inject_units;           // per GPU: its injection buffer, in credits (packets or flits)
     /// What launch() and decide_bursts() read of a window (a GPU's outstanding limit, a channel's credits) besides its load: its
     /// capacity, copied from the solver beside what bursts hold of it, so that the two are one cache line, not
