@@ -324,11 +324,14 @@ def test_single_switch_head_of_line_saturation(write_platform, vcs, expected, to
     # (vcs 0), each input holds a queue per output (virtual output queueing): no blocking, and
     # throughput approaches the link (what is left is the allocator matching inputs to outputs one
     # grant at a time).
+    # Over four draws of the traffic: one draw's figure moves by +-0.03 with the draw alone (queues per output,
+    # seeds 1-4: 0.880-0.927), and a single one made the test a test of that draw's luck.
     n, writes = 16, 1500
     plat = _switch_platform(write_platform, n, f"{{latency: 1ns, buffer: 8, vcs: {vcs}}}")
-    res = eidola.simulate(plat, _saturating_uniform(n, writes))
-    accepted = writes * 256 / (res.kernel_time_ns * 1e-9) / B      # per GPU, as a fraction of the link
+    runs = [eidola.simulate(plat, _saturating_uniform(n, writes, seed)) for seed in (1, 2, 3, 4)]
+    accepted = np.mean([writes * 256 / (r.kernel_time_ns * 1e-9) / B for r in runs])  # per GPU, of the link
     assert accepted == pytest.approx(expected, abs=tol)
+    res = runs[0]
     # The switch inputs (node 16) count the time a ready packet sat behind a head bound elsewhere:
     # with a FIFO, most of the run at every input, and the summary says so; with a queue per
     # output, never.
@@ -436,3 +439,26 @@ def test_a_sized_injection_buffer_counts_flits(write_platform):
     assert depth == 362
     assert second == pytest.approx((2 * n - 1) * ser + tail, rel=0.01)
     assert first == pytest.approx((2 * n - depth - d / ser - 1) * ser + tail, rel=0.01)
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_read_requests_of_no_bytes_are_not_held_behind_read_data(repo, write):
+    # dgx-a100 with one 25 GB/s lane a link, 64-byte payloads and link.header 0B: three chained 1 MiB reads (GPU 1
+    # from 0, 0 from 7, 7 from 3) whose data cross six distinct switch links, each at its full rate; the read
+    # requests carry no bytes, so take no time on any link. Each read is then 16,384 packets of 64 wire bytes,
+    # 41.94 us on its links, after the launch, plus its first request's and first packet's zero-load trip
+    # (two hops of 112 + 50 ns each way and the memory's 150 ns: under 1 us). One more 1-byte write from GPU 2
+    # to GPU 0 shifted GPU 0's acknowledgement stream by 120 ps, and its zero-byte requests to GPU 7 then waited
+    # at the switch for an input path that GPU 0's read data freed only in the picosecond it took it again:
+    # 120.5 us, the whole of GPU 1's read longer (found by scripts/compare_fabrics.py, seed 6, case 102).
+    b = ProfileBuilder(gpus=8, workgroups=4, name="chained-reads")
+    b.buffer("data", nbytes=1 << 20)
+    for wg, (src, dst) in enumerate([(1, 0), (0, 7), (7, 3)]):
+        b.program(gpu=src, wg=wg).read(dst=dst, buffer="data", offset=0, nbytes=1 << 20)
+    if write:
+        b.program(gpu=2, wg=3).write(dst=0, buffer="data", offset=0, nbytes=1)
+    over = {"fabric.link.header": "0B", "fabric.link.count": 1, "gpus.max_payload": "64B"}
+    res = eidola.simulate(eidola.load_platform(repo / "platforms" / "dgx-a100.yaml", overrides=over), b.build())
+    wire_ns = (1 << 20) / 25e9 * 1e9
+    launch_ns = 36280.0
+    assert launch_ns + wire_ns <= res.kernel_time_ns <= launch_ns + wire_ns + 1000.0

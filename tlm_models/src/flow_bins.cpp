@@ -176,7 +176,7 @@ std::uint32_t FlowFabric::late_doublings(std::size_t held) const {
         std::size_t dense = held;
         for (const auto& [first, last] : span)
             if (first <= last) dense += std::size_t(last / width - first / width + 1);
-        if (dense <= m_bin_budget.max_bins() || width > now_ps()) return doublings;
+        if (!m_bin_budget.over_at_end(dense, width, now_ps())) return doublings;
         width *= 2;
         ++doublings;
     }

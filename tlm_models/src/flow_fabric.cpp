@@ -1215,7 +1215,7 @@ std::vector<LinkStats> FlowFabric::link_stats() const {
         held += s.busy_bins.size();
         out.push_back(std::move(s));
     }
-    for (; held > m_bin_budget.max_bins() && bin_ps() <= now_ps(); ++m_end_doublings) {
+    for (; m_bin_budget.over_at_end(held, bin_ps(), now_ps()); ++m_end_doublings) {
         held = 0;
         for (LinkStats& s : out) {
             halve_bins(s.busy_bins);

@@ -148,6 +148,20 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t c
     return coming;
 }
 
+// Input speedup 1: the head of `in` may cross only while one of its crossbar paths is free. A packet of no
+// bytes on the wire (a read request or an acknowledgement under link.header 0B) crosses in no time: it neither
+// waits for a path nor takes one, as it takes no time on the link. Why: the outputs grant each when its own
+// lane frees, so a path that a stream of read data takes back to back is free only in the picosecond it is
+// taken again, and a zero-byte request waiting for it got it only by the order of same-time actions. GPU 0's
+// read requests to GPU 7 on dgx-a100 (one lane, 64-byte payloads) waited out a whole 1 MiB read that way once
+// a 1-byte write had shifted its acknowledgements by 120 ps: +52% (scripts/compare_fabrics.py --seed 6 --case
+// 102; test_packet_fabric.py).
+bool PacketFabric::claim_path(const Input& in, std::uint32_t wire, std::uint64_t& retry_at) const {
+    if (!in.speedup_one || wire == 0 || in.busy_until <= now_ps()) return true;
+    retry_at = std::min(retry_at, in.busy_until);
+    return false;
+}
+
 // kTrains: a train has been injected. Without, the train-only steps compile away: a per-packet
 // run pays nothing for them.
 template <bool kTrains>
@@ -189,14 +203,11 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         // the packet's wire bytes, credits and next channel as it goes.
         auto can_go = [&](auto it) {
             const Input& in = m_inputs[it->first];
-            if (in.speedup_one && in.busy_until > now) {
-                retry_at = std::min(retry_at, in.busy_until);
-                return false;
-            }
             const Packet& p = m_packets[in.vcs[it->second].front()];
+            wire = wire_bytes(p, link.header, link.framed);
+            if (!claim_path(in, wire, retry_at)) return false;
             if (kTrains && inside && !p.ack) return false;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
-            wire = wire_bytes(p, link.header, link.framed);
             units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
             next_vc = allocate_vc(downstream, p.cls, bit, route(link.dst, p, false), units, retry_at, each,
@@ -268,7 +279,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             const TopoLink& came = m_topology->links()[std::size_t(in.link)];
             x = hop(m_packets[id], start, wire_bytes(m_packets[id], came.header, came.framed), in.bytes_per_s, 0, false);
         }
-        if (in.speedup_one) in.take_path(x.end);
+        if (in.speedup_one && wire > 0) in.take_path(x.end);
         const std::uint32_t lane_index = std::uint32_t(lane - o.lane_free.begin());
         if (!kTrains) {
             *lane = h.end;
@@ -344,17 +355,13 @@ void PacketFabric::arbitrate_ejection(std::uint32_t output) {
     std::uint64_t retry_at = kNever;
     for (auto it = o.requests.begin(); it != o.requests.end(); ++it) {
         Input& in = m_inputs[it->first];
-        if (in.speedup_one && in.busy_until > now) {
-            retry_at = std::min(retry_at, in.busy_until);
-            continue;
-        }
         const auto [input, vc] = *it;
-        o.requests.erase(it);
-        const std::uint32_t head = in.vcs[vc].front();
-        const Packet& p = m_packets[head];
+        const Packet& p = m_packets[in.vcs[vc].front()];
         const std::uint32_t wire = wire_bytes(p, m_eject_header);
+        if (!claim_path(in, wire, retry_at)) continue;
+        o.requests.erase(it);
         const Hop h = hop(p, now, wire, m_eject_bytes_per_s, 0, false);
-        if (in.speedup_one) in.take_path(h.end);
+        if (in.speedup_one && wire > 0) in.take_path(h.end);
         o.lane_free[0] = h.end;
         o.busy = true;
         const std::uint32_t id = pop_head(input, vc, h.end - h.last_flit, h.spacing);

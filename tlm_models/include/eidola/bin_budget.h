@@ -20,10 +20,13 @@ public:
         : m_width_ps(width_ps ? width_ps : 1), m_max(max_bins ? max_bins : 1), m_trigger(m_max) {}
     /// The bins' width now, in ps.
     std::uint64_t width_ps() const { return m_width_ps; }
-    /// The most bins held before they are coarsened (stats.max_bins).
-    std::uint64_t max_bins() const { return m_max; }
     /// Times the width has doubled.
     std::uint32_t doublings() const { return m_doublings; }
+    /// Whether `held` bins `width_ps` wide are past the budget and can still widen: the rule for bins a fabric makes
+    /// at the end of a run, outside add() (they are widened there in one go, not as they come).
+    bool over_at_end(std::size_t held, std::uint64_t width_ps, std::uint64_t now_ps) const {
+        return held > m_max && width_ps <= now_ps;
+    }
     /// Counts `n` more bins held; true when the fabric should coarsen them (coarsen() with its bins).
     bool add(std::size_t n = 1) {
         m_held += n;
