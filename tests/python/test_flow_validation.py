@@ -654,6 +654,25 @@ def test_credit_bound_writes_that_fan_out_have_a_channel_each(repo):
     _check(*two, 0.01, floor)
 
 
+def test_a_queued_write_held_by_a_slower_link_further_on(repo):
+    # custom-4gpu: GPU 3 reads 1 MiB from GPU 0 while GPU 1 writes 1 MiB each to GPUs 0 and 3, a workgroup each.
+    # The read's data and the write to GPU 3 cross the 32 GB/s link between the switches: 2 x 4,096 packets of
+    # 256 + 16 bytes, 69.63 us of wire. Around it: under 0.2 us before the first write's bytes reach that link,
+    # and after its last byte, the link's 500 ns and the switch's 50, GPU 3's link, the memory's 300 ns and the
+    # write's acknowledgement back across both switches, 850 ns: under 2.5 us in all. With flow.issue gates the
+    # write to GPU 3 ended when GPU 1's output queue had sent it, at 33.2 us, while its flow had carried half its
+    # bytes across the slow link (held there to the read's share): the link read 128% busy and the kernel 54.2 us,
+    # under the wire (-24% against the packet fabric; found by scripts/compare_fabrics.py, 2026-12-06).
+    b = ProfileBuilder(gpus=4, workgroups=3, name="held-further-on")
+    b.buffer("data", nbytes=MIB)
+    b.program(gpu=3, wg=0).read(dst=0, buffer="data", offset=0, nbytes=MIB)
+    for wg, dst in ((1, 0), (2, 3)):
+        b.program(gpu=1, wg=wg).write(dst=dst, buffer="data", offset=0, nbytes=MIB)
+    packet, flow = _both(repo, "custom-4gpu.yaml", b.build())
+    wire_ns = 2 * MIB / P * (P + 16) / 32e9 * 1e9
+    _check(packet, flow, 0.02, wire_ns, wire_ns + 2500)
+
+
 def test_flags_wait_for_room_in_a_credit_starved_buffer(repo):
     # switch-8gpu with 16-packet buffers against a credit round trip of 148 packets (docs/fabrics.md,
     # "Flags"): a 64 KiB all-to-all of 32 workgroups sends one-packet writes and as many signals, and
