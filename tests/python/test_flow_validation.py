@@ -654,14 +654,21 @@ def test_credit_bound_writes_that_fan_out_have_a_channel_each(repo):
     _check(*two, 0.01, floor)
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured -24.2% (packet 71.53 us, flow 54.23 us, under the wire), 2026-12-06: with flow.issue gates a queued "
+    "write ends when its GPU's output queue has sent it, whatever its flow carried across the slower link. Delivering "
+    "a write whose flow ran below another's on its output at its flow's end instead gave +0.14% here, but its flow's "
+    "rate is shared with the writes queued behind it, which hold shares of links they have not reached: a random "
+    "case went +3.9% -> +25.1% (scripts/compare_fabrics.py --seed 4 --case 138), and it was not kept "
+    "(docs/fabrics.md, \"When to trust which model\")"))
 def test_a_queued_write_held_by_a_slower_link_further_on(repo):
     # custom-4gpu: GPU 3 reads 1 MiB from GPU 0 while GPU 1 writes 1 MiB each to GPUs 0 and 3, a workgroup each.
     # The read's data and the write to GPU 3 cross the 32 GB/s link between the switches: 2 x 4,096 packets of
     # 256 + 16 bytes, 69.63 us of wire. Around it: under 0.2 us before the first write's bytes reach that link,
     # and after its last byte, the link's 500 ns and the switch's 50, GPU 3's link, the memory's 300 ns and the
     # write's acknowledgement back across both switches, 850 ns: under 2.5 us in all. With flow.issue gates the
-    # write to GPU 3 ended when GPU 1's output queue had sent it, at 33.2 us, while its flow had carried half its
-    # bytes across the slow link (held there to the read's share): the link read 128% busy and the kernel 54.2 us,
+    # write to GPU 3 ends when GPU 1's output queue has sent it, at 33.2 us, while its flow has carried half its
+    # bytes across the slow link (held there to the read's share): the link reads 128% busy and the kernel 54.2 us,
     # under the wire (-24% against the packet fabric; found by scripts/compare_fabrics.py, 2026-12-06).
     b = ProfileBuilder(gpus=4, workgroups=3, name="held-further-on")
     b.buffer("data", nbytes=MIB)

@@ -913,12 +913,8 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         unpark(f);
         is.dirty = false;
         plan_issue(f.src);  // f's rate left the send rate; its own end may be due now
-        if (!f.due || !f.trans) return;
-        if (!f.held_on) {
-            account_flow(id);
-            return;
-        }
-        // Due at its output queue while held further on (fifo_due): delivered from its flow's end, below.
+        if (f.due && f.trans) account_flow(id);
+        return;
     }
     // A single-packet message's NIC processing time is on its way (a longer one's is in its rate);
     // a read's is its request's, as in the packet fabric.

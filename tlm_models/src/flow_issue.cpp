@@ -611,29 +611,6 @@ void FlowFabric::start_parked(Issuer::Output& out, std::vector<std::uint32_t>::i
     activate(id);
 }
 
-// Whether queued write `f`, due now, is held by a link further on: its flow's rate is below another's still
-// queued on its output, or was when an earlier write there came due. They share the first link and their
-// GPU's gates alike, so one held lower than another is held further on, and what it has not carried yet
-// has not crossed there. The writes behind it that are held lower than it are marked for their own turn
-// (by then the faster ones may have gone). It looks at most kSiblings entries behind it: the ones that
-// come due next, and a bound on the cost of a long queue.
-bool FlowFabric::held_further_on(Flow& f) {
-    constexpr std::size_t kSiblings = 16;
-    constexpr double kBelow = 1 - 1e-6;  // rates this close are one share (the solver's levels, rounded)
-    const Issuer::Output& out = output_of(f);
-    const std::size_t n = std::min(out.fifo.size(), kSiblings);
-    double top = f.rate;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t entry = out.fifo[i].second;
-        if (!(entry & kSignalInFifo) && !m_flows[entry].sent_all) top = std::max(top, m_flows[entry].rate);
-    }
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::uint32_t entry = out.fifo[i].second;
-        if (!(entry & kSignalInFifo) && m_flows[entry].rate < top * kBelow) m_flows[entry].held_seen = true;
-    }
-    return f.held_seen || f.rate < top * kBelow;
-}
-
 // Write `id`'s last byte has left its GPU's output queue: it is delivered one zero-load trip later.
 void FlowFabric::fifo_due(std::uint32_t id) {
     Flow& f = m_flows[id];
@@ -642,23 +619,6 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         start_parked(out, std::find(out.parked.begin(), out.parked.end(), id));
     }
     f.due = true;
-    if (!f.sent_all && !f.paced_bytes && f.rate != FlowSolver::kUnlimited && held_further_on(f)) {
-        // Its bytes have left its output queue, but a link further on carries them slower than the queue sent:
-        // they cross at its flow's rate, and it is delivered when its flow ends (finish). Why: ended here, the
-        // rest of its bytes never crossed that link. On custom-4gpu, GPU 1's 1 MiB writes to GPUs 0 and 3 beside
-        // GPU 3's 1 MiB read from GPU 0: the read's data and the write to GPU 3 share the 32 GB/s link between the
-        // switches, whose 2 MiB and headers take 69.6 us; the write ended at 33.2 us, the link read 128% busy,
-        // and the kernel 54.2 us, under the wire (the packet fabric 71.5 us).
-        f.held_on = true;
-        const std::uint64_t now = now_ps();
-        f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
-        f.anchor_ps = now;
-        if (f.rate > 0) {  // the solves book its finish from here on, as it is due (solve_rates)
-            f.finish_ps = now + std::uint64_t(std::ceil(f.remaining * 1e12 / f.rate));
-            book_finish(id, f.finish_ps);
-        }
-        return;
-    }
     const std::uint64_t now = now_ps();
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_of(f, f.packet_bytes, false)) : 0;

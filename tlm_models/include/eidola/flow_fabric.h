@@ -110,8 +110,6 @@ private:
         bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
         bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
         bool sent_all = false;           // queued: its flow has sent its bytes
-        bool held_seen = false;          // queued: seen held below another write of its output (held_further_on)
-        bool held_on = false;            // queued: due while held further on, so delivered at its flow's end (fifo_due)
         bool paced_done = false;         // telling: the fluid issued its last byte at its pace, not at once (plan_issue)
         // The rest, read when it starts, ends or is issued.
         // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
@@ -433,7 +431,6 @@ private:
     };
     std::vector<Issuer> m_issuers;                // per GPU
     Issuer::Output& output_of(Flow& f);
-    bool held_further_on(Flow& f);
     void all_sent(Flow& f);
     bool queue_signal(std::uint32_t id);
     bool park(std::uint32_t id);
