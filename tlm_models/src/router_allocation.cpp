@@ -162,6 +162,15 @@ bool PacketFabric::claim_path(const Input& in, std::uint32_t wire, std::uint64_t
     return false;
 }
 
+// The bytes packet `p` crosses input `in`'s crossbar path in, bound for `link` where it is `wire` bytes: the size
+// it came in with where the two links' rates differ (a NIC takes in a network packet and sends a PCIe one).
+std::uint32_t PacketFabric::crossing_bytes(const Input& in, const Packet& p, const TopoLink& link,
+                                           std::uint32_t wire) const {
+    if (in.bytes_per_s <= 0 || in.bytes_per_s == link.bytes_per_s) return wire;
+    const TopoLink& came = m_topology->links()[std::size_t(in.link)];
+    return wire_bytes(p, came.header, came.framed);
+}
+
 // kTrains: a train has been injected. Without, the train-only steps compile away: a per-packet
 // run pays nothing for them.
 template <bool kTrains>
@@ -205,7 +214,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             const Input& in = m_inputs[it->first];
             const Packet& p = m_packets[in.vcs[it->second].front()];
             wire = wire_bytes(p, link.header, link.framed);
-            if (!claim_path(in, wire, retry_at)) return false;
+            if (!claim_path(in, crossing_bytes(in, p, link, wire), retry_at)) return false;
             if (kTrains && inside && !p.ack) return false;
             bit = m_dateline == 2 && (link.wrap || (p.crossed && link.dim == p.dim)) ? 1 : 0;
             units = train_credits(p, wire);
@@ -275,11 +284,10 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         // came in with: a NIC takes in a network packet and sends a PCIe one (rail), and charging
         // the output's headers at the input's rate would cap the NIC below both links.
         Hop x = h;
-        if (in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s) {
-            const TopoLink& came = m_topology->links()[std::size_t(in.link)];
-            x = hop(m_packets[id], start, wire_bytes(m_packets[id], came.header, came.framed), in.bytes_per_s, 0, false);
-        }
-        if (in.speedup_one && wire > 0) in.take_path(x.end);
+        const std::uint32_t crossing = crossing_bytes(in, m_packets[id], link, wire);
+        if (in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s)
+            x = hop(m_packets[id], start, crossing, in.bytes_per_s, 0, false);
+        if (in.speedup_one && crossing > 0) in.take_path(x.end);
         const std::uint32_t lane_index = std::uint32_t(lane - o.lane_free.begin());
         if (!kTrains) {
             *lane = h.end;

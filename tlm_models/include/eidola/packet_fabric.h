@@ -369,6 +369,7 @@ private:
     /// Input speedup 1: whether the head of `in`, `wire` bytes on the wire, may cross the crossbar now; else
     /// lowers `retry_at` to when a path frees.
     bool claim_path(const Input& in, std::uint32_t wire, std::uint64_t& retry_at) const;
+    std::uint32_t crossing_bytes(const Input& in, const Packet& p, const TopoLink& link, std::uint32_t wire) const;
     std::uint32_t new_packet();
     bool own_link(std::uint32_t from, std::uint32_t to, std::uint32_t packet_bytes) const;
     void find_forwarding_gpus();
