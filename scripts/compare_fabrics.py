@@ -12,6 +12,11 @@ test; and a queued write ending before its bytes crossed a slower link further o
 
     python scripts/compare_fabrics.py --cases 200 --seed 2    # prints the cases past --report, then the median
 
+The real-system files set `fabric.flow.issue: queue` for their calibration, which parts from the packet fabric by
+design where one workgroup's writes follow each other (docs/fabrics.md, "When to trust which model").
+`--counterpart` runs the flow fabric as the packet fabric's counterpart instead (FLOW_COUNTERPART under the case's
+own knobs), so that what it reports is the fluid's, not that choice.
+
 Cases are made from (seed, index) only: `--case N` reruns one and prints its transfers.
 """
 
@@ -27,6 +32,7 @@ from typing import Any
 import yaml
 
 import eidola
+from eidola.platform import FLOW_COUNTERPART
 from eidola.profile import ProfileBuilder
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,12 +89,14 @@ def profile(gpus: int, transfers: list[tuple[str, int, int, int]]) -> eidola.Pro
     return b.build()
 
 
-def run_case(platform: tuple[Path, int], overrides: dict[str, Any],
-             transfers: list[tuple[str, int, int, int]]) -> dict[str, float]:
-    """The kernel time (ns) on each fabric."""
+def run_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: list[tuple[str, int, int, int]],
+             counterpart: bool = False) -> dict[str, float]:
+    """The kernel time (ns) on each fabric; `counterpart`: the flow fabric with FLOW_COUNTERPART under `overrides`."""
     path, gpus = platform
     prof = profile(gpus, transfers)
-    return {model: eidola.simulate(eidola.load_platform(path, overrides={**overrides, "fabric.model": model}),
+    flow_defaults = dict(FLOW_COUNTERPART) if counterpart else {}
+    return {model: eidola.simulate(eidola.load_platform(path, overrides={**(flow_defaults if model == "flow" else {}),
+                                                                         **overrides, "fabric.model": model}),
                                    prof, timeout=120).kernel_time_ns
             for model in ("packet", "flow")}
 
@@ -100,6 +108,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", type=float, default=0.25, help="print cases off by more than this (relative)")
     ap.add_argument("--case", type=int, help="rerun one case and print its transfers")
+    ap.add_argument("--counterpart", action="store_true",
+                    help="the flow fabric with flow.issue gates and responses first, whatever the file sets")
     args = ap.parse_args()
     paths = platforms()
     indices = [args.case] if args.case is not None else list(range(args.cases))
@@ -109,7 +119,7 @@ def main() -> int:
         if args.case is not None:
             for t, transfer in enumerate(transfers):
                 print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
-        times = run_case(platform, overrides, transfers)
+        times = run_case(platform, overrides, transfers, args.counterpart)
         error = times["flow"] / times["packet"] - 1
         errors.append(abs(error))
         if abs(error) > args.report or args.case is not None:

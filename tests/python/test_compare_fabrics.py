@@ -33,3 +33,17 @@ def test_random_mixes_agree_with_the_packet_fabric(compare):
         assert abs(error) <= 0.25, f"case {i}: {platform[0].name} {overrides} {transfers}: {error:+.1%}"
         errors.append(abs(error))
     assert statistics.median(errors) <= 0.01
+
+
+def test_the_counterpart_option_leaves_out_the_calibrated_files_issue_queue(compare):
+    # Seed 7 case 118: one mi300x-8gpu workgroup writes 1 MiB to GPU 0, then 1 MiB and a flag to GPU 6. The file's
+    # flow.issue: queue starts both writes at once, where the packet GPU issues the second once the first's last
+    # packet is in its injection buffer: -31% as shipped (docs/fabrics.md, "When to trust which model"). As the
+    # packet fabric's counterpart (its issue gates) the flow fabric agrees with it.
+    platform, overrides, transfers = compare.make_case(7, 118, compare.platforms())
+    assert platform[0].name == "mi300x-8gpu.yaml"
+    shipped = compare.run_case(platform, overrides, transfers)
+    counterpart = compare.run_case(platform, overrides, transfers, counterpart=True)
+    assert counterpart["packet"] == shipped["packet"]
+    assert shipped["flow"] / shipped["packet"] - 1 < -0.2
+    assert abs(counterpart["flow"] / counterpart["packet"] - 1) <= 0.01
