@@ -94,11 +94,12 @@ def run_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: l
     """The kernel time (ns) on each fabric; `counterpart`: the flow fabric with FLOW_COUNTERPART under `overrides`."""
     path, gpus = platform
     prof = profile(gpus, transfers)
-    flow_defaults = dict(FLOW_COUNTERPART) if counterpart else {}
-    return {model: eidola.simulate(eidola.load_platform(path, overrides={**(flow_defaults if model == "flow" else {}),
-                                                                         **overrides, "fabric.model": model}),
-                                   prof, timeout=120).kernel_time_ns
-            for model in ("packet", "flow")}
+    defaults: dict[str, dict[str, Any]] = {"packet": {}, "flow": dict(FLOW_COUNTERPART) if counterpart else {}}
+    times = {}
+    for model, under in defaults.items():
+        plat = eidola.load_platform(path, overrides={**under, **overrides, "fabric.model": model})
+        times[model] = eidola.simulate(plat, prof, timeout=120).kernel_time_ns
+    return times
 
 
 def main() -> int:

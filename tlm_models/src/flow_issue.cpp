@@ -233,9 +233,9 @@ void FlowFabric::share_room(Issuer& is, double room) {
         for (std::size_t k = first; k < i; ++k)
             if (const Flow& f = m_flows[by_size[k]]; f.queued) ++after[std::size_t(f.output)];
         for (std::size_t k = first; k < i; ++k) {
-            const Flow& f = m_flows[by_size[k]];
+            Flow& f = m_flows[by_size[k]];
             const std::uint32_t behind = f.queued ? --after[std::size_t(f.output)] : 0;
-            m_issue_marks.push_back({by_size[k], output_of(m_flows[by_size[k]]).issued, behind});
+            m_issue_marks.push_back({by_size[k], output_of(f).issued, behind});
         }
         if (take < need) return;
     }
