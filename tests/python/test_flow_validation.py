@@ -151,6 +151,23 @@ def test_one_flow_window_limited(repo):
     assert packet > 3 * _stream_ns(SWITCH, n * (P + SWITCH["h"]))  # the window, not the link, binds
 
 
+@pytest.mark.parametrize("platform, link", [("switch-8gpu.yaml", SWITCH), ("mi300x-8gpu.yaml", MI300X)])
+def test_a_window_of_one_packet_frees_with_the_answer(repo, platform, link):
+    # gpus.max_outstanding 1: one workgroup's two 1-byte writes go one round trip apart, so the kernel is two
+    # zero-load round trips of a 17-byte packet (the target's memory for one byte: its latency). The flow
+    # fabric gave its window's room back at an estimate a packet's memory time and serialisation later than
+    # the answer came, so the second write, issued in the answer's picosecond, found the window full and was
+    # paced a round trip: +31% (scripts/compare_fabrics.py --seed 9 --case 23, torus2d-16gpu, +37.5%).
+    b = ProfileBuilder(gpus=8, workgroups=1, name="two bytes")
+    b.buffer("data", nbytes=1)
+    b.program(gpu=1, wg=0).write(dst=3, buffer="data", offset=0, nbytes=1).write(dst=3, buffer="data", offset=0,
+                                                                                  nbytes=1)
+    packet, flow = _both(repo, platform, b.build(), {"gpus.max_outstanding": 1})
+    round_trip = _zl(link, 1 + link["h"]) + 300.0 + _zl(link, link["ack"])
+    assert packet == pytest.approx(2 * round_trip, rel=0.001)
+    assert flow == pytest.approx(2 * round_trip, rel=0.001)
+
+
 def _outcast_finishes(repo, model: str, nbytes: int) -> list[float]:
     """GPU 0 of rail-16gpu writes `nbytes` to GPU 8 (the other node) and to GPU 1 (its own) at once, window 512:
     the two writes' finishes, ns (the far one first)."""

@@ -872,7 +872,16 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
     const std::uint64_t queue_wait = incast_wait_ps(f);
     if (f.holds != kNoHolds) {  // the windows have the burst's room again once its packets are answered
         // Its packets' slots come back once they are answered: a round trip, and its queue's wait on the way.
+        // Its answer may come in before that estimate (a small packet's memory time is less than a full one's,
+        // and its serialisation is in both): its room comes back then, in the instant the GPU frees its slot.
+        // Why: with gpus.max_outstanding 1 the GPU's next packet went in the answer's picosecond, found the
+        // window still held, and waited a paced round trip (+33% on two 1-byte writes, switch-8gpu).
         m_actions.push(now + f.round_trip_ps + queue_wait, {ActionKind::Refill, f.holds, 0, nullptr});
+        if (f.ext) {
+            if (m_hold_owner.size() <= f.holds) m_hold_owner.resize(f.holds + 1, nullptr);
+            m_hold_owner[f.holds] = f.ext;
+            f.ext->fabric_holds = f.holds;
+        }
         f.holds = kNoHolds;
     }
     if (!f.alone) {
@@ -1030,8 +1039,8 @@ void FlowFabric::on_event() {
                 case ActionKind::Solve: solve(); break;
                 case ActionKind::Finish: finish(a.a, a.b); break;
                 case ActionKind::Refill:
-                    for (const auto& [resource, amount] : m_holds[a.a]) m_windows[resource].held -= amount;
-                    m_holds[a.a].clear();
+                    give_room_back(a.a);
+                    if (a.a < m_hold_owner.size()) m_hold_owner[a.a] = nullptr;
                     m_free_holds.push_back(a.a);
                     break;
                 case ActionKind::Deliver: m_turns.arrive(a.a, a.trans, a.b); break;
@@ -1040,7 +1049,12 @@ void FlowFabric::on_event() {
                 case ActionKind::Slip: slip(a.a); break;
                 case ActionKind::Issued: issued(a.a, a.b); break;
                 case ActionKind::IncastFull: incast_full(a.a, a.b); break;
-                case ActionKind::Return: m_turns.give_back(*this, a.a, a.trans); break;
+                case ActionKind::Return:
+                    if (const FlowExtension* ext = a.trans->get_extension<FlowExtension>();
+                        ext && ext->fabric_holds != kNoHolds)
+                        give_room_back(ext->fabric_holds);
+                    m_turns.give_back(*this, a.a, a.trans);
+                    break;
                 case ActionKind::RequestFree: m_turns.request_freed(*this, a.a); break;
                 case ActionKind::ResponseFree: m_turns.response_freed(*this, a.a); break;
             }
@@ -1048,6 +1062,15 @@ void FlowFabric::on_event() {
         if (!m_turns.deliver_arrived(*this)) break;  // which may book more for now
     }
     m_actions.rearm(now);
+}
+
+// Burst `list`'s room in the windows is free again (once: its list is then empty), and its extension no longer
+// points at it (the list's number is taken again once its Refill has come).
+void FlowFabric::give_room_back(std::uint32_t list) {
+    for (const auto& [resource, amount] : m_holds[list]) m_windows[resource].held -= amount;
+    m_holds[list].clear();
+    if (list < m_hold_owner.size() && m_hold_owner[list] && m_hold_owner[list]->fabric_holds == list)
+        m_hold_owner[list]->fabric_holds = kNoHolds;
 }
 
 // A request annotated to begin now (request()): its END_REQ, then its flow.

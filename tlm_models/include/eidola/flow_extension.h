@@ -39,6 +39,9 @@ public:
     /// Set by the fabric on delivery: when the flow's first packet was in at the target (its
     /// bytes then kept arriving until the delivery). 0 with a single packet.
     std::uint64_t first_ps = 0;
+    /// Internal to a flow fabric: the window room its burst holds (the fabric's list), given back when its
+    /// answer is in; ~0: none.
+    std::uint32_t fabric_holds = ~std::uint32_t(0);
 
     tlm::tlm_extension_base* clone() const override { return new FlowExtension(*this); }
     void copy_from(const tlm::tlm_extension_base& other) override { *this = static_cast<const FlowExtension&>(other); }

@@ -492,6 +492,8 @@ private:
     void mark_window(std::uint32_t resource, std::uint64_t now);
     std::vector<std::vector<std::pair<std::uint32_t, double>>> m_holds;  // per burst: (resource, amount)
     std::vector<std::uint32_t> m_free_holds;
+    std::vector<FlowExtension*> m_hold_owner;     // per burst: the extension whose answer gives its room back
+    void give_room_back(std::uint32_t list);
     struct Paced {
         std::uint32_t resource;
         double weight;       // per payload byte, as the solver takes it
