@@ -671,6 +671,24 @@ def test_credit_bound_writes_that_fan_out_have_a_channel_each(repo):
     _check(*two, 0.01, floor)
 
 
+def test_packets_past_the_dateline_take_the_other_halfs_credits(repo):
+    # ring-8gpu (64 GB/s links, 100 ns, 50 ns routers, 64-packet buffers): GPU 5 writes 1 MiB to GPU 6 and reads
+    # 1 MiB from GPU 0. Link 5->6 carries the write's 4,096 packets of 256 + 16 bytes and the read's 4,096
+    # 16-byte requests: 18.43 us, the floor. The read's data comes over the wrap link 0->7, the ring's dateline,
+    # and from there on takes the other half of each router's channels, as the packet fabric's routers do; so on
+    # 6->5 it does not share credits with the write's acknowledgements. Sharing them, 64 response packets
+    # per credit round trip (272 B / 64 GB/s + 2 x 100 + 50 ns = 254 ns) left both at half the link: the
+    # flow fabric took 33.4 us against the packet fabric's 19.6 (+69.5%; scripts/compare_fabrics.py --seed 10
+    # --case 71 --counterpart).
+    b = ProfileBuilder(gpus=8, workgroups=2, name="write and read")
+    b.buffer("data", nbytes=MIB)
+    b.program(gpu=5, wg=0).write(dst=6, buffer="data", offset=0, nbytes=MIB)
+    b.program(gpu=5, wg=1).read(dst=0, buffer="data", offset=0, nbytes=MIB)
+    packet, flow = _both(repo, "ring-8gpu.yaml", b.build())
+    floor = MIB // P * (P + 16 + 16) / 64e9 * 1e9
+    _check(packet, flow, 0.01, floor, floor + 1500)
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "measured -24.2% (packet 71.53 us, flow 54.23 us, under the wire), 2026-12-06: with flow.issue gates a queued "
     "write ends when its GPU's output queue has sent it, whatever its flow carried across the slower link. Delivering "

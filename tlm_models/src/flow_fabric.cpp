@@ -85,9 +85,13 @@ FlowFabric::FlowFabric(sc_core::sc_module_name name, const Params& p)
     // these pools serve only the NVLS unit's flows.
     m_voq_credits = p.router.vcs.get() == 0;
     const double channels = double(std::max<std::int64_t>(1, p.router.vcs.get()));
-    for (std::size_t l = 0; l < topo.links().size(); ++l)
-        for (int cls = 0; cls < 2; ++cls)
-            m_solver.add_resource(double(m_credits) * double(topo.links()[l].lanes) * channels);
+    // On a ring or torus each class's channels come twice, once per side of the dateline, as in the packet
+    // fabric's routers: a packet that crossed the wrap link of its dimension takes the other half's.
+    const int halves = topo.needs_dateline() ? 2 : 1;
+    for (int half = 0; half < halves; ++half)
+        for (std::size_t l = 0; l < topo.links().size(); ++l)
+            for (int cls = 0; cls < 2; ++cls)
+                m_solver.add_resource(double(m_credits) * double(topo.links()[l].lanes) * channels);
     // The GPU ports: a fifo injection port sends one packet at a time per class, and a link-rate
     // ejection port takes one at a time per class, at link.bandwidth; the defaults limit neither.
     m_inject.assign(2 * std::size_t(n), -1);
@@ -430,7 +434,9 @@ void FlowFabric::activate(std::uint32_t id) {
         const bool acks_first = !f.read && port_ack_wire() < packet + m_header;
         // A framed link (rail NICs and network) carries the NIC's headers per network packet of
         // the message rather than a header per GPU packet; its packets' wire size is their mean.
-        for (const auto& [link, share] : m_routes[ri].links) {  // no route is built in this loop: the reference holds
+        const Route& there = m_routes[ri];
+        for (std::size_t k = 0; k < there.links.size(); ++k) {  // no route is built in this loop: the reference holds
+            const auto [link, share] = there.links[k];
             const TopoLink& l = m_topology->links()[link];
             const double headers = link_headers(f.framing, f.read, n, l, true);
             const std::uint64_t wire = (f.read ? 0 : packet) + std::uint64_t(std::ceil(headers / n));
@@ -442,9 +448,11 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
-            pace_credits(link, 0, dst, share, n * credit_seconds(l, wire) / payload, credits(wire));
+            pace_credits(link, 0, there.half(k), dst, share, n * credit_seconds(l, wire) / payload, credits(wire));
         }
-        for (const auto& [link, share] : m_routes[f.back].links) {
+        const Route& back = m_routes[f.back];
+        for (std::size_t k = 0; k < back.links.size(); ++k) {
+            const auto [link, share] = back.links[k];
             const TopoLink& l = m_topology->links()[link];
             const double headers = link_headers(f.framing, f.read, n, l, false);
             const std::uint64_t wire = (f.read ? packet : 0) + std::uint64_t(std::ceil(headers / n));
@@ -454,7 +462,7 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? data : 0) + headers) / payload, acks_first);
-            pace_credits(link, 1, src, share, n * credit_seconds(l, wire) / payload, credits(wire));
+            pace_credits(link, 1, back.half(k), src, share, n * credit_seconds(l, wire) / payload, credits(wire));
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
         const double resp = (f.read ? data + n * m_header : n * port_ack_wire()) / payload;
@@ -520,27 +528,29 @@ void FlowFabric::add_use(std::uint32_t resource, double weight, bool first) {
 // pool per link held the flows that fan out to its credits together; on torus2d-16gpu's and mesh2d-16gpu's
 // shipped 64-packet buffers, random mixes of writes and reads came out up to +94% against the packet fabric,
 // and alike with buffers too deep to bind (test_flow_validation.py, ..._fan_out_...).
-void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t to, double share, double weight,
-                              double per_packet) {
+void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share,
+                              double weight, double per_packet) {
     if (!m_voq_credits) {
-        add_pace(m_credit_base + 2 * link + cls, share * weight, share * per_packet);
+        add_pace(m_credit_base + 2 * (half * std::uint32_t(m_links.size()) + link) + cls, share * weight,
+                 share * per_packet);
         return;
     }
     const std::uint32_t node = m_topology->links()[link].dst;
     if (node == to) {  // into the GPU: its ejection's channel
-        add_pace(credit_channel(link, cls, 0), share * weight, share * per_packet);
+        add_pace(credit_channel(link, 2 * half + cls, 0), share * weight, share * per_packet);
         return;
     }
     std::uint32_t n = 0;
     const std::uint32_t* choices = m_topology->next(node, to, n);
     const std::uint32_t used = choices_used(n);
     for (std::uint32_t k = 0; k < used; ++k)
-        add_pace(credit_channel(link, cls, 1 + choices[k]), share * weight / used, share * per_packet / used);
+        add_pace(credit_channel(link, 2 * half + cls, 1 + choices[k]), share * weight / used, share * per_packet / used);
 }
 
-// The solver resource of channel `slot` (0: the ejection, 1 + l: towards link l) of `link`'s class `cls`.
-std::uint32_t FlowFabric::credit_channel(std::uint32_t link, std::uint32_t cls, std::uint32_t slot) {
-    const std::uint64_t key = ((std::uint64_t(link) * 2 + cls) << 32) | slot;
+// The solver resource of channel `slot` (0: the ejection, 1 + l: towards link l) of `link`'s channel group
+// `group` (2 x dateline half + class).
+std::uint32_t FlowFabric::credit_channel(std::uint32_t link, std::uint32_t group, std::uint32_t slot) {
+    const std::uint64_t key = ((std::uint64_t(link) * 4 + group) << 32) | slot;
     std::uint32_t resource = m_credit_channels.find(key);
     if (resource == FlatIndex::kAbsent) {
         resource = m_solver.add_resource(double(m_credits) * double(m_topology->links()[link].lanes));
@@ -1147,6 +1157,22 @@ std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
         r.links.emplace_back(l, on_link[l] > 1 - 1e-12 ? 1.0 : on_link[l]);
         r.whole = r.whole && r.links.back().second >= 1.0;
         on_link[l] = 0;
+    }
+    if (topo.needs_dateline()) {
+        // The dateline half each link's packets take, along the first-choice path as the packet fabric's routers
+        // set it: the wrap link itself and the links after it in the same dimension. (A spread route's other
+        // choices are taken as their own link says: the wrap link or not.)
+        r.halves.assign(r.links.size(), 0);
+        bool crossed = false;
+        std::int8_t dim = -1;
+        for (std::uint32_t link : r.path) {
+            const TopoLink& l = topo.links()[link];
+            crossed = l.wrap || (crossed && l.dim == dim);
+            dim = l.dim;
+            for (std::size_t k = 0; k < r.links.size(); ++k)
+                if (r.links[k].first == link) r.halves[k] = crossed;
+        }
+        for (std::size_t k = 0; k < r.links.size(); ++k) r.halves[k] |= std::uint8_t(topo.links()[r.links[k].first].wrap);
     }
     if (!r.path.empty() && !m_incast_of_link.empty()) {
         const std::uint32_t last = r.path.back();

@@ -182,6 +182,8 @@ private:
     struct Route {
         std::vector<std::pair<std::uint32_t, double>> links;  // (link, fraction of packets)
         std::vector<std::uint32_t> path;                      // first choice at every node
+        std::vector<std::uint8_t> halves;  // ring and torus: the dateline half of each of `links` (empty: all 0)
+        std::uint32_t half(std::size_t k) const { return k < halves.size() ? halves[k] : 0; }
         std::int32_t injection = -1;  // its source's injection queue on path[0] (m_injection), -1: not yet looked up
         // zero_load_ps's last two answers on this route: a flow asks it up to five times, for its
         // last packet's size and its full packets' (which alternate, and a single answer kept
@@ -228,9 +230,9 @@ private:
     /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
     void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet);
-    void pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t to, double share, double weight,
+    void pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share, double weight,
                       double per_packet);
-    std::uint32_t credit_channel(std::uint32_t link, std::uint32_t cls, std::uint32_t slot);
+    std::uint32_t credit_channel(std::uint32_t link, std::uint32_t group, std::uint32_t slot);
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
@@ -357,7 +359,7 @@ private:
     std::uint64_t m_message_ps;      // rail: a message's processing time at its sending NIC
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
-    std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 l (+1: responses)
+    std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 (half x links + l) (+1: responses)
     bool m_voq_credits = false;      // switch.vcs 0: a credit channel per (link, class, next output) instead
     FlatIndex m_credit_channels;     // (link, class, slot) -> its resource (credit_channel)
     bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
