@@ -151,6 +151,22 @@ def test_one_flow_window_limited(repo):
     assert packet > 3 * _stream_ns(SWITCH, n * (P + SWITCH["h"]))  # the window, not the link, binds
 
 
+def test_one_flow_window_limited_by_a_long_memory_latency(repo):
+    # 1 MiB on switch-8gpu with 5 us of memory latency: the GPU's window of 2,048 packets is half the write and
+    # far less than a round trip at the link's rate, so the GPU sends a window at the link's rate (400 GB/s, a
+    # packet every 0.68 ns), then each of the rest as an answer comes in: its last packet leaves a round trip
+    # after the first window's last, and the kernel ends a round trip after that. The switch's buffers (768
+    # credits a link) bind nothing: their credits come back within a hop's round trip. The flow fabric's burst
+    # was the least room of all its windows, those 768 credits, and the rest went paced by the GPU's window, a
+    # window a round trip: 16.28 us, +21.5% (scripts/compare_fabrics.py --seed 10 --case 91).
+    n = MIB // P
+    packet, flow = _both(repo, "switch-8gpu.yaml", _writes(8, [(0, 3, MIB)]), {"gpus.memory.latency": "5us"})
+    round_trip = _zl(SWITCH, P + SWITCH["h"]) + (M - 300.0 + 5000.0) + _zl(SWITCH, SWITCH["ack"])
+    expected = (n // 2 - 1) * _stream_ns(SWITCH, P + SWITCH["h"]) + 2 * round_trip
+    assert packet == pytest.approx(expected, rel=0.005)
+    _check(packet, flow, 0.005, expected * 0.995)
+
+
 @pytest.mark.parametrize("platform, link", [("switch-8gpu.yaml", SWITCH), ("mi300x-8gpu.yaml", MI300X)])
 def test_a_window_of_one_packet_frees_with_the_answer(repo, platform, link):
     # gpus.max_outstanding 1: one workgroup's two 1-byte writes go one round trip apart, so the kernel is two

@@ -515,6 +515,7 @@ private:
     std::vector<FlowSolver::Use> m_pending_uses;
     std::vector<Paced> m_pending_paced;
     std::vector<std::uint32_t> m_pending_order;  // scratch of decide_bursts(): m_pending's, smaller flows first
+    std::vector<double> m_pending_link_rate;     // scratch of decide_bursts(): per pending flow, what its links allow it
     std::vector<std::uint32_t> m_sharing;        // scratch of decide_bursts(), per resource: the flows still to take
                                                  // their share of its room (zero between calls)
     /// activate()'s last two answers for flows on a route (m_activations[2 r] and [2 r + 1] for m_routes
