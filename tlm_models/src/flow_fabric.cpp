@@ -544,7 +544,8 @@ void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32
     const std::uint32_t* choices = m_topology->next(node, to, n);
     const std::uint32_t used = choices_used(n);
     for (std::uint32_t k = 0; k < used; ++k)
-        add_pace(credit_channel(link, 2 * half + cls, 1 + choices[k]), share * weight / used, share * per_packet / used);
+        add_pace(credit_channel(link, 2 * half + cls, 1 + choices[k]), share * weight / used,
+                 share * per_packet / used);
 }
 
 // The solver resource of channel `slot` (0: the ejection, 1 + l: towards link l) of `link`'s channel group
@@ -1192,7 +1193,8 @@ std::uint32_t FlowFabric::route_index(std::uint32_t src, std::uint32_t dst) {
             for (std::size_t k = 0; k < r.links.size(); ++k)
                 if (r.links[k].first == link) r.halves[k] = crossed;
         }
-        for (std::size_t k = 0; k < r.links.size(); ++k) r.halves[k] |= std::uint8_t(topo.links()[r.links[k].first].wrap);
+        for (std::size_t k = 0; k < r.links.size(); ++k)
+            r.halves[k] |= std::uint8_t(topo.links()[r.links[k].first].wrap);
     }
     if (!r.path.empty() && !m_incast_of_link.empty()) {
         const std::uint32_t last = r.path.back();
@@ -1319,4 +1321,3 @@ const bool registered = register_model(model_info<FlowFabric>(
 }  // namespace
 
 }  // namespace eidola
-

@@ -230,8 +230,8 @@ private:
     /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
     void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet);
-    void pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share, double weight,
-                      double per_packet);
+    void pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share,
+                      double weight, double per_packet);
     std::uint32_t credit_channel(std::uint32_t link, std::uint32_t group, std::uint32_t slot);
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
@@ -359,9 +359,10 @@ private:
     std::uint64_t m_message_ps;      // rail: a message's processing time at its sending NIC
     bool m_credit_bytes;             // switch.buffer given as a size: credits are flits (else packets)
     std::uint32_t m_credits;         // credits per virtual channel
-    std::uint32_t m_credit_base;     // resource of link l's request channels: m_credit_base + 2 (half x links + l) (+1: responses)
+    // resource of link l's request channels on dateline side `half`: m_credit_base + 2 (half x links + l) (+1: responses)
+    std::uint32_t m_credit_base;
     bool m_voq_credits = false;      // switch.vcs 0: a credit channel per (link, class, next output) instead
-    FlatIndex m_credit_channels;     // (link, class, slot) -> its resource (credit_channel)
+    FlatIndex m_credit_channels;     // (link, dateline half and class, slot) -> its resource (credit_channel)
     bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
     bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
