@@ -17,7 +17,9 @@ design where one workgroup's writes follow each other (docs/fabrics.md, "When to
 `--counterpart` runs the flow fabric as the packet fabric's counterpart instead (FLOW_COUNTERPART under the case's
 own knobs), so that what it reports is the fluid's, not that choice.
 
-Cases are made from (seed, index) only: `--case N` reruns one and prints its transfers.
+Cases are made from (seed, index) only: `--case N` reruns one and prints its transfers. `--case N --reduce 0.1`
+then removes transfers one at a time while the case stays off by more than 10%, until removing any one of those
+left would bring it within, and prints what is left: the few transfers that carry the difference.
 """
 
 from __future__ import annotations
@@ -73,12 +75,19 @@ def make_case(seed: int, index: int, paths: list[tuple[Path, int]]
     return platform, overrides, transfers
 
 
-def profile(gpus: int, transfers: list[tuple[str, int, int, int]]) -> eidola.Profile:
-    """Transfer t in workgroup t % WORKGROUPS of its source, each workgroup's in order."""
+Transfer = tuple[str, int, int, int]  #: (kind, source GPU, destination GPU, bytes)
+
+
+def profile(gpus: int, transfers: list[Transfer | None]) -> eidola.Profile:
+    """Transfer t in workgroup t % WORKGROUPS of its source, each workgroup's in order (None: a transfer removed,
+    which keeps the others in their workgroups)."""
     b = ProfileBuilder(gpus=gpus, workgroups=WORKGROUPS, name="compare")
     b.flag("done")
     b.buffer("data", nbytes=max(SIZES))
-    for t, (kind, src, dst, nbytes) in enumerate(transfers):
+    for t, transfer in enumerate(transfers):
+        if transfer is None:
+            continue
+        kind, src, dst, nbytes = transfer
         program = b.program(gpu=src, wg=t % WORKGROUPS)
         if kind == "read":
             program.read(dst=dst, buffer="data", offset=0, nbytes=nbytes)
@@ -89,7 +98,7 @@ def profile(gpus: int, transfers: list[tuple[str, int, int, int]]) -> eidola.Pro
     return b.build()
 
 
-def run_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: list[tuple[str, int, int, int]],
+def run_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: list[Transfer | None],
              counterpart: bool = False) -> dict[str, float]:
     """The kernel time (ns) on each fabric; `counterpart`: the flow fabric with FLOW_COUNTERPART under `overrides`."""
     path, gpus = platform
@@ -102,6 +111,28 @@ def run_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: l
     return times
 
 
+def error_of(times: dict[str, float]) -> float:
+    """The flow fabric's signed error against the packet fabric (flow / packet - 1; 0 if the packet run took no time)."""
+    return times["flow"] / times["packet"] - 1 if times["packet"] > 0 else 0.0
+
+
+def reduce_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: list[Transfer | None],
+                threshold: float, counterpart: bool = False) -> list[Transfer | None]:
+    """`transfers` with transfers removed (None) one at a time, first to last and again, while the case stays off by
+    more than `threshold`: what is left is off by more, and removing any one of it would not be."""
+    kept = list(transfers)
+    changed = True
+    while changed:
+        changed = False
+        for t, transfer in enumerate(kept):
+            if transfer is None:
+                continue
+            trial = kept[:t] + [None] + kept[t + 1:]
+            if any(trial) and abs(error_of(run_case(platform, overrides, trial, counterpart))) > threshold:
+                kept, changed = trial, True
+    return kept
+
+
 def main() -> int:
     """Runs the cases; prints those whose flow kernel time is off by more than --report, and the median."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -111,7 +142,11 @@ def main() -> int:
     ap.add_argument("--case", type=int, help="rerun one case and print its transfers")
     ap.add_argument("--counterpart", action="store_true",
                     help="the flow fabric with flow.issue gates and responses first, whatever the file sets")
+    ap.add_argument("--reduce", type=float, metavar="ERROR",
+                    help="with --case: remove transfers while the case stays off by more than ERROR (relative)")
     args = ap.parse_args()
+    if args.reduce is not None and args.case is None:
+        ap.error("--reduce needs --case")
     paths = platforms()
     indices = [args.case] if args.case is not None else list(range(args.cases))
     errors = []
@@ -121,12 +156,21 @@ def main() -> int:
             for t, transfer in enumerate(transfers):
                 print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
         times = run_case(platform, overrides, transfers, args.counterpart)
-        error = times["flow"] / times["packet"] - 1
+        error = error_of(times)
         errors.append(abs(error))
         if abs(error) > args.report or args.case is not None:
             print(f"case {i}: {platform[0].name} {overrides}: packet {times['packet']:.1f} ns, flow {times['flow']:.1f} ns, "
                   f"{error:+.1%}", flush=True)
     print(f"{len(errors)} cases, median |error| {statistics.median(errors):.3%}, worst {max(errors):.1%}")
+    if args.reduce is not None:
+        platform, overrides, transfers = make_case(args.seed, args.case, paths)
+        kept = reduce_case(platform, overrides, list(transfers), args.reduce, args.counterpart)
+        times = run_case(platform, overrides, kept, args.counterpart)
+        print(f"reduced to {sum(t is not None for t in kept)} of {len(transfers)} transfers: packet "
+              f"{times['packet']:.1f} ns, flow {times['flow']:.1f} ns, {error_of(times):+.1%}")
+        for t, transfer in enumerate(kept):
+            if transfer is not None:
+                print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
     return 0
 
 
