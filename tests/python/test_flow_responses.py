@@ -121,6 +121,26 @@ def test_neighbour_exchange_in_step(repo, responses):
     assert abs(flow / packet - 1) <= 0.03
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "measured -13.1% (packet 57.8 us, flow 50.2 us), 2026-12-06; -22.1% over two rounds, -26.8% over eight: as the "
+    "workgroups drift apart the packet fabric's links run 82% busy (two of GPU 1's releases to GPU 4 wait 10.5 us "
+    "while GPU 0's four workgroups stream to it, and GPUs 1 and 2 then send their last step alone) where the "
+    "fluid's shares keep them full. Not traced further (docs/fabrics.md, \"When to trust which model\")"))
+def test_neighbour_exchange_with_start_skews(repo):
+    # bench/flow_scale_driver.cpp's skewed traffic on 8 GPUs, one round: each workgroup computes a fixed 0-1 us, then
+    # writes 1 MiB to each of the next 4 GPUs. Each GPU's uplink carries 16 MiB and the acknowledgements of as many
+    # coming in, at 400 GB/s at least. The issue's row for skewed all-to-alls at 16 MiB and above: 5%.
+    profile = _neighbours(1, MIB, skewed=True)
+    times = []
+    for model in ("packet", "flow"):
+        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={"fabric.model": model})
+        times.append(eidola.simulate(plat, profile).kernel_time_ns)
+    packet, flow = times
+    wire = 16 * MIB * (P + H + ACK) / P / C * 1e9
+    assert packet >= wire and flow >= wire
+    assert abs(flow / packet - 1) <= 0.05
+
+
 def test_responses_first_reruns_bit_for_bit(repo):
     # The fills settle to a tolerance, in a fixed order: the same inputs give the same bits. Workgroups that start
     # 0-1 us apart, so that flows come and go out of step and the incremental path works.
