@@ -100,6 +100,15 @@ def _neighbours(rounds: int, chunk: int, skewed: bool):
     return b.build()
 
 
+def _packet_and_flow(repo, profile, overrides: dict) -> tuple[float, float]:
+    """(packet, flow) kernel times of `profile` on switch-8gpu.yaml under `overrides`, ns."""
+    times = []
+    for model in ("packet", "flow"):
+        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={**overrides, "fabric.model": model})
+        times.append(eidola.simulate(plat, profile).kernel_time_ns)
+    return times[0], times[1]
+
+
 @pytest.mark.parametrize("responses", [
     "first",  # measured +1.46% (packet 53.03 us, flow 53.80)
     # measured +1.34% (flow 53.74 us): +13.1% while the window had its room back as soon as a GPU's send rate fell
@@ -110,12 +119,8 @@ def test_neighbour_exchange_in_step(repo, responses):
     # Each round, every GPU's uplink carries 16 writes of 256 KiB with 16-byte headers, and the acknowledgements of
     # as many coming in: 4 rounds of 4 MiB x (P + H + ACK) / P at 400 GB/s at least.
     profile = _neighbours(4, 256 << 10, skewed=False)
-    times = []
-    for model in ("packet", "flow"):
-        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={
-            "gpus.launch": "0ns", "fabric.flow.issue": "gates", "fabric.flow.responses": responses, "fabric.model": model})
-        times.append(eidola.simulate(plat, profile).kernel_time_ns)
-    packet, flow = times
+    packet, flow = _packet_and_flow(repo, profile, {
+        "gpus.launch": "0ns", "fabric.flow.issue": "gates", "fabric.flow.responses": responses})
     wire = 4 * (4 * MIB) * (P + H + ACK) / P / C * 1e9
     assert packet >= wire and flow >= wire
     assert abs(flow / packet - 1) <= 0.03
@@ -131,11 +136,7 @@ def test_neighbour_exchange_with_start_skews(repo):
     # writes 1 MiB to each of the next 4 GPUs. Each GPU's uplink carries 16 MiB and the acknowledgements of as many
     # coming in, at 400 GB/s at least. The issue's row for skewed all-to-alls at 16 MiB and above: 5%.
     profile = _neighbours(1, MIB, skewed=True)
-    times = []
-    for model in ("packet", "flow"):
-        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={"fabric.model": model})
-        times.append(eidola.simulate(plat, profile).kernel_time_ns)
-    packet, flow = times
+    packet, flow = _packet_and_flow(repo, profile, {})
     wire = 16 * MIB * (P + H + ACK) / P / C * 1e9
     assert packet >= wire and flow >= wire
     assert abs(flow / packet - 1) <= 0.05

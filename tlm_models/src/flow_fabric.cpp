@@ -666,8 +666,7 @@ void FlowFabric::decide_bursts() {
             const double room = std::max(0.0, win.capacity - m_solver.load(w.resource) - win.held) /
                                 double(m_sharing[w.resource]);
             --m_sharing[w.resource];
-            const bool gpu_window = w.resource < m_window_gpu.size() && m_window_gpu[w.resource] >= 0;
-            if (!gpu_window && room >= m_pending_link_rate[i] * w.weight) {
+            if (!gpu_window(w.resource) && room >= m_pending_link_rate[i] * w.weight) {
                 w.per_packet = 0;  // its share of the room keeps up with the links: it neither limits nor is held
                 continue;
             }
@@ -847,7 +846,7 @@ void FlowFabric::solve_rates(std::uint64_t now) {
     m_solved_windows.clear();
     m_solver.solve([&](std::uint32_t r) {
                        if (r >= links) {
-                           if (r < m_window_gpu.size() && m_window_gpu[r] >= 0) {
+                           if (gpu_window(r)) {
                                settle_window(r, now);
                                m_solved_windows.push_back(r);
                            }

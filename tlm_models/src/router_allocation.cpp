@@ -162,11 +162,15 @@ bool PacketFabric::claim_path(const Input& in, std::uint32_t wire, std::uint64_t
     return false;
 }
 
+bool PacketFabric::crosses_at_own_rate(const Input& in, const TopoLink& link) {
+    return in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s;
+}
+
 // The bytes packet `p` crosses input `in`'s crossbar path in, bound for `link` where it is `wire` bytes: the size
 // it came in with where the two links' rates differ (a NIC takes in a network packet and sends a PCIe one).
 std::uint32_t PacketFabric::crossing_bytes(const Input& in, const Packet& p, const TopoLink& link,
                                            std::uint32_t wire) const {
-    if (in.bytes_per_s <= 0 || in.bytes_per_s == link.bytes_per_s) return wire;
+    if (!crosses_at_own_rate(in, link)) return wire;
     const TopoLink& came = m_topology->links()[std::size_t(in.link)];
     return wire_bytes(p, came.header, came.framed);
 }
@@ -285,8 +289,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         // the output's headers at the input's rate would cap the NIC below both links.
         Hop x = h;
         const std::uint32_t crossing = crossing_bytes(in, m_packets[id], link, wire);
-        if (in.bytes_per_s > 0 && in.bytes_per_s != link.bytes_per_s)
-            x = hop(m_packets[id], start, crossing, in.bytes_per_s, 0, false);
+        if (crosses_at_own_rate(in, link)) x = hop(m_packets[id], start, crossing, in.bytes_per_s, 0, false);
         if (in.speedup_one && crossing > 0) in.take_path(x.end);
         const std::uint32_t lane_index = std::uint32_t(lane - o.lane_free.begin());
         if (!kTrains) {

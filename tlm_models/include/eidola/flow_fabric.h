@@ -490,6 +490,9 @@ private:
     };
     std::vector<WindowFull> m_window_full;
     std::vector<std::int32_t> m_window_gpu;       // per resource: the GPU whose window it is, -1: none
+    bool gpu_window(std::uint32_t resource) const {  // a GPU's window (gpus.max_outstanding), not a buffer's credits
+        return resource < m_window_gpu.size() && m_window_gpu[resource] >= 0;
+    }
     std::vector<std::uint32_t> m_solved_windows;  // the GPU windows a solve is moving the load of
     void settle_window(std::uint32_t resource, std::uint64_t now);
     void mark_window(std::uint32_t resource, std::uint64_t now);

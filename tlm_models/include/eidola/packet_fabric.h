@@ -370,6 +370,8 @@ private:
     /// lowers `retry_at` to when a path frees.
     bool claim_path(const Input& in, std::uint32_t wire, std::uint64_t& retry_at) const;
     std::uint32_t crossing_bytes(const Input& in, const Packet& p, const TopoLink& link, std::uint32_t wire) const;
+    /// Whether a packet from `in` crosses the crossbar at its input's rate, not `link`'s (the two links' rates differ).
+    static bool crosses_at_own_rate(const Input& in, const TopoLink& link);
     std::uint32_t new_packet();
     bool own_link(std::uint32_t from, std::uint32_t to, std::uint32_t packet_bytes) const;
     void find_forwarding_gpus();
