@@ -42,6 +42,21 @@ void test_memory_timing() {
     expect(m.schedule(1000000, 8) == 1000000 + 8 + 300000, "idle memory serves at arrival");
 }
 
+void test_streamed_read_leaves_the_queue_to_others() {
+    // 1 B/ps, 300 ns latency. A streamed 1 MiB read (4,096 packets of 256 B) arriving at 0: its earlier bytes are
+    // served beside the queue, its last 256 in it, so it is done at 1 MiB of occupancy + latency, as one access
+    // would be: 1 048 576 + 300 000.
+    GpuMemory m(300000, 1e12);
+    expect(m.schedule_streamed(0, 1 << 20, 256) == (1 << 20) + 300000, "a streamed read alone: occupancy + latency");
+    // An 8-byte write arriving at 10 ns waits only for the read's last packet in the queue (done at 256): it is
+    // served at its arrival, 10 000 + 8 + 300 000, not after the whole read (1 048 576 + 8 + 300 000).
+    expect(m.schedule(10000, 8) == 10000 + 8 + 300000, "a write beside a streamed read is not held up by it");
+    // A second streamed read at 0 follows the first on the background timeline, which the first's earlier bytes
+    // hold until 1 048 320 (its last 256 went through the queue): its own earlier ones until 2 096 640, its last
+    // packet 256 later, then the latency: 2 096 896 + 300 000.
+    expect(m.schedule_streamed(0, 1 << 20, 256) == 2096896 + 300000, "streamed reads share the bandwidth");
+}
+
 void test_memory_contents() {
     GpuMemory m(0, 1e12);
     m.set_flag_count(2);
@@ -221,6 +236,7 @@ void test_lt_path_through_ideal_fabric() {
 
 int sc_main(int, char**) {
     test_memory_timing();
+    test_streamed_read_leaves_the_queue_to_others();
     test_memory_contents();
     test_address_map();
     test_params();

@@ -42,6 +42,13 @@ public:
     /// Internal to a flow fabric: the window room its burst holds (the fabric's list), given back when its
     /// answer is in; ~0: none.
     std::uint32_t fabric_holds = ~std::uint32_t(0);
+    /// Set by a flow fabric on a read whose data it takes out while the target reads it (its data's flow starts
+    /// when the first answer would leave): the target's memory streams the read's bytes at its bandwidth beside its
+    /// other accesses, rather than holding them up for the whole read.
+    bool streamed = false;
+    /// Internal to a flow fabric: with `streamed`, when the first of the read's two ends (the target's answer, its
+    /// data's last packet leaving the target) was in; ~0: neither yet.
+    std::uint64_t fabric_half_ps = ~std::uint64_t(0);
 
     tlm::tlm_extension_base* clone() const override { return new FlowExtension(*this); }
     void copy_from(const tlm::tlm_extension_base& other) override { *this = static_cast<const FlowExtension&>(other); }

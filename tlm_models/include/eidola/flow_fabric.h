@@ -76,7 +76,8 @@ private:
 
     enum class ActionKind : std::uint8_t {
         Solve, Finish, Deliver, Return, RequestFree, ResponseFree, Refill, NvlsIn, Slip, Issued, IncastFull,
-        Begin  // a BEGIN_REQ annotated with a delay, due
+        Begin,    // a BEGIN_REQ annotated with a delay, due
+        ReadData  // a read's first answer would leave its target: its data's flow starts (read_after_first_answer)
     };
     struct Action {
         ActionKind kind;
@@ -248,6 +249,11 @@ private:
     void book_request_free(std::uint32_t dst, std::uint64_t at);
     void book_response_free(std::uint32_t src, std::uint64_t at);
     void answered(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src, std::uint64_t at);
+    /// Pushes the Return of `trans` (from `src`, answered by `dst`), whose answer left `dst` at `at`.
+    void book_return(std::uint32_t dst, tlm::tlm_generic_payload* trans, std::uint32_t src, std::uint64_t at);
+    void read_after_first_answer(std::uint32_t id);
+    void read_half_in(std::uint32_t dst, tlm::tlm_generic_payload* trans, FlowExtension& ext, std::uint32_t src,
+                      std::uint64_t at);
     std::uint32_t route_index(std::uint32_t src, std::uint32_t dst);  // the pair's place in m_routes, built on first use
 
     // NVLink SHARP at the switch (flow_nvls.cpp)
@@ -369,6 +375,7 @@ private:
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
     static constexpr std::uint32_t kNoHolds = ~std::uint32_t(0);
     static constexpr std::uint64_t kNoFinish = ~std::uint64_t(0);  // Flow::booked_ps: no Finish standing
+    static constexpr std::uint64_t kNoHalf = ~std::uint64_t(0);    // FlowExtension::fabric_half_ps: neither end in
     /// A GPU's issue of its posted writes (flow_issue.cpp): the writes whose last packet is not yet
     /// issued, what its gates (injection buffer, window) hold issued and not yet sent, and the rate
     /// its windowed writes are being sent at, which is the rate the gates free room at.

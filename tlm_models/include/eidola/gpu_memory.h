@@ -68,6 +68,10 @@ public:
     /// bandwidth and its queue allowed, so only what it could not keep up with waits.
     std::uint64_t schedule_spread(std::uint64_t first_ps, std::uint64_t arrival_ps, std::uint64_t nbytes,
                                   std::uint64_t last_bytes);
+    /// The same for a read whose `nbytes` leave as they are read, from `arrival_ps` (a flow fabric's streamed read):
+    /// its bytes but the last `last_bytes` are served at the memory's bandwidth beside its other accesses (as the
+    /// packets of a read are, one by one), and its last ones join the queue.
+    std::uint64_t schedule_streamed(std::uint64_t arrival_ps, std::uint64_t nbytes, std::uint64_t last_bytes);
 
     /// When `nbytes` arriving at `arrival_ps` would be in the memory if it were free: its service and latency,
     /// without reserving anything (the last packet of a train, which the memory booked with the train's first).
