@@ -51,9 +51,9 @@ def test_the_counterpart_option_leaves_out_the_calibrated_files_issue_queue(comp
 
 def test_reduce_keeps_the_transfers_that_carry_the_difference(compare, repo):
     # custom-4gpu: GPU 2 writes 1 MiB to GPU 1 and reads 1 MiB from GPU 0 while GPU 3 puts 1 MiB to GPU 0 (seed 9's
-    # case 3, reduced by hand). GPU 0 answers in order on the packet fabric, and the read's window keeps answers
-    # waiting there that the put's acknowledgements queue behind, which the fluid leaves out: -13% with the read and
-    # the put alone (docs/fabrics.md, "When to trust which model"). Removing first to last, the two small writes
+    # case 3, reduced by hand). A read from GPU 0 beside a put into it: the packet fabric back-pressures the put,
+    # which the fluid leaves out, -13% with the read and the put alone (docs/fabrics.md, "When to trust which
+    # model"). Removing first to last, the two small writes
     # and the write to GPU 1 go (the read with that write alone is past 10% too, -12%, but the put is still there to
     # keep the case past it), and the read and the put stay, each of which the case then needs.
     platform = (repo / "platforms" / "custom-4gpu.yaml", 4)
