@@ -36,12 +36,11 @@ tlm::tlm_sync_enum GpuTarget::nb_transport_fw(tlm::tlm_generic_payload& trans, t
         trans.set_response_status(tlm::TLM_OK_RESPONSE);
         std::uint64_t done;
         const FlowExtension* flow = access.packets > 1 ? trans.get_extension<FlowExtension>() : nullptr;
-        if (flow && flow->streamed) {  // a read whose bytes leave as they are read (flow_extension.h)
+        // A read whose bytes leave as they are read (flow_extension.h), or a flow whose bytes came in over time.
+        if (flow && (flow->streamed || (flow->first_ps && flow->first_ps < at))) {
             const std::uint64_t last = access.length - std::uint64_t(access.packets - 1) * flow->packet_bytes;
-            done = m_core.memory.schedule_streamed(at, access.length, last);
-        } else if (flow && flow->first_ps && flow->first_ps < at) {  // a flow's bytes came in over time
-            const std::uint64_t last = access.length - std::uint64_t(access.packets - 1) * flow->packet_bytes;
-            done = m_core.memory.schedule_spread(flow->first_ps, at, access.length, last);
+            done = flow->streamed ? m_core.memory.schedule_streamed(at, access.length, last)
+                                  : m_core.memory.schedule_spread(flow->first_ps, at, access.length, last);
         } else {
             done = m_core.memory.schedule(at, access.length);
         }
