@@ -133,6 +133,13 @@ def reduce_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers
     return kept
 
 
+def print_transfers(transfers: list[Transfer | None]) -> None:
+    """One line per transfer left (None: removed), with its index and workgroup."""
+    for t, transfer in enumerate(transfers):
+        if transfer is not None:
+            print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
+
+
 def main() -> int:
     """Runs the cases; prints those whose flow kernel time is off by more than --report, and the median."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -153,8 +160,7 @@ def main() -> int:
     for i in indices:
         platform, overrides, transfers = make_case(args.seed, i, paths)
         if args.case is not None:
-            for t, transfer in enumerate(transfers):
-                print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
+            print_transfers(list(transfers))
         times = run_case(platform, overrides, transfers, args.counterpart)
         error = error_of(times)
         errors.append(abs(error))
@@ -162,15 +168,12 @@ def main() -> int:
             print(f"case {i}: {platform[0].name} {overrides}: packet {times['packet']:.1f} ns, flow {times['flow']:.1f} ns, "
                   f"{error:+.1%}", flush=True)
     print(f"{len(errors)} cases, median |error| {statistics.median(errors):.3%}, worst {max(errors):.1%}")
-    if args.reduce is not None:
-        platform, overrides, transfers = make_case(args.seed, args.case, paths)
+    if args.reduce is not None:  # the loop ran the one case, --case: platform, overrides and transfers are its
         kept = reduce_case(platform, overrides, list(transfers), args.reduce, args.counterpart)
         times = run_case(platform, overrides, kept, args.counterpart)
         print(f"reduced to {sum(t is not None for t in kept)} of {len(transfers)} transfers: packet "
               f"{times['packet']:.1f} ns, flow {times['flow']:.1f} ns, {error_of(times):+.1%}")
-        for t, transfer in enumerate(kept):
-            if transfer is not None:
-                print(f"  {t}: {transfer[0]} gpu {transfer[1]} -> {transfer[2]}, {transfer[3]} B, wg {t % WORKGROUPS}")
+        print_transfers(kept)
     return 0
 
 

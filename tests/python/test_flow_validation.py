@@ -88,15 +88,20 @@ def _skewed_all_to_all(gpus: int, nbytes: int, heavy: int = 4):
     return b.build()
 
 
-def _kernel_ns(repo, platform: str, profile, model: str, overrides: dict | None = None, shipped: bool = False) -> float:
-    """The kernel time of `profile` on `platform` with fabric.model `model`, ns; `shipped`: the flow fabric with the
-    file's own fabric.flow settings rather than FLOW_COUNTERPART."""
+def _simulate(repo, platform: str, profile, model: str, overrides: dict | None = None, shipped: bool = False):
+    """The result of `profile` on `platform` with fabric.model `model`; `shipped`: the flow fabric with the file's own
+    fabric.flow settings rather than FLOW_COUNTERPART."""
     # Launch 0: the bounds are the fabric's (mi300x-8gpu has a calibrated kernel launch). FLOW_COUNTERPART: the
     # flow fabric as the packet fabric's counterpart (mi300x-8gpu sets flow.issue: queue for its calibration).
     counterpart = {} if shipped else FLOW_COUNTERPART
     plat = eidola.load_platform(repo / "platforms" / platform,
                                 overrides={"gpus.launch": "0ns", **counterpart, **(overrides or {}), "fabric.model": model})
-    return eidola.simulate(plat, profile).kernel_time_ns
+    return eidola.simulate(plat, profile)
+
+
+def _kernel_ns(repo, platform: str, profile, model: str, overrides: dict | None = None, shipped: bool = False) -> float:
+    """The kernel time of `profile` on `platform` with fabric.model `model`, ns (`shipped`: as _simulate)."""
+    return _simulate(repo, platform, profile, model, overrides, shipped).kernel_time_ns
 
 
 def _both(repo, platform: str, profile, overrides: dict | None = None, shipped: bool = False) -> tuple[float, float]:
@@ -343,9 +348,7 @@ def test_a_large_read_leaves_its_targets_memory_to_a_write_beside_it(repo):
     profile = _transfers(8, [("read", 1, 0, 16 * MIB), ("write", 2, 0, 8)])
     expected = _zl(SWITCH, 8 + SWITCH["h"]) + 300.0 + 8 / 5.3e12 * 1e9 + _zl(SWITCH, SWITCH["ack"])
     for model in ("packet", "flow"):
-        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml",
-                                    overrides={"gpus.launch": "0ns", **FLOW_COUNTERPART, "fabric.model": model})
-        wgs = eidola.simulate(plat, profile).dataframe("workgroups")
+        wgs = _simulate(repo, "switch-8gpu.yaml", profile, model).dataframe("workgroups")
         write_done = float(wgs[(wgs.gpu == 2) & (wgs.wg == 1)].finish_ns.iloc[0])
         assert write_done == pytest.approx(expected, abs=1.0), model
 

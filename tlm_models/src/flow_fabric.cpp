@@ -198,8 +198,7 @@ void FlowFabric::book_return(std::uint32_t dst, tlm::tlm_generic_payload* trans,
 void FlowFabric::read_after_first_answer(std::uint32_t id) {
     Flow& f = m_flows[id];
     const std::uint64_t there = now_ps() + zero_load_of(f, 0, false);
-    f.ext->streamed = true;
-    f.ext->first_ps = 0;
+    f.ext->streamed = true;  // the target reads this, not first_ps (finish does not set that for such a read)
     f.ext->fabric_half_ps = kNoHalf;
     m_actions.push(there, {ActionKind::Deliver, f.dst, f.src, f.trans});
     m_actions.push(there + f.ext->turnaround_ps, {ActionKind::ReadData, id, 0, nullptr});
@@ -574,7 +573,7 @@ void FlowFabric::add_use(std::uint32_t resource, double weight, bool first) {
 void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share,
                               double weight, double per_packet) {
     if (!m_voq_credits) {
-        add_pace(m_credit_base + 2 * (half * std::uint32_t(m_links.size()) + link) + cls, share * weight,
+        add_pace(m_credit_base + 2 * (half * std::uint32_t(m_topology->links().size()) + link) + cls, share * weight,
                  share * per_packet);
         return;
     }
