@@ -50,19 +50,22 @@ def test_the_counterpart_option_leaves_out_the_calibrated_files_issue_queue(comp
 
 
 def test_reduce_keeps_the_transfers_that_carry_the_difference(compare, repo):
-    # custom-4gpu: GPU 2 writes 1 MiB to GPU 1 and reads 1 MiB from GPU 0 while GPU 3 puts 1 MiB to GPU 0 (seed 9's
-    # case 3, reduced by hand). A read from GPU 0 beside a put into it: the packet fabric back-pressures the put,
-    # which the fluid leaves out, -13% with the read and the put alone (docs/fabrics.md, "When to trust which
-    # model"). Removing first to last, the two small writes
-    # and the write to GPU 1 go (the read with that write alone is past 10% too, -12%, but the put is still there to
-    # keep the case past it), and the read and the put stay, each of which the case then needs.
+    # custom-4gpu: GPU 2 writes 1 MiB to GPU 1 and reads 1 MiB from GPU 0 while GPU 3 puts 1 MiB to GPU 0, beside two
+    # small writes (seed 9's case 3, reduced by hand). The three large transfers cross the switches' 32 GB/s link, and
+    # together the packet fabric's round robin per input port holds them back, which the fluid leaves out: -15.1%
+    # (docs/fabrics.md, "When to trust which model"); any two of them read within 3% (measured 2026-12-06). So the
+    # reducer must drop the small writes and keep the three, each of which the case then needs. What it must hold
+    # is checked, not which transfers a given model's errors make it keep: what it keeps stays past the bound, and
+    # leaving out any one of them brings the case within it.
     platform = (repo / "platforms" / "custom-4gpu.yaml", 4)
     transfers: list = [None] * 21
     transfers[5], transfers[9] = ("write", 1, 2, 8), ("write", 0, 3, 256)
     transfers[17], transfers[19], transfers[20] = ("write", 2, 1, 1 << 20), ("read", 2, 0, 1 << 20), ("put", 3, 0, 1 << 20)
     kept = compare.reduce_case(platform, {}, transfers, 0.10)
-    assert [t for t, transfer in enumerate(kept) if transfer is not None] == [19, 20]
+    left = [t for t, transfer in enumerate(kept) if transfer is not None]
+    assert 5 not in left and 9 not in left and set(left) <= {17, 19, 20}
+    assert all(kept[t] == transfers[t] for t in left)
     assert compare.error_of(compare.run_case(platform, {}, kept)) < -0.10
-    for t in (19, 20):
+    for t in left:
         without = kept[:t] + [None] + kept[t + 1:]
         assert abs(compare.error_of(compare.run_case(platform, {}, without))) <= 0.10

@@ -490,7 +490,16 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
-            pace_credits(link, 0, there.half(k), dst, share, n * credit_seconds(l, wire) / payload, credits(wire));
+            // A read's requests are served first on the channel into their target, as on the link: a credit each but
+            // no payload, the routers' turns in bytes let them past the writes' packets into that GPU. Only there,
+            // where they cannot take more credits than their target's answers allow them (its link's rate in answer
+            // packets) if its buffer covers that, for served first they are never held back by the channel. Why not
+            // elsewhere: on a ring's links two writes' acknowledgements, each served first, overran the 64 credits
+            // they share and both ran at the full link (seed 9 case 49 of scripts/compare_fabrics.py, -1.2% -> -30.4%);
+            // acknowledgements on the channel into their writer, which they share with read data, put another case
+            // from -8.8% to -47% (seed 13 case 89).
+            pace_credits(link, 0, there.half(k), dst, share, n * credit_seconds(l, wire) / payload, credits(wire),
+                         f.read && l.dst == dst && credits_cover(l, wire, packet + l.header));
         }
         const Route& back = m_routes[f.back];
         for (std::size_t k = 0; k < back.links.size(); ++k) {
@@ -504,7 +513,7 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? data : 0) + headers) / payload, acks_first);
-            pace_credits(link, 1, back.half(k), src, share, n * credit_seconds(l, wire) / payload, credits(wire));
+            pace_credits(link, 1, back.half(k), src, share, n * credit_seconds(l, wire) / payload, credits(wire), false);
         }
         const double req = ((f.read ? 0 : data) + n * m_header) / payload;
         const double resp = (f.read ? data + n * m_header : n * port_ack_wire()) / payload;
@@ -571,15 +580,16 @@ void FlowFabric::add_use(std::uint32_t resource, double weight, bool first) {
 // shipped 64-packet buffers, random mixes of writes and reads came out up to +94% against the packet fabric,
 // and alike with buffers too deep to bind (test_flow_validation.py, ..._fan_out_...).
 void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share,
-                              double weight, double per_packet) {
+                              double weight, double per_packet, bool first) {
+    first = first && m_responses_first;
     if (!m_voq_credits) {
         add_pace(m_credit_base + 2 * (half * std::uint32_t(m_topology->links().size()) + link) + cls, share * weight,
-                 share * per_packet);
+                 share * per_packet, first);
         return;
     }
     const std::uint32_t node = m_topology->links()[link].dst;
     if (node == to) {  // into the GPU: its ejection's channel
-        add_pace(credit_channel(link, 2 * half + cls, 0), share * weight, share * per_packet);
+        add_pace(credit_channel(link, 2 * half + cls, 0), share * weight, share * per_packet, first);
         return;
     }
     std::uint32_t n = 0;
@@ -587,7 +597,7 @@ void FlowFabric::pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32
     const std::uint32_t used = choices_used(n);
     for (std::uint32_t k = 0; k < used; ++k)
         add_pace(credit_channel(link, 2 * half + cls, 1 + choices[k]), share * weight / used,
-                 share * per_packet / used);
+                 share * per_packet / used, first);
 }
 
 // The solver resource of channel `slot` (0: the ejection, 1 + l: towards link l) of `link`'s channel group
@@ -602,14 +612,15 @@ std::uint32_t FlowFabric::credit_channel(std::uint32_t link, std::uint32_t group
     return resource;
 }
 
-void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_packet) {
+void FlowFabric::add_pace(std::uint32_t resource, double weight, double per_packet, bool first) {
     for (Paced& p : m_paced)
         if (p.resource == resource) {
             p.weight += weight;
             p.per_packet += per_packet;
+            p.first = p.first && first;
             return;
         }
-    m_paced.push_back({resource, weight, per_packet});
+    m_paced.push_back({resource, weight, per_packet, first});
 }
 
 // Flow `id` with its uses (m_uses) and windows (m_paced) gathered: the packets there is room for
@@ -715,6 +726,19 @@ void FlowFabric::decide_bursts() {
             burst = std::min(burst, std::floor(room / w.per_packet + 1e-9));
         }
         m_uses.assign(m_pending_uses.begin() + p.uses, m_pending_uses.begin() + p.uses + p.n_uses);
+        // A channel that neither limits the burst nor is held is still shared: it stays a plain use, so that the
+        // flows on it together keep within its credits, and a payload-free packet's credit (a read request, an
+        // acknowledgement) is served first, as its link's use is. Why: left out, two flows that each kept up with a
+        // channel alone overran it together. A write into a GPU that a read empties (switch-8gpu, 1 MiB each way)
+        // kept the whole link into that GPU, where the packet fabric's read requests, a credit each and let past the
+        // write's packets by the routers' turns in bytes, take most of its credits until they are through: the
+        // write ran at a third of the link for 2.5 us there, -24.9% against it (test_flow_validation.py).
+        std::size_t windows = 0;
+        for (const Paced& w : m_paced) {
+            if (w.per_packet > 0 || gpu_window(w.resource)) m_paced[windows++] = w;
+            else add_use(w.resource, w.weight, w.first);
+        }
+        m_paced.resize(windows);
         start_burst(p.id, std::uint64_t(burst));
         m_solver.add_flow(p.id, m_uses, f.queued);
     }
@@ -737,7 +761,7 @@ void FlowFabric::start_burst(std::uint32_t id, std::uint64_t burst_packets) {
         f.holds = list;
     };
     if (burst_packets == 0) {  // all paced
-        for (const Paced& p : m_paced) add_use(p.resource, p.weight);
+        for (const Paced& p : m_paced) add_use(p.resource, p.weight, p.first);
     } else if (burst_packets >= f.packets) {  // all at once
         hold(n);
     } else {  // a burst of the packets there is room for, then the rest paced
@@ -750,9 +774,10 @@ void FlowFabric::start_burst(std::uint32_t id, std::uint64_t burst_packets) {
             for (FlowSolver::Use& u : f.paced)
                 if (u.resource == p.resource) {
                     u.weight += p.weight;
+                    u.first = u.first && p.first;
                     merged = true;
                 }
-            if (!merged) f.paced.push_back({p.resource, p.weight});
+            if (!merged) f.paced.push_back({p.resource, p.weight, p.first});
         }
         hold(double(burst_packets));
     }
@@ -818,6 +843,12 @@ void FlowFabric::book_finish(std::uint32_t id, std::uint64_t at_ps) {
 
 // Credit-seconds a packet of `wire` bytes holds on link `l`'s receiving buffer: its credits for
 // the zero-load credit round trip, serialisation + twice the link latency + the router latency.
+// Whether a channel of `l`'s credits holds a credit round trip of `small`-byte packets at the rate the link sends
+// `big`-byte ones: then packets of one per `big` one sent back (a read's requests) cannot overrun it.
+bool FlowFabric::credits_cover(const TopoLink& l, std::uint64_t small, std::uint64_t big) const {
+    return double(m_credits) >= l.bytes_per_s * credit_seconds(l, small) / double(big);
+}
+
 double FlowFabric::credit_seconds(const TopoLink& l, std::uint64_t wire) const {
     const std::uint64_t credits = m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1;
     const std::uint64_t round_trip = ser_ps(double(wire), l.bytes_per_s) + 2 * l.latency_ps + m_switch_latency_ps;

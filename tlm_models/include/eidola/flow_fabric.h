@@ -230,9 +230,10 @@ private:
     void start_burst(std::uint32_t id, std::uint64_t burst_packets);
     /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
     void add_use(std::uint32_t resource, double weight, bool first = false);
-    void add_pace(std::uint32_t resource, double weight, double per_packet);
+    void add_pace(std::uint32_t resource, double weight, double per_packet, bool first = false);
+    /// The credits of `link` in class `cls` for a flow bound for GPU `to` (`first`: served first where they are a use).
     void pace_credits(std::uint32_t link, std::uint32_t cls, std::uint32_t half, std::uint32_t to, double share,
-                      double weight, double per_packet);
+                      double weight, double per_packet, bool first);
     std::uint32_t credit_channel(std::uint32_t link, std::uint32_t group, std::uint32_t slot);
     void sent(std::uint32_t id);
     void slip(std::uint32_t id);
@@ -350,6 +351,7 @@ private:
                         : payload + (ack ? ack_wire(l) : l.header);
     }
     double credit_seconds(const TopoLink& l, std::uint64_t wire) const;
+    bool credits_cover(const TopoLink& l, std::uint64_t small, std::uint64_t big) const;
 
     std::unique_ptr<Topology> m_topology;
     std::uint64_t m_switch_latency_ps;
@@ -511,6 +513,7 @@ private:
         std::uint32_t resource;
         double weight;       // per payload byte, as the solver takes it
         double per_packet;   // what one packet holds of it
+        bool first = false;  // served first where it is a use (a payload-free packet's credit: decide_bursts)
     };
     std::vector<Paced> m_paced;                   // scratch of start_flow
     /// A flow launched in this instant whose burst waits for the others launched with it (decide_bursts).
