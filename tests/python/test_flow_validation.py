@@ -455,7 +455,8 @@ def test_direct_allreduce_hierarchical_4_workgroups_4mib(repo):
     _check(packet, flow, 0.03, 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="measured -5.58% since a buffer's credits that keep up with the links "
+@pytest.mark.xfail(strict=True, reason="measured -5.24% since a channel a flow keeps up with stays its use "
+                   "(2026-12-06, e282f1f), -5.58% since a buffer's credits that keep up with the links "
                    "stopped limiting bursts (2026-12-06, 9cf0487), -5.65% since a burst's window room comes back with its answer "
                    "(7d77355), -5.49% since alike solved levels are one (2026-12-05, "
                    "FlowSolver::snap_levels; its spread under a change of link bandwidth by one part in 10^8 is now 0.66%), "
@@ -741,7 +742,8 @@ def test_packets_past_the_dateline_take_the_other_halfs_credits(repo):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "measured -24.2% (packet 71.53 us, flow 54.23 us, under the wire), 2026-12-06: with flow.issue gates a queued "
+    "measured -25.0% (packet 71.53 us, flow 53.66 us, under the wire; -24.2% and 54.23 us before a read's requests "
+    "went first on their target's credit channel), 2026-12-06: with flow.issue gates a queued "
     "write ends when its GPU's output queue has sent it, whatever its flow carried across the slower link. Delivering "
     "a write whose flow ran below another's on its output at its flow's end instead gave +0.14% here, but its flow's "
     "rate is shared with the writes queued behind it, which hold shares of links they have not reached: a random "
