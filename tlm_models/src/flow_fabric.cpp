@@ -490,16 +490,20 @@ void FlowFabric::activate(std::uint32_t id) {
                 continue;
             }
             use(link, share * ((f.read ? 0 : data) + headers + overhead) / payload, f.read);
-            // A read's requests are served first on the channel into their target, as on the link: a credit each but
-            // no payload, the routers' turns in bytes let them past the writes' packets into that GPU. Only there,
-            // where they cannot take more credits than their target's answers allow them (its link's rate in answer
-            // packets) if its buffer covers that, for served first they are never held back by the channel. Why not
-            // elsewhere: on a ring's links two writes' acknowledgements, each served first, overran the 64 credits
-            // they share and both ran at the full link (seed 9 case 49 of scripts/compare_fabrics.py, -1.2% -> -30.4%);
-            // acknowledgements on the channel into their writer, which they share with read data, put another case
-            // from -8.8% to -47% (seed 13 case 89).
+            // A read's requests are served first on the channels of their route, as on the links: a credit each but no
+            // payload, the routers' turns in bytes let them past the writes' packets. Served first, nothing holds them
+            // back there, so only where the buffer covers a credit round trip at the link's rate in answer packets: a
+            // read's requests go at its answers' rate, which the links back bound. Why: a write into a GPU that a
+            // read empties (switch-8gpu, 1 MiB each way) lost the link into that GPU to the read's requests for
+            // 2.5 us on the packet fabric, -24.9% against it while both flows left that channel out (decide_bursts);
+            // a 64 KiB read and write on mesh2d-16gpu whose requests and data share a channel on the way, -21.8%
+            // with requests first only into their target (scripts/compare_fabrics.py --seed 9 --case 32). Not the
+            // acknowledgements, which no answer bounds: on a ring's links two writes' acknowledgements, each served
+            // first, overran the 64 credits they share and both ran at the full link (seed 9 case 49, -1.2% ->
+            // -30.4%), and served first only on the channel into their writer they put seed 13 case 89 from -8.8% to
+            // -47%. The solver would need flows served first to share a resource once they alone fill it.
             pace_credits(link, 0, there.half(k), dst, share, n * credit_seconds(l, wire) / payload, credits(wire),
-                         f.read && l.dst == dst && credits_cover(l, wire, packet + l.header));
+                         f.read && credits_cover(l, wire, packet + l.header));
         }
         const Route& back = m_routes[f.back];
         for (std::size_t k = 0; k < back.links.size(); ++k) {
@@ -727,9 +731,9 @@ void FlowFabric::decide_bursts() {
         }
         m_uses.assign(m_pending_uses.begin() + p.uses, m_pending_uses.begin() + p.uses + p.n_uses);
         // A channel that neither limits the burst nor is held is still shared: it stays a plain use, so that the
-        // flows on it together keep within its credits, and a payload-free packet's credit (a read request, an
-        // acknowledgement) is served first, as its link's use is. Why: left out, two flows that each kept up with a
-        // channel alone overran it together. A write into a GPU that a read empties (switch-8gpu, 1 MiB each way)
+        // flows on it together keep within its credits, and a read's requests' credits are served first there (see
+        // activate). Why: left out, two flows that each kept up with a channel alone overran it together. A write
+        // into a GPU that a read empties (switch-8gpu, 1 MiB each way)
         // kept the whole link into that GPU, where the packet fabric's read requests, a credit each and let past the
         // write's packets by the routers' turns in bytes, take most of its credits until they are through: the
         // write ran at a third of the link for 2.5 us there, -24.9% against it (test_flow_validation.py).

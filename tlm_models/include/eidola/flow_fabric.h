@@ -513,7 +513,7 @@ private:
         std::uint32_t resource;
         double weight;       // per payload byte, as the solver takes it
         double per_packet;   // what one packet holds of it
-        bool first = false;  // served first where it is a use (a payload-free packet's credit: decide_bursts)
+        bool first = false;  // served first where it is a use (a read's requests' credits: activate, decide_bursts)
     };
     std::vector<Paced> m_paced;                   // scratch of start_flow
     /// A flow launched in this instant whose burst waits for the others launched with it (decide_bursts).
