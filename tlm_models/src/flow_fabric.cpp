@@ -733,10 +733,10 @@ void FlowFabric::decide_bursts() {
         // A channel that neither limits the burst nor is held is still shared: it stays a plain use, so that the
         // flows on it together keep within its credits, and a read's requests' credits are served first there (see
         // activate). Why: left out, two flows that each kept up with a channel alone overran it together. A write
-        // into a GPU that a read empties (switch-8gpu, 1 MiB each way)
-        // kept the whole link into that GPU, where the packet fabric's read requests, a credit each and let past the
-        // write's packets by the routers' turns in bytes, take most of its credits until they are through: the
-        // write ran at a third of the link for 2.5 us there, -24.9% against it (test_flow_validation.py).
+        // into a GPU that a read empties (switch-8gpu, 1 MiB each way) kept the whole link into that GPU, where the
+        // packet fabric's read requests, a credit each and let past the write's packets by the routers' turns in
+        // bytes, take most of its credits until they are through: the write ran at a third of the link for 2.5 us
+        // there, -24.9% against it (test_flow_validation.py).
         std::size_t windows = 0;
         for (const Paced& w : m_paced) {
             if (w.per_packet > 0 || gpu_window(w.resource)) m_paced[windows++] = w;
