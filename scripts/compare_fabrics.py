@@ -28,6 +28,7 @@ import argparse
 import random
 import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,7 @@ def reduce_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers
     return kept
 
 
-def print_transfers(transfers: list[Transfer | None]) -> None:
+def print_transfers(transfers: Sequence[Transfer | None]) -> None:
     """One line per transfer left (None: removed), with its index and workgroup."""
     for t, transfer in enumerate(transfers):
         if transfer is not None:
@@ -160,7 +161,7 @@ def main() -> int:
     for i in indices:
         platform, overrides, transfers = make_case(args.seed, i, paths)
         if args.case is not None:
-            print_transfers(list(transfers))
+            print_transfers(transfers)
         times = run_case(platform, overrides, transfers, args.counterpart)
         error = error_of(times)
         errors.append(abs(error))

@@ -739,7 +739,7 @@ void FlowFabric::decide_bursts() {
         // there, -24.9% against it (test_flow_validation.py).
         std::size_t windows = 0;
         for (const Paced& w : m_paced) {
-            if (w.per_packet > 0 || gpu_window(w.resource)) m_paced[windows++] = w;
+            if (w.per_packet > 0) m_paced[windows++] = w;  // a window that limits the burst (a GPU's always does)
             else add_use(w.resource, w.weight, w.first);
         }
         m_paced.resize(windows);
@@ -845,14 +845,14 @@ void FlowFabric::book_finish(std::uint32_t id, std::uint64_t at_ps) {
     m_actions.push(at_ps, {ActionKind::Finish, id, ++m_next_version[id], nullptr});
 }
 
-// Credit-seconds a packet of `wire` bytes holds on link `l`'s receiving buffer: its credits for
-// the zero-load credit round trip, serialisation + twice the link latency + the router latency.
 // Whether a channel of `l`'s credits holds a credit round trip of `small`-byte packets at the rate the link sends
 // `big`-byte ones: then packets of one per `big` one sent back (a read's requests) cannot overrun it.
 bool FlowFabric::credits_cover(const TopoLink& l, std::uint64_t small, std::uint64_t big) const {
     return double(m_credits) >= l.bytes_per_s * credit_seconds(l, small) / double(big);
 }
 
+// Credit-seconds a packet of `wire` bytes holds on link `l`'s receiving buffer: its credits for
+// the zero-load credit round trip, serialisation + twice the link latency + the router latency.
 double FlowFabric::credit_seconds(const TopoLink& l, std::uint64_t wire) const {
     const std::uint64_t credits = m_credit_bytes ? std::max<std::uint64_t>(1, (wire + m_flit - 1) / m_flit) : 1;
     const std::uint64_t round_trip = ser_ps(double(wire), l.bytes_per_s) + 2 * l.latency_ps + m_switch_latency_ps;

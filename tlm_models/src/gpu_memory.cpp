@@ -26,17 +26,20 @@ std::uint64_t GpuMemory::schedule_spread(std::uint64_t first_ps, std::uint64_t a
     const double could = double(arrival_ps - from) / m_ps_per_byte;  // bytes it could serve meanwhile
     const std::uint64_t earlier = nbytes > last_bytes ? nbytes - last_bytes : 0;
     const std::uint64_t served = could >= double(earlier) ? earlier : std::uint64_t(could);
-    m_spread_at_ps = from + round_ps(double(served) * m_ps_per_byte);
+    spread(from, served);
     return schedule(arrival_ps, nbytes - served);
+}
+
+void GpuMemory::spread(std::uint64_t from_ps, std::uint64_t nbytes) {
+    const std::uint64_t from = from_ps > m_spread_at_ps ? from_ps : m_spread_at_ps;
+    m_spread_at_ps = from + round_ps(double(nbytes) * m_ps_per_byte);
 }
 
 std::uint64_t GpuMemory::schedule_streamed(std::uint64_t arrival_ps, std::uint64_t nbytes, std::uint64_t last_bytes) {
     // The earlier bytes on the background timeline (schedule_spread's), from now; the last ones take their turn in
     // the queue now. Not the whole read in the queue: from its arrival the queue would be held for all of it, and a
     // write arriving meanwhile would wait (3.2 us behind a 16 MiB read at 5.3 TB/s).
-    const std::uint64_t earlier = nbytes > last_bytes ? nbytes - last_bytes : 0;
-    const std::uint64_t from = arrival_ps > m_spread_at_ps ? arrival_ps : m_spread_at_ps;
-    m_spread_at_ps = from + round_ps(double(earlier) * m_ps_per_byte);
+    spread(arrival_ps, nbytes > last_bytes ? nbytes - last_bytes : 0);
     const std::uint64_t queued = schedule(arrival_ps, last_bytes);
     const std::uint64_t streamed = m_spread_at_ps + round_ps(double(last_bytes) * m_ps_per_byte) + m_latency_ps;
     return queued > streamed ? queued : streamed;

@@ -107,7 +107,9 @@ private:
     std::uint64_t m_latency_ps;
     double m_ps_per_byte;
     std::uint64_t m_free_at_ps = 0;
-    std::uint64_t m_spread_at_ps = 0;  // flows' earlier bytes are served up to here (schedule_spread)
+    std::uint64_t m_spread_at_ps = 0;  // flows' earlier bytes are served up to here (schedule_spread, _streamed)
+    /// Books `nbytes` on that background timeline, from `from_ps` or when it is next free, whichever is later.
+    void spread(std::uint64_t from_ps, std::uint64_t nbytes);
     std::vector<std::int64_t> m_flags;
     MemoryCounters m_counters;
 };
