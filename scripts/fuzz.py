@@ -456,7 +456,8 @@ def case_memory(r: random.Random, ws: Workspace, d: Path) -> list[str]:
 #: Knobs of the flow fabric and the packet knobs it reads or ignores, with edge values of each (case_flow).
 _FLOW_KNOBS: dict[str, list[Any]] = {
     "fabric.flow.issue": ["gates", "queue"], "fabric.flow.responses": ["first", "fair"],
-    "fabric.flow.incast": ["queue", "share"], "fabric.switch.buffer": [1, 2, 16, 192, "16B", "64KiB", 2**20],
+    "fabric.flow.incast": ["queue", "share"], "fabric.flow.injection": ["blocking", "free"],
+    "fabric.switch.buffer": [1, 2, 16, 192, "16B", "64KiB", 2**20],
     "fabric.switch.vcs": [0, 1, 2], "fabric.switch.flow_control": ["cut_through", "wormhole", "store_and_forward"],
     "fabric.switch.injection": ["voq", "fifo"], "fabric.switch.injection_order": ["arrival", "round_robin"],
     "fabric.switch.arbitration": ["bytes", "packets", "responses_first"], "fabric.switch.ejection": ["unlimited", "link"],

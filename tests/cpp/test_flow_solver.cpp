@@ -55,7 +55,10 @@ std::vector<double> random_switch_links(std::mt19937_64& rng, int gpus, std::ini
 }
 
 // One random step: 1 to 4 of the flow ids (one per entry of tmpl: its template, -1 when absent) come or go.
-void toggle_flows(FlowSolver& s, std::mt19937_64& rng, const Templates& templates, std::vector<int>& tmpl) {
+// `coupled`: each flow is coupled to the others whose first use is the same resource (random_switch_flow's: the
+// flows of one source, as the flow fabric couples a GPU's writes through one output).
+void toggle_flows(FlowSolver& s, std::mt19937_64& rng, const Templates& templates, std::vector<int>& tmpl,
+                  bool coupled = false) {
     for (int k = 1 + int(rng() % 4); k > 0; --k) {
         const std::uint32_t f = std::uint32_t(rng() % tmpl.size());
         if (tmpl[f] >= 0) {
@@ -63,7 +66,9 @@ void toggle_flows(FlowSolver& s, std::mt19937_64& rng, const Templates& template
             tmpl[f] = -1;
         } else {
             tmpl[f] = int(rng() % templates.size());
-            s.add_flow(f, templates[std::size_t(tmpl[f])]);
+            const std::vector<FlowSolver::Use>& uses = templates[std::size_t(tmpl[f])];
+            if (coupled) s.add_coupled_flow(f, uses, false, 1 + uses.front().resource);
+            else s.add_flow(f, uses);
         }
     }
 }
@@ -175,6 +180,38 @@ int main() {
         solve(s);
         expect("after the tagged twin left, untagged flow", s.rate(0), 8);
         expect("tagged load of link 0 after it left", s.tagged_load(a), 4);
+    }
+    {
+        // Coupled flows (one GPU's injection queue): one rate for all, as one flow over the sum of their uses. A
+        // link of 10 that flows 0, 1 (coupled) and 2 cross, and a link of 4 that flow 0 alone crosses beyond it.
+        // Uncoupled, flow 0 would get 4 and flows 1 and 2 3 each; coupled, flows 0 and 1 go at r with 2r + r2 = 10
+        // and r <= 4: the wide link fills first, at r = r2 = 10 / 3. With flow 2 gone they take the wide link's
+        // 10 / 2 = 5 each, but flow 0 holds at 4 and holds flow 1 with it, where uncoupled flow 1 would take 6.
+        // With flow 0 gone, flow 1 alone takes the 10.
+        FlowSolver s;
+        const auto a = s.add_resource(10), b = s.add_resource(4);
+        s.add_coupled_flow(0, {{a, 1}, {b, 1}}, false, 7);
+        s.add_coupled_flow(1, {{a, 1}}, false, 7);
+        s.add_flow(2, {{a, 1}});
+        solve(s);
+        expect("coupled flow over both links", s.rate(0), 10.0 / 3);
+        expect("coupled flow over the wide link", s.rate(1), 10.0 / 3);
+        expect("uncoupled flow", s.rate(2), 10.0 / 3);
+        expect("one group for the coupled flows", double(s.groups()), 2);
+        s.remove_flow(2);
+        solve(s);
+        expect("held by the narrow link", s.rate(0), 4);
+        expect("held with it", s.rate(1), 4);
+        expect("load of the wide link", s.load(a), 8);
+        s.remove_flow(0);
+        solve(s);
+        expect("the coupled flow left alone", s.rate(1), 10);
+        expect("load of the narrow link after", s.load(b), 0);
+        // A flow added uncoupled with the same uses as the coupled one does not join its group.
+        s.add_flow(3, {{a, 1}});
+        solve(s);
+        expect("uncoupled twin", s.rate(3), 5);
+        expect("two groups", double(s.groups()), 2);
     }
     {
         // Separate components: changing one leaves the other's rates as they were, and a flow
@@ -707,11 +744,14 @@ int main() {
         expect("X's acknowledgements first, flow 1", s.rate(1), 20);
         expect("X's acknowledgements first, X full", s.load(x), 10);
     }
-    {
+    for (const bool coupled : {false, true}) {
         // Served-first acknowledgements on a switch in miniature, flows coming and going at random:
         // after every solve the rates meet the definition (feasible; every flow has a bottleneck among
         // the resources it shares fairly), on the incremental path and refilled whole, and the two
-        // agree within the tolerance that the fabric treats as rounding.
+        // agree within the tolerance that the fabric treats as rounding. `coupled`: each source's flows
+        // coupled (add_coupled_flow), which must then have one rate; a coupled flow's bottleneck may be
+        // another's resource, so only feasibility is checked of the definition.
+        const char* what = coupled ? "coupled" : "served first";
         for (std::uint64_t seed = 1; seed <= 12; ++seed) {
             std::mt19937_64 rng(13000 + seed);
             const int gpus = 4 + int(rng() % 29);
@@ -724,18 +764,39 @@ int main() {
             std::vector<int> tmpl(6 * std::size_t(gpus), -1), same = tmpl;
             std::mt19937_64 rng2 = rng;
             for (int step = 0; step < 200; ++step) {
-                toggle_flows(inc, rng, templates, tmpl);
-                toggle_flows(whole, rng2, templates, same);
+                toggle_flows(inc, rng, templates, tmpl, coupled);
+                toggle_flows(whole, rng2, templates, same, coupled);
                 solve(inc);
                 solve(whole);
-                for (std::uint32_t f = 0; f < tmpl.size(); ++f)
-                    if (tmpl[f] >= 0 && std::fabs(inc.rate(f) - whole.rate(f)) > 1e-7 * whole.rate(f)) {
-                        std::printf("FAIL served first, incremental vs whole, seed %llu step %d flow %u: %.12g vs %.12g\n",
+                std::vector<double> load(cap.size(), 0.0), source_rate(cap.size(), -1.0);
+                for (std::uint32_t f = 0; f < tmpl.size(); ++f) {
+                    if (tmpl[f] < 0) continue;
+                    if (std::fabs(inc.rate(f) - whole.rate(f)) > 1e-7 * whole.rate(f)) {
+                        std::printf("FAIL %s, incremental vs whole, seed %llu step %d flow %u: %.12g vs %.12g\n", what,
                                     (unsigned long long)seed, step, f, inc.rate(f), whole.rate(f));
                         ++failures;
                     }
-                check_max_min(inc, templates, tmpl, cap, "served first, incremental", seed, step);
-                check_max_min(whole, templates, tmpl, cap, "served first, whole", seed, step);
+                    const std::vector<FlowSolver::Use>& uses = templates[std::size_t(tmpl[f])];
+                    for (const FlowSolver::Use& u : uses) load[u.resource] += inc.rate(f) * u.weight;
+                    double& one = source_rate[uses.front().resource];
+                    if (coupled && one >= 0 && std::fabs(one - inc.rate(f)) > 1e-12 * one) {
+                        std::printf("FAIL coupled, seed %llu step %d: flow %u at %.12g beside %.12g\n",
+                                    (unsigned long long)seed, step, f, inc.rate(f), one);
+                        ++failures;
+                    }
+                    one = inc.rate(f);
+                }
+                if (!coupled) {
+                    check_max_min(inc, templates, tmpl, cap, "served first, incremental", seed, step);
+                    check_max_min(whole, templates, tmpl, cap, "served first, whole", seed, step);
+                    continue;
+                }
+                for (std::size_t r = 0; r < cap.size(); ++r)
+                    if (load[r] > cap[r] * (1 + 1e-8)) {
+                        std::printf("FAIL coupled, seed %llu step %d: resource %zu over capacity\n",
+                                    (unsigned long long)seed, step, r);
+                        ++failures;
+                    }
             }
         }
     }

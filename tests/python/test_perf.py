@@ -240,11 +240,15 @@ def test_auto_fabric_in_the_table_and_an_ideal_platform_stays_ideal(repo, write_
                            "-e", "1K", "--set", "fabric.flow.issue=gates")
     assert code == 0, err
     assert "flow above; flow.issue: gates" in out and "flow.responses" not in out  # the default is not named
-    assert "flow.incast" not in out  # nor the incast queues' default
+    assert "flow.incast" not in out and "flow.injection" not in out  # nor the incast queues' or injection's default
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
                            "-e", "1K", "--set", "fabric.flow.incast=share")
     assert code == 0, err
     assert "; flow.incast: share (deep-buffered switches' links into the GPUs shared max-min, no queue)" in out
+    code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
+                           "-e", "1K", "--set", "fabric.flow.injection=free")
+    assert code == 0, err
+    assert "; flow.injection: free (a GPU's writes through one link each at its own rate, no head-of-line blocking)" in out
     code, out, err = _main(capsys, "perf", repo / "platforms/switch-8gpu.yaml", "--op", "all_reduce", "-b", "1K",
                            "-e", "1K", "--set", "fabric.flow.responses=fair")
     assert code == 0, err

@@ -151,6 +151,10 @@ void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses, bool t
 void FlowSolver::remove_flow(std::uint32_t id) {
     if (id >= m_group_of.size() || m_group_of[id] == kNone)
         throw std::logic_error("flow solver: removing a flow that is not there");
+    if (id < m_flow_couple.size() && m_flow_couple[id] != 0) {
+        remove_coupled(id);
+        return;
+    }
     const std::uint32_t gi = m_group_of[id];
     m_group_of[id] = kNone;
     std::vector<std::uint32_t>& flows = m_group_flows[gi];
@@ -165,8 +169,15 @@ void FlowSolver::remove_flow(std::uint32_t id) {
         set_count(gi, g.count - 1);
         return;
     }
+    drop_group(gi);
+}
+
+// Group `gi`, now without flows, leaves its resources and is free for reuse.
+void FlowSolver::drop_group(std::uint32_t gi) {
+    Group& g = m_groups[gi];
     g.active = false;
-    for (const Uses& u : mine) {
+    g.coupled = false;
+    for (const Uses& u : uses(gi)) {
         Resource& r = m_resources[u.resource];
         const Member last = r.members.back();
         r.members[u.position] = last;
@@ -177,9 +188,91 @@ void FlowSolver::remove_flow(std::uint32_t id) {
     g.size = 0;
     g.count = 0;
     m_rate[gi] = 0;
+    m_group_flows[gi].clear();
     if (m_index.find(m_group_key[gi]) == gi) m_index.erase(m_group_key[gi]);
     m_free_groups.push_back(gi);
     --m_active;
+}
+
+// The flows of key `couple` (m_couple_flows) as one group over the sum of their uses, at `rate` until the
+// next solve.
+void FlowSolver::build_coupled(std::uint64_t couple, bool tagged, double rate) {
+    m_couple_uses.clear();
+    for (std::uint32_t f : m_couple_flows)
+        for (const Use& u : m_flow_uses[f]) {
+            auto same = std::find_if(m_couple_uses.begin(), m_couple_uses.end(),
+                                     [&](const Use& v) { return v.resource == u.resource; });
+            if (same == m_couple_uses.end()) m_couple_uses.push_back(u);
+            else {
+                same->weight += u.weight;
+                same->first = same->first && u.first;  // served first only if all of it is
+            }
+        }
+    const std::uint64_t key = couple * 0x9e3779b97f4a7c15ull ^ 0xc0c0c0c0c0c0c0c0ull;
+    const std::uint32_t g = new_group(m_couple_uses, key, tagged);
+    if (m_index.find(key) == g) m_index.erase(key);  // no uncoupled flow may join it
+    m_groups[g].coupled = true;
+    std::vector<std::uint32_t>& flows = m_group_flows[g];
+    for (std::uint32_t f : m_couple_flows) {
+        m_group_of[f] = g;
+        m_slot[f] = std::uint32_t(flows.size());
+        flows.push_back(f);
+    }
+    set_count(g, 1);  // the sum is the group's weight: one rate for all
+    m_rate[g] = m_groups[g].old_rate = rate;
+    for (const Use& u : m_couple_uses) m_dirty.push_back(u.resource);
+    m_couples.insert(couple, g);
+    m_new_groups.push_back(g);
+}
+
+void FlowSolver::add_coupled_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged, std::uint64_t couple) {
+    if (couple == 0) {
+        add_flow(id, uses, tagged);
+        return;
+    }
+    if (id >= m_group_of.size()) {
+        m_group_of.resize(std::size_t(id) + 1, kNone);
+        m_slot.resize(m_group_of.size(), 0);
+        m_reported.resize(m_group_of.size(), 0);
+    }
+    if (m_flow_couple.size() < m_group_of.size()) {
+        m_flow_couple.resize(m_group_of.size(), 0);
+        m_flow_uses.resize(m_group_of.size());
+    }
+    if (m_group_of[id] != kNone) throw std::logic_error("flow solver: flow added twice");
+    m_flow_uses[id] = uses;
+    m_flow_couple[id] = couple;
+    m_couple_flows.clear();
+    double rate = 0;
+    if (const std::uint32_t g = m_couples.find(couple); g != FlatIndex::kAbsent) {
+        m_couple_flows = m_group_flows[g];
+        rate = m_rate[g];
+        for (const Uses& u : this->uses(g)) m_dirty.push_back(u.resource);
+        m_couples.erase(couple);
+        drop_group(g);
+    }
+    m_couple_flows.push_back(id);
+    build_coupled(couple, tagged, rate);
+    m_reported[id] = std::uint32_t(m_solves);
+    m_new_flows.push_back(id);
+}
+
+// Ends coupled flow `id`: the rest of its key's flows are one group again without it.
+void FlowSolver::remove_coupled(std::uint32_t id) {
+    const std::uint32_t g = m_group_of[id];
+    const std::uint64_t couple = m_flow_couple[id];
+    m_group_of[id] = kNone;
+    m_flow_couple[id] = 0;
+    m_flow_uses[id].clear();
+    m_couple_flows.clear();
+    for (std::uint32_t f : m_group_flows[g])
+        if (f != id) m_couple_flows.push_back(f);
+    const double rate = m_rate[g];
+    const bool tagged = m_groups[g].tagged;
+    for (const Uses& u : uses(g)) m_dirty.push_back(u.resource);
+    m_couples.erase(couple);
+    drop_group(g);
+    if (!m_couple_flows.empty()) build_coupled(couple, tagged, rate);
 }
 
 void FlowSolver::touch(std::uint32_t resource) {

@@ -186,7 +186,7 @@ class Fabrics:
 
     def _issue(self, fabric: str) -> str:
         """Where the flow fabric runs: how it times the GPUs' issue (fabric.flow.issue, docs/fabrics.md), and
-        fabric.flow.responses and fabric.flow.incast when they are not the defaults."""
+        fabric.flow.responses, fabric.flow.incast and fabric.flow.injection when they are not the defaults."""
         if fabric != "flow":
             return ""
         component = self.base.components.get("fabric")
@@ -201,7 +201,9 @@ class Fabrics:
                 if resolved.get("flow.responses") == "fair" else "")
         shared = ("; flow.incast: share (deep-buffered switches' links into the GPUs shared max-min, no queue)"
                   if resolved.get("flow.incast") == "share" else "")
-        return f"; flow.issue: {issue} ({why}){fair}{shared}"
+        free = ("; flow.injection: free (a GPU's writes through one link each at its own rate, no head-of-line "
+                "blocking)" if resolved.get("flow.injection") == "free" else "")
+        return f"; flow.issue: {issue} ({why}){fair}{shared}{free}"
 
     def choose(self, written: int) -> str:
         """The fabric a collective that writes `written` bytes in all runs on."""

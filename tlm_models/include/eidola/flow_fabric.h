@@ -229,6 +229,8 @@ private:
     void decide_bursts();
     void start_burst(std::uint32_t id, std::uint64_t burst_packets);
     /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
+    void add_to_solver(std::uint32_t id, const std::vector<FlowSolver::Use>& uses);
+    std::uint64_t injection_key(const Flow& f) const;
     void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet, bool first = false);
     /// The credits of `link` in class `cls` for a flow bound for GPU `to` (`first`: served first where they are a use).
@@ -373,6 +375,7 @@ private:
     FlatIndex m_credit_channels;     // (link, dateline half and class, slot) -> its resource (credit_channel)
     bool m_issue_gates;              // flow.issue: gates (flow_issue.cpp), else queue
     bool m_responses_first;          // flow.responses: first (a flow's payload-free direction served first), else fair
+    bool m_injection_blocking;       // flow.injection: blocking (a GPU's long writes through one output at one rate)
     std::vector<std::int64_t> m_inject, m_eject;  // per GPU and class: port resources (-1: unlimited)
     std::vector<std::int64_t> m_window;           // per GPU: its window resource (-1: none yet)
     static constexpr std::uint32_t kNoHolds = ~std::uint32_t(0);

@@ -87,6 +87,11 @@ public:
     /// A flow with no uses has an unlimited rate. A `tagged` flow's load is also counted apart
     /// (tagged_load); it never shares a group with an untagged one, and its rates are the same.
     void add_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged = false);
+    /// Starts flow `id` over `uses` coupled to the other flows added with the same `couple` key: they
+    /// all get one rate, as if one flow over the sum of their uses (a GPU's injection queue, where a
+    /// head packet held back holds every flow behind it). Coupled flows never share a group with
+    /// uncoupled ones; all flows of one key must be alike `tagged`.
+    void add_coupled_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged, std::uint64_t couple);
     /// Ends flow `id`.
     void remove_flow(std::uint32_t id);
     /// The current rate of flow `id` (as of the last solve()).
@@ -227,6 +232,7 @@ private:
         bool active = false, frozen = false;
         bool first = false;                // has uses served first
         bool tagged = false;               // its flows are tagged (add_flow)
+        bool coupled = false;              // its flows are coupled (add_coupled_flow): its uses are their sum
         Uses local[kInlineUses];           // its uses, when they fit
     };
     // A group's uses, wherever they are kept.
@@ -258,6 +264,9 @@ private:
     std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
     std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
     void set_count(std::uint32_t group, std::uint32_t count);
+    void drop_group(std::uint32_t group);
+    void build_coupled(std::uint64_t couple, bool tagged, double rate);
+    void remove_coupled(std::uint32_t id);
     void compute();
     void add_to_set(std::uint32_t group);
     void touch(std::uint32_t resource);
@@ -293,6 +302,12 @@ private:
     FlatIndex m_index;  // hash of uses -> the group with them
     std::vector<std::uint32_t> m_group_of, m_slot;  // per flow id: its group (kNone: none), its place there
     std::vector<std::uint32_t> m_reported;          // per flow id: the solve that last reported it
+    // Coupled flows (add_coupled_flow): each one's own uses and key, the group of each key, and scratch.
+    std::vector<std::vector<Use>> m_flow_uses;
+    std::vector<std::uint64_t> m_flow_couple;       // per flow id: its couple key (0: none)
+    FlatIndex m_couples;                            // couple key -> its group
+    std::vector<std::uint32_t> m_couple_flows;
+    std::vector<Use> m_couple_uses;
     // Solve generations, per group (in m_set) and per resource (in m_touched), apart from the
     // records: the walks over members test a mark for every group they pass and a dense array of
     // 4-byte marks stays in cache where 64- and 88-byte records do not (at 512 GPUs).

@@ -183,6 +183,15 @@ struct PacketFabricParams : ParamGroup {
                             "share: that link is shared max-min like any other, so the senders slow to their shares "
                             "at once (docs/fabrics.md, \"Incast queues\")"};
 
+    /// Whether the flow fabric holds a GPU's long writes through one output link to one rate (the packet fabric ignores it).
+    ChoiceParam flow_injection{*this, "flow.injection", {"blocking", "free"},
+                               "fabric.model flow only (the packet fabric ignores it): blocking: a GPU's writes through "
+                               "one output link that are longer than a channel's buffer at the next switch go at one "
+                               "rate, as the packet GPU's one injection queue per output sends them interleaved and a "
+                               "head packet held for credits holds every packet behind it (head-of-line blocking); "
+                               "free: each write at its own max-min rate, as if every destination had a queue of its "
+                               "own (docs/fabrics.md, \"Head-of-line blocking in the injection queue\")"};
+
     /// Equal-cost spreading.
     BoolParam spread{*this, "routing.spread", false, "spread packets round robin over equal-cost next hops"};
 
