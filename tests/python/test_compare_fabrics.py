@@ -68,4 +68,4 @@ def test_reduce_keeps_the_transfers_that_carry_the_difference(compare, repo):
     assert compare.error_of(compare.run_case(platform, {}, kept)) < -0.10
     for t in left:
         without = kept[:t] + [None] + kept[t + 1:]
-        assert abs(compare.error_of(compare.run_case(platform, {}, without))) <= 0.10
+        assert compare.error_of(compare.run_case(platform, {}, without)) >= -0.10  # the case's side: fast

@@ -27,6 +27,10 @@
 // on each resource is c times a flow's, so a solve costs what the distinct groups hold, not every
 // flow. That is what makes NVLS cheap: on 8 GPUs some 130 flows in a solve, all coupled through
 // the switch, fall into about 10 groups (one per requester and phase).
+// Coupled flows (add_coupled_flow, one key) are one group too, whose uses are the sum of theirs: they get
+// one rate, the group being filled as one flow over all their resources (the flow fabric's writes queued
+// behind one another's head packet in a GPU's injection queue). A coupled flow coming or going rebuilds
+// its key's group; the group starts from the old one's rate, so the flows whose rate holds are not reported.
 // The check holds to a relative tolerance kTolerance (1e-9): a resource within it of its capacity
 // is full and a rate within it of the resource's highest is the highest. A flow whose new rate is
 // within kTolerance of its old one keeps the old one and is not reported changed: such a change
