@@ -228,9 +228,11 @@ private:
     void launch(std::uint32_t id, std::uint64_t round_trip);
     void decide_bursts();
     void start_burst(std::uint32_t id, std::uint64_t burst_packets);
-    /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
+    /// Flow `id` into the solver over `uses`, coupled to the writes of its injection queue (flow.injection).
     void add_to_solver(std::uint32_t id, const std::vector<FlowSolver::Use>& uses);
+    /// The key coupling write `f` to its GPU's other long writes through the same output link (0: none).
     std::uint64_t injection_key(const Flow& f) const;
+    /// Adds `weight` to the flow's use of `resource` (`first`: served first, FlowSolver::Use).
     void add_use(std::uint32_t resource, double weight, bool first = false);
     void add_pace(std::uint32_t resource, double weight, double per_packet, bool first = false);
     /// The credits of `link` in class `cls` for a flow bound for GPU `to` (`first`: served first where they are a use).
