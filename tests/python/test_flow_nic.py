@@ -25,6 +25,7 @@ zero-load round trips instead.
 from __future__ import annotations
 
 import pytest
+from fabric_pair import packet_and_flow_ns
 from zero_load import zero_load_ns
 
 import eidola
@@ -58,13 +59,8 @@ def _write(nbytes: int, src: int = 7, dst: int = 8):
 
 
 def _both(repo, profile, overrides: dict | None = None) -> tuple[float, float]:
-    """(packet, flow) kernel times of `profile` on rail-16gpu.yaml, ns."""
-    times = []
-    for model in ("packet", "flow"):
-        plat = eidola.load_platform(repo / "platforms" / "rail-16gpu.yaml",
-                                    overrides={"gpus.launch": "0ns", **(overrides or {}), "fabric.model": model})
-        times.append(eidola.simulate(plat, profile).kernel_time_ns)
-    return times[0], times[1]
+    """(packet, flow) kernel times of `profile` on rail-16gpu.yaml with no kernel launch, ns."""
+    return packet_and_flow_ns(repo / "platforms" / "rail-16gpu.yaml", profile, {"gpus.launch": "0ns", **(overrides or {})})
 
 
 def test_one_write_across_the_nic_is_pcie_bound(repo):

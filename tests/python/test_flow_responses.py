@@ -8,6 +8,7 @@ take turns of bytes between their inputs, is the outside reference.
 from __future__ import annotations
 
 import pytest
+from fabric_pair import packet_and_flow_ns
 
 import eidola
 from eidola.platform import FLOW_COUNTERPART, catalog
@@ -102,11 +103,7 @@ def _neighbours(rounds: int, chunk: int, skewed: bool):
 
 def _packet_and_flow(repo, profile, overrides: dict) -> tuple[float, float]:
     """(packet, flow) kernel times of `profile` on switch-8gpu.yaml under `overrides`, ns."""
-    times = []
-    for model in ("packet", "flow"):
-        plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={**overrides, "fabric.model": model})
-        times.append(eidola.simulate(plat, profile).kernel_time_ns)
-    return times[0], times[1]
+    return packet_and_flow_ns(repo / "platforms" / "switch-8gpu.yaml", profile, overrides)
 
 
 @pytest.mark.parametrize("responses", [
