@@ -118,12 +118,15 @@ def error_of(times: dict[str, float]) -> float:
 
 
 def reduce_case(platform: tuple[Path, int], overrides: dict[str, Any], transfers: list[Transfer | None],
-                threshold: float, counterpart: bool = False) -> list[Transfer | None]:
+                threshold: float, counterpart: bool = False, error: float | None = None) -> list[Transfer | None]:
     """`transfers` with transfers removed (None) one at a time, first to last and again, while the case stays off by
     more than `threshold` on the side the whole case is off: what is left is off by more, that way, and removing any
     one of it would not be. Why the side: a case 11% slow reduced to three transfers 30% fast (scripts/compare_fabrics.py
-    --seed 10 --case 27, 2026-12-06), another error than the one asked about."""
-    sign = 1.0 if error_of(run_case(platform, overrides, transfers, counterpart)) >= 0 else -1.0
+    --seed 10 --case 27, 2026-12-06), another error than the one asked about. `error`: the whole case's, where the
+    caller has run it already."""
+    if error is None:
+        error = error_of(run_case(platform, overrides, transfers, counterpart))
+    sign = 1.0 if error >= 0 else -1.0
     kept = list(transfers)
     changed = True
     while changed:
@@ -173,7 +176,7 @@ def main() -> int:
                   f"{error:+.1%}", flush=True)
     print(f"{len(errors)} cases, median |error| {statistics.median(errors):.3%}, worst {max(errors):.1%}")
     if args.reduce is not None:  # the loop ran the one case, --case: platform, overrides and transfers are its
-        kept = reduce_case(platform, overrides, list(transfers), args.reduce, args.counterpart)
+        kept = reduce_case(platform, overrides, list(transfers), args.reduce, args.counterpart, error)
         times = run_case(platform, overrides, kept, args.counterpart)
         print(f"reduced to {sum(t is not None for t in kept)} of {len(transfers)} transfers: packet "
               f"{times['packet']:.1f} ns, flow {times['flow']:.1f} ns, {error_of(times):+.1%}")

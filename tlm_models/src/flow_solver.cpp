@@ -74,7 +74,7 @@ std::uint32_t FlowSolver::find_group(const std::vector<Use>& uses, std::uint64_t
     return found;
 }
 
-std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged) {
+std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged, bool indexed) {
     std::uint32_t id;
     if (!m_free_groups.empty()) {
         id = m_free_groups.back();
@@ -114,7 +114,7 @@ std::uint32_t FlowSolver::new_group(const std::vector<Use>& uses, std::uint64_t 
         r.members.push_back(Member{id, i, first, tagged, 0.0});
     }
     m_group_key[id] = key;
-    m_index.insert(key, id);  // kept by an earlier group on a collision: this one stays unindexed
+    if (indexed) m_index.insert(key, id);  // kept by an earlier group on a collision: this one stays unindexed
     ++m_active;
     return id;
 }
@@ -128,13 +128,19 @@ void FlowSolver::set_count(std::uint32_t id, std::uint32_t count) {
     }
 }
 
-void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged) {
+// Room for flow id `id` in the per-flow arrays; it must not be there yet.
+void FlowSolver::make_room(std::uint32_t id) {
     if (id >= m_group_of.size()) {
         m_group_of.resize(std::size_t(id) + 1, kNone);
         m_slot.resize(m_group_of.size(), 0);
         m_reported.resize(m_group_of.size(), 0);
+        m_flow_uses.resize(m_group_of.size());
     }
     if (m_group_of[id] != kNone) throw std::logic_error("flow solver: flow added twice");
+}
+
+void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged) {
+    make_room(id);
     const std::uint64_t key = uses_key(uses) ^ (tagged ? 0x5bd1e9955bd1e995ull : 0);
     std::uint32_t g = find_group(uses, key, tagged);
     if (g == kNone) g = new_group(uses, key, tagged);
@@ -151,11 +157,11 @@ void FlowSolver::add_flow(std::uint32_t id, const std::vector<Use>& uses, bool t
 void FlowSolver::remove_flow(std::uint32_t id) {
     if (id >= m_group_of.size() || m_group_of[id] == kNone)
         throw std::logic_error("flow solver: removing a flow that is not there");
-    if (id < m_flow_couple.size() && m_flow_couple[id] != 0) {
+    const std::uint32_t gi = m_group_of[id];
+    if (m_groups[gi].coupled) {  // its record is read below anyway: no look-up of its own on this path
         remove_coupled(id);
         return;
     }
-    const std::uint32_t gi = m_group_of[id];
     m_group_of[id] = kNone;
     std::vector<std::uint32_t>& flows = m_group_flows[gi];
     const std::uint32_t moved = flows.back();
@@ -195,7 +201,7 @@ void FlowSolver::drop_group(std::uint32_t gi) {
 }
 
 // The flows of key `couple` (m_couple_flows) as one group over the sum of their uses, at `rate` until the
-// next solve.
+// next solve. The group is kept out of the index of uses, so no uncoupled flow joins it.
 void FlowSolver::build_coupled(std::uint64_t couple, bool tagged, double rate) {
     m_couple_uses.clear();
     for (std::uint32_t f : m_couple_flows)
@@ -208,9 +214,7 @@ void FlowSolver::build_coupled(std::uint64_t couple, bool tagged, double rate) {
                 same->first = same->first && u.first;  // served first only if all of it is
             }
         }
-    const std::uint64_t key = couple * 0x9e3779b97f4a7c15ull ^ 0xc0c0c0c0c0c0c0c0ull;
-    const std::uint32_t g = new_group(m_couple_uses, key, tagged);
-    if (m_index.find(key) == g) m_index.erase(key);  // no uncoupled flow may join it
+    const std::uint32_t g = new_group(m_couple_uses, couple, tagged, false);
     m_groups[g].coupled = true;
     std::vector<std::uint32_t>& flows = m_group_flows[g];
     for (std::uint32_t f : m_couple_flows) {
@@ -219,10 +223,25 @@ void FlowSolver::build_coupled(std::uint64_t couple, bool tagged, double rate) {
         flows.push_back(f);
     }
     set_count(g, 1);  // the sum is the group's weight: one rate for all
-    m_rate[g] = m_groups[g].old_rate = rate;
+    m_rate[g] = rate;
     for (const Use& u : m_couple_uses) m_dirty.push_back(u.resource);
     m_couples.insert(couple, g);
     m_new_groups.push_back(g);
+}
+
+// Takes key `couple`'s group apart: its flows but `leaving` into m_couple_flows, its resources marked changed;
+// returns its rate (0 without a group).
+double FlowSolver::dissolve_coupled(std::uint64_t couple, std::uint32_t leaving) {
+    m_couple_flows.clear();
+    const std::uint32_t g = m_couples.find(couple);
+    if (g == FlatIndex::kAbsent) return 0;
+    for (std::uint32_t f : m_group_flows[g])
+        if (f != leaving) m_couple_flows.push_back(f);
+    const double rate = m_rate[g];
+    for (const Uses& u : uses(g)) m_dirty.push_back(u.resource);
+    m_couples.erase(couple);
+    drop_group(g);
+    return rate;
 }
 
 void FlowSolver::add_coupled_flow(std::uint32_t id, const std::vector<Use>& uses, bool tagged, std::uint64_t couple) {
@@ -230,48 +249,23 @@ void FlowSolver::add_coupled_flow(std::uint32_t id, const std::vector<Use>& uses
         add_flow(id, uses, tagged);
         return;
     }
-    if (id >= m_group_of.size()) {
-        m_group_of.resize(std::size_t(id) + 1, kNone);
-        m_slot.resize(m_group_of.size(), 0);
-        m_reported.resize(m_group_of.size(), 0);
-    }
-    if (m_flow_couple.size() < m_group_of.size()) {
-        m_flow_couple.resize(m_group_of.size(), 0);
-        m_flow_uses.resize(m_group_of.size());
-    }
-    if (m_group_of[id] != kNone) throw std::logic_error("flow solver: flow added twice");
+    make_room(id);
     m_flow_uses[id] = uses;
-    m_flow_couple[id] = couple;
-    m_couple_flows.clear();
-    double rate = 0;
-    if (const std::uint32_t g = m_couples.find(couple); g != FlatIndex::kAbsent) {
-        m_couple_flows = m_group_flows[g];
-        rate = m_rate[g];
-        for (const Uses& u : this->uses(g)) m_dirty.push_back(u.resource);
-        m_couples.erase(couple);
-        drop_group(g);
-    }
+    const double rate = dissolve_coupled(couple, kNone);
     m_couple_flows.push_back(id);
     build_coupled(couple, tagged, rate);
-    m_reported[id] = std::uint32_t(m_solves);
+    m_reported[id] = std::uint32_t(m_solves);  // not the stamp of the coming solve
     m_new_flows.push_back(id);
 }
 
 // Ends coupled flow `id`: the rest of its key's flows are one group again without it.
 void FlowSolver::remove_coupled(std::uint32_t id) {
     const std::uint32_t g = m_group_of[id];
-    const std::uint64_t couple = m_flow_couple[id];
+    const std::uint64_t couple = m_group_key[g];  // a coupled group's key is its couple key
+    const bool tagged = m_groups[g].tagged;       // alike for all of a key's flows
     m_group_of[id] = kNone;
-    m_flow_couple[id] = 0;
     m_flow_uses[id].clear();
-    m_couple_flows.clear();
-    for (std::uint32_t f : m_group_flows[g])
-        if (f != id) m_couple_flows.push_back(f);
-    const double rate = m_rate[g];
-    const bool tagged = m_groups[g].tagged;
-    for (const Uses& u : uses(g)) m_dirty.push_back(u.resource);
-    m_couples.erase(couple);
-    drop_group(g);
+    const double rate = dissolve_coupled(couple, id);
     if (!m_couple_flows.empty()) build_coupled(couple, tagged, rate);
 }
 

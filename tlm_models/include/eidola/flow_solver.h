@@ -236,7 +236,7 @@ private:
         bool active = false, frozen = false;
         bool first = false;                // has uses served first
         bool tagged = false;               // its flows are tagged (add_flow)
-        bool coupled = false;              // its flows are coupled (add_coupled_flow): its uses are their sum
+        bool coupled = false;              // its flows are coupled (add_coupled_flow); its key is their couple key
         Uses local[kInlineUses];           // its uses, when they fit
     };
     // A group's uses, wherever they are kept.
@@ -266,10 +266,13 @@ private:
     };
 
     std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
-    std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
+    void make_room(std::uint32_t id);
+    // `indexed`: findable by its uses (find_group); a coupled group is not.
+    std::uint32_t new_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged, bool indexed = true);
     void set_count(std::uint32_t group, std::uint32_t count);
     void drop_group(std::uint32_t group);
     void build_coupled(std::uint64_t couple, bool tagged, double rate);
+    double dissolve_coupled(std::uint64_t couple, std::uint32_t leaving);
     void remove_coupled(std::uint32_t id);
     void compute();
     void add_to_set(std::uint32_t group);
@@ -301,14 +304,13 @@ private:
     std::vector<Group> m_groups;
     std::vector<std::vector<Uses>> m_spill;                 // per group: its uses when more than kInlineUses
     std::vector<std::vector<std::uint32_t>> m_group_flows;  // per group: its flows' ids
-    std::vector<std::uint64_t> m_group_key;                 // per group: the hash of its uses
+    std::vector<std::uint64_t> m_group_key;                 // per group: the hash of its uses (coupled: its couple key)
     std::vector<std::uint32_t> m_free_groups;
     FlatIndex m_index;  // hash of uses -> the group with them
     std::vector<std::uint32_t> m_group_of, m_slot;  // per flow id: its group (kNone: none), its place there
     std::vector<std::uint32_t> m_reported;          // per flow id: the solve that last reported it
-    // Coupled flows (add_coupled_flow): each one's own uses and key, the group of each key, and scratch.
+    // Coupled flows (add_coupled_flow): each one's own uses, the group of each key, and scratch.
     std::vector<std::vector<Use>> m_flow_uses;
-    std::vector<std::uint64_t> m_flow_couple;       // per flow id: its couple key (0: none)
     FlatIndex m_couples;                            // couple key -> its group
     std::vector<std::uint32_t> m_couple_flows;
     std::vector<Use> m_couple_uses;
