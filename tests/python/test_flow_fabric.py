@@ -652,3 +652,37 @@ def test_queue_serves_writes_to_one_gpu_in_turn_and_to_others_side_by_side(write
         finish[case] = [float(wgs[(wgs["gpu"] == 0) & (wgs["wg"] == w)]["finish_ns"][0]) for w in (0, 1)]
     assert finish["other"][0] - finish["same"][0] == pytest.approx(n / rate - late - ser_ns(P + H), abs=0.01)
     assert finish["other"][1] == pytest.approx(finish["same"][1], abs=0.01)
+
+
+def test_queue_lets_a_late_write_beside_an_earlier_one_once_the_window_binds_and_the_gpu_writes_elsewhere(
+        write_platform):
+    # As above, with a window of 1,024 packets (256 KiB: above the bandwidth-delay product of the uplink, about
+    # 64 KB, so the link and not the window sets the rates) and 1 MiB writes, so the window binds: the GPU cannot
+    # issue a write whole. Then the packet GPU hands its window's slots to its workgroups in turn, and a write
+    # issued behind another to the same GPU takes its turns beside it (FlowFabric::shares_window_turns), but only
+    # where the GPU also writes to another GPU on that link. Workgroup 0 writes to GPU 1 at once, workgroup 1 to
+    # GPU 1 100 ns later; "elsewhere" adds workgroup 2 writing to GPU 2 at once.
+    #  - alone: first come, first served as before: workgroup 0 ends at N / R, workgroup 1 at 2N / R.
+    #  - elsewhere: workgroups 0 and 2 share the uplink at R / 2 for 100 ns, then all three at R / 3. Workgroups 0
+    #    and 2 end at 100 + 3 (N - 50 R) / R = 3N / R - 50 ns, their last packet starting one packet time at R / 3
+    #    before that (three at R), and workgroup 1, last of 3N bytes on a link never idle, at 3N / R; served first
+    #    come, first served it would have ended the same, but workgroups 0 and 2 at 2N / R (that build: 17,354.5
+    #    ns earlier). The tails cancel in the differences, which come out exact.
+    n, late = 1 << 20, 100.0
+    rate = B * P / (P + H) / 1e9  # payload bytes per ns
+    plat = _platform(write_platform, 3, "switch", issue="queue", max_outstanding=1024)
+    finish = {}
+    for case, wgs_of in (("alone", 2), ("elsewhere", 3)):
+        b = ProfileBuilder(gpus=3, workgroups=3, name="late")
+        b.buffer("data", nbytes=n)
+        b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=n)
+        b.program(gpu=0, wg=1).compute(ns=late).write(dst=1, buffer="data", offset=0, nbytes=n)
+        if wgs_of == 3:
+            b.program(gpu=0, wg=2).write(dst=2, buffer="data", offset=0, nbytes=n)
+        wgs = eidola.simulate(plat, b.build()).workgroups
+        finish[case] = [float(wgs[(wgs["gpu"] == 0) & (wgs["wg"] == w)]["finish_ns"][0]) for w in range(wgs_of)]
+    assert finish["alone"][1] - finish["alone"][0] == pytest.approx(n / rate, abs=0.01)
+    packet = ser_ns(P + H)
+    assert finish["elsewhere"][0] - finish["alone"][0] == pytest.approx(2 * n / rate - 50 - 2 * packet, abs=0.01)
+    assert finish["elsewhere"][2] == pytest.approx(finish["elsewhere"][0], abs=0.01)
+    assert finish["elsewhere"][1] - finish["alone"][1] == pytest.approx(n / rate, abs=0.01)

@@ -310,7 +310,11 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
         if (m_routes[r].injection < 0) {
             const std::uint64_t link = std::uint64_t(src) * m_topology->links().size() + m_routes[r].path[0];
             auto [it, fresh] = m_injection_index.try_emplace(link * ports() + dst, std::uint32_t(m_injection.size()));
-            if (fresh) m_injection.emplace_back();
+            if (fresh) {
+                m_injection.emplace_back().first_link = m_routes[r].path[0];
+                if (m_injection_of_gpu.size() <= src) m_injection_of_gpu.resize(std::size_t(src) + 1);
+                m_injection_of_gpu[src].push_back(it->second);
+            }
             m_routes[r].injection = std::int32_t(it->second);
         }
         f.queue = m_routes[r].injection;
@@ -327,14 +331,67 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
                 m_actions.push(f.arrived_ps, {ActionKind::Slip, id, 0, nullptr});
                 return;
             }
-            q.waiting.push_back(id);
-            return;
+            if (!shares_window_turns(f)) {
+                q.waiting.push_back(id);
+                return;
+            }
+            // The window binds: the writes waiting here go now too, in their order, beside the earlier ones.
+            while (!q.waiting.empty()) {
+                const std::uint32_t next = q.waiting.front();
+                q.waiting.pop_front();
+                ++q.active;
+                q.active_ids.push_back(next);
+                activate(next);
+            }
         }
         ++q.active;
         q.active_ids.push_back(id);
         q.active_since = f.arrived_ps;
     }
     activate(id);
+}
+
+// Whether write `f`, issued to a GPU that its GPU is already writing to on that link, goes beside the earlier
+// writes there rather than behind them (flow.issue: queue). The packet GPU issues a write's packets at once as far
+// as its window (max_outstanding packets) lets it, so a write issued after another to the same GPU sits behind it
+// in the injection queue: first come, first served. Once the window binds, though, its slots come back one at a
+// time and its round robin hands them to its workgroups in turn, so the later write takes its turns beside the
+// earlier one, and two workgroups writing to one GPU get two turns where a workgroup writing elsewhere gets one.
+// Served first come, first served, that GPU's bytes got one share of the link until the earlier write ended and
+// then went alone at the end: an all-to-all over two rail nodes whose workgroups 0-3 start 1 ns late took +20% on
+// dgx-h100-rail and mi300x-rail, -3.2% and -1.9% so (test_flow_validation.py, ..._over_two_nodes_as_shipped).
+// Only where the GPU also writes to another GPU through the same link (a write of more than one packet): a GPU
+// whose writes all go to one GPU on that link moves the same bytes over the same links either way, and there the
+// calibrated rings reach their measured plateaus only first come, first served (the channels' writes served
+// together run in step and their fences idle the link together: "A queue per destination" in docs/fabrics.md).
+bool FlowFabric::shares_window_turns(const Flow& f) const {
+    if (f.window == 0 || !f.ext || f.src >= m_injection_of_gpu.size()) return false;
+    const std::uint64_t now = now_ps();
+    const double window = double(f.window) * double(f.ext->packet_bytes);
+    const std::uint32_t link = m_injection[std::size_t(f.queue)].first_link;
+    double held = double(f.bytes);  // issued and not yet answered, this write's included
+    bool elsewhere = false;         // a write to another GPU through the same link
+    for (std::uint32_t qi : m_injection_of_gpu[f.src]) {
+        const Injection& q = m_injection[qi];
+        for (std::uint32_t a : q.active_ids) {
+            const Flow& g = m_flows[a];
+            double left = 0;
+            held += issued_unanswered(g, now, left) + left;
+            elsewhere = elsewhere || (std::int64_t(qi) != f.queue && q.first_link == link && g.packets > 1);
+        }
+        for (std::uint32_t w : q.waiting) held += double(m_flows[w].bytes);
+        if (elsewhere && held > window) return true;
+    }
+    return false;
+}
+
+// What active write `g` has sent and not yet had answered at `now`: its rate times its round trip, at most what it
+// has sent; `left` is set to what it has still to send (issued, in its injection queue).
+double FlowFabric::issued_unanswered(const Flow& g, std::uint64_t now, double& left) const {
+    left = 0;
+    if (g.rate == FlowSolver::kUnlimited) return 0;
+    left = std::max(0.0, g.remaining - g.rate * double(now - g.anchor_ps) * 1e-12) + double(g.paced_bytes);
+    return std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
 }
 
 // Whether all the flows in queue `q` come from workgroup `wg` and have a window (FlowExtension).
@@ -392,10 +449,10 @@ std::uint64_t FlowFabric::slip_at(const Injection& q) const {
     for (std::uint32_t a : q.active_ids) {
         const Flow& g = m_flows[a];
         if (g.rate == FlowSolver::kUnlimited) continue;
-        const double left = std::max(0.0, g.remaining - g.rate * double(now - g.anchor_ps) * 1e-12) + double(g.paced_bytes);
+        double left = 0;
+        beyond += issued_unanswered(g, now, left);
         ahead += left;
         rate += g.rate;
-        beyond += std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
         if (g.window > 0) window = std::max(window, double(g.window) * double(g.ext->packet_bytes));
     }
     for (std::uint32_t w : q.waiting) ahead += double(m_flows[w].bytes);  // issued too, as far as the window goes

@@ -169,7 +169,8 @@ private:
     /// interleave. Writes to other GPUs are in queues of their own, which share the link (the packet
     /// fabric's virtual output queues: a packet never waits behind one bound elsewhere), so an
     /// all-to-all's units to one peer do not wait for those to the others. The writes issued first
-    /// are active; the rest wait until they have been sent. A signal, which the GPU issues as one
+    /// are active; the rest wait until they have been sent, unless the GPU's window binds and it
+    /// also writes elsewhere through the link (shares_window_turns): then they go at once. A signal, which the GPU issues as one
     /// packet in its round robin, waits only for the backlog its window lets the flows ahead hold
     /// (slip_at).
     struct Injection {
@@ -177,6 +178,7 @@ private:
         std::vector<std::uint32_t> active_ids;  // the active writes
         std::uint32_t active = 0;
         std::uint64_t active_since = 0;  // when the active writes were issued
+        std::uint32_t first_link = 0;    // the output link it sends through
     };
     /// The links a GPU pair's packets take, with the share of them on each (routing.spread splits
     /// them evenly over equal-cost next hops), and the first-choice path for latencies.
@@ -243,6 +245,8 @@ private:
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
+    bool shares_window_turns(const Flow& f) const;
+    double issued_unanswered(const Flow& g, std::uint64_t now, double& left) const;
     void schedule_solve();
     void solve();
     void solve_rates(std::uint64_t now);
@@ -574,6 +578,7 @@ private:
     std::vector<std::uint32_t> m_route_touched;            // scratch of route(): the links it gave a share
     std::unordered_map<std::uint64_t, std::uint32_t> m_injection_index;  // (src * links + first link) * gpus + dst -> m_injection
     std::vector<Injection> m_injection;
+    std::vector<std::vector<std::uint32_t>> m_injection_of_gpu;  // per GPU: its injection queues (m_injection)
     std::vector<FlowSolver::Use> m_uses;        // scratch of start_flow: links and ports
 
     PortTurns<FlowFabric> m_turns{ports()};  // one BEGIN_REQ / BEGIN_RESP at a time on each GPU port
