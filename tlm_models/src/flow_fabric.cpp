@@ -365,7 +365,9 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
 // calibrated rings reach their measured plateaus only first come, first served (the channels' writes served
 // together run in step and their fences idle the link together: "A queue per destination" in docs/fabrics.md).
 bool FlowFabric::shares_window_turns(const Flow& f) const {
-    if (f.window == 0 || !f.ext || f.src >= m_injection_of_gpu.size()) return false;
+    // A signal (one packet) stays behind: the writes it follows in the queue stand for the round robin that made its
+    // own write end late with theirs (the Injection bullet of docs/fabrics.md).
+    if (f.window == 0 || !f.ext || f.packets < 2 || f.src >= m_injection_of_gpu.size()) return false;
     const std::uint64_t now = now_ps();
     const double window = double(f.window) * double(f.ext->packet_bytes);
     const std::uint32_t link = m_injection[std::size_t(f.queue)].first_link;
