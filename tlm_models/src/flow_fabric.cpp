@@ -377,8 +377,8 @@ bool FlowFabric::shares_window_turns(const Flow& f) const {
         const Injection& q = m_injection[qi];
         for (std::uint32_t a : q.active_ids) {
             const Flow& g = m_flows[a];
-            double left = 0;
-            held += issued_unanswered(g, now, left) + left;
+            const Outstanding o = outstanding(g, now);
+            held += o.unsent + o.unanswered;
             elsewhere = elsewhere || (std::int64_t(qi) != f.queue && q.first_link == link && g.packets > 1);
         }
         for (std::uint32_t w : q.waiting) held += double(m_flows[w].bytes);
@@ -387,13 +387,12 @@ bool FlowFabric::shares_window_turns(const Flow& f) const {
     return false;
 }
 
-// What active write `g` has sent and not yet had answered at `now`: its rate times its round trip, at most what it
-// has sent; `left` is set to what it has still to send (issued, in its injection queue).
-double FlowFabric::issued_unanswered(const Flow& g, std::uint64_t now, double& left) const {
-    left = 0;
-    if (g.rate == FlowSolver::kUnlimited) return 0;
-    left = std::max(0.0, g.remaining - g.rate * double(now - g.anchor_ps) * 1e-12) + double(g.paced_bytes);
-    return std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - left));
+// Active write `g`'s bytes at `now` that its GPU has issued and not had answered: those still to send (in its
+// injection queue), and those sent and not yet answered (its rate times its round trip, at most what it has sent).
+FlowFabric::Outstanding FlowFabric::outstanding(const Flow& g, std::uint64_t now) const {
+    if (g.rate == FlowSolver::kUnlimited) return {};
+    const double unsent = std::max(0.0, g.remaining - g.rate * double(now - g.anchor_ps) * 1e-12) + double(g.paced_bytes);
+    return {unsent, std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - unsent))};
 }
 
 // Whether all the flows in queue `q` come from workgroup `wg` and have a window (FlowExtension).
@@ -451,9 +450,9 @@ std::uint64_t FlowFabric::slip_at(const Injection& q) const {
     for (std::uint32_t a : q.active_ids) {
         const Flow& g = m_flows[a];
         if (g.rate == FlowSolver::kUnlimited) continue;
-        double left = 0;
-        beyond += issued_unanswered(g, now, left);
-        ahead += left;
+        const Outstanding o = outstanding(g, now);
+        ahead += o.unsent;
+        beyond += o.unanswered;
         rate += g.rate;
         if (g.window > 0) window = std::max(window, double(g.window) * double(g.ext->packet_bytes));
     }

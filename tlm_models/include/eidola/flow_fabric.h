@@ -246,7 +246,11 @@ private:
     std::uint64_t slip_at(const Injection& q) const;
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
     bool shares_window_turns(const Flow& f) const;
-    double issued_unanswered(const Flow& g, std::uint64_t now, double& left) const;
+    /// A write's bytes issued and not yet answered: still to send, and sent but not yet answered.
+    struct Outstanding {
+        double unsent = 0, unanswered = 0;
+    };
+    Outstanding outstanding(const Flow& g, std::uint64_t now) const;
     void schedule_solve();
     void solve();
     void solve_rates(std::uint64_t now);
