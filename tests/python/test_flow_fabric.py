@@ -399,6 +399,27 @@ def test_a_window_paced_flow_longer_than_the_watchdog_is_not_a_stall(write_platf
     assert times["flow"] > 50 * 2000  # far past the watchdog's own 2 us
 
 
+@pytest.mark.parametrize("model", ["packet", "ideal"])
+def test_a_memory_latency_longer_than_the_watchdog_is_not_a_stall(write_platform, model):
+    # One 256-byte write whose acknowledgement comes after the target's memory latency of 5 us, against a watchdog of
+    # 2 us: no response can come sooner, so the watchdog allows the memory's latency as well. Before, the run stopped
+    # with a stall report asking whether a transaction was lost (a fuzzed gb200-nvl4 with gpus.memory.latency 1ms on
+    # the ideal fabric, scripts/fuzz.py's flow campaign, seed 44). The write's time: its packet over one hop, the
+    # memory (5 us and the packet at MEM), the acknowledgement back: zl(P + h, 1) + 5 us + P / MEM + zl(h, 1) on the
+    # packet fabric; on the ideal fabric at least the memory's 5 us.
+    b = ProfileBuilder(gpus=2, workgroups=1, name="slow-memory")
+    b.buffer("data", nbytes=P)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=P).fence()
+    plat = _platform(write_platform, 2, "fully_connected", model=model)
+    plat = eidola.load_platform(plat.source, overrides={"gpus.watchdog": "2us", "gpus.launch": "0ns",
+                                                        "gpus.memory.latency": "5us"})
+    time_ns = eidola.simulate(plat, b.build()).kernel_time_ns
+    if model == "packet":
+        assert time_ns == pytest.approx(zl(P + H, 1) + 5000 + P / MEM * 1e9 + zl(H, 1), rel=0.005)
+    else:
+        assert time_ns >= 5000
+
+
 def test_a_packet_only_key_is_ignored_with_one_warning(write_platform, capsys):
     _platform(write_platform, 2, "fully_connected", extra="  watchdog: 5ms")
     lines = capsys.readouterr().err.splitlines()

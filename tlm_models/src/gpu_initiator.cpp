@@ -498,12 +498,16 @@ void GpuInitiator::watchdog() {
 // Why: a 64 MiB flow paced by a window of one packet over a 4 us round trip is a second without a response,
 // and the flat allowance reported it as lost (scripts/fuzz.py's flow campaign), where the packet fabric's
 // responses kept coming and the run finished.
+// It also allows the memory's latency once (every GPU of a platform has the same memory): no access is answered
+// sooner. Why: with gpus.memory.latency as long as the watchdog (1 ms on a fuzzed gb200-nvl4) every remote access
+// outlived it, and the run stopped with a stall report asking whether a transaction was lost.
 std::uint64_t GpuInitiator::watchdog_allowance() const {
     // The booking stays below 2^62 ps (53 days), far from where the kernel's 64-bit time would wrap.
     constexpr std::uint64_t kLatest = std::uint64_t(1) << 62;
     const std::uint64_t windows = std::max<std::uint64_t>(1, (m_flow_packets + m_max_outstanding - 1) / m_max_outstanding);
     const std::uint64_t most = m_last_response_ps < kLatest ? kLatest - m_last_response_ps : 1;
-    return windows > most / m_core.watchdog_ps ? most : m_core.watchdog_ps * windows;
+    const std::uint64_t memory = std::min(m_core.memory.latency_ps(), most / 2);
+    return windows > (most - memory) / m_core.watchdog_ps ? most : m_core.watchdog_ps * windows + memory;
 }
 
 // One packet of the traffic generator's source queue; the generator keeps its turn while it has more.

@@ -57,6 +57,8 @@ public:
         m_ps_per_byte = 1e12 / bytes_per_s;
     }
 
+    /// The access latency (configure).
+    std::uint64_t latency_ps() const { return m_latency_ps; }
     /// Sizes the flag storage (flags occupy offsets [0, 8*count)).
     void set_flag_count(std::uint64_t count) { m_flags.assign(count, 0); }
     std::uint64_t flag_count() const { return m_flags.size(); }
