@@ -336,13 +336,7 @@ void FlowFabric::start_flow(std::uint32_t src, std::uint32_t dst, tlm::tlm_gener
                 return;
             }
             // The window binds: the writes waiting here go now too, in their order, beside the earlier ones.
-            while (!q.waiting.empty()) {
-                const std::uint32_t next = q.waiting.front();
-                q.waiting.pop_front();
-                ++q.active;
-                q.active_ids.push_back(next);
-                activate(next);
-            }
+            while (!q.waiting.empty()) activate_waiting(q);
         }
         ++q.active;
         q.active_ids.push_back(id);
@@ -470,13 +464,16 @@ void FlowFabric::sent(std::uint32_t id) {
     q.active_ids.erase(std::find(q.active_ids.begin(), q.active_ids.end(), id));
     if (--q.active || q.waiting.empty()) return;
     q.active_since = m_flows[q.waiting.front()].arrived_ps;
-    while (!q.waiting.empty() && m_flows[q.waiting.front()].arrived_ps == q.active_since) {
-        const std::uint32_t next = q.waiting.front();
-        q.waiting.pop_front();
-        ++q.active;
-        q.active_ids.push_back(next);
-        activate(next);
-    }
+    while (!q.waiting.empty() && m_flows[q.waiting.front()].arrived_ps == q.active_since) activate_waiting(q);
+}
+
+// The first write waiting in queue `q` becomes one of its active writes and starts sending.
+void FlowFabric::activate_waiting(Injection& q) {
+    const std::uint32_t next = q.waiting.front();
+    q.waiting.pop_front();
+    ++q.active;
+    q.active_ids.push_back(next);
+    activate(next);
 }
 
 // Flow `id` starts sending: its weights on the links, ports and windows it uses.

@@ -170,9 +170,9 @@ private:
     /// fabric's virtual output queues: a packet never waits behind one bound elsewhere), so an
     /// all-to-all's units to one peer do not wait for those to the others. The writes issued first
     /// are active; the rest wait until they have been sent, unless the GPU's window binds and it
-    /// also writes elsewhere through the link (shares_window_turns): then they go at once. A signal, which the GPU issues as one
-    /// packet in its round robin, waits only for the backlog its window lets the flows ahead hold
-    /// (slip_at).
+    /// also writes elsewhere through the link (shares_window_turns): then they go at once. A
+    /// signal, which the GPU issues as one packet in its round robin, waits only for the backlog
+    /// its window lets the flows ahead hold (slip_at).
     struct Injection {
         FrontQueue<std::uint32_t> waiting;
         std::vector<std::uint32_t> active_ids;  // the active writes
@@ -242,6 +242,7 @@ private:
                       double weight, double per_packet, bool first);
     std::uint32_t credit_channel(std::uint32_t link, std::uint32_t group, std::uint32_t slot);
     void sent(std::uint32_t id);
+    void activate_waiting(Injection& q);
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
