@@ -84,7 +84,8 @@ struct EidolonGpuParams : ParamGroup {
     /// Stall watchdog.
     TimeParam watchdog{*this, "watchdog", 1e-3,
                        "transactions outstanding this long with no response arriving stop the run with a stall report "
-                       "(flows: this long per max_outstanding of the packets they stand for, as each is answered once)",
+                       "(flows: this long per max_outstanding of the packets they stand for, as each is answered once; "
+                       "the memory's latency is allowed on top, as no response comes sooner)",
                        1e-9, 1e3};
 };
 
