@@ -311,12 +311,14 @@ void FlowSolver::compute() {
         return;
     }
     if (m_incremental && !(m_backoff_on && m_refill_whole.skipping())) {
+        const std::uint64_t work = m_work;
         seed();
         for (int step = 0; step < kMaxSteps; ++step) {
             if (!settle()) measure();
             const std::size_t before = m_set.size();
             if (check()) {
-                m_refill_whole.paid();
+                if (m_backoff_on && dearer_than_whole(m_work - work, step)) m_refill_whole.wasted();
+                else m_refill_whole.paid();
                 return;
             }
             if (m_set.size() == before || m_set.size() > kSetFloor + m_active / kSetShare) break;
@@ -324,8 +326,20 @@ void FlowSolver::compute() {
         if (m_backoff_on) m_refill_whole.wasted();  // the attempt was wasted: refill whole for a while
     }
     ++m_full_solves;
+    const std::uint64_t work = m_work;
     collect_component(kUnbounded);
     if (!settle()) measure();
+    // A running mean (weight 1/4 on the newest) of what refilling the component costs now.
+    const double whole = double(m_work - work);
+    m_whole_work = m_whole_work < 0 ? whole : 0.75 * m_whole_work + 0.25 * whole;
+}
+
+// Whether an incremental solve that passed after `steps` + 1 refills of S, at `work`, cost more than
+// refilling the whole component does (m_whole_work). Unknown (no whole refill yet), one that needed
+// more than one refill counts as dearer, so the next solve refills whole and measures that.
+bool FlowSolver::dearer_than_whole(std::uint64_t work, int steps) const {
+    if (m_whole_work < 0) return steps > 0;
+    return double(work) > m_whole_work;
 }
 
 // Fills S, and while S has uses served first, fills it again with new estimates of the loads they
@@ -582,6 +596,7 @@ void FlowSolver::fill() {
     }
     for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
+        m_work += 1 + r.members.size();
         r.remaining = r.capacity;
         r.weights = 0;
         r.unfrozen = 0;
@@ -712,6 +727,7 @@ void FlowSolver::fill_by_scan(std::size_t unfrozen) {
 void FlowSolver::measure() {
     for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
+        m_work += 1 + r.members.size();
         double load = 0, top = 0, tagged = 0;
         for (const Member& m : r.members) {
             const double w = m.weight;
@@ -761,6 +777,7 @@ bool FlowSolver::check() {
         // Served-first loads of S may have put a resource over capacity under held flows that it
         // does not bottleneck: they join, to be refilled against what those loads leave.
         const bool over = overloaded(ri);
+        m_work += 1 + m_resources[ri].members.size();
         for (const Member& m : m_resources[ri].members) {
             if (m.first || m_group_mark[m.group] == m_generation) continue;
             if (over || (m_bottleneck[m.group] == ri && !bottleneck(m.group))) m_joining.push_back(m.group);

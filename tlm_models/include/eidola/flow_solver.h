@@ -21,7 +21,9 @@
 //     out-rate an S flow on its bottleneck), and S is refilled;
 //   - when S stops growing without passing, or grows past a share of the flows, it falls back to
 //     filling the whole connected component of the change (the only path before issue 25);
-//   - a component of a few flows (kSmallComponent) is refilled whole at once, which is cheaper.
+//   - a component of a few flows (kSmallComponent) is refilled whole at once, which is cheaper;
+//   - where the steps fail, or pass at more work than a whole refill has been costing, the next
+//     solves refill whole, for longer the more often that happens (set_backoff).
 // Flows with identical uses (the same resources with bit-identical weights) always get the same
 // rate, the allocation being unique: the solver keeps them as one group of c flows whose weight
 // on each resource is c times a flow's, so a solve costs what the distinct groups hold, not every
@@ -121,11 +123,15 @@ public:
     /// The default of set_small_component: about a component's size on 8 GPUs of a switch, where
     /// one refill of the component costs less than the incremental path's refills and checks.
     static constexpr std::size_t kSmallComponent = 32;
-    /// Whether a solve whose incremental steps fell back to the whole component makes the next
-    /// solves refill whole at once (default on): 1 solve after one fall-back, doubling up to
-    /// kMaxBackoff while they keep falling back, back to trying after a success. Where changes
-    /// couple most flows (NVLS: every flow meets the switch's reduction) nearly every attempt
-    /// falls back, and its steps are wasted work (+54% CPU on an 8-GPU NVLS all-reduce).
+    /// Whether a solve whose incremental steps fell back to the whole component, or passed at more
+    /// work than refilling the component costs, makes the next solves refill whole at once
+    /// (default on): 1 solve after one such attempt, doubling up to kMaxBackoff while they keep
+    /// failing or costing more, back to trying after a cheaper success. Where changes couple most
+    /// flows (NVLS: every flow meets the switch's reduction) nearly every attempt falls back, and
+    /// its steps are wasted work (+54% CPU on an 8-GPU NVLS all-reduce); on a 16-GPU torus
+    /// all-to-all the steps pass, but after three refills of S and six fills, where one refill of
+    /// the component takes 1.4 fills (1.8x the CPU of the run). Work is counted in members of the
+    /// touched resources that fills, measures and checks walk, so the choice is deterministic.
     void set_backoff(bool on) { m_backoff_on = on; }
     /// The longest run of solves refilled whole after fall-backs before trying again.
     static constexpr std::uint32_t kMaxBackoff = 64;
@@ -295,6 +301,7 @@ private:
     void start();
     void seed();
     bool collect_component(std::size_t limit);
+    bool dearer_than_whole(std::uint64_t work, int steps) const;
     void commit_loads();
 
     std::vector<Resource> m_resources;
@@ -373,6 +380,9 @@ private:
     std::size_t m_small_component = kSmallComponent;
     std::size_t m_scan_fill = kScanFill, m_scan_work = kScanWork;
     std::uint64_t m_full_solves = 0, m_solves = 0, m_fills = 0;
+    // Members walked by fills, measures and checks: what a solve's path cost, to compare the two.
+    std::uint64_t m_work = 0;
+    double m_whole_work = -1;  // running mean of a whole refill's work (< 0: none yet)
 };
 
 }  // namespace eidola
