@@ -657,11 +657,16 @@ void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen,
 // rounding does lower its level below its last entry. (Queuing every resource a freeze moved made a
 // whole-component refill at 512 GPUs, some 2,000 groups, push about ten entries per group.)
 void FlowSolver::fill_by_heap(std::size_t unfrozen) {
+    // Built at once (linear) rather than entry by entry: (level, resource) orders the entries
+    // totally, so the pops come in the same order either way.
     m_heap.clear();
     for (std::uint32_t ri : m_touched) {
-        const Resource& r = m_resources[ri];
-        if (r.unfrozen > 0 && r.weights > 0) queue(ri, level_of(r));
+        Resource& r = m_resources[ri];
+        if (r.unfrozen == 0 || !(r.weights > 0)) continue;
+        r.queued = level_of(r);
+        m_heap.push_back(Entry{r.queued, ri});
     }
+    std::make_heap(m_heap.begin(), m_heap.end(), LaterEntry{});
     double level = 0;
     while (unfrozen > 0 && !m_heap.empty()) {
         std::pop_heap(m_heap.begin(), m_heap.end(), LaterEntry{});
