@@ -569,6 +569,7 @@ bool FlowSolver::collect_component(std::size_t limit) {
         if (m_resources[ri].members.size() > limit) return false;
     for (std::size_t head = 0; head < m_touched.size(); ++head) {
         if (m_resources[m_touched[head]].members.size() > limit) return false;
+        m_work += 1 + m_resources[m_touched[head]].members.size();
         for (const Member& m : m_resources[m_touched[head]].members)
             if (m_group_mark[m.group] != m_generation) {
                 add_to_set(m.group);

@@ -131,7 +131,8 @@ public:
     /// its steps are wasted work (+54% CPU on an 8-GPU NVLS all-reduce); on a 16-GPU torus
     /// all-to-all the steps pass, but after three refills of S and six fills, where one refill of
     /// the component takes 1.4 fills (1.8x the CPU of the run). Work is counted in members of the
-    /// touched resources that fills, measures and checks walk, so the choice is deterministic.
+    /// touched resources that the walk of the component, fills, measures and checks pass, so the
+    /// choice is deterministic.
     void set_backoff(bool on) { m_backoff_on = on; }
     /// The longest run of solves refilled whole after fall-backs before trying again.
     static constexpr std::uint32_t kMaxBackoff = 64;
@@ -380,7 +381,7 @@ private:
     std::size_t m_small_component = kSmallComponent;
     std::size_t m_scan_fill = kScanFill, m_scan_work = kScanWork;
     std::uint64_t m_full_solves = 0, m_solves = 0, m_fills = 0;
-    // Members walked by fills, measures and checks: what a solve's path cost, to compare the two.
+    // Members walked by component walks, fills, measures and checks: what a solve's path cost, to compare the two.
     std::uint64_t m_work = 0;
     double m_whole_work = -1;  // running mean of a whole refill's work (< 0: none yet)
 };
