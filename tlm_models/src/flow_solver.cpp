@@ -322,6 +322,8 @@ void FlowSolver::compute() {
                 return;
             }
             if (m_set.size() == before || m_set.size() > kSetFloor + m_active / kSetShare) break;
+            // Past what a whole refill costs, the attempt cannot pay any more: cut the loss.
+            if (m_backoff_on && m_whole_work >= 0 && double(m_work - work) > m_whole_work) break;
         }
         if (m_backoff_on) m_refill_whole.wasted();  // the attempt was wasted: refill whole for a while
     }

@@ -23,7 +23,8 @@
 //     filling the whole connected component of the change (the only path before issue 25);
 //   - a component of a few flows (kSmallComponent) is refilled whole at once, which is cheaper;
 //   - where the steps fail, or pass at more work than a whole refill has been costing, the next
-//     solves refill whole, for longer the more often that happens (set_backoff).
+//     solves refill whole, for longer the more often that happens (set_backoff); steps that have
+//     cost that much without passing stop there and refill whole.
 // Flows with identical uses (the same resources with bit-identical weights) always get the same
 // rate, the allocation being unique: the solver keeps them as one group of c flows whose weight
 // on each resource is c times a flow's, so a solve costs what the distinct groups hold, not every
@@ -130,7 +131,9 @@ public:
     /// flows (NVLS: every flow meets the switch's reduction) nearly every attempt falls back, and
     /// its steps are wasted work (+54% CPU on an 8-GPU NVLS all-reduce); on a 16-GPU torus
     /// all-to-all the steps pass, but after three refills of S and six fills, where one refill of
-    /// the component takes 1.4 fills (1.8x the CPU of the run). Work is counted in members of the
+    /// the component takes 1.4 fills (1.8x the CPU of the run). Steps that have cost more than a
+    /// whole refill without passing stop and refill whole (rail-16gpu's 1 GiB all-to-all: failed
+    /// attempts had cost 3x a whole refill each; 18% less CPU). Work is counted in members of the
     /// touched resources that the walk of the component, fills, measures and checks pass, so the
     /// choice is deterministic.
     void set_backoff(bool on) { m_backoff_on = on; }
