@@ -455,7 +455,8 @@ def test_direct_allreduce_hierarchical_4_workgroups_4mib(repo):
     _check(packet, flow, 0.03, 0.0)
 
 
-@pytest.mark.xfail(strict=True, reason="measured -5.24% since a channel a flow keeps up with stays its use "
+@pytest.mark.xfail(strict=True, reason="measured -4.99% since the flow solver chooses its path by cost (2026-12-06, "
+                   "0dfe152; the same allocation to rounding), -5.24% since a channel a flow keeps up with stays its use "
                    "(2026-12-06, e282f1f), -5.58% since a buffer's credits that keep up with the links "
                    "stopped limiting bursts (2026-12-06, 9cf0487), -5.65% since a burst's window room comes back with its answer "
                    "(7d77355), -5.49% since alike solved levels are one (2026-12-05, "
