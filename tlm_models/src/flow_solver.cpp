@@ -323,7 +323,7 @@ void FlowSolver::compute() {
             }
             if (m_set.size() == before || m_set.size() > kSetFloor + m_active / kSetShare) break;
             // Past what a whole refill costs, the attempt cannot pay any more: cut the loss.
-            if (m_backoff_on && m_whole_work >= 0 && double(m_work - work) > m_whole_work) break;
+            if (m_backoff_on && past_whole(m_work - work)) break;
         }
         if (m_backoff_on) m_refill_whole.wasted();  // the attempt was wasted: refill whole for a while
     }
@@ -336,12 +336,15 @@ void FlowSolver::compute() {
     m_whole_work = m_whole_work < 0 ? whole : 0.75 * m_whole_work + 0.25 * whole;
 }
 
+// Whether `work` is more than refilling the whole component has been costing (m_whole_work; false while
+// unknown).
+bool FlowSolver::past_whole(std::uint64_t work) const { return m_whole_work >= 0 && double(work) > m_whole_work; }
+
 // Whether an incremental solve that passed after `steps` + 1 refills of S, at `work`, cost more than
-// refilling the whole component does (m_whole_work). Unknown (no whole refill yet), one that needed
-// more than one refill counts as dearer, so the next solve refills whole and measures that.
+// refilling the whole component does. Unknown (no whole refill yet), one that needed more than one
+// refill counts as dearer, so the next solve refills whole and measures that.
 bool FlowSolver::dearer_than_whole(std::uint64_t work, int steps) const {
-    if (m_whole_work < 0) return steps > 0;
-    return double(work) > m_whole_work;
+    return m_whole_work < 0 ? steps > 0 : past_whole(work);
 }
 
 // Fills S, and while S has uses served first, fills it again with new estimates of the loads they

@@ -305,6 +305,7 @@ private:
     void start();
     void seed();
     bool collect_component(std::size_t limit);
+    bool past_whole(std::uint64_t work) const;
     bool dearer_than_whole(std::uint64_t work, int steps) const;
     void commit_loads();
 
