@@ -655,38 +655,36 @@ void FlowSolver::freeze(std::uint32_t full, double level, std::size_t& unfrozen,
     }
 }
 
-// The fill's steps with a heap of levels (level_heap.h). A freeze at the lowest level never lowers
-// another resource's level (what it takes from a resource is at most that resource's share at its
-// own level), so an entry stays a lower bound of its resource's level: an entry at the top that is
-// out of date moves up to its level now, and one that is up to date is the lowest (level, index)
-// of all, as in fill_by_scan. An entry moves down only where rounding lowers its resource's level
-// below it. (Moving every resource a freeze touched made a whole-component refill at 512 GPUs,
-// some 2,000 groups, move about ten entries per group.)
+// The fill's steps with a heap of levels, queued lazily. A freeze at the lowest level never lowers
+// another resource's level (what it takes from a resource is at most that resource's share at
+// its own level), so an entry once queued stays a lower bound of its resource's level: an entry
+// popped that is out of date goes back at the level now, and one that is up to date is the
+// lowest (level, index) of all, as in fill_by_scan. A resource is queued again at once only when
+// rounding does lower its level below its last entry. (Queuing every resource a freeze moved made a
+// whole-component refill at 512 GPUs, some 2,000 groups, push about ten entries per group.)
 void FlowSolver::fill_by_heap(std::size_t unfrozen) {
-    m_fill_heap.reset(m_resources.size());
+    // Built at once (linear) rather than entry by entry: (level, resource) orders the entries
+    // totally, so the pops come in the same order either way.
+    m_heap.clear();
     for (std::uint32_t ri : m_touched) {
         Resource& r = m_resources[ri];
         if (r.unfrozen == 0 || !(r.weights > 0)) continue;
         r.queued = level_of(r);
-        m_fill_heap.add(r.queued, ri);
+        m_heap.push_back(Entry{r.queued, ri});
     }
-    m_fill_heap.build();
+    std::make_heap(m_heap.begin(), m_heap.end(), LaterEntry{});
     double level = 0;
-    while (unfrozen > 0 && !m_fill_heap.empty()) {
-        const LevelHeap::Entry e = m_fill_heap.top();
-        Resource& full = m_resources[e.resource];
-        if (full.unfrozen == 0 || !(full.weights > 0)) {  // nothing left to fill there
-            m_fill_heap.pop();
-            continue;
-        }
+    while (unfrozen > 0 && !m_heap.empty()) {
+        std::pop_heap(m_heap.begin(), m_heap.end(), LaterEntry{});
+        const Entry e = m_heap.back();
+        m_heap.pop_back();
+        const Resource& full = m_resources[e.resource];
+        if (full.unfrozen == 0 || !(full.weights > 0)) continue;  // nothing left to fill there
         const double at = level_of(full);
-        if (at != e.level) {  // moved since; down only where a freeze's rounding was missed
-            full.queued = at;
-            if (at > e.level) m_fill_heap.raise_top(at);
-            else m_fill_heap.lower(e.resource, at);
+        if (at != e.level) {  // moved since: up, back in at its level now; down, a lower entry stands
+            if (at > e.level) queue(e.resource, at);
             continue;
         }
-        m_fill_heap.pop();
         level = std::max(level, at);  // levels only rise; rounding must not lower one
         ++m_step;
         m_requeue.clear();
@@ -698,14 +696,17 @@ void FlowSolver::fill_by_heap(std::size_t unfrozen) {
             }
         });
         for (std::uint32_t ri : m_requeue) {
-            Resource& r = m_resources[ri];
+            const Resource& r = m_resources[ri];
             if (r.unfrozen == 0 || !(r.weights > 0)) continue;
-            if (const double now = level_of(r); now < r.queued) {
-                r.queued = now;
-                m_fill_heap.lower(ri, now);
-            }
+            if (const double now = level_of(r); now < r.queued) queue(ri, now);
         }
     }
+}
+
+void FlowSolver::queue(std::uint32_t ri, double level) {
+    m_resources[ri].queued = level;
+    m_heap.push_back(Entry{level, ri});
+    std::push_heap(m_heap.begin(), m_heap.end(), LaterEntry{});
 }
 
 // The same steps by a scan of the touched resources for the lowest (level, index) at each step:

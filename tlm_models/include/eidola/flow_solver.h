@@ -64,7 +64,6 @@
 #include <vector>
 
 #include "eidola/flat_index.h"
-#include "eidola/level_heap.h"
 
 namespace eidola {
 
@@ -220,7 +219,7 @@ private:
         double remaining = 0, weights = 0;  // capacity left to the unfrozen set groups, and their weight
         std::uint32_t unfrozen = 0;
         std::uint32_t pushed = 0;           // fill step that last moved it
-        double queued = 0;                  // the level of its entry in the fill's heap
+        double queued = 0;                  // the level of its last entry in the fill's heap
     };
     struct Measured {  // a touched resource after a fill
         double load = 0, top = 0;  // its load and highest rate
@@ -264,6 +263,18 @@ private:
         Uses* first = g.size <= kInlineUses ? g.local : m_spill[id].data();
         return UseList{first, first + g.size};
     }
+    struct Entry {  // a resource's fill level in the fill's heap
+        double level;
+        std::uint32_t resource;
+    };
+    // The fill's heap is a min-heap on (level, resource): ties go to the lower index, so the order
+    // of a fill does not depend on the order in which levels were queued.
+    struct LaterEntry {
+        bool operator()(const Entry& a, const Entry& b) const {
+            return a.level > b.level || (a.level == b.level && a.resource > b.resource);
+        }
+    };
+
     std::uint32_t find_group(const std::vector<Use>& uses, std::uint64_t key, bool tagged);
     void make_room(std::uint32_t id);
     // `indexed`: findable by its uses (find_group); a coupled group is not.
@@ -279,6 +290,7 @@ private:
     bool settle();
     void fill();
     void fill_by_heap(std::size_t unfrozen);
+    void queue(std::uint32_t resource, double level);
     /// The common rate at which the unfrozen groups of S on `r` would fill it.
     static double level_of(const Resource& r) { return std::max(0.0, r.remaining) / r.weights; }
     void fill_by_scan(std::size_t unfrozen);
@@ -331,7 +343,7 @@ private:
     std::vector<std::uint32_t> m_set;         // S: the groups being refilled
     std::vector<std::uint32_t> m_touched;     // resources of S and of the change
     std::vector<std::uint32_t> m_joining;     // groups failing the check
-    LevelHeap m_fill_heap;  // fill_by_heap's levels
+    std::vector<Entry> m_heap;
     // solve_levels()'s system: a row per bottleneck of the last fill, in its order.
     struct Term {  // a group's weight on the row's resource, at the level of the bottleneck in `column`
         std::uint32_t column;
