@@ -187,3 +187,28 @@ def test_all_to_all_as_shipped_agrees_with_the_packet_fabric_at_64_mib(repo, pla
     (flow,) = run_sizes(Fabrics(path, {}, "flow"), "alltoall", [(size, size // 4)], gpus)
     assert (packet.fabric, flow.fabric) == ("packet", "flow") and packet.plan == flow.plan
     assert abs(flow.time_us / packet.time_us - 1) <= BOUND["alltoall"], (packet.time_us, flow.time_us)
+
+
+# custom-4gpu: GPUs 0 and 1 on one switch, 2 and 3 on another, the switches joined by one link of 32 GB/s where the
+# GPUs' own links have 64 GB/s, 16-byte headers on both. Bytes over that link's busier direction per byte of the
+# nccl-tests size S: all-to-all, GPUs 0 and 1 each send S/4 to GPU 2 and to GPU 3 (S in all); scatter from root 0,
+# S/4 to GPU 2 and S/4 to GPU 3 (S/2).
+CROSSING = {"alltoall": 1.0, "scatter": 0.5}
+
+
+@pytest.mark.parametrize("op", sorted(CROSSING))
+def test_collectives_across_a_slow_link_between_two_switches(repo, op):
+    # The slow link between the switches bounds both collectives from below: its share of S at 32 GB/s, with each
+    # packet's header. A build of 2026-12-06 (the package installed at 05:41) ran the flow fabric's all-to-all at
+    # 2.6x the packet fabric's speed, above that bound at every size (16 MiB: 230.9 us against the packet's
+    # 599.1 us and the link's 557 us), and its scatter at 4 GiB 31% above it; measured at 2026-12-07: -0.42%
+    # (599.14 / 596.64 us) and -0.83% (291.94 / 289.51 us).
+    size, gpus = 16 * MIB, 4
+    path = str(repo / "platforms" / "custom-4gpu.yaml")
+    (packet,) = run_sizes(Fabrics(path, {}, "packet"), op, [(size, size // 4)], gpus)
+    (flow,) = run_sizes(Fabrics(path, {}, "flow"), op, [(size, size // 4)], gpus)
+    assert (packet.fabric, flow.fabric) == ("packet", "flow") and packet.plan == flow.plan
+    floor_us = CROSSING[op] * size * (P + 16) / P / 32e9 * 1e6
+    for name, row in (("packet", packet), ("flow", flow)):
+        assert row.time_us >= floor_us, f"{name} {row.time_us:.2f} us below the slow link's floor {floor_us:.2f} us"
+    assert abs(flow.time_us / packet.time_us - 1) <= BOUND[op], (packet.time_us, flow.time_us)
