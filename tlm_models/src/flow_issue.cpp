@@ -622,6 +622,15 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     const std::uint64_t now = now_ps();
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_of(f, f.packet_bytes, false)) : 0;
+    if (!m_injection_blocking && !f.sent_all && carry_on(id, now)) {
+        // flow.injection: free gives each write its own max-min rate, as if the GPU had a queue per destination:
+        // the output queue's bytes sent then count other writes' bytes too, which no head-of-line blocking holds
+        // behind this one, and its flow (held by a slower link further on) may not have carried its own. It is
+        // delivered when it has (finish). Why: ending it here ran custom-4gpu's NCCL all-to-all at 2.6x the
+        // 32 GB/s link between its switches (test_flow_validation.py, "free").
+        f.late = true;
+        return;
+    }
     // Its last packet started one packet's time before its last byte left, at the output queue's rate: the
     // queue sends its writes one after another, and the writes issued after it, which shared its flow's rate
     // in the fluid, wait behind it there. (At its flow's rate, kept when it sent its last byte, the last
@@ -642,9 +651,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         const double left = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12) + double(f.paced_bytes);
         m_late_busy.push_back({link, now, left * f.incast_weight * 1e12 / m_busy[link].bytes_per_s});
     }
-    // A single-packet message's NIC processing time is on its way, as in finish().
-    const bool starts = f.packets == 1 && f.framing.first;
-    m_actions.push(last_starts + zero_load_of(f, last, false, starts) + incast_wait_ps(f), {ActionKind::Deliver, f.dst, f.src, f.trans});
+    deliver_queued(f, last_starts);
     if (f.sent_all) {
         account_flow(id);
         return;
@@ -656,6 +663,27 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     f.remaining = 0;
     f.anchor_ps = now;
     book_finish(id, now);
+}
+
+// Queued write `f`, whose last packet started at `last_starts`, is delivered a zero-load trip later (and its
+// incast queue's wait). A single-packet message's NIC processing time is on its way, as in finish().
+void FlowFabric::deliver_queued(Flow& f, std::uint64_t last_starts) {
+    const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
+    const bool starts = f.packets == 1 && f.framing.first;
+    m_actions.push(last_starts + zero_load_of(f, last, false, starts) + incast_wait_ps(f),
+                   {ActionKind::Deliver, f.dst, f.src, f.trans});
+}
+
+// Whether queued write `id`, due in its output queue at `now`, still has bytes for its flow to carry; if so its
+// Finish is booked at its own rate (the solves skipped it while it waited for its place in the queue).
+bool FlowFabric::carry_on(std::uint32_t id, std::uint64_t now) {
+    Flow& f = m_flows[id];
+    if (f.rate == FlowSolver::kUnlimited) return false;
+    f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
+    f.anchor_ps = now;
+    if (f.remaining < kIssuedBytes && !f.paced_bytes) return false;
+    if (f.rate > 0) book_finish(id, now + std::uint64_t(std::ceil(f.remaining * 1e12 / f.rate)));
+    return true;
 }
 
 }  // namespace eidola

@@ -108,6 +108,8 @@ private:
                                          // rate counts in its GPU's send rate (start_flow; count_send_rate)
         bool queued = false;             // telling: its end is its place in its GPU's output queue (flow_issue.cpp)
         bool due = false;                // queued: its place in the output queue has been sent (delivered)
+        bool late = false;               // due before its flow carried its bytes (flow.injection: free): delivered
+                                         // when its flow ends instead (fifo_due)
         bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
         bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
         bool sent_all = false;           // queued: its flow has sent its bytes
@@ -341,6 +343,8 @@ private:
     void count_send_rate(Flow& f, double rate);
     void issue_write(std::uint32_t id);
     void fifo_due(std::uint32_t id);
+    void deliver_queued(Flow& f, std::uint64_t last_starts);
+    bool carry_on(std::uint32_t id, std::uint64_t now);
     void account_flow(std::uint32_t id);
     double issue_cap(std::uint32_t gpu, const Flow& f) const;
     void advance_issue(std::uint32_t gpu);
