@@ -627,7 +627,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         // the output queue's bytes sent then count other writes' bytes too, which no head-of-line blocking holds
         // behind this one, and its flow (held by a slower link further on) may not have carried its own. It is
         // delivered when it has (finish). Why: ending it here ran custom-4gpu's NCCL all-to-all at 2.6x the
-        // 32 GB/s link between its switches (test_flow_validation.py, "free").
+        // 32 GB/s link between its switches (tests/python/test_flow_link_bounds.py).
         f.late = true;
         return;
     }
