@@ -199,9 +199,10 @@ CROSSING = {"alltoall": 1.0, "scatter": 0.5}
 @pytest.mark.parametrize("op", sorted(CROSSING))
 def test_collectives_across_a_slow_link_between_two_switches(repo, op):
     # The slow link between the switches bounds both collectives from below: its share of S at 32 GB/s, with each
-    # packet's header. A build of 2026-12-06 (the package installed at 05:41) ran the flow fabric's all-to-all at
-    # 2.6x the packet fabric's speed, above that bound at every size (16 MiB: 230.9 us against the packet's
-    # 599.1 us and the link's 557 us), and its scatter at 4 GiB 31% above it; measured at 2026-12-07: -0.42%
+    # packet's header. Before 7e0e4db (2026-12-06), and with flow.injection: free until 2026-12-07, the flow
+    # fabric's all-to-all ran at 2.6x the packet fabric's speed, above that bound at every size (16 MiB: 230.9 us
+    # against the packet's 599.1 us and the link's 557 us), and its scatter at 4 GiB 31% above it (queued writes
+    # delivered before their flows had crossed the link: test_flow_link_bounds.py). Measured 2026-12-07: -0.42%
     # (599.14 / 596.64 us) and -0.83% (291.94 / 289.51 us).
     size, gpus = 16 * MIB, 4
     path = str(repo / "platforms" / "custom-4gpu.yaml")
