@@ -1112,7 +1112,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
         unpark(f);
         is.dirty = false;
         plan_issue(f.src);  // f's rate left the send rate; its own end may be due now
-        if (f.late && f.trans) deliver_queued(f, last_starts);  // its place in the queue came first (fifo_due)
+        if (f.late && f.trans) deliver_queued(f, last, last_starts);  // its place in the queue came first (fifo_due)
         if (f.due && f.trans) account_flow(id);
         return;
     }

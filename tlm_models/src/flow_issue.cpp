@@ -651,7 +651,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         const double left = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12) + double(f.paced_bytes);
         m_late_busy.push_back({link, now, left * f.incast_weight * 1e12 / m_busy[link].bytes_per_s});
     }
-    deliver_queued(f, last_starts);
+    deliver_queued(f, last, last_starts);
     if (f.sent_all) {
         account_flow(id);
         return;
@@ -665,10 +665,9 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     book_finish(id, now);
 }
 
-// Queued write `f`, whose last packet started at `last_starts`, is delivered a zero-load trip later (and its
-// incast queue's wait). A single-packet message's NIC processing time is on its way, as in finish().
-void FlowFabric::deliver_queued(Flow& f, std::uint64_t last_starts) {
-    const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
+// Queued write `f`, whose last packet (`last` bytes) started at `last_starts`, is delivered a zero-load trip later
+// (and its incast queue's wait). A single-packet message's NIC processing time is on its way, as in finish().
+void FlowFabric::deliver_queued(Flow& f, std::uint64_t last, std::uint64_t last_starts) {
     const bool starts = f.packets == 1 && f.framing.first;
     m_actions.push(last_starts + zero_load_of(f, last, false, starts) + incast_wait_ps(f),
                    {ActionKind::Deliver, f.dst, f.src, f.trans});

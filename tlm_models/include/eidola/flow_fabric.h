@@ -343,7 +343,7 @@ private:
     void count_send_rate(Flow& f, double rate);
     void issue_write(std::uint32_t id);
     void fifo_due(std::uint32_t id);
-    void deliver_queued(Flow& f, std::uint64_t last_starts);
+    void deliver_queued(Flow& f, std::uint64_t last, std::uint64_t last_starts);
     bool carry_on(std::uint32_t id, std::uint64_t now);
     void account_flow(std::uint32_t id);
     double issue_cap(std::uint32_t gpu, const Flow& f) const;
