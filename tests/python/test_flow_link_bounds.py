@@ -7,6 +7,11 @@ at most 1 for any traffic whatever the rates are, unless the fluid has carried b
 ended transfers before their bytes crossed. That is the check: every shipped platform with a packet fabric, run
 as flows, NCCL's own collectives as `eidola perf` builds them.
 
+It assumes every byte has landed when the kernel ends. NCCL's collectives wait on a flag behind every write, so
+they meet it; a profile of posted writes that no one waits for would leave links busy after its last GPU finishes,
+and its utilization could pass 1 with nothing wrong. That is why this is a test of the shipped collectives and not
+a check `eidola perf` makes on any run.
+
 Why a test of its own: the flow fabric ends a queued write at its place in its GPU's output queue (flow_issue.cpp),
 not at its flow's last byte, so a bookkeeping slip there runs a collective faster than its slowest link while
 every rate the solver gave is within capacity. With `fabric.flow.injection: free` it did (custom-4gpu's NCCL
