@@ -36,4 +36,6 @@ else
   echo "setup: the profile's training run failed (above); building eidola without a profile"
   .venv/bin/python -m pip install -q --no-deps . --config-settings=cmake.define.EIDOLA_PGO=
 fi
+# What the installed copy was built from: test.sh warns when the tree has changed since.
+bash scripts/source_stamp.sh > .venv/eidola-sources.sha1
 echo "setup: done"

@@ -3,6 +3,11 @@
 # installed package. Run scripts/setup.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# pytest runs the package setup.sh installed, a copy: say so when the tree has changed since.
+if [ "$(cat .venv/eidola-sources.sha1 2>/dev/null)" != "$(bash scripts/source_stamp.sh)" ]; then
+  echo "test: bridge/, tlm_models/ or the build files changed since scripts/setup.sh installed eidola;" \
+       "pytest will run the installed copy (re-run scripts/setup.sh to test these sources)" >&2
+fi
 # Lint and types first: they take seconds and catch what tests would only hit by chance.
 .venv/bin/ruff check bridge tests bench experiments examples
 .venv/bin/mypy
