@@ -7,10 +7,9 @@ at most 1 for any traffic whatever the rates are, unless the fluid has carried b
 ended transfers before their bytes crossed. That is the check: every shipped platform with a packet fabric, run
 as flows, NCCL's own collectives as `eidola perf` builds them.
 
-It assumes every byte has landed when the kernel ends. NCCL's collectives wait on a flag behind every write, so
-they meet it; a profile of posted writes that no one waits for would leave links busy after its last GPU finishes,
-and its utilization could pass 1 with nothing wrong. That is why this is a test of the shipped collectives and not
-a check `eidola perf` makes on any run.
+It holds because every byte has crossed its links when the kernel ends: a workgroup's posted writes are all
+acknowledged before it finishes (the release at the end of a kernel). So the run summary warns of it on any run
+(run/fabric_notes.py); this test is what keeps the shipped platforms from it, and the test below checks that warning.
 
 Why a test of its own: the flow fabric ends a queued write at its place in its GPU's output queue (flow_issue.cpp),
 not at its flow's last byte, so a bookkeeping slip there runs a collective faster than its slowest link while
@@ -21,8 +20,13 @@ links' wire time.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+import eidola
+from eidola.profile import ProfileBuilder
+from eidola.run.fabric_notes import fabric_notes
 from eidola.run.perf import Fabrics, build_collective
 from eidola.run.simulate import simulate
 
@@ -56,3 +60,29 @@ def test_no_link_busier_than_the_run(repo, platform, op):
 def test_no_link_busier_than_the_run_without_head_of_line_blocking(repo, platform):
     # flow.injection: free, each write at its own rate: where the bug was (custom-4gpu read 2.55).
     _assert_no_link_busier(repo, platform, "alltoall", {"fabric.flow.injection": "free"})
+
+
+@pytest.mark.parametrize("model", ["packet", "flow"])
+def test_the_summary_warns_of_a_link_busier_than_the_run(repo, model):
+    # The premise first: a posted write that nothing waits for has still crossed its links when the kernel ends (its
+    # workgroup's release at the end), so a link busy all along reads at most 1 and no warning. 16 MiB from GPU 0 to
+    # GPU 1 on switch-8gpu: its uplink is busy for 65,536 packets of 272 wire bytes on 4 lanes of 100 GB/s, 44.56 us,
+    # within the run.
+    b = ProfileBuilder(gpus=8, workgroups=1, name="posted")
+    b.buffer("data", nbytes=16 << 20)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="data", offset=0, nbytes=16 << 20)
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", overrides={"fabric.model": model})
+    result = simulate(plat, b.build())
+    busy_ns = 65536 * 272 / (4 * 100e9) * 1e9
+    uplink = (result.links["src"] == 0) & (result.links["dst"] == 8)
+    assert float(result.links["busy_ns"][uplink][0]) / 4 == pytest.approx(busy_ns, rel=1e-3)
+    assert busy_ns < result.kernel_time_ns
+    assert not [n for n in fabric_notes(result) if n.startswith("warning")]
+    # The same run's tables claiming half its time (each link's utilization twice what it was): the uplink, busy
+    # 97% of the run, is now busier than it and named.
+    links = result.links.copy()
+    links["utilization"] *= 2
+    links["lane_utilization_max"] *= 2
+    halved = dataclasses.replace(result, kernel_time_ns=result.kernel_time_ns / 2, links=links)
+    warnings = [n for n in fabric_notes(halved) if n.startswith("warning")]
+    assert len(warnings) == 1 and "link 0 -> 8 " in warnings[0] and "fault of the fabric model" in warnings[0]

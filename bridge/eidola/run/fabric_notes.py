@@ -18,11 +18,12 @@ import numpy as np
 if TYPE_CHECKING:
     from .result import Result
 
-__all__ = ["fabric_notes", "SIGNIFICANT_SHARE"]
+__all__ = ["fabric_notes", "SIGNIFICANT_SHARE", "BUSY_SLACK"]
 
 #: The share of the run a link must spend blocked (head-of-line or for credits), or a GPU with its window full, to be
 #: noted.
 SIGNIFICANT_SHARE = 0.05
+BUSY_SLACK = 1e-6  #: how far a link's busy time may pass the run's before a warning: its picoseconds' rounding
 
 
 def _worst(r: Result, table: str, column: str) -> tuple[int, float] | None:
@@ -41,9 +42,12 @@ def _worst(r: Result, table: str, column: str) -> tuple[int, float] | None:
 
 
 def fabric_notes(r: Result) -> list[str]:
-    """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window; and one
-    per fabric whose link bins were widened past fabric.stats.max_bins."""
+    """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window; one per
+    fabric whose link bins were widened past fabric.stats.max_bins; and first, a warning if a link was busier than the
+    run (a fault of the fabric model)."""
     notes = []
+    if over := _faster_than_its_links(r):
+        notes.append(over)
     links = r.links
     if hol := _worst(r, "links", "hol_blocked_ns"):
         i, share = hol
@@ -74,3 +78,26 @@ def fabric_notes(r: Result) -> list[str]:
                          "to hold no more than fabric.stats.max_bins of them (16 bytes each, all links together); "
                          "link_bins.csv's start_ns is in that width")
     return notes
+
+
+def _faster_than_its_links(r: Result) -> str | None:
+    """A warning when a link of `r` was busy (its wire bytes at its rate) for longer than the run, or one of its lanes
+    was. Every workgroup's writes are acknowledged before it finishes (the release at the end of a kernel), so every
+    byte has crossed its links by the kernel time: a link busier than that is a fault of the fabric model, not a
+    result. Why: the flow fabric once ran custom-4gpu's NCCL all-to-all at 2.6x its slow link
+    (tests/python/test_flow_link_bounds.py keeps the shipped platforms from it; this says so on a user's own). Not
+    for a run stopped at limits.sim_time, nor synthetic traffic, whose packets may be on their way when it ends."""
+    links = r.links
+    if r.partial or r.traffic is not None or r.kernel_time_ns <= 0 or not len(links) \
+            or "utilization" not in (links.dtype.names or ()):
+        return None
+    over = np.maximum(links["utilization"], links["lane_utilization_max"])
+    if not np.isfinite(over).any():
+        return None
+    i = int(np.nanargmax(over))
+    if over[i] <= 1 + BUSY_SLACK:
+        return None
+    return (f"warning: link {links['src'][i]} -> {links['dst'][i]} was busy {over[i]:.3f}x the run (its wire bytes at "
+            "its rate): no fabric carries bytes faster than its links, and every byte had crossed by the kernel's "
+            "end, so this time is a fault of the fabric model, not a result; please report it with the platform "
+            "and profile")
