@@ -361,7 +361,8 @@ def test_credit_limited_throughput_is_buffer_over_round_trip(write_platform, buf
 
 @pytest.mark.parametrize("key, value, says", [
     ("fabric.switch.buffer", 0, "positive number of packets"),
-    ("fabric.switch.buffer", "64", "bare integer (packets) or a size"),
+    ("fabric.switch.buffer", "64", "a string: write 64 without quotes for packets, or '64B' for bytes"),
+    ("gpus.max_outstanding", "100000", "expected an integer, got '100000', a string: write it without quotes"),
     ("fabric.switch.vcs", -1, "out of range"),
     ("fabric.switch.vcs", 65, "out of range"),
     ("fabric.switch.flow_control", "virtual_cut_through", "cut_through"),

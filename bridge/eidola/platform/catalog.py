@@ -45,6 +45,12 @@ def _node(value: object, where: str) -> str:
     raise ValueError(f"{where}: expected a GPU index or a switch name s0, s1, ..., got {shown(value)}")
 
 
+def _is_integer(text: str) -> bool:
+    """Whether `text` spells a whole number (an optional sign, then digits)."""
+    digits = text.strip().removeprefix("-").removeprefix("+")
+    return digits.isdigit()
+
+
 def _buffer_to_text(value: object) -> str:
     """A buffer depth as the C++ side reads it: "64" (packets) or "128B" (bytes)."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -52,7 +58,8 @@ def _buffer_to_text(value: object) -> str:
             raise ValueError(f"expected a positive number of packets, got {shown(value)}")
         return str(value)
     if isinstance(value, str) and value.strip().isdigit():
-        raise ValueError(f"expected a bare integer (packets) or a size with a unit ('128B'), got {shown(value)}")
+        raise ValueError(f"expected a bare integer (packets) or a size with a unit ('128B'), got {shown(value)}, a "
+                         f"string: write {value.strip()} without quotes for packets, or '{value.strip()}B' for bytes")
     nbytes = units.parse(value, "size")
     if nbytes < 1 or nbytes != int(nbytes):
         raise ValueError(f"expected a positive whole number of bytes, got {shown(value)}")
@@ -175,7 +182,9 @@ class ParamSpec:
             result = units.parse(value, t)
         elif t == "int":
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"expected an integer, got {shown(value)}")
+                # A quoted number in YAML, or a str given to load_platform's overrides, is the commonest case.
+                quoted = ", a string: write it without quotes" if isinstance(value, str) and _is_integer(value) else ""
+                raise ValueError(f"expected an integer, got {shown(value)}{quoted}")
             result = value
         elif t == "float":
             if isinstance(value, bool) or not isinstance(value, (int, float)):
