@@ -5,7 +5,7 @@ equal the packet fabric's) at its rate, worked out from the bytes alone; the ker
 made of the traffic. So busy time over the kernel time (the links table's utilization, and its busiest lane's) is
 at most 1 for any traffic whatever the rates are, unless the fluid has carried bytes faster than a link allows or
 ended transfers before their bytes crossed. That is the check: every shipped platform with a packet fabric, run
-as flows, NCCL's own collectives as `eidola perf` builds them.
+as flows (and per packet at a smaller size), NCCL's own collectives as `eidola perf` builds them.
 
 It holds because every byte has crossed its links when the kernel ends: a workgroup's posted writes are all
 acknowledged before it finishes (the release at the end of a kernel). So the run summary warns of it on any run
