@@ -247,11 +247,11 @@ def test_alike_gpus_end_in_one_instant(repo, platform):
 
 
 def test_queueing_is_unavailable_not_zero(write_platform):
-    # Queues, head-of-line blocking and credit stalls are the input buffers', which a fluid does not have (the
-    # last two read 0 until 2026-12-05).
+    # Queues, head-of-line blocking, credit stalls and back-pressure are the input buffers', which a fluid does not
+    # have (head-of-line blocking and credit stalls read 0 until 2026-12-05).
     res = eidola.simulate(_platform(write_platform, 2, "fully_connected"), _writes(2, [(0, 1)], 1 << 16))
     for column in ("queue_mean_ns", "queue_p50_ns", "queue_p99_ns", "queue_max_ns", "hol_blocked_ns",
-                   "credit_stall_ns"):
+                   "credit_stall_ns", "backpressure_ns"):
         assert np.isnan(res.links[column]).all(), column
 
 

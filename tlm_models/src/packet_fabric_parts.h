@@ -176,6 +176,7 @@ struct PacketFabric::Output {
     bool busy = false;                                        // ejection: delivering or awaiting the END phase
     std::uint64_t arb_at = kNever;                            // pending arbitration time
     std::uint64_t credit_stall_since = kNever;                // a free lane idles: its heads lack credits
+    std::uint64_t backpressure_since = kNever;                // a free lane idles: the next buffer is backed up
     std::vector<LaneTrain> lane_train = {};                   // per link lane: the request train it sends
     // switch.arbitration bytes: the channel whose turn it is, the bytes its turn has left, and a
     // turn's bytes (the largest packet sent here so far).

@@ -86,7 +86,8 @@ void PacketFabric::arbitrate(std::uint32_t output) {
 // `credits_at` (0: it has room now): its packets would go one by one as credits come.
 std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t cls, std::uint32_t bit,
                                        std::uint32_t next_out, std::uint32_t& units, std::uint64_t& retry_at,
-                                       std::uint32_t each, std::uint64_t& credits_at, bool& in_flight) {
+                                       std::uint32_t each, std::uint64_t& credits_at, bool& in_flight,
+                                       bool& backed_up) {
     const Input& in = m_inputs[downstream];
     if (units > m_capacity) {  // a packet uses one lane, and that lane's buffer
         if (m_flow == FlowControl::Wormhole) {
@@ -123,6 +124,7 @@ std::int64_t PacketFabric::allocate_vc(std::uint32_t downstream, std::uint32_t c
             // the wire, a buffer shorter than the credit round trip (congestion further on would
             // hold packets there, ready and waiting).
             if (q.size == 0 || m_packets[q.front()].ready_ps > now) in_flight = true;
+            else backed_up = true;  // packets ready to leave it fill it: back-pressure
             if (each < units && room >= each) {
                 const std::uint64_t at = q.returned_by(units - room);
                 if (at < soonest) {
@@ -212,6 +214,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
         std::uint32_t units = 0, wire = 0, bit = 0, each = 0;
         std::uint64_t credits_at = 0;  // a train started before all its credits are back: when they are
         bool lacked_credits = false;   // a head could go but for credits still on their way back
+        bool backed_up = false;        // a head could go but for a next buffer full of packets waiting to leave
         // Whether the head of request `it` can go now (its input's path free, room downstream); sets
         // the packet's wire bytes, credits and next channel as it goes.
         auto can_go = [&](auto it) {
@@ -224,7 +227,7 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             units = train_credits(p, wire);
             each = kTrains && p.train > 1 ? credits_needed(p.packet_wire(wire)) : units;
             next_vc = allocate_vc(downstream, p.cls, bit, route(link.dst, p, false), units, retry_at, each,
-                                  credits_at, lacked_credits);
+                                  credits_at, lacked_credits, backed_up);
             return next_vc >= 0;
         };
         // switch.arbitration bytes: the channel whose turn it is goes on while its turn has bytes left.
@@ -248,14 +251,13 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
                     break;
                 }
             }
-        if (grant == o.requests.end()) {  // every head waits for its input or for credits
+        if (grant == o.requests.end()) {  // every head waits for its input, for credits or for room downstream
             if (inside) retry_at = std::min(retry_at, *lane);
-            else if (!lacked_credits) end_credit_stall(o, link_index);
-            else if (o.credit_stall_since == kNever) o.credit_stall_since = now;  // a free lane idles for credits
+            else set_stall(o, link_index, lacked_credits ? Stall::Credits : backed_up ? Stall::BackPressure : Stall::None);
             if (retry_at != kNever) schedule_arbitration(output, retry_at);
             return;
         }
-        end_credit_stall(o, link_index);
+        set_stall(o, link_index, Stall::None);
         if (m_arbitration == Arbitration::Bytes) {
             // A turn is the largest packet this output has sent: equal bytes per turn, so a channel of
             // small packets (acknowledgements) takes several of them where a data channel takes one.
@@ -324,11 +326,22 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
     }
 }
 
-// A lane that idled for lack of credits downstream since o.credit_stall_since is no longer held so.
-void PacketFabric::end_credit_stall(Output& o, std::uint32_t link) {
-    if (o.credit_stall_since == kNever) return;
-    m_link_counters[link].s.credit_stall_ps += now_ps() - o.credit_stall_since;
-    o.credit_stall_since = kNever;
+// A free lane of output `o` idles from now for `stall` (credits still on their way back; a next buffer full of
+// packets waiting to leave it; None: it does not idle): the stall it was in, if another, is counted on link `link`.
+// Credits come first where a head lacks them: a buffer shorter than the round trip is what the user can change.
+void PacketFabric::set_stall(Output& o, std::uint32_t link, Stall stall) {
+    LinkStats& s = m_link_counters[link].s;
+    const std::uint64_t now = now_ps();
+    if (stall != Stall::Credits && o.credit_stall_since != kNever) {
+        s.credit_stall_ps += now - o.credit_stall_since;
+        o.credit_stall_since = kNever;
+    }
+    if (stall != Stall::BackPressure && o.backpressure_since != kNever) {
+        s.backpressure_ps += now - o.backpressure_since;
+        o.backpressure_since = kNever;
+    }
+    if (stall == Stall::Credits && o.credit_stall_since == kNever) o.credit_stall_since = now;
+    if (stall == Stall::BackPressure && o.backpressure_since == kNever) o.backpressure_since = now;
 }
 
 bool PacketFabric::acknowledgement_waiting(const Output& o) const {

@@ -370,7 +370,8 @@ Table Simulation::table(const std::string& which) const {
                      double(l.packets), double(l.busy_ps), double(l.lane_busy_max_ps), l.queue_mean_ps,
                      l.queue_p50_ps, l.queue_p99_ps, l.queue_max_ps, double(l.peak_occupancy),
                      l.buffers_modelled ? double(l.hol_blocked_ps) : unavailable,
-                     l.buffers_modelled ? double(l.credit_stall_ps) : unavailable});
+                     l.buffers_modelled ? double(l.credit_stall_ps) : unavailable,
+                     l.buffers_modelled ? double(l.backpressure_ps) : unavailable});
             }
     } else if (which == "link_bins") {
         std::size_t index = 0;

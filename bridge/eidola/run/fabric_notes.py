@@ -1,9 +1,12 @@
 """Notes on what limited a run's fabric, or what it was asked for and did not do, for the summary.
 
 The packet fabric counts, per link (see ``LinkStats`` in C++), the time a packet ready to leave
-its receiving input waited behind a head bound for another output (head-of-line blocking), and
-the time the link had a free lane and packets waiting that lacked only credits still on their
-way back (a buffer shorter than the credit round trip). Each GPU counts the peers the fabric
+its receiving input waited behind a head bound for another output (head-of-line blocking), the
+time the link had a free lane and packets waiting that lacked only credits still on their way
+back (a buffer shorter than the credit round trip), and the time they waited instead for room in
+a next buffer full of packets waiting to go on (back-pressure from congestion further on; not
+noted: every incast has it, its senders' links idling while they wait their turn at the
+bottleneck, and it costs nothing there). Each GPU counts the peers the fabric
 refused its packet trains to, and the time its window (`gpus.max_outstanding`) was full while it had
 packets waiting to go (on the flow fabric, whose solver paces the window, the fabric counts the time the
 window held paced flows back). A note is printed when one of them matters; see docs/router.md.

@@ -36,8 +36,12 @@ struct LinkStats {
     /// credits still on their way back: the next buffer held no packet waiting to leave, so it is
     /// shorter than the credit round trip (a buffer backed up by congestion further on does not count).
     std::uint64_t credit_stall_ps = 0;
+    /// Time the link had a free lane and packets waiting for it that could not start because the next buffer was
+    /// full of packets waiting to leave it: back-pressure from congestion further on, which credit_stall_ps leaves
+    /// out. A fluid has none of it (the flow fabric's known error), so where it is large the flow fabric is fast.
+    std::uint64_t backpressure_ps = 0;
     /// Whether the fabric models the receiving input buffer and its credits: where it does not (the flow fabric, a
-    /// fluid), hol_blocked_ps and credit_stall_ps are unavailable and the links table reports them as NaN, not 0.
+    /// fluid), hol_blocked_ps, credit_stall_ps and backpressure_ps are unavailable and the links table reports them as NaN, not 0.
     bool buffers_modelled = true;
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
@@ -50,7 +54,8 @@ struct LinkStats {
 /// every `*_ps` column into a `*_ns` one, in nanoseconds: `Result.links` has busy_ns, queue_mean_ns and so on.
 inline const std::vector<std::string> kLinkColumns = {
     "src", "dst", "lanes", "bytes", "wire_bytes", "packets", "busy_ps", "lane_busy_max_ps", "queue_mean_ps",
-    "queue_p50_ps", "queue_p99_ps", "queue_max_ps", "peak_occupancy", "hol_blocked_ps", "credit_stall_ps"};
+    "queue_p50_ps", "queue_p99_ps", "queue_max_ps", "peak_occupancy", "hol_blocked_ps", "credit_stall_ps",
+    "backpressure_ps"};
 /// Columns of the "link_bins" result table: LinkStats::busy_bins and byte_bins, one row per bin with either.
 inline const std::vector<std::string> kLinkBinColumns = {"link", "bin", "start_ps", "busy_ps", "bytes"};
 

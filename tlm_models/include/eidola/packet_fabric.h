@@ -388,8 +388,10 @@ private:
     void arbitrate_ejection(std::uint32_t output);
     std::int64_t allocate_vc(std::uint32_t downstream, std::uint32_t cls, std::uint32_t bit, std::uint32_t next_out,
                              std::uint32_t& units, std::uint64_t& retry_at, std::uint32_t each,
-                             std::uint64_t& credits_at, bool& in_flight);
-    void end_credit_stall(Output& o, std::uint32_t link);
+                             std::uint64_t& credits_at, bool& in_flight, bool& backed_up);
+    /// What holds a free lane of an output idle while heads wait for it (set_stall).
+    enum class Stall : std::uint8_t { None, Credits, BackPressure };
+    void set_stall(Output& o, std::uint32_t link, Stall stall);
 
     // NVLink SHARP at the switch (nvls_switch.cpp)
     struct NvlsOp;
