@@ -253,7 +253,9 @@ void PacketFabric::arbitrate_link(std::uint32_t output) {
             }
         if (grant == o.requests.end()) {  // every head waits for its input, for credits or for room downstream
             if (inside) retry_at = std::min(retry_at, *lane);
-            else set_stall(o, link_index, lacked_credits ? Stall::Credits : backed_up ? Stall::BackPressure : Stall::None);
+            else
+                set_stall(o, link_index,
+                          lacked_credits ? Stall::Credits : backed_up ? Stall::BackPressure : Stall::None);
             if (retry_at != kNever) schedule_arbitration(output, retry_at);
             return;
         }

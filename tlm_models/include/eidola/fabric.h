@@ -38,10 +38,12 @@ struct LinkStats {
     std::uint64_t credit_stall_ps = 0;
     /// Time the link had a free lane and packets waiting for it that could not start because the next buffer was
     /// full of packets waiting to leave it: back-pressure from congestion further on, which credit_stall_ps leaves
-    /// out. A fluid has none of it (the flow fabric's known error), so where it is large the flow fabric is fast.
+    /// out. Every incast has it, at no cost; where it idles a link other traffic needs, congestion spreads, which a
+    /// fluid leaves out (docs/router.md).
     std::uint64_t backpressure_ps = 0;
     /// Whether the fabric models the receiving input buffer and its credits: where it does not (the flow fabric, a
-    /// fluid), hol_blocked_ps, credit_stall_ps and backpressure_ps are unavailable and the links table reports them as NaN, not 0.
+    /// fluid), hol_blocked_ps, credit_stall_ps and backpressure_ps are unavailable and the links table reports them
+    /// as NaN, not 0.
     bool buffers_modelled = true;
     /// (bin, busy ps) of every bin of bin_ps() the link was busy in, in time order. Sparse: a
     /// link busy for a moment after seconds of idle time must not hold a slot per idle bin.
