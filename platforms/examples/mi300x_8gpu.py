@@ -22,7 +22,7 @@ def build() -> Platform:
     fabric = p.add(models.PacketFabric("fabric", topology="fully_connected",
                                        link={"bandwidth": "64GB/s", "latency": "174ns", "header": "85B",
                                              "ack": "16B", "count": 1},
-                                       switch={"latency": "100ns", "buffer": 128},
+                                       switch={"latency": "100ns", "buffer": "45056B"},  # 128 packets in 16-byte flits
                                        # as the YAML: the settings of its calibration (docs/fabrics.md)
                                        flow={"issue": "queue"}))
     for i, gpu in enumerate(gpus):

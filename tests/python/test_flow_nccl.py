@@ -88,21 +88,12 @@ def _known_gap(platform: str, op: str, reason: str):
     ("mi300x-8gpu", "reduce"),
     ("mi300x-8gpu", "gather"),          # p2p Simple, 14 channels: -0.0% (-0.01%)
     ("switch-8gpu", "scatter"),         # -0.0% (-0.00%)
-    _known_gap("dgx-a100", "all_reduce", "measured -3.7%: packet 110.83 us, flow 106.68 us (LL128, 24 channels; -7.7% "
-        "while the packet fabric's routers took a packet a turn, -8.7% before the issue gates were modelled). It is "
-        "the switch's buffer (128 packets): with switch.buffer 192, 256 and 1024 the two agree within 0.1% (packet "
-        "106.55 / 106.34 / 106.04 us, flow 106.47 / 106.26 / 105.94 us); at 96 and 128 the packet fabric's links "
-        "stall for credits (0.3-0.8 us each over the run; none at 256) and the stalls spread back to the GPUs' "
-        "issue: near the end GPU 3's uplink idles for 3 us while its workgroups' flag puts wait to be issued. "
-        "Back-pressure spreading is one of the fluid's known errors (docs/fabrics.md, \"When to trust which "
-        "model\"). Under start skews of 0-8 ns (seeds 1-4) -3.5..-4.2%: not a wake order. Not a credit-starved buffer "
-        "(reported only, by the issue): 128 packets cover the credit round trip (22) 5.8 times, and the worst link "
-        "stalls 0.7% of the run, under fabric_notes' 5%. The packet fabric's time here is bimodal in the memory's "
-        "latency (2026-12-04): over 140-160 ns in steps of 1 ns it reads 106.74-110.83 us, the shipped 150 ns the "
-        "slowest of the 21, 151 ns 106.76 us; the flow fabric 106.64-106.72 us. Over five latencies the two agree "
-        "(test_dgx_a100_all_reduce_over_memory_latencies). Traced 2026-12-07: the bare-number buffer charges each "
-        "3-byte acknowledgement a whole packet's credit; with the same room for data in flits (switch.buffer "
-        "43008B) the packet fabric reads 106.77 us and the two agree within 0.17% over 140-160 ns (docs/fabrics.md)"),
+    # ring LL128, 24 channels: measured -0.09% (packet 106.77 us, flow 106.68 us) since the file's buffer counts flits
+    # (2026-12-07). A strict expected failure before, -3.74% (packet 110.83 us): the bare 128 charged each 3-byte
+    # acknowledgement a whole packet's credit, and over memory latencies of 140-160 ns the packet fabric read 106.74 to
+    # 110.83 us, the shipped 150 ns the slowest (-7.7% while its routers took a packet a turn, -8.7% before the issue
+    # gates were modelled).
+    ("dgx-a100", "all_reduce"),
     ("mi300x-8gpu", "broadcast"),       # ring Simple, 28 channels: +0.7% (+20.4%)
     ("switch-8gpu", "broadcast"),      # ring LL128, 16 channels: -2.7% (+9.0% with acknowledgements sharing links fairly)
 ])
@@ -110,41 +101,18 @@ def test_nccl_collective_at_the_switch(repo, platform, op):
     _check_at_the_switch(repo, platform, op)
 
 
-def test_dgx_a100_all_reduce_with_the_buffer_covering_its_credit_stalls(repo):
-    # The known gap above is the switch's buffer: with 256 packets a channel instead of 128 the packet fabric's links
-    # no longer stall for credits, and the two fabrics agree (measured -0.08%: packet 106.34 us, flow 106.26 us).
-    _check_at_the_switch(repo, "dgx-a100", "all_reduce", {"fabric.switch.buffer": 256})
-
-
-@pytest.mark.parametrize("latency", ["150ns", "145ns", "160ns"])
-def test_dgx_a100_all_reduce_with_the_same_buffer_in_flits(repo, latency):
-    # The cause of the known gap above (traced 2026-12-07): a bare-number buffer charges every packet one credit, so
-    # each 3-byte acknowledgement takes as much of a channel as a 328-byte write. The same room for data counted in
-    # 16-byte flits, 128 packets x 21 flits = 43008B, leaves the writes' credits as they were and charges an
-    # acknowledgement one flit: the slow mode is gone at every latency and the two fabrics agree within 0.5%
-    # (measured -0.09% at 150 ns, -0.15% at 145, -0.17% at 160; packet 106.77-106.90 us).
-    packet, flow = _at_the_switch(repo, "dgx-a100", "all_reduce",
-                                  {"fabric.switch.buffer": "43008B", "gpus.memory.latency": latency})
+@pytest.mark.parametrize("latency", ["140ns", "146ns", "150ns", "154ns", "160ns"])
+def test_dgx_a100_all_reduce_over_memory_latencies(repo, latency):
+    # Until 2026-12-07 the packet fabric's time here had two modes: with the file's buffer a bare 128, which charged
+    # each 3-byte acknowledgement a whole packet's credit, its GPUs fell into step pairs, odd against even, and over
+    # the memory latencies 140-160 ns, in steps of 1 ns, it read between 106.74 and 110.83 us with no trend (the
+    # shipped 150 ns the slowest). The same 128 packets counted in 16-byte flits (43008B, each write 21 flits, an
+    # acknowledgement one) leave the writes' credits as they were and free the acknowledgements' channel: the slow
+    # mode is gone, and at every latency the two fabrics agree within 0.5% (measured -0.07% at 140 ns, -0.09% at
+    # 150, -0.17% at 160; packet 106.75-106.90 us). The platform's 150 ns is assumed, with no source, so a few
+    # nanoseconds either way are no different a machine.
+    packet, flow = _at_the_switch(repo, "dgx-a100", "all_reduce", {"gpus.memory.latency": latency})
     assert abs(flow / packet - 1) <= 0.005, f"flow / packet - 1 = {flow / packet - 1:+.2%}"
-
-
-def test_dgx_a100_all_reduce_over_memory_latencies(repo):
-    # The known gap above is one sample of a reference with two modes. With the shipped buffer the packet fabric's
-    # GPUs fall into step pairs, odd against even: through the run every link is full, but at the end the odd GPUs'
-    # links idle for 3 us waiting for the even GPUs' last data and then send their own for 3 us more (link bins of
-    # 1 us, 2026-12-04). Whether that happens turns on nanoseconds: over the memory latencies 140-160 ns, in steps
-    # of 1 ns, the packet fabric reads between 106.74 and 110.83 us with no trend (150 ns, the shipped figure, is
-    # the slowest of the 21; 151 ns reads 106.76 us), while the flow fabric moves smoothly over 106.64-106.72 us.
-    # The platform's 150 ns is assumed, with no source (platforms/dgx-a100.yaml), so a nanosecond either way is
-    # no different a machine. As test_flow_validation.py does over start skews (which leave this case in its slow
-    # mode: -3.5..-4.2%), the check is on the sum over five latencies around the shipped one. Measured: packet
-    # 106.75 107.17 110.83 106.76 108.10 us, flow 106.67-106.69 us, flow / packet - 1 = -1.15% over the five.
-    packet = flow = 0.0
-    for latency in (146, 148, 150, 152, 154):
-        p, f = _at_the_switch(repo, "dgx-a100", "all_reduce", {"gpus.memory.latency": f"{latency}ns"})
-        packet, flow = packet + p, flow + f
-    error = flow / packet - 1
-    assert abs(error) <= BOUND["all_reduce"], f"flow / packet - 1 = {error:+.2%} over the five latencies"
 
 
 def _check_at_the_switch(repo, platform: str, op: str, overrides: dict | None = None) -> None:
