@@ -63,11 +63,6 @@ def _floor_ns(platform: str, op: str, size: int, gpus: int, proto: str) -> float
     return data / P * per_packet / link["path" if op == "sendrecv" else "rate"] * 1e9
 
 
-def _known_gap(platform: str, op: str, reason: str):
-    """A case the flow fabric does not meet yet: a strict expected failure that says what it measured."""
-    return pytest.param(platform, op, marks=pytest.mark.xfail(strict=True, reason=reason))
-
-
 # Measured 2026-12-03 with the GPU's issue gates modelled (docs/fabrics.md, "The GPU's issue gates"); the
 # figures before them in brackets.
 @pytest.mark.parametrize("platform, op", [
