@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
@@ -34,27 +33,22 @@ FIELDS = ("platform", "op", "nbytes", "plan", "packet_ns", "flow_ns", "error", "
 
 
 def series(platform: str, op: str) -> list[dict[str, object]]:
-    """`op` on `platform` at every size of SIZES, on both fabrics, as `eidola perf` builds and runs it."""
-    from eidola.run.perf import Fabrics, build_collective
-    from eidola.run.simulate import simulate
+    """`op` on `platform` at every size of SIZES, on both fabrics, through `eidola perf`'s own loop (run_sizes)."""
+    from eidola.run.perf import Fabrics, run_sizes
+    path = str(ROOT / "platforms" / f"{platform}.yaml")
+    runs = {}
+    for fabric in ("packet", "flow"):
+        fabrics = Fabrics(path, {}, fabric)
+        runs[fabric] = run_sizes(fabrics, op, [(n, n // 4) for n in SIZES], len(fabrics.base.gpus()))
     rows: list[dict[str, object]] = []
-    for nbytes in SIZES:
-        times: dict[str, tuple[float, float]] = {}
-        plan = ""
-        for fabric in ("packet", "flow"):
-            fabrics = Fabrics(str(ROOT / "platforms" / f"{platform}.yaml"), {}, fabric)
-            gpus = len(fabrics.base.gpus())
-            profile, chosen = build_collective(fabrics.base, op, nbytes, gpus, "auto", "auto", 0, steady=True, root=0)
-            plan = f"{chosen.algo} {chosen.proto} {chosen.channels}"
-            start = time.perf_counter()
-            result = simulate(fabrics.harnessed(fabric), profile)
-            times[fabric] = (time.perf_counter() - start, result.kernel_time_ns)
-        rows.append({"platform": platform, "op": op, "nbytes": nbytes, "plan": plan,
-                     "packet_ns": times["packet"][1], "flow_ns": times["flow"][1],
-                     "error": times["flow"][1] / times["packet"][1] - 1,
-                     "packet_wall_s": round(times["packet"][0], 3), "flow_wall_s": round(times["flow"][0], 3)})
-        print(f"{platform:20} {op:15} {nbytes >> 20:>3} MiB {plan:22} {rows[-1]['error']:+.2%}  "
-              f"packet {times['packet'][0]:.1f} s", flush=True)
+    for packet, flow in zip(runs["packet"], runs["flow"]):
+        plan = f"{packet.plan.algo} {packet.plan.proto} {packet.plan.channels}"
+        rows.append({"platform": platform, "op": op, "nbytes": packet.size, "plan": plan,
+                     "packet_ns": round(packet.time_us * 1000, 3), "flow_ns": round(flow.time_us * 1000, 3),
+                     "error": flow.time_us / packet.time_us - 1,
+                     "packet_wall_s": round(packet.wall_s, 3), "flow_wall_s": round(flow.wall_s, 3)})
+        print(f"{platform:20} {op:15} {packet.size >> 20:>3} MiB {plan:22} {rows[-1]['error']:+.2%}  "
+              f"packet {packet.wall_s:.1f} s", flush=True)
     return rows
 
 
