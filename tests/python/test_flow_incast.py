@@ -108,7 +108,8 @@ def _beside_an_incast(nbytes: int):
     "fabric (-64%; kernel times 456.06 / 456.04 us, the incast's). The flow fabric's issue gates count the backlog "
     "in the leaf's queue in GPU 0's window, but free room as fast as its writes' flows' max-min rates, the local "
     "write's 48 GB/s included, where the packet GPU's output to GPU 4 sends only what the round robin issues into "
-    "it. Five rules tried and not kept (docs/fabrics.md, \"Why the hierarchical 32-workgroup case stays out\")"))
+    "it. Six rules and a prototype tried, none merged (docs/fabrics.md, \"Why the hierarchical 32-workgroup case stays "
+    "out\"; experiments/backlog25)"))
 def test_a_write_beside_an_incast_waits_for_its_gpus_window(repo):
     # As shipped (window 2,048 packets, spreading on). The four writes into GPU 8 share its NIC link, 50 GB/s x P /
     # (P + H) = 37.5 GB/s of payload: 9.4 GB/s each, 447 us for the incast. GPU 0's write to GPU 4 alone would take
