@@ -412,6 +412,24 @@ def test_tuner_picks_ring_LL_at_1KiB_and_ring_Simple_at_1GiB(write_platform):
     assert t.time_us(4 << 20) == pytest.approx(t.latency_us + (4 << 20) / (t.algbw_GBps * 0.7 * 1e3))
 
 
+def test_tuner_counts_k_steps_for_broadcast_and_reduce(write_platform):
+    # NCCL's tuning.cc: nsteps = nRanks for broadcast and reduce (2(k-1) for all-reduce, k-1 for all-gather and
+    # reduce-scatter), and the ring's algorithm bandwidth is the bus bandwidth x nRanks / nsteps: x 1 here. Up to
+    # 2.20 its ring LL takes a quarter of the bus for all-reduce and reduce, a third for the others (v2.20.5 line
+    # 181). On the H100-like platform (450 GB/s, 16 channels): broadcast Simple 8.4 + 8 x 3.4 = 35.6 us at 450 GB/s,
+    # LL 6.6 + 8 x 0.6 = 11.4 us at min(141, 450 / 3) = 141 GB/s; reduce LL at min(141, 450 / 4) = 112.5 GB/s;
+    # all-gather Simple 8.4 + 7 x 3.4 = 32.2 us at 450 x 8/7 GB/s.
+    sys = System.of(_h100_like(write_platform))
+    simple = tuner.predict(sys, "broadcast", 8, "ring", "Simple", 16)
+    assert simple.latency_us == pytest.approx(35.6) and simple.algbw_GBps == pytest.approx(450)
+    ll = tuner.predict(sys, "broadcast", 8, "ring", "LL", 16)
+    assert ll.latency_us == pytest.approx(11.4) and ll.algbw_GBps == pytest.approx(141)
+    reduce_ll = tuner.predict(sys, "reduce", 8, "ring", "LL", 16)
+    assert reduce_ll.latency_us == pytest.approx(11.4) and reduce_ll.algbw_GBps == pytest.approx(112.5)
+    gather = tuner.predict(sys, "all_gather", 8, "ring", "Simple", 16)
+    assert gather.latency_us == pytest.approx(32.2) and gather.algbw_GBps == pytest.approx(450 * 8 / 7)
+
+
 def test_overrides_are_honoured_and_bad_ones_named(write_platform):
     plat = _h100_like(write_platform)
     _, plan = build_collective(plat, "all_reduce", 1 << 20, algo="tree", proto="LL128", channels=5)

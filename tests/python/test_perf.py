@@ -276,7 +276,8 @@ PLANS = {"all_reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
          "reduce_scatter": (("ring", "LL", "2"), ("ring", "LL", "28")),
          "alltoall": (("p2p", "LL", "7"), ("p2p", "Simple", "7")),
          "broadcast": (("ring", "LL", "1"), ("ring", "LL", "16")),
-         # reduce: the broadcast's chain the other way, the same tuning (k-1 steps)
+         # reduce: the broadcast's chain the other way, k steps as NCCL counts them (LL a quarter of the bus, not a
+         # third: still LL at both sizes here)
          "reduce": (("ring", "LL", "1"), ("ring", "LL", "16")),
          # sendrecv: one peer, LL up to 16 KiB; one channel while the buffer is one 512 KiB chunk
          "sendrecv": (("p2p", "LL", "1"), ("p2p", "Simple", "1")),

@@ -5,10 +5,11 @@ takes the least; then it drops channels for small messages. Its prediction is ne
 time of a collective is always the simulation of the profile it chose (docs/collectives.md).
 
 - latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
-  k-1 for all_gather, reduce_scatter, broadcast and reduce; tree all_reduce 2(k-1) chain hops within a node.
+  k-1 for all_gather and reduce_scatter, k for broadcast and reduce (NCCL's nsteps); tree all_reduce 2(k-1)
+  chain hops within a node.
 - bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
-  B / 4 for all_reduce, B / 3 for the others up to NCCL 2.24 (Ampere and Hopper here), B / 2 from
-  2.25 (Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
+  B / 4 for all_reduce and reduce, B / 3 for the others up to NCCL 2.20 (Ampere and Hopper here), B / 2
+  from 2.21.5 (Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
   rate" is the line's payload share; tuning.cc also charges LL's polling); ring LL128 0.92 B, capped at
   C x the per-channel LL128 cap; ring Simple B. Tree: 0.92 B for Simple, then LL 1/3.8 of that (capped
   as LL), LL128 7/9 (one node, capped at 7/9 x C x the LL128 cap), each x NCCL's tree correction
@@ -67,8 +68,9 @@ LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0
 #: LL128's per-channel ring bandwidth cap, GB/s (perChMaxRingLL128Bws; Blackwell 2 x 36.7 from NCCL 2.25;
 #: cdna3: assumed 20, NCCL's pre-Hopper figure).
 LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 2 * 36.7, "cdna3": 20.0}
-#: Ring LL's share of the bus bandwidth per GPU generation, (all_reduce, the others): NCCL up to 2.24 charges
-#: 1/4 for all_reduce and 1/3 otherwise; 2.25 on charges 1/2 for all (with llMaxBws' Hopper 141 and
+#: Ring LL's share of the bus bandwidth per GPU generation, (all_reduce and reduce, the others): NCCL up to 2.20
+#: charges 1/4 for all_reduce and reduce (and, across nodes, for every collective: not yet followed here,
+#: docs/collectives.md) and 1/3 otherwise; 2.21.5 on charges 1/2 for all (with llMaxBws' Hopper 141 and
 #: Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
 #: Hopper keeps 2.20.5's share (the H200 small point's version) beside 2.25's cap, a mix no NCCL has:
 #: on 8 GPUs it picks as 2.27.7 does (LL at 2 MiB, LL128 at 4 MiB), and the NVLS crossover is derived
@@ -110,7 +112,9 @@ class Choice:
 
 
 def _steps(op: str, k: int) -> int:
-    return 2 * (k - 1) if op == "all_reduce" else k - 1
+    """NCCL's `nsteps` (``tuning.cc``): 2(k-1) for all-reduce, k-1 for all-gather and reduce-scatter, k for broadcast
+    and reduce (whose chains have k-1 hops; the model counts k)."""
+    return 2 * (k - 1) if op == "all_reduce" else k - 1 if op in ("all_gather", "reduce_scatter") else k
 
 
 def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) -> Choice:
@@ -136,7 +140,7 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
         if sys.library == "rccl":
             bw = bus
         else:
-            share = LL_SHARE[sys.arch][0 if op == "all_reduce" else 1]
+            share = LL_SHARE[sys.arch][0 if op in ("all_reduce", "reduce") else 1]
             bw = {"LL": min(LL_MAX_BW[sys.arch], bus * share),
                   "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
         ratio = k / _steps(op, k)
