@@ -430,6 +430,18 @@ def test_tuner_counts_k_steps_for_broadcast_and_reduce(write_platform):
     assert gather.latency_us == pytest.approx(32.2) and gather.algbw_GBps == pytest.approx(450 * 8 / 7)
 
 
+def test_tuner_gives_every_collective_a_quarter_for_LL_across_nodes():
+    # NCCL up to 2.20 (tuning.cc: `nNodes > 1 || coll == ncclFuncAllReduce || coll == ncclFuncReduce ? 1.0/4.0 :
+    # 1.0/3.0`): across nodes every collective's ring LL takes a quarter of the bus bandwidth. dgx-h100-rail on its 16
+    # GPUs (2 nodes, NCCL, Hopper: the 2.20 shares), the bus 24 channels x 450 / 24 GB/s: broadcast LL at
+    # min(141, 450 / 4) = 112.5 GB/s x 16 / 16 steps, all-gather at 112.5 x 16 / 15 = 120, all-reduce at 112.5 x
+    # 16 / 30 = 60 (a third would give broadcast and all-gather 141 and 150.4).
+    sys = System.of(eidola.load_platform("platforms/dgx-h100-rail.yaml"))
+    assert (sys.library, sys.arch, sys.gpu_bw, sys.channels, sys.nodes(16)) == ("nccl", "hopper", 450e9, 24, 2)
+    for op, algbw in (("broadcast", 112.5), ("all_gather", 120.0), ("all_reduce", 60.0)):
+        assert tuner.predict(sys, op, 16, "ring", "LL", 24).algbw_GBps == pytest.approx(algbw), op
+
+
 def test_overrides_are_honoured_and_bad_ones_named(write_platform):
     plat = _h100_like(write_platform)
     _, plan = build_collective(plat, "all_reduce", 1 << 20, algo="tree", proto="LL128", channels=5)

@@ -69,9 +69,8 @@ LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0
 #: cdna3: assumed 20, NCCL's pre-Hopper figure).
 LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 2 * 36.7, "cdna3": 20.0}
 #: Ring LL's share of the bus bandwidth per GPU generation, (all_reduce and reduce, the others): NCCL up to 2.20
-#: charges 1/4 for all_reduce and reduce (and, across nodes, for every collective: not yet followed here,
-#: docs/collectives.md) and 1/3 otherwise; 2.21.5 on charges 1/2 for all (with llMaxBws' Hopper 141 and
-#: Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
+#: charges 1/4 for all_reduce and reduce (and, across nodes, for every collective: `_predict_nodes`) and 1/3
+#: otherwise; 2.21.5 on charges 1/2 for all (with llMaxBws' Hopper 141 and Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
 #: Hopper keeps 2.20.5's share (the H200 small point's version) beside 2.25's cap, a mix no NCCL has:
 #: on 8 GPUs it picks as 2.27.7 does (LL at 2 MiB, LL128 at 4 MiB), and the NVLS crossover is derived
 #: from it (docs/collectives.md).
@@ -181,7 +180,10 @@ def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: s
         latency = base + 2 * (ppn - 1) * intra_lat + inter * inter_lat
     else:
         latency = base + (steps - inter) * max(intra_lat, overhead) + inter * inter_lat
-    bw = {"LL": min(LL_MAX_BW[sys.arch], bus / (4 if op == "all_reduce" else 3)),
+    # NCCL charges ring LL a quarter of the bus across nodes whatever the collective (up to 2.20; half from 2.21.5,
+    # as LL_SHARE's first entry has it); RCCL's share across nodes is not from its source yet: left as it was.
+    ll = LL_SHARE[sys.arch][0] if sys.library == "nccl" else (1 / 4 if op == "all_reduce" else 1 / 3)
+    bw = {"LL": min(LL_MAX_BW[sys.arch], bus * ll),
           "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
     plateau = 64 * channels * k if proto == "Simple" and op == "all_reduce" and algo == "ring" else 0
     return Choice(algo, proto, latency, bw * k / steps, plateau)
