@@ -70,7 +70,8 @@ LL_MAX_BW = {"ampere": 87.7, "hopper": 141.0, "blackwell": 282.0, "cdna3": 141.0
 LL128_CHANNEL_BW = {"ampere": 20.0, "hopper": 36.7, "blackwell": 2 * 36.7, "cdna3": 20.0}
 #: Ring LL's share of the bus bandwidth per GPU generation, (all_reduce and reduce, the others): NCCL up to 2.20
 #: charges 1/4 for all_reduce and reduce (and, across nodes, for every collective: `_predict_nodes`) and 1/3
-#: otherwise; 2.21.5 on charges 1/2 for all (with llMaxBws' Hopper 141 and Blackwell 282 GB/s). Ampere follows 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
+#: otherwise; 2.21.5 on charges 1/2 for all (with llMaxBws' Hopper 141 and Blackwell 282 GB/s). Ampere follows
+#: 2.18.5 (the A100 points) and Blackwell 2.25.1 (the GB200 points).
 #: Hopper keeps 2.20.5's share (the H200 small point's version) beside 2.25's cap, a mix no NCCL has:
 #: on 8 GPUs it picks as 2.27.7 does (LL at 2 MiB, LL128 at 4 MiB), and the NVLS crossover is derived
 #: from it (docs/collectives.md).
