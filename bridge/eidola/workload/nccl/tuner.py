@@ -113,7 +113,7 @@ class Choice:
 
 def _steps(op: str, k: int) -> int:
     """NCCL's `nsteps` (``tuning.cc``): 2(k-1) for all-reduce, k-1 for all-gather and reduce-scatter, k for broadcast
-    and reduce (whose chains have k-1 hops; the model counts k)."""
+    and reduce (whose chains have k-1 hops; NCCL's model counts k all the same)."""
     return 2 * (k - 1) if op == "all_reduce" else k - 1 if op in ("all_gather", "reduce_scatter") else k
 
 
