@@ -33,6 +33,7 @@ window fills with the incast's backlog on the packet fabric, a strict expected f
 from __future__ import annotations
 
 import pytest
+from test_flow_validation import _writes  # one workgroup per write, all issued at time 0
 from zero_load import zero_load_ns
 
 import eidola
@@ -92,17 +93,6 @@ def test_the_packet_fabric_holds_the_incast_in_its_leaf(repo):
         assert flow[wg] == pytest.approx(packet[wg], rel=0.005), wg
 
 
-def _beside_an_incast(nbytes: int):
-    """GPU 0 writes `nbytes` to GPU 4 (its own node: a direct link) and to GPU 8 (the other node) at once, while
-    GPUs 1-3 write `nbytes` to GPU 8 too: four writes meet at GPU 8's NIC link."""
-    transfers = [(0, 4), (0, 8), (1, 8), (2, 8), (3, 8)]
-    b = ProfileBuilder(gpus=16, workgroups=len(transfers), name="beside-an-incast")
-    b.buffer("data", nbytes=nbytes)
-    for wg, (src, dst) in enumerate(transfers):
-        b.program(gpu=src, wg=wg).write(dst=dst, buffer="data", offset=0, nbytes=nbytes)
-    return b.build()
-
-
 @pytest.mark.xfail(strict=True, reason=(
     "measured 2026-12-07: GPU 0's write to GPU 4 ends at 406.8 us on the packet fabric and 146.0 us on the flow "
     "fabric (-64%; kernel times 456.06 / 456.04 us, the incast's). The flow fabric's issue gates count the backlog "
@@ -127,7 +117,8 @@ def test_a_write_beside_an_incast_waits_for_its_gpus_window(repo):
     for model in ("packet", "flow"):
         plat = eidola.load_platform(repo / "platforms" / "hierarchical-16gpu.yaml",
                                     overrides={**FLOW_COUNTERPART, "fabric.model": model})
-        wgs = eidola.simulate(plat, _beside_an_incast(n)).workgroups
+        # GPU 0 writes n to GPU 4 (its own node: a direct link) and to GPU 8; GPUs 1-3 write n to GPU 8 too
+        wgs = eidola.simulate(plat, _writes(16, [(0, 4, n), (0, 8, n), (1, 8, n), (2, 8, n), (3, 8, n)])).workgroups
         ends[model] = float(wgs["finish_ns"][wgs["wg"] == 0][0])
     assert ends["packet"] >= least_ns, (ends, least_ns)
     assert ends["flow"] >= least_ns, (ends, least_ns)
