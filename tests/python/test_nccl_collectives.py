@@ -35,7 +35,7 @@ def _ideal(write_platform, gpus, collectives="", workgroups=32):
         """))
 
 
-def _h100_like(write_platform, extra=""):
+def _h100_like(write_platform, extra="", overrides=None):
     # 8 GPUs on NVSwitch, 18 lanes of 25 GB/s each: 450 GB/s per GPU; NCCL with 16 channels, Hopper.
     return eidola.load_platform(write_platform("""
         eidola: 1
@@ -46,7 +46,8 @@ def _h100_like(write_platform, extra=""):
           topology: switch
           link: {bandwidth: 25GB/s, latency: 150ns, header: 16B, count: 18}
           switch: {latency: 100ns, buffer: 192}
-        collectives: {library: nccl, channels: 16, link_type: nvlink, arch: hopper""" + extra + "}\n"))
+        collectives: {library: nccl, channels: 16, link_type: nvlink, arch: hopper""" + extra + "}\n"),
+        overrides=overrides)
 
 
 # --- bytes on the wire -------------------------------------------------------------------------------------
@@ -416,18 +417,30 @@ def test_tuner_counts_k_steps_for_broadcast_and_reduce(write_platform):
     # NCCL's tuning.cc: nsteps = nRanks for broadcast and reduce (2(k-1) for all-reduce, k-1 for all-gather and
     # reduce-scatter), and the ring's algorithm bandwidth is the bus bandwidth x nRanks / nsteps: x 1 here. Up to
     # 2.20 its ring LL takes a quarter of the bus for all-reduce and reduce, a third for the others (v2.20.5 line
-    # 181). On the H100-like platform (450 GB/s, 16 channels): broadcast Simple 8.4 + 8 x 3.4 = 35.6 us at 450 GB/s,
-    # LL 6.6 + 8 x 0.6 = 11.4 us at min(141, 450 / 3) = 141 GB/s; reduce LL at min(141, 450 / 4) = 112.5 GB/s;
-    # all-gather Simple 8.4 + 7 x 3.4 = 32.2 us at 450 x 8/7 GB/s.
+    # 181). On the H100-like platform (450 GB/s, 16 channels): broadcast Simple at 450 GB/s, LL at
+    # min(141, 450 / 3) = 141 GB/s; reduce LL at min(141, 450 / 4) = 112.5 GB/s; all-gather Simple
+    # 8.4 + 7 x 3.4 = 32.2 us at 450 x 8/7 GB/s.
+    # Broadcast's and reduce's latency (v2.20.5 lines 234-239): the base and one ring hop where the ring graph has
+    # `sameChannels`, as one switch link per GPU gives (Simple 8.4 + 3.4 = 11.8 us, LL 6.6 + 0.6 = 7.2 us);
+    # else nsteps = 8 hops, Simple's at the tree's NVLink figure (4.0 us here): 8.4 + 8 x 4.0 = 40.4 us, LL
+    # 6.6 + 8 x 0.6 = 11.4 us, as on a fully connected node, whose rings spread over its links.
     sys = System.of(_h100_like(write_platform))
+    assert sys.same_channels(8)
     simple = tuner.predict(sys, "broadcast", 8, "ring", "Simple", 16)
-    assert simple.latency_us == pytest.approx(35.6) and simple.algbw_GBps == pytest.approx(450)
+    assert simple.latency_us == pytest.approx(11.8) and simple.algbw_GBps == pytest.approx(450)
     ll = tuner.predict(sys, "broadcast", 8, "ring", "LL", 16)
-    assert ll.latency_us == pytest.approx(11.4) and ll.algbw_GBps == pytest.approx(141)
+    assert ll.latency_us == pytest.approx(7.2) and ll.algbw_GBps == pytest.approx(141)
     reduce_ll = tuner.predict(sys, "reduce", 8, "ring", "LL", 16)
-    assert reduce_ll.latency_us == pytest.approx(11.4) and reduce_ll.algbw_GBps == pytest.approx(112.5)
+    assert reduce_ll.latency_us == pytest.approx(7.2) and reduce_ll.algbw_GBps == pytest.approx(112.5)
     gather = tuner.predict(sys, "all_gather", 8, "ring", "Simple", 16)
     assert gather.latency_us == pytest.approx(32.2) and gather.algbw_GBps == pytest.approx(450 * 8 / 7)
+    # Simple has the lower latency and the higher bandwidth than LL128 (14 + 1.9 us, 0.92 x 450 GB/s): NCCL never
+    # picks LL128 for a broadcast here; LL up to where 7.2 + S / 141 = 11.8 + S / 450 (S = 0.94 MB).
+    assert [tuner.choose(sys, "broadcast", n, 8)[1] for n in (512 << 10, 1 << 20, 16 << 20)] == ["LL", "Simple", "Simple"]
+    meshed = System.of(_h100_like(write_platform, overrides={"fabric.topology": "fully_connected"}))
+    assert not meshed.same_channels(8)
+    assert tuner.predict(meshed, "broadcast", 8, "ring", "Simple", 16).latency_us == pytest.approx(40.4)
+    assert tuner.predict(meshed, "reduce", 8, "ring", "LL", 16).latency_us == pytest.approx(11.4)
 
 
 def test_tuner_gives_every_collective_a_quarter_for_LL_across_nodes():
@@ -440,6 +453,32 @@ def test_tuner_gives_every_collective_a_quarter_for_LL_across_nodes():
     assert (sys.library, sys.arch, sys.gpu_bw, sys.channels, sys.nodes(16)) == ("nccl", "hopper", 450e9, 24, 2)
     for op, algbw in (("broadcast", 112.5), ("all_gather", 120.0), ("all_reduce", 60.0)):
         assert tuner.predict(sys, op, 16, "ring", "LL", 24).algbw_GBps == pytest.approx(algbw), op
+
+
+def test_tuner_takes_one_network_hop_for_a_broadcast_across_switched_nodes():
+    # Across nodes NCCL's hw is the network for every algorithm (tuning.cc: `hw[a] = nNodes == 1 ? intraHw[a] :
+    # NCCL_HW_NET`), so a broadcast with `sameChannels` (dgx-h100-rail: NVSwitch inside each node, logged as
+    # sameChannels 1 on two H100 nodes in NVIDIA/nccl issue 1197) pays the base and one network ring hop:
+    # LL 6.6 + 2.7 = 9.3 us, Simple 8.4 + 14.0 = 22.4 us, whatever the GPU count.
+    sys = System.of(eidola.load_platform("platforms/dgx-h100-rail.yaml"))
+    assert sys.same_channels(16)
+    assert tuner.predict(sys, "broadcast", 16, "ring", "LL", 24).latency_us == pytest.approx(9.3)
+    assert tuner.predict(sys, "reduce", 16, "ring", "Simple", 24).latency_us == pytest.approx(22.4)
+    # hierarchical-16gpu's nodes are fully connected inside: its rings spread, so k network hops (16 x 2.7 + 6.6).
+    hier = System.of(eidola.load_platform("platforms/hierarchical-16gpu.yaml"))
+    assert not hier.same_channels(16)
+    assert tuner.predict(hier, "broadcast", 16, "ring", "LL", hier.channels).latency_us == pytest.approx(6.6 + 16 * 2.7)
+
+
+def test_rccl_gives_broadcast_and_reduce_LL_more_bandwidth_on_one_mi300x_node():
+    # RCCL's tuning.cc (release/rocm-rel-6.3.0.1): after its model's ratio (ring LL 0.08), `busBw * 1.65` for ring
+    # LL broadcast and reduce when every rank is on one node of gfx94 GPUs. mi300x-8gpu: 28 channels of the GPU's
+    # bandwidth / 28; its fully connected rings spread (no sameChannels): 12 + 8 x 0.8 = 18.4 us for LL.
+    sys = System.of(eidola.load_platform("platforms/mi300x-8gpu.yaml"))
+    bus = sys.gpu_bw / 1e9 * 0.08
+    for op, factor in (("broadcast", 1.65), ("reduce", 1.65), ("all_gather", 8 / 7)):
+        assert tuner.predict(sys, op, 8, "ring", "LL", 28).algbw_GBps == pytest.approx(bus * factor), op
+    assert tuner.predict(sys, "broadcast", 8, "ring", "LL", 28).latency_us == pytest.approx(18.4)
 
 
 def test_overrides_are_honoured_and_bad_ones_named(write_platform):

@@ -151,6 +151,17 @@ class System:
             raise ConfigError(f"gpus: {k} GPUs do not fill whole nodes of {g} GPUs; give a multiple of {g}")
         return k // g
 
+    def same_channels(self, k: int) -> bool:
+        """NCCL's ring graph flag `sameChannels` on the first k GPUs: its search (``search.cc``) first asks every
+        channel to take one ring and keeps that when it reaches the GPUs' bandwidth, which one switch link per GPU
+        (NVSwitch; logged as ``sameChannels 1`` on DGX A100 and on two H100 nodes, NVIDIA/nccl issue 1197) or one
+        cycle of links allows; where the rings must spread over several links out of a GPU (fully connected
+        nodes, both directions of a ring, a mesh's cycles) it takes different channels. Here: every channel's
+        ring the same one node, or across nodes, nodes behind a switch."""
+        if self.nodes(k) > 1:
+            return not self.intra_fully_connected and self.neighbours is None
+        return len({tuple(r) for r in self.rings(k, self.channels)}) == 1
+
     def node_path(self, c: int, g: int) -> list[int]:
         """Channel c's path through a node of g GPUs (local ranks), entering at c mod g and leaving at its far
         end; nodes of odd index take it backwards (`rings`). Fully connected: the zigzag path, whose g paths

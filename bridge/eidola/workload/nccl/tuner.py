@@ -5,8 +5,9 @@ takes the least; then it drops channels for small messages. Its prediction is ne
 time of a collective is always the simulation of the profile it chose (docs/collectives.md).
 
 - latency (us): ``base[algo][proto] + steps x hop[link][algo][proto]``; ring steps 2(k-1) for all_reduce,
-  k-1 for all_gather and reduce_scatter, k for broadcast and reduce (NCCL's nsteps); tree all_reduce 2(k-1)
-  chain hops within a node.
+  k-1 for all_gather and reduce_scatter; tree all_reduce 2(k-1) chain hops within a node. Broadcast and
+  reduce: one hop where NCCL's ring graph has identical channels (`sameChannels`: a switch), else k hops,
+  Simple's at the tree's figure; across nodes, network hops.
 - bus bandwidth with C channels: B = C x (GPU link bandwidth / the library's channel count). Ring LL:
   B / 4 for all_reduce and reduce, B / 3 for the others up to NCCL 2.20 (Ampere and Hopper here), B / 2
   from 2.21.5 (Blackwell here: `LL_SHARE`), capped per generation (llMaxBw; NCCL.md's "half the link
@@ -39,7 +40,7 @@ from ...errors import ConfigError
 from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
 from .system import NET_OVERHEAD_US, System
 
-__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
+__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "RCCL_GFX94_CHAIN_LL", "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
            "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
            "predict", "choose", "reduce_channels", "ALGOS", "RING_PLATEAU"]
 
@@ -80,6 +81,9 @@ LL_SHARE = {"ampere": (1 / 4, 1 / 3), "hopper": (1 / 4, 1 / 3), "blackwell": (1 
 #: 8 MI300X over xGMI (``tuning_model_5``, chosen by its rome models of 8 gfx942 GPUs): RCCL applies it in place
 #: of NCCL's LL and LL128 refinements (its HIP build compiles those out), so ring LL runs at 0.08 of the bus.
 RCCL_BW_RATIO = {"ring": (0.08, 0.0, 1.0), "tree": (0.06, 0.0, 0.11)}
+#: RCCL's ring LL bandwidth factor for broadcast and reduce inside one node of gfx94 GPUs (MI300X; ``tuning.cc``,
+#: ``busBw * 1.65`` after the model's ratio).
+RCCL_GFX94_CHAIN_LL = 1.65
 #: NCCL's tree correction factor per protocol (LL, LL128, Simple), indexed by log2(bytes / 64) below 22:
 #: "trees are not perfectly sticking to the model for medium sizes" (``tuning.cc``).
 TREE_CORRECTION = ((1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0),
@@ -117,6 +121,19 @@ def _steps(op: str, k: int) -> int:
     return 2 * (k - 1) if op == "all_reduce" else k - 1 if op in ("all_gather", "reduce_scatter") else k
 
 
+def _chain_latency(sys: System, op: str, k: int, link: str, p: int) -> float:
+    """The ring's per-hop latency part (``tuning.cc``) for broadcast and reduce, whose rings are chains: one hop
+    of `link` when NCCL's ring graph has `sameChannels` (`System.same_channels`), else nsteps hops, Simple's at
+    the tree's figure ("Add some chunk latency, waiting for proper chunk modeling"); for the other collectives
+    nsteps ring hops."""
+    hop = HOP_LAT[link]["ring"][p]
+    if op not in ("broadcast", "reduce"):
+        return _steps(op, k) * hop
+    if sys.same_channels(k):
+        return hop
+    return _steps(op, k) * (HOP_LAT[link]["tree"][p] if _P[p] == "Simple" else hop)
+
+
 def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) -> Choice:
     """The model's latency and algorithm bandwidth for (algo, proto) with `channels` channels on k GPUs
     (NVLS: its own channels, one per GPU, whatever `channels` says)."""
@@ -136,9 +153,11 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
     if sys.library == "rccl" and RCCL_BW_RATIO[algo][p] > 0:
         bus *= RCCL_BW_RATIO[algo][p]
     if algo == "ring":
-        latency = BASE_LAT[sys.library]["ring"][p] + _steps(op, k) * hop
+        latency = BASE_LAT[sys.library]["ring"][p] + _chain_latency(sys, op, k, sys.link_type, p)
         if sys.library == "rccl":
             bw = bus
+            if proto == "LL" and op in ("broadcast", "reduce") and sys.arch == "cdna3":
+                bw *= RCCL_GFX94_CHAIN_LL  # one node of gfx94 GPUs (RCCL's tuning.cc)
         else:
             share = LL_SHARE[sys.arch][0 if op in ("all_reduce", "reduce") else 1]
             bw = {"LL": min(LL_MAX_BW[sys.arch], bus * share),
@@ -179,6 +198,8 @@ def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: s
     overhead = NET_OVERHEAD_US * (3 if proto == "Simple" else 1)
     if algo == "hierarchical":
         latency = base + 2 * (ppn - 1) * intra_lat + inter * inter_lat
+    elif op in ("broadcast", "reduce"):  # a chain: the network's hops, whatever the links inside a node
+        latency = base + _chain_latency(sys, op, k, "network", p)
     else:
         latency = base + (steps - inter) * max(intra_lat, overhead) + inter * inter_lat
     # NCCL charges ring LL a quarter of the bus across nodes whatever the collective (up to 2.20; half from 2.21.5,
