@@ -40,7 +40,8 @@ from ...errors import ConfigError
 from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
 from .system import NET_OVERHEAD_US, System
 
-__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "RCCL_GFX94_CHAIN_LL", "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
+__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "RCCL_GFX94_CHAIN_LL",
+           "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
            "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
            "predict", "choose", "reduce_channels", "ALGOS", "RING_PLATEAU"]
 
