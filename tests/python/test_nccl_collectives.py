@@ -422,8 +422,8 @@ def test_tuner_counts_k_steps_for_broadcast_and_reduce(write_platform):
     # 8.4 + 7 x 3.4 = 32.2 us at 450 x 8/7 GB/s.
     # Broadcast's and reduce's latency (v2.20.5 lines 234-239): the base and one ring hop where the ring graph has
     # `sameChannels`, as one switch link per GPU gives (Simple 8.4 + 3.4 = 11.8 us, LL 6.6 + 0.6 = 7.2 us);
-    # else nsteps = 8 hops, Simple's at the tree's NVLink figure (4.0 us here): 8.4 + 8 x 4.0 = 40.4 us, LL
-    # 6.6 + 8 x 0.6 = 11.4 us, as on a fully connected node, whose rings spread over its links.
+    # else nsteps = 8 hops, Simple's at the tree's NVLink figure (4.0 us: NCCL 2.18.5 and 2.23.4 on; 2.19-2.22 have
+    # 28): 8.4 + 8 x 4.0 = 40.4 us, LL 6.6 + 8 x 0.6 = 11.4 us, as on a fully connected node, whose rings spread.
     sys = System.of(_h100_like(write_platform))
     assert sys.same_channels(8)
     simple = tuner.predict(sys, "broadcast", 8, "ring", "Simple", 16)
@@ -455,30 +455,31 @@ def test_tuner_gives_every_collective_a_quarter_for_LL_across_nodes():
         assert tuner.predict(sys, op, 16, "ring", "LL", 24).algbw_GBps == pytest.approx(algbw), op
 
 
-def test_tuner_takes_one_network_hop_for_a_broadcast_across_switched_nodes():
+def test_tuner_takes_network_hops_for_a_broadcast_across_nodes():
     # Across nodes NCCL's hw is the network for every algorithm (tuning.cc: `hw[a] = nNodes == 1 ? intraHw[a] :
-    # NCCL_HW_NET`), so a broadcast with `sameChannels` (dgx-h100-rail: NVSwitch inside each node, logged as
-    # sameChannels 1 on two H100 nodes in NVIDIA/nccl issue 1197) pays the base and one network ring hop:
-    # LL 6.6 + 2.7 = 9.3 us, Simple 8.4 + 14.0 = 22.4 us, whatever the GPU count.
+    # NCCL_HW_NET`). dgx-h100-rail's rings enter each node at a GPU of their own, so no sameChannels: nsteps = 16
+    # network hops, Simple's at the network tree figure: LL 6.6 + 16 x 2.7 = 49.8 us, Simple 8.4 + 16 x 14.0 = 232.4 us.
     sys = System.of(eidola.load_platform("platforms/dgx-h100-rail.yaml"))
-    assert sys.same_channels(16)
-    assert tuner.predict(sys, "broadcast", 16, "ring", "LL", 24).latency_us == pytest.approx(9.3)
-    assert tuner.predict(sys, "reduce", 16, "ring", "Simple", 24).latency_us == pytest.approx(22.4)
-    # hierarchical-16gpu's nodes are fully connected inside: its rings spread, so k network hops (16 x 2.7 + 6.6).
-    hier = System.of(eidola.load_platform("platforms/hierarchical-16gpu.yaml"))
-    assert not hier.same_channels(16)
-    assert tuner.predict(hier, "broadcast", 16, "ring", "LL", hier.channels).latency_us == pytest.approx(6.6 + 16 * 2.7)
+    assert not sys.same_channels(16)
+    assert tuner.predict(sys, "broadcast", 16, "ring", "LL", 24).latency_us == pytest.approx(49.8)
+    assert tuner.predict(sys, "reduce", 16, "ring", "Simple", 24).latency_us == pytest.approx(232.4)
+    # RCCL keeps the flag on its matched models (mi300x-rail): RCCL's base and one network hop, LL 12 + 2.7 = 14.7 us.
+    rccl = System.of(eidola.load_platform("platforms/mi300x-rail.yaml"))
+    assert rccl.same_channels(16)
+    assert tuner.predict(rccl, "broadcast", 16, "ring", "LL", rccl.channels).latency_us == pytest.approx(14.7)
 
 
 def test_rccl_gives_broadcast_and_reduce_LL_more_bandwidth_on_one_mi300x_node():
     # RCCL's tuning.cc (release/rocm-rel-6.3.0.1): after its model's ratio (ring LL 0.08), `busBw * 1.65` for ring
     # LL broadcast and reduce when every rank is on one node of gfx94 GPUs. mi300x-8gpu: 28 channels of the GPU's
-    # bandwidth / 28; its fully connected rings spread (no sameChannels): 12 + 8 x 0.8 = 18.4 us for LL.
+    # bandwidth / 28. Its rings are RCCL's matched model's, read after the search set sameChannels, which stays 1
+    # (RCCL's search.cc), so the base and one xGMI hop: 12 + 0.8 = 12.8 us for LL.
     sys = System.of(eidola.load_platform("platforms/mi300x-8gpu.yaml"))
     bus = sys.gpu_bw / 1e9 * 0.08
     for op, factor in (("broadcast", 1.65), ("reduce", 1.65), ("all_gather", 8 / 7)):
         assert tuner.predict(sys, op, 8, "ring", "LL", 28).algbw_GBps == pytest.approx(bus * factor), op
-    assert tuner.predict(sys, "broadcast", 8, "ring", "LL", 28).latency_us == pytest.approx(18.4)
+    assert sys.same_channels(8)
+    assert tuner.predict(sys, "broadcast", 8, "ring", "LL", 28).latency_us == pytest.approx(12.8)
 
 
 def test_overrides_are_honoured_and_bad_ones_named(write_platform):

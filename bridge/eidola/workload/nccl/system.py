@@ -152,14 +152,16 @@ class System:
         return k // g
 
     def same_channels(self, k: int) -> bool:
-        """NCCL's ring graph flag `sameChannels` on the first k GPUs: its search (``search.cc``) first asks every
-        channel to take one ring and keeps that when it reaches the GPUs' bandwidth, which one switch link per GPU
-        (NVSwitch; logged as ``sameChannels 1`` on DGX A100 and on two H100 nodes, NVIDIA/nccl issue 1197) or one
-        cycle of links allows; where the rings must spread over several links out of a GPU (fully connected
-        nodes, both directions of a ring, a mesh's cycles) it takes different channels. Here: every channel's
-        ring the same one node, or across nodes, nodes behind a switch."""
-        if self.nodes(k) > 1:
-            return not self.intra_fully_connected and self.neighbours is None
+        """The ring graph's flag `sameChannels` on the first k GPUs (``search.cc``): NCCL's search first asks every
+        channel to repeat channel 0's GPU order and keeps that unless different channels do strictly better, which
+        one switch link per GPU never needs (logged as ``sameChannels 1`` on DGX A100) and links spread over
+        several cycles do (fully connected nodes, both directions of a ring, a mesh's cycles). So: every channel's
+        ring here the same. Across nodes the rings here enter each node at a GPU of their own (`multi_rings`), which
+        NCCL's search builds only without the flag (two NVSwitch nodes with NICs logged ``sameChannels 0``,
+        NVIDIA/nccl issue 1189). RCCL on its matched topology models (the MI300X nodes here) keeps the flag at the
+        1 it set before reading the model's rings (its ``search.cc``), whatever the rings."""
+        if self.library == "rccl":
+            return True
         return len({tuple(r) for r in self.rings(k, self.channels)}) == 1
 
     def node_path(self, c: int, g: int) -> list[int]:
