@@ -463,10 +463,46 @@ def test_tuner_takes_network_hops_for_a_broadcast_across_nodes():
     assert not sys.same_channels(16)
     assert tuner.predict(sys, "broadcast", 16, "ring", "LL", 24).latency_us == pytest.approx(49.8)
     assert tuner.predict(sys, "reduce", 16, "ring", "Simple", 24).latency_us == pytest.approx(232.4)
-    # RCCL keeps the flag on its matched models (mi300x-rail): RCCL's base and one network hop, LL 12 + 2.7 = 14.7 us.
+    # RCCL keeps the flag on its matched models (mi300x-rail): RCCL's base and one network hop of its model
+    # (tuning_model_5's NET ring row, LL 9.5 us, Simple 320 us): 12 + 9.5 = 21.5 us, 17 + 320 = 337 us.
     rccl = System.of(eidola.load_platform("platforms/mi300x-rail.yaml"))
     assert rccl.same_channels(16)
-    assert tuner.predict(rccl, "broadcast", 16, "ring", "LL", rccl.channels).latency_us == pytest.approx(14.7)
+    assert tuner.predict(rccl, "broadcast", 16, "ring", "LL", rccl.channels).latency_us == pytest.approx(21.5)
+    assert tuner.predict(rccl, "reduce", 16, "ring", "Simple", rccl.channels).latency_us == pytest.approx(337.0)
+
+
+def test_rccl_across_nodes_is_its_own_model():
+    # RCCL's tuning.cc on its MI300X model (tuning_model_5, RCCL 2.20.5-2.21.5), two nodes of 8 (mi300x-rail, 16
+    # channels, the bus 448 GB/s up to 2 nodes): ring all-reduce 30 steps, 2 x 2 network ones: LL 12 + 26 x max(0.8,
+    # 2.0) + 4 x 9.5 = 102 us at 0.08 x 448 x 16 / 30 GB/s, Simple 17 + 26 x max(2.1, 6.0) + 4 x 320 = 1,453 us at
+    # 448 x 16 / 30; tree 2 x (7 intra + 1 network) hops: LL 12 + 2 (7 x 0.9 + 10.5) = 45.6 us at 0.06 x 448 / 2,
+    # Simple 17 + 2 (7 x 2.3 + 25) = 99.2 us at 0.11 x 448 / 2. Then the bandwidth x its correction by log2(bytes / 64)
+    # (ring across nodes, tree always; the last entry for every larger size).
+    sys = System.of(eidola.load_platform("platforms/mi300x-rail.yaml"))
+    assert (sys.library, sys.gpu_bw, sys.channels, sys.nodes(16)) == ("rccl", 448e9, 16, 2)
+    want = {("ring", "LL"): (102.0, 0.08 * 448 * 16 / 30), ("ring", "Simple"): (1453.0, 448 * 16 / 30),
+            ("tree", "LL"): (45.6, 0.06 * 448 / 2), ("tree", "Simple"): (99.2, 0.11 * 448 / 2)}
+    for (algo, proto), (lat, bw) in want.items():
+        c = tuner.predict(sys, "all_reduce", 16, algo, proto, 16)
+        assert (c.latency_us, c.algbw_GBps) == (pytest.approx(lat), pytest.approx(bw)), (algo, proto)
+    ring_ll = [0.1] * 11 + [1.0, 0.2, 1.0, 0.4, 0.4, 0.1, 0.2, 0.2] + [0.1] * 8
+    ring_simple = [0.1] * 23 + [0.8, 1.0, 1.0, 1.0]
+    tree_ll = [0.1] * 6 + [1.0] * 5 + [0.6, 1.0, 0.9, 1.0, 1.0] + [0.1] * 11
+    tree_simple = [0.1] * 15 + [0.7] + [1.0] * 10 + [0.8]
+
+    def time_us(algo: str, proto: str, n: int) -> float:
+        lat, bw = want[(algo, proto)]
+        table = {("ring", "LL"): ring_ll, ("ring", "Simple"): ring_simple, ("tree", "LL"): tree_ll,
+                 ("tree", "Simple"): tree_simple}[(algo, proto)]
+        return lat + n / (bw * table[min((n >> 6).bit_length() - 1, 26)] * 1e3)
+
+    for n in (1 << 10, 1 << 20, 4 << 20, 64 << 20, 256 << 20, 512 << 20, 1 << 30, 16 << 30):
+        best = min(want, key=lambda ap: time_us(*ap, n))
+        assert tuner.choose(sys, "all_reduce", n, 16)[:2] == best, n
+        assert tuner.predict(sys, "all_reduce", 16, *best, 16).time_us(n) == pytest.approx(time_us(*best, n)), n
+    # What that gives: tree LL to 1 MiB, tree Simple from 4 to 256 MiB, ring Simple from 512 MiB.
+    assert [tuner.choose(sys, "all_reduce", n, 16)[:2] for n in (1 << 20, 4 << 20, 256 << 20, 512 << 20)] == [
+        ("tree", "LL"), ("tree", "Simple"), ("tree", "Simple"), ("ring", "Simple")]
 
 
 def test_rccl_gives_broadcast_and_reduce_LL_more_bandwidth_on_one_mi300x_node():

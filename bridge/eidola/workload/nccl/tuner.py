@@ -40,7 +40,8 @@ from ...errors import ConfigError
 from .nvls import NVLS_CHANNELS, NVLS_OPS, nvls_channels
 from .system import NET_OVERHEAD_US, System
 
-__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "RCCL_GFX94_CHAIN_LL",
+__all__ = ["LL_SHARE", "RCCL_BW_RATIO", "RCCL_GFX94_CHAIN_LL", "RCCL_BW_RATIO_MANY", "RCCL_NET_LAT",
+           "RCCL_TREE_CORRECTION", "RCCL_RING_CORRECTION", "RCCL_NET_OVERHEAD_US",
            "NVLS_EFFICIENCY", "NVLS_HOP_LAT", "NVLS_MIN_NODE_GPUS", "nvls_eligible", "BASE_LAT",
            "HOP_LAT", "LL_MAX_BW", "LL128_CHANNEL_BW", "THREADS", "THRESHOLD", "TREE_CORRECTION", "Choice",
            "predict", "choose", "reduce_channels", "ALGOS", "RING_PLATEAU"]
@@ -85,6 +86,18 @@ RCCL_BW_RATIO = {"ring": (0.08, 0.0, 1.0), "tree": (0.06, 0.0, 0.11)}
 #: RCCL's ring LL bandwidth factor for broadcast and reduce inside one node of gfx94 GPUs (MI300X; ``tuning.cc``,
 #: ``busBw * 1.65`` after the model's ratio).
 RCCL_GFX94_CHAIN_LL = 1.65
+#: The rest of RCCL's ``tuning_model_5`` (the same in RCCL 2.20.5 and 2.21.5, ROCm 6.2-6.3, and its development
+#: branch of 2024-10): the bandwidth ratios above 2 nodes (`RCCL_BW_RATIO` is its row for 1 and 2 nodes), the network
+#: hops (LL, LL128, Simple; us), and the correction factors of the bandwidth by log2(bytes / 64), the last one
+#: standing for every larger size: the tree's always, the ring's across nodes only (``ncclTopoGetAlgoTime``).
+RCCL_BW_RATIO_MANY = {"ring": (0.08, 0.0, 1.0), "tree": (0.06, 0.0, 0.59)}
+RCCL_NET_LAT = {"ring": (9.5, 0.0, 320.0), "tree": (10.5, 0.0, 25.0)}
+RCCL_TREE_CORRECTION = ((0.1,) * 6 + (1.0,) * 5 + (0.6, 1.0, 0.9, 1.0, 1.0) + (0.1,) * 11, (0.0,) * 27,
+                        (0.1,) * 15 + (0.7,) + (1.0,) * 10 + (0.8,))
+RCCL_RING_CORRECTION = ((0.1,) * 11 + (1.0, 0.2, 1.0, 0.4, 0.4, 0.1, 0.2, 0.2) + (0.1,) * 8, (0.0,) * 27,
+                        (0.1,) * 23 + (0.8, 1.0, 1.0, 1.0))
+#: RCCL's net overhead per network step on an AMD host (``getNetOverhead``: 2 us; x3 for Simple).
+RCCL_NET_OVERHEAD_US = 2.0
 #: NCCL's tree correction factor per protocol (LL, LL128, Simple), indexed by log2(bytes / 64) below 22:
 #: "trees are not perfectly sticking to the model for medium sizes" (``tuning.cc``).
 TREE_CORRECTION = ((1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0),
@@ -105,13 +118,17 @@ class Choice:
     latency_us: float
     algbw_GBps: float
     plateau_from: int = 0  #: bytes from which the latency is x RING_PLATEAU (0: never; ring Simple across nodes)
+    #: The bandwidth's factor by log2(bytes / 64) (NCCL's tree correction, RCCL's model's), none past its end unless
+    #: `capped`, where its last entry stands for every larger size (RCCL).
+    correction: tuple[float, ...] = ()
+    capped: bool = False
 
     def time_us(self, nbytes: int) -> float:
-        """The model's time for `nbytes` (a tree's bandwidth corrected for medium sizes as NCCL does)."""
+        """The model's time for `nbytes` (the bandwidth corrected by size as the library does)."""
         bw = self.algbw_GBps
         log_size = max(nbytes >> 6, 1).bit_length() - 1
-        if self.algo == "tree" and log_size < len(TREE_CORRECTION[0]):
-            bw *= TREE_CORRECTION[_P.index(self.proto)][log_size]
+        if self.correction and (log_size < len(self.correction) or self.capped):
+            bw *= self.correction[min(log_size, len(self.correction) - 1)]
         lat = self.latency_us * (RING_PLATEAU if self.plateau_from and nbytes >= self.plateau_from else 1.0)
         return lat + nbytes / (bw * 1e3)
 
@@ -166,10 +183,12 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
         ratio = k / _steps(op, k)
     else:  # a chain inside one node: up and down, 2(k-1) hops
         latency = BASE_LAT[sys.library]["tree"][p] + 2 * (k - 1) * hop
+        if sys.library == "rccl":  # its model's ratio (above) and correction, none of NCCL's refinements
+            return Choice(algo, proto, latency, bus * 0.5, correction=RCCL_TREE_CORRECTION[p], capped=True)
         tree = bus * 0.92
         bw = {"LL": min(LL_MAX_BW[sys.arch], tree / 3.8),
               "LL128": min(tree * 7 / 9, channels * LL128_CHANNEL_BW[sys.arch] * 7 / 9), "Simple": tree}[proto]
-        ratio = 0.5
+        return Choice(algo, proto, latency, bw * 0.5, correction=TREE_CORRECTION[p])
     return Choice(algo, proto, latency, bw * ratio)
 
 
@@ -182,6 +201,8 @@ def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: s
     LL128 120/128. The hierarchical all-reduce (not in NCCL's model; only run when named): an intra-node
     reduce-scatter and all-gather (ppn-1 intra steps each) around a ring all-reduce per rail (2(nNodes-1)
     network steps), at the ring's bandwidth."""
+    if sys.library == "rccl" and algo != "hierarchical":
+        return _predict_nodes_rccl(sys, op, k, nodes, algo, proto, channels)
     p = _P.index(proto)
     ppn = k // nodes
     intra_lat = HOP_LAT[sys.link_type]["ring" if algo == "hierarchical" else algo][p]
@@ -193,7 +214,7 @@ def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: s
         latency = base + 2 * ((ppn - 1) * intra_lat + (nodes.bit_length() - 1) * inter_lat)
         tree = bus * 0.92
         bw = {"LL": min(LL_MAX_BW[sys.arch], tree / 3.8), "LL128": tree * 120 / 128, "Simple": tree}[proto]
-        return Choice(algo, proto, latency, bw * 0.5)
+        return Choice(algo, proto, latency, bw * 0.5, correction=TREE_CORRECTION[p])
     steps = _steps(op, k)
     inter = (2 if op == "all_reduce" else 1) * (nodes - 1)
     overhead = NET_OVERHEAD_US * (3 if proto == "Simple" else 1)
@@ -204,12 +225,39 @@ def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: s
     else:
         latency = base + (steps - inter) * max(intra_lat, overhead) + inter * inter_lat
     # NCCL charges ring LL a quarter of the bus across nodes whatever the collective (up to 2.20; half from 2.21.5,
-    # as LL_SHARE's first entry has it); RCCL's share across nodes is not from its source yet: left as it was.
-    ll = LL_SHARE[sys.arch][0] if sys.library == "nccl" else (1 / 4 if op == "all_reduce" else 1 / 3)
-    bw = {"LL": min(LL_MAX_BW[sys.arch], bus * ll),
+    # as LL_SHARE's first entry has it).
+    bw = {"LL": min(LL_MAX_BW[sys.arch], bus * LL_SHARE[sys.arch][0]),
           "LL128": min(bus * 0.92, channels * LL128_CHANNEL_BW[sys.arch]), "Simple": bus}[proto]
     plateau = 64 * channels * k if proto == "Simple" and op == "all_reduce" and algo == "ring" else 0
     return Choice(algo, proto, latency, bw * k / steps, plateau)
+
+
+def _predict_nodes_rccl(sys: System, op: str, k: int, nodes: int, algo: str, proto: str, channels: int) -> Choice:
+    """`_predict_nodes` as RCCL's ``tuning.cc`` has it on its matched MI300X models (``tuning_model_5``): the bus
+    bandwidth x the model's ratio for the node count (`RCCL_BW_RATIO` up to 2 nodes, `RCCL_BW_RATIO_MANY` above), none
+    of NCCL's refinements; network hops from the model (`RCCL_NET_LAT`), intra ones as on one node (`HOP_LAT`); a
+    ring all-reduce pays 2 nNodes network steps (NCCL up to 2.22's count, which RCCL 2.21.5 keeps; nNodes - 1 for
+    all-gather and reduce-scatter) and its other steps at max(intra hop, RCCL's 2 us net overhead, x3 for Simple);
+    broadcast and reduce, whose flag stays 1, the base and one network hop; a tree 2 x ((ppn-1) intra + log2(nNodes)
+    network) hops. The bandwidth is then corrected by size (`RCCL_RING_CORRECTION`, `RCCL_TREE_CORRECTION`), and no
+    ring plateau: RCCL's HIP build compiles NCCL's out."""
+    p = _P.index(proto)
+    ppn = k // nodes
+    per_channel = (sys.gpu_bw if nodes <= 2 else sys.nic_bw) / sys.channels / 1e9  # GB/s
+    bus = channels * per_channel * (RCCL_BW_RATIO if nodes <= 2 else RCCL_BW_RATIO_MANY)[algo][p]
+    base = BASE_LAT["rccl"][algo][p]
+    intra, inter = HOP_LAT[sys.link_type][algo][p], RCCL_NET_LAT[algo][p]
+    if algo == "tree":
+        latency = base + 2 * ((ppn - 1) * intra + (nodes.bit_length() - 1) * inter)
+        return Choice(algo, proto, latency, bus * 0.5, correction=RCCL_TREE_CORRECTION[p], capped=True)
+    steps = _steps(op, k)
+    if op in ("broadcast", "reduce"):
+        latency = base + (inter if sys.same_channels(k) else steps * RCCL_NET_LAT["tree" if proto == "Simple" else "ring"][p])
+    else:
+        net = 2 * nodes if op == "all_reduce" else nodes - 1
+        overhead = RCCL_NET_OVERHEAD_US * (3 if proto == "Simple" else 1)
+        latency = base + (steps - net) * max(intra, overhead) + net * inter
+    return Choice(algo, proto, latency, bus * k / steps, correction=RCCL_RING_CORRECTION[p], capped=True)
 
 
 def nvls_eligible(sys: System, op: str) -> str:
@@ -274,8 +322,11 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
                           f"{sys.nodes(k)} node(s) does not")
     if algo == "auto" and not nvls_eligible(sys, op):
         algos = (*algos, "nvls")
+    # RCCL never runs tree Simple on one node of gfx94 GPUs (its tuning.cc skips it); NVLS runs Simple only.
+    skip = {("tree", "Simple")} if sys.library == "rccl" and sys.arch == "cdna3" and sys.nodes(k) == 1 else set()
     cands = [predict(sys, op, k, a, p, sys.channels) for a in (algos if algo == "auto" else (algo,))
-             for p in (sys.protocols if proto == "auto" else (proto,)) if a != "nvls" or p == "Simple"]
+             for p in (sys.protocols if proto == "auto" else (proto,))
+             if (a != "nvls" or p == "Simple") and (algo != "auto" or (a, p) not in skip)]
     best = min(cands, key=lambda c: (c.time_us(nbytes), _P.index(c.proto), c.algo))
     if best.algo == "nvls":
         return "nvls", "Simple", channels or nvls_channels(nbytes, k, min(NVLS_CHANNELS, sys.workgroups))
