@@ -518,6 +518,16 @@ def test_rccl_gives_broadcast_and_reduce_LL_more_bandwidth_on_one_mi300x_node():
     assert tuner.predict(sys, "broadcast", 8, "ring", "LL", 28).latency_us == pytest.approx(12.8)
 
 
+def test_rccl_never_picks_a_protocol_its_model_gives_no_bandwidth():
+    # tuning_model_5's LL128 ratio is 0 across nodes (RCCL: busBw 0, the protocol skipped). Enabled on mi300x-rail it is
+    # never the tuner's pick, and asked for it still runs.
+    sys = System.of(eidola.load_platform("platforms/mi300x-rail.yaml",
+                                         overrides={"collectives.protocols": ["LL", "LL128", "Simple"]}))
+    assert "LL128" in sys.protocols
+    assert all(tuner.choose(sys, "all_reduce", n, 16)[1] != "LL128" for n in (1 << 10, 1 << 24, 1 << 34))
+    assert tuner.choose(sys, "all_reduce", 1 << 24, 16, proto="LL128")[1] == "LL128"
+
+
 def test_overrides_are_honoured_and_bad_ones_named(write_platform):
     plat = _h100_like(write_platform)
     _, plan = build_collective(plat, "all_reduce", 1 << 20, algo="tree", proto="LL128", channels=5)

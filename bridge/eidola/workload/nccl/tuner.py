@@ -34,6 +34,7 @@ time of a collective is always the simulation of the profile it chose (docs/coll
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ...errors import ConfigError
@@ -129,6 +130,8 @@ class Choice:
         log_size = max(nbytes >> 6, 1).bit_length() - 1
         if self.correction and (log_size < len(self.correction) or self.capped):
             bw *= self.correction[min(log_size, len(self.correction) - 1)]
+        if not bw > 0:  # a protocol the library's model gives no bandwidth (RCCL's LL128 on MI300X): never chosen
+            return math.inf
         lat = self.latency_us * (RING_PLATEAU if self.plateau_from and nbytes >= self.plateau_from else 1.0)
         return lat + nbytes / (bw * 1e3)
 
