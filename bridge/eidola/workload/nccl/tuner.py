@@ -26,7 +26,8 @@ time of a collective is always the simulation of the profile it chose (docs/coll
   fabric.switch.nvls), NVLink, a Hopper or later GPU and more than 2 GPUs in the node (NCCL 2.21-2.23's
   ``ncclNvlsInit``; master needs 2). Its channels: `nvls.nvls_channels`, at most 16.
 - RCCL (its HIP build): B x its tuning model's bandwidth ratio (`RCCL_BW_RATIO`, MI300X's ``tuning_model_5``:
-  ring LL 0.08, Simple 1) instead of NCCL's LL and LL128 refinements; its tree then as NCCL's.
+  ring LL 0.08, Simple 1) instead of NCCL's refinements, and the model's corrections by size; x1.65 for LL
+  broadcast and reduce on one gfx94 node; across nodes its own latencies and ratios (`_predict_nodes_rccl`).
 - channels: while ``bytes < channels x threads x threshold`` drop one channel (down to 1); thresholds
   8 B per thread for LL (x k for ring LL) and LL128, 64 B for Simple; threads per channel NCCL 512
   (LL, Simple) and 640 (LL128); RCCL 256 (assumed: RCCL's default block size on MI300X).
