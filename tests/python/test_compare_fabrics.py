@@ -11,6 +11,7 @@ import importlib.util
 import statistics
 
 import pytest
+from test_flow_validation import BARE_128  # custom-4gpu's bare-number buffer of before
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_reduce_keeps_the_transfers_that_carry_the_difference(compare, repo):
     # is checked, not which transfers a given model's errors make it keep: what it keeps stays past the bound, and
     # leaving out any one of them brings the case within it.
     platform = (repo / "platforms" / "custom-4gpu.yaml", 4)
-    bare = {"fabric.switch.buffer": 128}  # the file's buffer before it counted bytes, which this case was found with
+    bare = BARE_128  # the file's buffer before it counted bytes, which this case was found with
     transfers: list = [None] * 21
     transfers[5], transfers[9] = ("write", 1, 2, 8), ("write", 0, 3, 256)
     transfers[17], transfers[19], transfers[20] = ("write", 2, 1, 1 << 20), ("read", 2, 0, 1 << 20), ("put", 3, 0, 1 << 20)

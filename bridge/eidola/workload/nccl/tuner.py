@@ -143,17 +143,17 @@ def _steps(op: str, k: int) -> int:
     return 2 * (k - 1) if op == "all_reduce" else k - 1 if op in ("all_gather", "reduce_scatter") else k
 
 
-def _chain_latency(sys: System, op: str, k: int, link: str, p: int) -> float:
-    """The ring's per-hop latency part (``tuning.cc``) for broadcast and reduce, whose rings are chains: one hop
-    of `link` when NCCL's ring graph has `sameChannels` (`System.same_channels`), else nsteps hops, Simple's at
-    the tree's figure ("Add some chunk latency, waiting for proper chunk modeling"); for the other collectives
-    nsteps ring hops."""
-    hop = HOP_LAT[link]["ring"][p]
+def _chain_latency(sys: System, op: str, k: int, hops: dict[str, tuple[float, float, float]], p: int) -> float:
+    """The ring's per-hop latency part (``tuning.cc``) over `hops` (a per-hop table's ring and tree rows: `HOP_LAT`'s
+    link, `RCCL_NET_LAT`). Broadcast and reduce, whose rings are chains: one hop when the ring graph has
+    `sameChannels` (`System.same_channels`), else nsteps hops, Simple's at the tree's figure ("Add some chunk latency,
+    waiting for proper chunk modeling"). The other collectives: nsteps ring hops."""
+    hop = hops["ring"][p]
     if op not in ("broadcast", "reduce"):
         return _steps(op, k) * hop
     if sys.same_channels(k):
         return hop
-    return _steps(op, k) * (HOP_LAT[link]["tree"][p] if _P[p] == "Simple" else hop)
+    return _steps(op, k) * (hops["tree"][p] if _P[p] == "Simple" else hop)
 
 
 def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) -> Choice:
@@ -175,7 +175,7 @@ def predict(sys: System, op: str, k: int, algo: str, proto: str, channels: int) 
     if sys.library == "rccl" and RCCL_BW_RATIO[algo][p] > 0:
         bus *= RCCL_BW_RATIO[algo][p]
     if algo == "ring":
-        latency = BASE_LAT[sys.library]["ring"][p] + _chain_latency(sys, op, k, sys.link_type, p)
+        latency = BASE_LAT[sys.library]["ring"][p] + _chain_latency(sys, op, k, HOP_LAT[sys.link_type], p)
         if sys.library == "rccl":
             bw = bus
             if proto == "LL" and op in ("broadcast", "reduce") and sys.arch == "cdna3":
@@ -225,7 +225,7 @@ def _predict_nodes(sys: System, op: str, k: int, nodes: int, algo: str, proto: s
     if algo == "hierarchical":
         latency = base + 2 * (ppn - 1) * intra_lat + inter * inter_lat
     elif op in ("broadcast", "reduce"):  # a chain: the network's hops, whatever the links inside a node
-        latency = base + _chain_latency(sys, op, k, "network", p)
+        latency = base + _chain_latency(sys, op, k, HOP_LAT["network"], p)
     else:
         latency = base + (steps - inter) * max(intra_lat, overhead) + inter * inter_lat
     # NCCL charges ring LL a quarter of the bus across nodes whatever the collective (up to 2.20; half from 2.21.5,
@@ -256,7 +256,7 @@ def _predict_nodes_rccl(sys: System, op: str, k: int, nodes: int, algo: str, pro
         return Choice(algo, proto, latency, bus * 0.5, correction=RCCL_TREE_CORRECTION[p], capped=True)
     steps = _steps(op, k)
     if op in ("broadcast", "reduce"):
-        latency = base + (inter if sys.same_channels(k) else steps * RCCL_NET_LAT["tree" if proto == "Simple" else "ring"][p])
+        latency = base + _chain_latency(sys, op, k, RCCL_NET_LAT, p)
     else:
         net = 2 * nodes if op == "all_reduce" else nodes - 1
         overhead = RCCL_NET_OVERHEAD_US * (3 if proto == "Simple" else 1)
@@ -326,11 +326,11 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
                           f"{sys.nodes(k)} node(s) does not")
     if algo == "auto" and not nvls_eligible(sys, op):
         algos = (*algos, "nvls")
-    # RCCL never runs tree Simple on one node of gfx94 GPUs (its tuning.cc skips it); NVLS runs Simple only.
-    skip = {("tree", "Simple")} if sys.library == "rccl" and sys.arch == "cdna3" and sys.nodes(k) == 1 else set()
+    # NVLS runs Simple only; RCCL never picks tree Simple on one node of gfx94 GPUs (its tuning.cc skips it).
+    no_tree_simple = algo == "auto" and sys.library == "rccl" and sys.arch == "cdna3" and sys.nodes(k) == 1
     cands = [predict(sys, op, k, a, p, sys.channels) for a in (algos if algo == "auto" else (algo,))
              for p in (sys.protocols if proto == "auto" else (proto,))
-             if (a != "nvls" or p == "Simple") and (algo != "auto" or (a, p) not in skip)]
+             if (a != "nvls" or p == "Simple") and not (no_tree_simple and (a, p) == ("tree", "Simple"))]
     best = min(cands, key=lambda c: (c.time_us(nbytes), _P.index(c.proto), c.algo))
     if best.algo == "nvls":
         return "nvls", "Simple", channels or nvls_channels(nbytes, k, min(NVLS_CHANNELS, sys.workgroups))
