@@ -1,6 +1,7 @@
 """The command line: bad input exits 2 with one message naming the key or op; a deadlock exits 3."""
 
 import json
+import re
 
 from eidola.profile import ProfileBuilder
 
@@ -92,6 +93,10 @@ def test_deadlock_report(cli, write_platform, tmp_path):
     assert "gpu 0 wg 1 op 1: waits for never == 7 (poll)" in r.stderr and "never is 0" in r.stderr
     assert "gpu 1 wg 0 op 0: waits for ready >= 2 (poll)" in r.stderr and "ready is 1" in r.stderr
     assert "Traceback" not in r.stderr
+    # One unit throughout (the waits' "since" is in ns), and none of SystemC's "Simulation stopped by user." noise
+    # on either stream (a user trial, 2026-12-07: "deadlock at 1010 us" beside "since 28008.3 ns").
+    assert re.search(r"deadlock found at \d+\.\d ns: 2 workgroup\(s\)", r.stderr), r.stderr
+    assert "stopped by user" not in r.stderr + r.stdout
 
 
 def test_describe_lists_parameters(cli):

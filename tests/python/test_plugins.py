@@ -38,6 +38,22 @@ def test_vendor_at_bus_times_like_the_ideal_fabric(repo, simple_bus_lib):
     assert at.kernel_time_ns == ideal.kernel_time_ns
 
 
+@pytest.mark.parametrize("packets, expected_ns", [(16, 1300 + 16 * 0.048), (64, 1300 + 64 * 0.048),
+                                                  (65, 2 * (1300 + 0.048))])
+def test_an_lt_bus_keeps_the_gpus_whole_window_in_flight(repo, simple_bus_lib, packets, expected_ns):
+    # vendor::LtBus adds 500 ns each way inside b_transport; the AT-to-LT adapter carries each request on a worker
+    # thread. GPU 0's posted 256 B writes to GPU 1 fill its 64-packet window at once, so up to 64 take one round
+    # trip, 500 + 300 (memory) + 500 ns, plus their memory service one after another (256 B / 5.3 TB/s = 48.3 ps,
+    # 48 ps in whole picoseconds); a 65th waits for the first slot back (its answer at 1,300.048 ns) and takes a
+    # round trip and a memory service of its own after that. With the adapter's old fixed 16 workers, 64 packets
+    # took four round trips (a user trial, 2026-12-07).
+    b = ProfileBuilder(gpus=4, workgroups=1, name="window")
+    b.buffer("buf", 1 << 20)
+    b.program(0, 0).write(dst=1, buffer="buf", offset=0, nbytes=256 * packets)
+    res = eidola.simulate(eidola.load_platform(repo / "examples/third_party_ip/simple-bus-lt.yaml"), b.build())
+    assert res.kernel_time_ns == pytest.approx(expected_ns, abs=1e-6)
+
+
 def test_user_gpu_model_among_eidolons(repo):
     # GPU 1 is examples/user_gpu/traffic_gpu.h (LT). From 1 us it writes 1 KiB in four 256-byte
     # b_transport calls over the ideal fabric, each costing L + M + L = 1300 ns (0 ps of memory
@@ -113,6 +129,16 @@ def test_a_lost_transaction_without_the_checker_ends_in_a_stall_report(tmp_path,
         eidola.simulate(plat, _PROFILE)
     text = str(info.value)
     assert "stall" in text and "no response" in text and "releasing (1 writes not yet acknowledged)" in text
+
+
+def test_a_response_sent_twice_without_the_checker_is_refused_by_the_gpu(tmp_path, repo):
+    # faulty::Bus<1> sends BEGIN_RESP twice for its fifth transaction. Taken twice, the GPU freed the packet's window
+    # slot and payload twice and counted a write acknowledged while it was in flight: a wrong kernel time with
+    # exit 0, or a C++ abort on the payload's reference count (a user trial, 2026-12-07).
+    plat = eidola.load_platform(_faulty_platform(tmp_path, repo, 1, check=False))
+    with pytest.raises(eidola.SimulationError, match=r"initiator: BEGIN_RESP for a transaction to address 0x[0-9a-f]+ "
+                       r"that is not awaiting a response"):
+        eidola.simulate(plat, _PROFILE)
 
 
 @pytest.mark.parametrize("change, needle", [

@@ -22,9 +22,17 @@ void ErrorSink::fatal(ErrorKind kind, const std::string& text) {
     throw ReportedError(text);
 }
 
+void stop_quietly() {
+    if (!sc_core::sc_is_running()) return;
+    // sc_stop() announces itself as an info report ("Simulation stopped by user.") on stdout, which reads as
+    // noise beside the error that says why the run stopped.
+    sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+    sc_core::sc_stop();
+}
+
 void ErrorCollector::report(ErrorKind kind, const std::string& text) {
     m_errors.push_back(SimError{kind, text});
-    if (sc_core::sc_is_running()) sc_core::sc_stop();
+    stop_quietly();
 }
 
 const SimError* ErrorCollector::verdict() const {

@@ -268,6 +268,7 @@ bool GpuInitiator::send(Packet* p) {
     m_packets_sent += p->packets;
     if (p->flow_attached) m_flow_packets += p->packets;
     m_request_pending = p;
+    p->awaiting = true;
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     const std::uint64_t now = now_ps();
@@ -284,6 +285,7 @@ bool GpuInitiator::send(Packet* p) {
         case tlm::TLM_COMPLETED: break;
     }
     m_request_pending = nullptr;
+    p->awaiting = false;
     if (p->packets > 1 && p->get_response_status() == tlm::TLM_BURST_ERROR_RESPONSE) {
         m_outstanding -= p->slots;
         m_packets_sent -= p->packets;
@@ -327,6 +329,18 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
         return tlm::TLM_ACCEPTED;
     }
     if (phase == tlm::BEGIN_RESP) {
+        // Why here: a second BEGIN_RESP would free the packet's window slot and its payload twice, and the GPU would
+        // count a write acknowledged while it is still in flight (IEEE 1666: one response per transaction).
+        if (!p->awaiting) {
+            std::ostringstream msg;
+            msg << m_core.name() << ".initiator: BEGIN_RESP for a transaction to address 0x" << std::hex
+                << p->get_address() << std::dec
+                << " that is not awaiting a response (answered already, or never sent): the fabric must send one "
+                   "BEGIN_RESP per transaction (check_protocol: true names the socket)";
+            m_core.fail(msg.str());
+            return tlm::TLM_COMPLETED;
+        }
+        p->awaiting = false;
         if (now) response_arrived(p);
         else m_core.actions.push(at, {GpuActionKind::Response, 0, p});
         return tlm::TLM_COMPLETED;

@@ -46,6 +46,7 @@ void PacketPool::free(tlm::tlm_generic_payload* trans) {
     p->landing_attached = false;
     p->multimem_attached = false;
     p->message_attached = false;
+    p->awaiting = false;
     p->packets = 1;
     p->slots = 1;
     p->reset();

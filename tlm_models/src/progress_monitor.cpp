@@ -1,5 +1,6 @@
 #include "eidola/progress_monitor.h"
 
+#include <iomanip>
 #include <sstream>
 
 #include <systemc>
@@ -17,10 +18,11 @@ void ProgressMonitor::check(bool forced) {
     m_stuck = std::move(stuck);
     m_detected_at_ps = sc_core::sc_time_stamp().value();
     std::ostringstream msg;
-    msg << "deadlock at " << sc_core::sc_time_stamp() << ": " << m_stuck.size()
+    // In ns, as the stuck waits' report beside it is: sc_time's own text picks its unit by the value (us, ps).
+    msg << std::fixed << std::setprecision(1) << "deadlock found at " << double(m_detected_at_ps) / 1000.0 << " ns: " << m_stuck.size()
         << " workgroup(s) wait on flags that no pending write can change";
     if (m_errors) m_errors->report(ErrorKind::Deadlock, msg.str());  // stops the kernel
-    else if (sc_core::sc_is_running()) sc_core::sc_stop();
+    else stop_quietly();
 }
 
 }  // namespace eidola

@@ -1,6 +1,6 @@
 // Lets AT initiators (the eidolon GPUs) drive an LT-only target (an interconnect that implements
 // only b_transport). Each accepted request is carried out by one of a pool of worker threads
-// with b_transport; its annotated delay is waited out, then the response goes back on the AT
+// with b_transport (a thread is made when a request finds none idle, up to `workers`); its annotated delay is waited out, then the response goes back on the AT
 // backward path. Debug transport and DMI pass straight through.
 #pragma once
 
@@ -19,8 +19,10 @@ namespace eidola {
 
 /// The adapter's parameters.
 struct AtToLtAdapterParams : ParamGroup {
-    /// Worker threads, so this many b_transport calls can be in progress at once.
-    IntParam workers{*this, "workers", 16, "b_transport calls in progress at once (worker threads)", 1, 4096};
+    /// The most b_transport calls in progress at once (worker threads); 0: one per request in flight.
+    IntParam workers{*this, "workers", 0,
+                     "most b_transport calls in progress at once (worker threads, made as requests come); 0: no limit "
+                     "but the initiator's own (a GPU's max_outstanding)", 0, 1 << 20};
 };
 
 /// AT target in, LT initiator out.
@@ -56,7 +58,11 @@ private:
     tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) override;
     void invalidate_direct_mem_ptr(sc_dt::uint64 a, sc_dt::uint64 b) override { target->invalidate_direct_mem_ptr(a, b); }
 
+    void spawn_worker();
+
     std::deque<tlm::tlm_generic_payload*> m_requests, m_responses;
+    std::int64_t m_limit = 0;              // most workers (0: no limit)
+    std::int64_t m_workers = 0, m_busy = 0;  // made so far; in a b_transport call or waiting out its delay
     sc_core::sc_event m_request_event, m_response_free;
     bool m_response_pending = false;
 };

@@ -29,6 +29,9 @@ struct SimError {
     std::string text;  ///< the report, naming the model and what it saw
 };
 
+/// Stops a running simulation (sc_stop) without SystemC's "Simulation stopped by user." info line.
+void stop_quietly();
+
 /// Where models report failures. Reporting stops the simulation (sc_stop) at the end of the current delta.
 class ErrorSink {
 public:

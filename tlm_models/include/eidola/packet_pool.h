@@ -30,6 +30,7 @@ public:
     std::uint32_t wg = 0;                ///< issuing workgroup
     std::int32_t peer = 0;               ///< destination GPU (for per-peer release accounting)
     bool resumes = false;                ///< its response may complete a blocking transfer (read, blocking write)
+    bool awaiting = false;               ///< sent and not yet answered (a second BEGIN_RESP is refused)
     bool atomic_attached = false;        ///< `atomic` is set as its extension (a signal)
     std::uint32_t packets = 1;           ///< packets it stands for (a train when above 1)
     std::uint64_t seq = 0;               ///< its first packet's number among its workgroup's (what a release covers)
