@@ -3,7 +3,10 @@
 // rule on its fifth transaction. Written against the standard SystemC/TLM headers only.
 #pragma once
 
+#include <fstream>
 #include <map>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -41,14 +44,22 @@ public:
     sc_core::sc_vector<tlm_utils::simple_target_socket_tagged<Bus>> target_socket;
     sc_core::sc_vector<tlm_utils::simple_initiator_socket_tagged<Bus>> initiator_socket;
 
-    Bus(sc_core::sc_module_name name, int ports)
+    /// `report`: a file that end_of_simulation() writes the transactions seen to ("": none), as a vendor's IP
+    /// writes its statistics at the end of a run.
+    Bus(sc_core::sc_module_name name, int ports, std::string report = "")
         : sc_module(name), target_socket("target_socket", ports), initiator_socket("initiator_socket", ports),
-          m_req(this, &Bus::request), m_resp(this, &Bus::response) {
+          m_req(this, &Bus::request), m_resp(this, &Bus::response), m_report(std::move(report)) {
         static_assert(F >= 0 && F <= 13, "fault kind must be 0..13");
         for (int i = 0; i < ports; ++i) {
             target_socket[i].register_nb_transport_fw(this, &Bus::fw, i);
             initiator_socket[i].register_nb_transport_bw(this, &Bus::bw, i);
         }
+    }
+
+    void end_of_simulation() override {
+        if (m_report.empty()) return;
+        std::ofstream out(m_report);
+        out << "transactions " << m_count << "\n";
     }
 
 private:
@@ -124,6 +135,7 @@ private:
     tlm::tlm_generic_payload* m_faulty = nullptr;
     int m_count = 0;
     bool m_doubled = false;
+    std::string m_report;
 };
 
 }  // namespace faulty

@@ -24,9 +24,10 @@ ProtocolChecker::ProtocolChecker(sc_core::sc_module_name name, const ParamSet& g
     initiator.bind(*static_cast<tlm::tlm_bw_transport_if<>*>(this));
 }
 
-void ProtocolChecker::violation(const std::string& rule, const std::string& what, const tlm::tlm_generic_payload& t) {
+void ProtocolChecker::violation(const std::string& rule, const std::string& what, const tlm::tlm_generic_payload& t,
+                                const char* kind) {
     std::ostringstream msg;
-    msg << "TLM-2.0 base protocol violation [" << rule << "] at " << target.name() << " -> " << initiator.name() << ": "
+    msg << "TLM-2.0 " << kind << " [" << rule << "] at " << target.name() << " -> " << initiator.name() << ": "
         << what << "; transaction: " << describe(t) << "; phase history:";
     auto it = m_open.find(&t);
     msg << (it == m_open.end() || it->second.history.empty() ? std::string(" (none)") : it->second.history);
@@ -65,11 +66,14 @@ void ProtocolChecker::check_payload(const tlm::tlm_generic_payload& t, const cha
 void ProtocolChecker::check_response_status(const tlm::tlm_generic_payload& t, const char* where) {
     if (t.get_response_status() == tlm::TLM_INCOMPLETE_RESPONSE)
         violation("response status", std::string(where) + ": the response still has TLM_INCOMPLETE_RESPONSE", t);
-    // Every access the platform makes is to memory that exists, so any error status is a fault.
+    // Every access the platform makes is to memory that exists, so any error status is the interconnect's fault
+    // and the run cannot go on. An error response is legal under the base protocol, so it is not called a violation.
     if (t.get_response_status() != tlm::TLM_OK_RESPONSE)
-        violation("response status", std::string(where) + ": the response status is " + t.get_response_string() +
-                                          ", not TLM_OK_RESPONSE",
-                  t);
+        violation("response status",
+                  std::string(where) + ": the response status is " + t.get_response_string() +
+                      ", not TLM_OK_RESPONSE (legal under the base protocol, but every access here is to memory that "
+                      "exists, so the interconnect failed it)",
+                  t, "transaction failed");
 }
 
 bool ProtocolChecker::is_base_phase(const tlm::tlm_phase& phase) {

@@ -285,12 +285,16 @@ int Simulation::run() {
         if (!s.errors.unwinding()) s.errors.report(ErrorKind::ModelError, e.what());
         return finish();
     }
-    if (m_partial) return finish();
-    if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
-    std::ostringstream unanswered;
-    for (const ProtocolChecker* checker : s.checkers)
-        for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;
-    if (unanswered.tellp()) s.errors.report(ErrorKind::Protocol, unanswered.str());
+    if (!m_partial) {
+        if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
+        std::ostringstream unanswered;
+        for (const ProtocolChecker* checker : s.checkers)
+            for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;
+        if (unanswered.tellp()) s.errors.report(ErrorKind::Protocol, unanswered.str());
+    }
+    // A run that ran out of events (or reached its limit) is only paused: stopping it runs every module's
+    // end_of_simulation(), where a third-party IP writes its own statistics (a failed run's sc_stop already did).
+    stop_quietly();
     return finish();
 }
 

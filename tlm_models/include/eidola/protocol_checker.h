@@ -78,7 +78,8 @@ private:
                                  bool forward);
     void after_forward(tlm::tlm_generic_payload& t, tlm::tlm_sync_enum status, const tlm::tlm_phase& phase,
                        bool from_initiator);
-    [[noreturn]] void violation(const std::string& rule, const std::string& what, const tlm::tlm_generic_payload& t);
+    [[noreturn]] void violation(const std::string& rule, const std::string& what, const tlm::tlm_generic_payload& t,
+                                const char* kind = "base protocol violation");
 
     AddressMap m_map;
     bool m_toward_gpu;  // addresses may be window-local on the way into a GPU
