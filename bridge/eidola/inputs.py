@@ -197,11 +197,13 @@ def decode_text(data: bytes, source: str, error: type[ConfigError] = ConfigError
 def _yaml_error(e: yaml.YAMLError, source: str, error: type[ConfigError]) -> ConfigError:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
     problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    # A .json file is read by the YAML parser (JSON is YAML), but its author wrote JSON: say so.
+    kind = "JSON" if str(source).lower().endswith((".json", ".json.gz")) else "YAML"
     if isinstance(e, yaml.reader.ReaderError):  # a character YAML forbids (a control character, say)
-        return error(f"{source}: invalid YAML: {problem} (character {e.character!r} at byte {e.position})")
+        return error(f"{source}: invalid {kind}: {problem} (character {e.character!r} at byte {e.position})")
     if mark is None:
-        return error(f"{source}: invalid YAML: {problem}")
-    return error(f"{source}:{mark.line + 1}:{mark.column + 1}: invalid YAML: {problem}")
+        return error(f"{source}: invalid {kind}: {problem}")
+    return error(f"{source}:{mark.line + 1}:{mark.column + 1}: invalid {kind}: {problem}")
 
 
 def _at(event: yaml.Event) -> str:

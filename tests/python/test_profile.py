@@ -1,5 +1,7 @@
 """Tests of the profile builder, its validation and the YAML file format."""
 
+import re
+
 import pytest
 import yaml
 
@@ -224,6 +226,18 @@ def test_bad_yaml_names_path_and_line(tmp_path):
     msg, path = load_text(tmp_path, HEADER + "programs:\n- gpu: 0\n  wg: a: b\n  ops: []\n")
     assert msg.startswith(f"{path}:9:")
     assert "invalid YAML" in msg
+
+
+def test_broken_json_is_called_json(tmp_path):
+    # A truncated .json profile was reported as "invalid YAML" (the parser reads JSON as YAML): a user trial,
+    # 2026-12-07. The message names a line and column (the parser's, at the end of the text, where the closing
+    # brace is missing).
+    path = tmp_path / "broken.json"
+    path.write_text('{"eidola_profile": 2, "name": "x",\n "gpus": 2')
+    with pytest.raises(ProfileError) as info:
+        load_profile(path)
+    msg = str(info.value)
+    assert re.match(rf"{re.escape(str(path))}:\d+:\d+: invalid JSON: ", msg) and "YAML" not in msg, msg
 
 
 def test_duplicate_yaml_key(tmp_path):
