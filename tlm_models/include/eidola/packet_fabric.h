@@ -96,7 +96,10 @@ struct PacketFabricParams : ParamGroup {
         ParamGroup& group;
         /// Per-hop router latency.
         TimeParam latency{group, "switch.latency", 50e-9,
-                          "per-hop router latency, charged as a packet's head enters a router", 0, 1.0};
+                          "per-hop router latency, charged as a packet's head enters each router or GPU port, "
+                          "so once per link crossed: a path through one switch pays it twice each way (a switch "
+                          "datasheet's port-to-port latency is the two hops' sum: set half of it here)",
+                          0, 1.0};
         /// Input buffer depth per virtual channel.
         BufferParam buffer{group, "switch.buffer", "64",
                            "input buffer per virtual channel: a size (128B, counted in flit credits) or a bare number "
@@ -138,7 +141,8 @@ struct PacketFabricParams : ParamGroup {
         /// Delivery into the GPU.
         ChoiceParam ejection{group, "switch.ejection", {"unlimited", "link"},
                              "unlimited: every input delivers into its GPU at once; link: one flit per cycle at "
-                             "link.bandwidth, packets delivered one after another"};
+                             "one lane's link.bandwidth (not the lanes of fabric.link.count together), packets "
+                             "delivered one after another"};
         /// NVLink SHARP: the switch's reduction engine.
         BandwidthParam nvls_reduce_bandwidth{
             group, "switch.nvls.reduce_bandwidth", 0,
