@@ -204,7 +204,14 @@ def _si(x: float) -> str:
     return f"{x:.3g} "
 
 
+#: The built-in fabrics, which fill the per-link tables; a third-party fabric (a plugin) fills none.
+_LINK_TABLE_FABRICS = ("IdealFabric", "PacketFabric", "FlowFabric")
+
+
 def _busiest(link: dict[str, Any] | None, fabric: str = "") -> str:
+    if not link and fabric and not any(name in fabric for name in _LINK_TABLE_FABRICS):
+        # Why not "no link traffic": the run moved bytes, but a third-party fabric's links are its own.
+        return "not reported (a third-party fabric keeps its own link statistics; links.csv is empty)"
     if not link or (not link["bytes"] and not link["utilization"]):
         return "none (no link traffic)"
     src, dst = link.get("src_name", link["src"]), link.get("dst_name", link["dst"])
@@ -264,6 +271,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         check(platform, None)
         print(f"{args.platform}: ok ({len(platform.gpus())} GPUs; the platform alone: it names no profile, "
               "pass --profile to check one on it)")
+        _print_buffer_warnings(platform)
         return 0
     profile = load_profile(profile_path)
     check(platform, profile)
@@ -271,10 +279,20 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     line = _fabric_topology(platform)
     if line:
         print(line)
+    _print_buffer_warnings(platform)
     note = _usage_note(len(profile.used_gpus()), len(platform.gpus()))
     if note:
         print(note)
     return 0
+
+
+def _print_buffer_warnings(platform: Platform) -> None:
+    """A warning line for each fabric whose switch buffer is short of a link's credit round trip: a platform that
+    runs, but whose links cannot reach their rate (docs/router.md, "Buffers and credits"); the exit status stays 0."""
+    from .platform.credits import buffer_warnings, credit_checks
+
+    for line in buffer_warnings(credit_checks(platform)):
+        print(line)
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -313,7 +331,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .report.compare import compare
 
-    print(compare(args.run_dir, args.traces, ranks=args.ranks, csv_path=args.csv, force=args.force), end="")
+    print(compare(args.run_dir, args.traces, ranks=args.ranks, csv_path=args.csv, plots=args.plots), end="")
     return 0
 
 
@@ -632,8 +650,12 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("run_dir", help="a run directory written by eidola run --trace")
     cmp.add_argument("traces", nargs="+", help="the Kineto traces the profile was imported from")
     cmp.add_argument("--ranks", type=int, metavar="N", help="as the traces were imported (import kineto --ranks N)")
-    cmp.add_argument("--csv", metavar="FILE", help="write one row per collective: call,kind,bytes,traced_us,simulated_us")
-    cmp.add_argument("--force", action="store_true", help="overwrite compare.png/.svg and the --csv file if they exist")
+    cmp.add_argument("--csv", metavar="FILE", help="write one row per collective: call,kind,bytes,traced_us,simulated_us "
+                     "(overwritten if it exists)")
+    cmp.add_argument("--plots", action="store_true", help="draw compare.png and compare.svg into RUN_DIR (log axes)")
+    # Outputs are overwritten now, as run's are; --force is still accepted so that scripts written for the
+    # refusing compare keep working.
+    cmp.add_argument("--force", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 

@@ -249,7 +249,7 @@ def test_cli_import_then_run_then_compare(cli, tmp_path, write_platform):
     plat = write_platform(gpus=2, workgroups=1, latency="0ns", mem_latency="0ns")
     r = cli("run", plat, "--profile", out, "--trace", "--out", tmp_path / "run")
     assert r.returncode == 0, r.stderr
-    r = cli("compare", tmp_path / "run", *_gloo(2))
+    r = cli("compare", tmp_path / "run", *_gloo(2), "--plots")
     assert r.returncode == 0, r.stderr
     assert "all_reduce" in r.stdout and (tmp_path / "run" / "compare.png").exists()
 

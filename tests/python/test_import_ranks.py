@@ -121,17 +121,24 @@ def _cli_compare(cli, tmp_path, trace, W, tag):
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name.split(".")[0])
 def test_eight_workgroups_per_stream_time_collectives_as_one(cli, tmp_path, trace):
     """Each collective ends with a kernel boundary on its stream, so the workgroups of a GPU start the
-    next collective together: per collective, 8 workgroups take within 10% of what 1 takes."""
+    next collective together: per collective and GPU, 8 workgroups take within 12% of what 1 takes
+    (the 212 KB broadcast differs most: 10.7% on its root, 9.1% on the other GPU)."""
+    from eidola.report.compare import simulated_calls
+
     one = _cli_compare(cli, tmp_path, trace, 1, "w1")
     eight = _cli_compare(cli, tmp_path, trace, 8, "w8")
     assert [(r["call"], r["kind"]) for r in one] == [(r["call"], r["kind"]) for r in eight]
-    for a, b in zip(one, eight):
-        assert float(b["simulated_us"]) == pytest.approx(float(a["simulated_us"]), rel=0.10), (a, b)
-        assert float(a["simulated_us"]) > 0
+    assert all(float(r["simulated_us"]) > 0 for r in one)
+    # Every GPU, not only the traced rank's that compare reports: the workgroups are in step on each.
+    spans1, spans8 = simulated_calls(tmp_path / "w1"), simulated_calls(tmp_path / "w8")
+    assert {p: set(g) for p, g in spans1.items()} == {p: set(g) for p, g in spans8.items()}
+    for call, per in spans1.items():
+        for g, ns in per.items():
+            assert spans8[call][g] == pytest.approx(ns, rel=0.12), (call, g, ns, spans8[call][g])
 
 
 def test_compare_refuses_what_it_cannot_compare(cli, tmp_path, write_platform):
-    """Exit 2 with the reason: a trace with nothing simulated, traces of another run, an existing output."""
+    """Exit 2 with the reason: a trace with nothing simulated, traces of another run, an output that is not a file."""
     from test_import import _gloo
 
     out = tmp_path / "p.yaml"
@@ -140,7 +147,7 @@ def test_compare_refuses_what_it_cannot_compare(cli, tmp_path, write_platform):
     assert cli("run", plat, "--profile", out, "--trace", "--out", tmp_path / "run").returncode == 0
     r = cli("compare", tmp_path / "run", NCCL)  # one rank, no --ranks: every collective replays as traced
     assert r.returncode == 2 and "nothing to compare" in r.stderr and "--ranks" in r.stderr
-    r = cli("compare", tmp_path / "run", NCCL, "--ranks", "2")  # simulated calls, but not this run's
+    r = cli("compare", tmp_path / "run", NCCL, "--ranks", "2", "--plots")  # simulated calls, but not this run's
     assert r.returncode == 2 and "do not match the run" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "run" / "compare.png").exists()
     r = cli("compare", tmp_path / "run", *_gloo(2), "--csv", tmp_path / "c.csv")
@@ -148,12 +155,8 @@ def test_compare_refuses_what_it_cannot_compare(cli, tmp_path, write_platform):
     with open(tmp_path / "c.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 14 and {r["kind"] for r in rows} >= {"all_reduce", "broadcast", "send"}
-    before = (tmp_path / "run" / "compare.png").read_bytes()
-    r = cli("compare", tmp_path / "run", *_gloo(2))  # compare.png exists: not silently overwritten
-    assert r.returncode == 2 and "compare.png: exists" in r.stderr and "--force" in r.stderr
-    assert (tmp_path / "run" / "compare.png").read_bytes() == before
-    r = cli("compare", tmp_path / "run", *_gloo(2), "--force")
-    assert r.returncode == 0, r.stderr
+    r = cli("compare", tmp_path / "run", *_gloo(2), "--csv", tmp_path)  # not a file to write
+    assert r.returncode == 2 and "is not a regular file" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_compare_plot_has_log_axes(tmp_path):

@@ -10,6 +10,7 @@ coming in (as in an all-reduce, where every GPU sends and receives alike).
 
 import numpy as np
 import pytest
+from conftest import SHIPPED_PLATFORMS
 
 import eidola
 from eidola.generators import direct_allreduce
@@ -191,3 +192,104 @@ def test_the_run_summary_says_what_a_packet_fabric_did(cli, write_platform, tmp_
     notes = [line for line in r.stdout.splitlines() if line.startswith("note: gpus.train")]
     assert len(notes) == 1 and "refused packet trains on 1 GPU-to-peer route(s)" in notes[0]
     assert "busiest link  gpu0 -> s0, 1.05 MB at" in r.stdout   # GPU 0 to the switch (node 2): every byte
+
+
+def _one_way_ring(write_platform, buffer):
+    return eidola.load_platform(write_platform(f"""
+        eidola: 1
+        name: ring-one-way
+        gpus: {{count: 4, workgroups: 1, max_outstanding: 8192, max_payload: {N}B,
+               memory: {{latency: 300ns, bandwidth: 5.3TB/s}}}}
+        fabric:
+          model: packet
+          topology: ring
+          bidirectional: false
+          link: {{bandwidth: {B:g}GB/s, latency: {LAT:g}ns, header: {H}B}}
+          switch: {{latency: {SW:g}ns, buffer: {buffer}}}
+        """))
+
+
+def test_a_bare_count_buffer_charges_each_acknowledgement_a_packet(write_platform):
+    # Four GPUs on a one-way ring, each writing 2 MiB to the next: 8192 packets of 272 B on each link, and each
+    # packet's 16-byte acknowledgement goes the rest of the way round, 3 hops, so every link also carries 3 x 8192
+    # of them: 32768 packets, 8192 x 272 + 24576 x 16 = 2,621,440 wire bytes, 80 on average. A full packet's credit
+    # round trip needs (272 / 64 + 2 x 100 + 50) x 64 / 272 = 59.8, so 64 packets cover it; but a buffer counted in
+    # packets charges every acknowledgement a whole packet, and at 80 bytes a packet a lane needs
+    # (80 / 64 + 250) x 64 / 80 = 201. Found in a user trial: ring-8gpu one way ran its all-reduce at 7.7 GB/s
+    # busbw with 64, 39 GB/s with the same 64 x 272 B as 17408B, and the note blamed neither the acknowledgements
+    # nor the bare count. In bytes, the links run at their rate: 2,621,440 B / 64 GB/s = 40,960 ns, plus a start-up
+    # and a last round trip under 1 us.
+    b = ProfileBuilder(gpus=4, workgroups=1, name="shift")
+    b.buffer("data", nbytes=2 << 20)
+    for g in range(4):
+        b.program(gpu=g, wg=0).write(dst=(g + 1) % 4, buffer="data", offset=0, nbytes=2 << 20)
+    shift = b.build()
+    count = eidola.simulate(_one_way_ring(write_platform, 64), shift)
+    assert list(count.links["packets"]) == [32768] * 4 and list(count.links["wire_bytes"]) == [2_621_440] * 4
+    (note,) = [n for n in count.summary["notes"] if n.startswith("note: credits")]
+    for needle in ("fabric.switch.buffer is a bare count, 64 packets per lane and channel",
+                   "each acknowledgement, flag and read request takes a whole packet slot",
+                   "averaged 80 wire bytes", "= 201 packets of credit, where full packets need 60",
+                   "Give the buffer in bytes (64 x 272 B = 17408B)"):
+        assert needle in note, needle
+    # GPUs' windows fill behind those acknowledgements; the note on them must not send the user to the window.
+    window = [n for n in count.summary["notes"] if "max_outstanding" in n]
+    assert all("may gain nothing until fabric.switch.buffer covers them" in n for n in window)
+    flits = eidola.simulate(_one_way_ring(write_platform, "17408B"), shift)
+    assert 40_960 <= flits.kernel_time_ns <= 40_960 + 1_000
+    assert count.kernel_time_ns > 1.5 * flits.kernel_time_ns
+    assert flits.summary["notes"] == []   # 1088 flits cover the 60 x 17 = 1017 of full packets: no warning either
+
+
+def test_validate_warns_of_a_switch_buffer_short_of_its_links_round_trip(cli, repo):
+    # switch-8gpu's 192 packets per lane cover its 100 GB/s lanes' round trip, (272 B / 100 GB/s + 2 x 150 ns +
+    # 100 ns) x 100 GB/s / 272 B = 148.1; at 400 GB/s lanes it is (0.68 + 400) x 400 / 272 = 589.2, 590 packets,
+    # and 192 carry 192 / 589.2 = 33% of a lane's rate. A warning, not an error: the platform runs.
+    plat = repo / "platforms" / "switch-8gpu.yaml"
+    r = cli("validate", plat)
+    assert r.returncode == 0 and "warning" not in r.stdout + r.stderr
+    r = cli("validate", plat, "--set", "fabric.link.bandwidth=400GB/s")
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("warning")]
+    for needle in (f"{plat}: fabric.switch.buffer: 192 packets per lane and channel, short of the credit round "
+                   "trip of fabric.link's lanes", "(272 B / 400GB/s + 2 x 150 ns + 100 ns) x 400GB/s / 272 B = 590 "
+                   "packets", "at most 33% of its rate", "give at least 590, or 160480B in flits"):
+        assert needle in line, needle
+
+
+def test_a_custom_edge_short_of_its_round_trip_is_named(repo):
+    # custom-4gpu's slow edge (the fifth, index 4: 32 GB/s, 500 ns) needs (272 / 32 + 2 x 500 + 50) x 32 / 272 =
+    # 124.5 packets of 17 flits, 2117 flits; its 34816B (2176 flits) cover it, and half of that (1088) does not:
+    # 1088 / 2116.5 = 51% of the rate. The 64 GB/s, 100 ns edges need 59.8 x 17 = 1017 flits, covered by both.
+    from eidola.platform.credits import buffer_warnings, credit_checks
+
+    path = repo / "platforms" / "custom-4gpu.yaml"
+    assert buffer_warnings(credit_checks(eidola.load_platform(path))) == []
+    (line,) = buffer_warnings(credit_checks(eidola.load_platform(path, {"fabric.switch.buffer": "17408B"})))
+    assert f"{path}: fabric.switch.buffer: 17KiB (1088 flits of 16 B) per lane and channel" in line
+    assert "fabric.custom.edges[4]'s lanes" in line and "= 125 packets of 17 flits = 2117 flits" in line
+    assert "at most 51% of its rate; give at least 33872B" in line
+
+
+@pytest.mark.parametrize("path", SHIPPED_PLATFORMS, ids=lambda p: p.stem)
+def test_no_shipped_platform_is_short_of_credits(path):
+    # Each file's comment sizes its buffer to its links' round trip (ring-8gpu: 64 against 59.8; switch-8gpu: 192
+    # against 148.1; the byte buffers by their own figures): none may warn.
+    from eidola.platform.credits import buffer_warnings, credit_checks
+
+    assert buffer_warnings(credit_checks(eidola.load_platform(path))) == []
+
+
+def test_a_flow_run_says_what_it_cannot_measure_of_credits(repo):
+    # The flow fabric paces each channel to its credits but counts no credit stalls (its links' credit_stall_ns is
+    # NaN), so a user's flow run of switch-8gpu at 400 GB/s lanes printed no note at all (a user trial). The summary
+    # now gives the figures (590 packets needed, as above) and says the flow fabric does not count the wait.
+    from eidola.generators import all_to_all
+
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml",
+                                {"fabric.model": "flow", "fabric.link.bandwidth": "400GB/s"})
+    res = eidola.simulate(plat, all_to_all(gpus=8, nbytes=8 * 4096))
+    assert np.isnan(res.links["credit_stall_ns"]).all()
+    (line,) = [n for n in res.summary["notes"] if "fabric.switch.buffer" in n]
+    assert line.startswith("warning: ") and "= 590 packets" in line
+    assert "The flow fabric paces each channel to these credits a round trip but does not count how long" in line

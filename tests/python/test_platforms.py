@@ -48,5 +48,39 @@ def test_custom_edges_that_leave_a_gpu_unreachable_are_bad_input(write_platform,
     doc["fabric"]["custom"]["edges"] = doc["fabric"]["custom"]["edges"][:4]
     doc["fabric"]["model"] = model
     doc.pop("profile")
-    with pytest.raises(eidola.ConfigError, match=r"custom\.edges give no path from gpu0 to gpu2"):
+    with pytest.raises(eidola.ConfigError, match=r"plat\.yaml: fabric\.custom\.edges: the edges give no path from gpu0 "
+                                                 r"to gpu2: expected every GPU to reach every other"):
         eidola.simulate(eidola.load_platform(write_platform(yaml.safe_dump(doc))), all_to_all(gpus=4, nbytes=4096))
+
+
+def _edit_custom(edit):
+    """custom-4gpu's file with `edit` applied to its edges (a list of mappings, edited in place)."""
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "platforms" / "custom-4gpu.yaml").read_text())
+    doc.pop("profile")
+    edit(doc["fabric"]["custom"]["edges"])
+    return yaml.safe_dump(doc)
+
+
+@pytest.mark.parametrize("edit, message", [
+    # GPU 3's only edge gone: nothing reaches it, and gpu0 is the first GPU the C++ topology finds cut off from it.
+    (lambda edges: edges.pop(3),
+     "plat.yaml: fabric.custom.edges: the edges give no path from gpu0 to gpu3; GPU 3 is in no edge: expected every "
+     "GPU to reach every other (4 edges given"),
+    # Two switches are s0 and s1; four GPUs are 0 to 3. Edge 3 is the fourth in the file.
+    (lambda edges: edges[3].update(dst="s5"),
+     "plat.yaml: fabric.custom.edges[3]: dst names switch s5, but fabric.custom.switches is 2: expected a GPU 0 to 3 "
+     "or a switch s0 to s1"),
+    (lambda edges: edges[3].update(src=7),
+     "plat.yaml: fabric.custom.edges[3]: src names GPU 7, but the platform has 4 GPUs: expected a GPU 0 to 3 or a "
+     "switch s0 to s1"),
+], ids=["no-edge", "switch-s5", "gpu-7"])
+def test_validate_refuses_the_custom_edges_run_refuses(cli, write_platform, repo, edit, message):
+    # validate said ok to these and run refused them, in words naming neither the file nor the edge (found in a user
+    # trial). Both build the topology as the fabric does (C++ eidola::Topology) and say the same, exit status 2.
+    plat = write_platform(_edit_custom(edit))
+    profile = repo / "profiles" / "gemv-allreduce-4gpu.yaml"
+    for command in (["validate"], ["run", "--out", plat.parent / "out"]):
+        r = cli(*command, plat, "--profile", profile)
+        assert r.returncode == 2, (command, r.stdout, r.stderr)
+        assert message in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1  # one message, one line

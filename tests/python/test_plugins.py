@@ -54,6 +54,16 @@ def test_an_lt_bus_keeps_the_gpus_whole_window_in_flight(repo, simple_bus_lib, p
     assert res.kernel_time_ns == pytest.approx(expected_ns, abs=1e-6)
 
 
+def test_the_summary_says_a_third_party_fabric_reports_no_links(repo, cli, simple_bus_lib, tmp_path):
+    # The run moves bytes, but a plugin fabric fills no per-link table: the summary said "none (no link traffic)"
+    # beside "moved 394 kB" (a user trial, 2026-12-07). A built-in fabric's busiest link is named as before.
+    r = cli("run", repo / "examples/third_party_ip/simple-bus-at.yaml", "--out", tmp_path / "at")
+    assert r.returncode == 0, r.stderr
+    assert "busiest link  not reported (a third-party fabric" in r.stdout and "no link traffic" not in r.stdout
+    r = cli("run", repo / "platforms/gemv-allreduce-4gpu.yaml", "--out", tmp_path / "ideal")
+    assert r.returncode == 0 and "busiest link  0 -> 1, 32.8 kB" in r.stdout, r.stdout
+
+
 def test_user_gpu_model_among_eidolons(repo):
     # GPU 1 is examples/user_gpu/traffic_gpu.h (LT). From 1 us it writes 1 KiB in four 256-byte
     # b_transport calls over the ideal fabric, each costing L + M + L = 1300 ns (0 ps of memory

@@ -3,9 +3,11 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import eidola
 from eidola.platform import Component, catalog
@@ -84,6 +86,24 @@ def test_result_save_writes_tables(tmp_path, repo):
     assert res.gpus["bytes_sent"].sum() == res.gpus["bytes_received"].sum()
     # The ideal fabric's per-pair table carries exactly the GPUs' outgoing packets.
     assert res.links["packets"].sum() == res.gpus["packets_sent"].sum()
+
+
+def test_effective_yaml_names_the_profile_the_run_used(tmp_path, repo):
+    # effective.yaml is "what was simulated": a profile given apart from the platform (`--profile`) is the one it
+    # names, a profile built in Python is named null with a comment saying so, and the platform's own otherwise
+    # (a user trial, 2026-12-07, found `profile: null` after `--profile`).
+    plat = eidola.load_platform(repo / "platforms/gemv-allreduce-4gpu.yaml")
+    own = str((repo / "profiles/gemv-allreduce-4gpu.yaml").resolve())
+    b = ProfileBuilder(gpus=2, workgroups=1, name="mine")
+    b.flag("f")
+    b.program(0, 0).signal(dst=1, flag="f")
+    b.build().save(tmp_path / "mine.yaml")
+    given = eidola.simulate(plat, tmp_path / "mine.yaml").effective_config
+    assert yaml.safe_load(given)["profile"] == str(tmp_path / "mine.yaml")
+    built = eidola.simulate(plat, b.build()).effective_config
+    assert yaml.safe_load(built)["profile"] is None and "'mine' was built in Python" in built
+    default = eidola.simulate(plat).effective_config
+    assert str(Path(yaml.safe_load(default)["profile"]).resolve()) == own
 
 
 def test_idle_workgroups_are_listed_though_they_hold_no_state(repo):

@@ -8,6 +8,7 @@ the plan and builds exactly what it lists.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from .model import SocketRef
 if TYPE_CHECKING:
     from .model import Component, Platform
 
-__all__ = ["Plan", "PlannedComponent", "Binding", "GpuSlot", "elaborate"]
+__all__ = ["Plan", "PlannedComponent", "Binding", "GpuSlot", "elaborate", "topology_error"]
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,36 @@ def _check_topology(platform: Platform, c: Component, v: dict[str, Any], gpus: i
         if nics and (nics > per or per % nics):
             raise ConfigError(f"{loc}{_key(platform, c, 'nic.count')}: {nics} NICs per node do not divide "
                               f"rail.gpus_per_node {per} (expected a divisor of {per}, or 0 for one NIC per GPU)")
+
+
+def topology_error(platform: Platform, fabric: str, message: str) -> ConfigError:
+    """The C++ topology's refusal `message` of component `fabric`'s custom edges (run.sysc.topology_problem) as bad
+    input naming the file, the key (the edge's index where one edge is at fault) and what was expected."""
+    c = platform.components[fabric]
+    v = c.resolved()
+    loc, key = _loc(platform), _key(platform, c, "custom.edges")
+    gpus, switches = len(platform.gpus()), int(v.get("custom.switches", 0))
+    edges = c.params.get("custom.edges")
+    edges = edges if isinstance(edges, list) else []
+    nodes = f"a GPU 0 to {gpus - 1}" + (f" or a switch s0 to s{switches - 1}" if switches else " (there are no switches)")
+    named = re.search(r"edge names (?:switch '(s\d+)'|GPU (\d+) )", message)
+    if named:
+        token = named.group(1) or named.group(2)
+        for i, e in enumerate(edges):
+            for end in ("src", "dst"):
+                if isinstance(e, dict) and str(e.get(end)) == token:
+                    what = (f"switch {token}, but {_key(platform, c, 'custom.switches')} is {switches}"
+                            if token.startswith("s") else f"GPU {token}, but the platform has {gpus} GPUs")
+                    return ConfigError(f"{loc}{key}[{i}]: {end} names {what}: expected {nodes}")
+    path = re.search(r"no path from (gpu\d+) to (gpu\d+)", message)
+    if path:
+        named_gpus = {str(e.get(end)) for e in edges if isinstance(e, dict) for end in ("src", "dst")}
+        alone = [g for g in range(gpus) if str(g) not in named_gpus]
+        hint = f"; GPU {alone[0]} is in no edge" if alone else ""
+        return ConfigError(f"{loc}{key}: the edges give no path from {path.group(1)} to {path.group(2)}{hint}: "
+                           f"expected every GPU to reach every other ({len(edges)} edges given, each one-way unless "
+                           "bidirectional: true)")
+    return ConfigError(f"{loc}{key}: {message}")
 
 
 def _check_packet_fabric(platform: Platform, c: Component, v: dict[str, Any], payload: int) -> None:

@@ -189,11 +189,14 @@ class Platform:
 
         return to_yaml(self, path)
 
-    def effective_yaml(self) -> str:
-        """The platform as YAML with every default filled in, so a run can be repeated exactly."""
+    def effective_yaml(self, profile: str | None = None) -> str:
+        """The platform as YAML with every default filled in, so a run can be repeated exactly.
+
+        profile: the profile file the run used, where it was given apart from the platform (default: the
+        platform's own `profile`; "": a profile not read from a file, written as null)."""
         from .yaml_io import effective_yaml
 
-        return effective_yaml(self)
+        return effective_yaml(self, profile)
 
     def graph(self, path: str | Path) -> Path:
         """Draws the elaborated platform (adapters and checkers included) as Graphviz DOT at `path`.

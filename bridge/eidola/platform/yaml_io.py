@@ -101,11 +101,16 @@ _EFFECTIVE_CACHE: dict[str, str] = {}  # repr of the document -> its YAML text (
 _EFFECTIVE_CACHE_SIZE = 64
 
 
-def effective_yaml(platform: Platform) -> str:
-    """The platform as YAML with every default filled in, so a run can be repeated exactly."""
+def effective_yaml(platform: Platform, profile: str | None = None) -> str:
+    """The platform as YAML with every default filled in, so a run can be repeated exactly; `profile` (a path)
+    stands in for the platform's own where the run was given another ("": a profile not read from a file)."""
+    # Why the profile is taken now rather than from the shorthand: the shorthand is made when the file is read,
+    # and a run given `--profile` wrote `profile: null` (or the file's own) into what it says it simulated.
+    used = platform.profile if profile is None else (profile or None)
     if platform.shorthand is not None:
-        return _dump_cached(platform.shorthand)
+        return _dump_cached({**platform.shorthand, "profile": used})
     doc = describe(platform)
+    doc["profile"] = used
     for entry, c in zip(doc["components"], platform.components.values()):
         if "params" in entry:
             entry["params"] = {k: c.spec.declared(k).to_yaml(v) for k, v in c.resolved().items()}

@@ -8,11 +8,20 @@ op of another call or kernel boundary) to the end of its last op of the call (op
 carries the call's ``c<n>.`` prefix, with the writes between them); on a GPU, from the latest
 such start (when the last workgroup is free: the stream's kernel boundary) to the latest end.
 
+A trace records, per rank, the collective kernel's duration on that rank's stream, waits for its
+peers included. So a call is compared on the traced ranks only: each traced rank's time against
+its own GPU's simulated time (means over the traced ranks). With ``--ranks`` one rank was traced
+and stands for all replicas; it is compared with the one replica in its place (its position in
+the traced group: the same role towards the root and the ring), not with the mean over replicas,
+whose spans include waiting on the chain and differ with their position.
+
 The traces must match the run: the same calls (prefixes) on the same GPUs. Traces that match
 nothing, or whose collectives were none of them simulated (one rank imported without
 ``--ranks``: every collective replays its traced time), are refused (exit 2) with the reason.
-Writes a table, ``--csv FILE`` (one row per call: call,kind,bytes,traced_us,simulated_us) and
-compare.png / .svg in RUN_DIR (log axes); an existing output is refused unless ``force``.
+Prints a table, and a warning on stderr where a traced communicator had another number of ranks
+than the simulated call. Writes ``--csv FILE`` (one row per call: call,kind,bytes,traced_us,
+simulated_us) and, with ``plots``, compare.png / .svg in RUN_DIR (log axes); both are overwritten,
+as ``eidola run`` overwrites its outputs.
 """
 
 from __future__ import annotations
@@ -22,7 +31,8 @@ import io
 import json
 import math
 import re
-from collections import defaultdict
+import sys
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +40,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..inputs import decode_text, read_input
 
-__all__ = ["CSV_COLUMNS", "Call", "compare", "compare_calls", "read_ops", "read_summary", "simulated_calls"]
+__all__ = ["CSV_COLUMNS", "Call", "compare", "compare_calls", "group_warning", "read_ops", "read_summary",
+           "simulated_calls"]
 
 CSV_COLUMNS = ("call", "kind", "bytes", "traced_us", "simulated_us")  #: the header of --csv
 _PREFIX = re.compile(r"^(c[0-9]+\.)")  # the flags of one collective call (ProfileBuilder.next_prefix)
@@ -40,13 +51,17 @@ _MAX_ID = 2**31
 
 @dataclass
 class Call:
-    """One collective call: its prefix (``c<n>``), kind, bytes, traced and simulated mean durations (us)."""
+    """One collective call: its prefix (``c<n>``), kind, bytes, traced and simulated durations (us, means over
+    the traced ranks and the GPUs in their places), and the ranks of its traced and simulated groups."""
 
     call: str
     kind: str
     nbytes: int
     traced_us: float
     simulated_us: float
+    traced_ranks: int = 0  #: ranks in the communicator the trace recorded (0: not known)
+    simulated_ranks: int = 0  #: GPUs the simulated call ran on
+    gpus: tuple[int, ...] = ()  #: the GPUs compared: those in the traced ranks' places
 
 
 @dataclass
@@ -199,10 +214,33 @@ def compare_calls(run_dir: str | Path, traces: list[str], ranks: int | None = No
                           "expected the traces the run's profile was imported from, with the same --ranks")
     out = []
     for prefix, (kind, nbytes, traced) in sorted(calls.items(), key=lambda x: _order(x[0])):
+        size, own = report.groups.get(prefix, (len(traced), sorted(traced)))
+        gpus = tuple(sorted(own)) or tuple(sorted(traced))
         per = sim[prefix]
-        out.append(Call(prefix.rstrip("."), kind, nbytes, sum(traced.values()) / len(traced) / 1000,
-                        sum(per.values()) / len(per) / 1000))
+        out.append(Call(prefix.rstrip("."), kind, nbytes, sum(traced[g] for g in gpus) / len(gpus) / 1000,
+                        sum(per[g] for g in gpus) / len(gpus) / 1000, size, len(per), gpus))
     return out
+
+
+def group_warning(calls: list[Call], files: str = "the traces") -> str:
+    """One warning line where calls' traced communicators had another number of ranks than their simulated
+    groups (their times are then not comparable); "" where every call matches."""
+    off = [c for c in calls if c.traced_ranks and c.simulated_ranks and c.traced_ranks != c.simulated_ranks]
+    if not off:
+        return ""
+    pairs = Counter((c.traced_ranks, c.simulated_ranks) for c in off)
+    which = "" if len(off) == len(calls) else f" in {len(off)} of {len(calls)} calls ({_few([c.call for c in off])})"
+    if len(pairs) == 1:
+        (traced, simulated), = pairs
+        sizes = f"the trace's communicator had {traced} ranks and the simulation {simulated}"
+    else:
+        sizes = "the trace's communicators had " + ", ".join(
+            f"{t} ranks where the simulation had {s} ({n} calls)" for (t, s), n in sorted(pairs.items()))
+    # A collective's time depends on its group: a ring over P ranks takes 2(P-1) steps and moves
+    # 2(P-1)/P of the data per rank, so a 128-rank all_gather's time says little of an 8-GPU one.
+    biggest = max(t for t, _ in pairs)
+    return (f"warning: {files}: {sizes}{which}, so the traced and simulated times are not comparable; to compare "
+            f"them, import with --ranks {biggest} and run on a platform of {biggest} GPUs or more\n")
 
 
 def _order(prefix: str) -> int:
@@ -210,29 +248,43 @@ def _order(prefix: str) -> int:
 
 
 def _few(prefixes: list[str]) -> str:
+    """The first five call names of `prefixes` (``c3.`` or ``c3``), and how many more."""
     names = [p.rstrip(".") for p in prefixes]
     return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
-def _refuse_overwrite(paths: list[Path], force: bool) -> None:
+def _check_outputs(paths: list[Path], inputs: list[Path]) -> None:
+    """A ConfigError for an output that is not a regular file, or that is one of the inputs (ops.csv,
+    summary.json, a trace): overwriting it would destroy what the comparison is made of."""
+    def same(a: Path, b: Path) -> bool:
+        try:
+            return a.exists() and b.exists() and a.samefile(b)
+        except OSError:
+            return False
+
     for p in paths:
-        if (p.exists() or p.is_symlink()) and not force:
-            raise ConfigError(f"{p}: exists; compare does not overwrite earlier results: remove it, choose another "
-                              "file, or pass --force")
-        if p.exists() and not p.is_file():
+        if (p.exists() or p.is_symlink()) and not p.is_file():
             raise ConfigError(f"{p}: exists and is not a regular file; expected a file to write")
+        if any(same(p, i) for i in inputs):
+            raise ConfigError(f"{p}: is an input of the comparison; expected another file to write")
 
 
 def compare(run_dir: str, traces: list[str], ranks: int | None = None, csv_path: str | None = None,
-            force: bool = False) -> str:
-    """Return the comparison table; write compare.png and compare.svg into `run_dir`, and `csv_path` if given.
+            plots: bool = False) -> str:
+    """Return the comparison table; write `csv_path` if given and, with `plots`, compare.png and compare.svg
+    into `run_dir` (both overwritten if they exist, as ``eidola run`` does with its outputs).
 
-    ranks: as the traces were imported (``--ranks``); force: overwrite existing outputs."""
+    ranks: as the traces were imported (``--ranks``). A warning goes to stderr where the traced
+    communicators had another number of ranks than the simulation (`group_warning`)."""
     d = Path(run_dir)
-    figures = [d / "compare.png", d / "compare.svg"]
+    figures = [d / "compare.png", d / "compare.svg"] if plots else []
     outputs = figures + ([Path(csv_path)] if csv_path else [])
-    _refuse_overwrite(outputs, force)  # before any work: a refused run costs nothing
+    # Before any work: a refused run costs nothing.
+    _check_outputs(outputs, [d / "ops.csv", d / "summary.json", *map(Path, traces)])
     calls = compare_calls(d, traces, ranks)
+    warning = group_warning(calls, ", ".join(map(str, traces)))
+    if warning:
+        sys.stderr.write(warning)
     lines = [f"{'call':6s} {'collective':15s} {'bytes':>10s} {'traced us':>10s} {'simulated us':>13s} {'ratio':>7s}"]
     for c in calls:
         ratio = c.simulated_us / c.traced_us if c.traced_us else float("nan")
@@ -244,11 +296,12 @@ def compare(run_dir: str, traces: list[str], ranks: int | None = None, csv_path:
                 w = csv.writer(f)
                 w.writerow(CSV_COLUMNS)
                 w.writerows((c.call, c.kind, c.nbytes, f"{c.traced_us:.3f}", f"{c.simulated_us:.3f}") for c in calls)
-        _plot(calls, d)
+        if plots:
+            _plot(calls, d)
     except OSError as e:
         raise ConfigError(f"{e.filename or d}: cannot write the comparison ({e.strerror or e})") from None
-    written = ", ".join(map(str, [*figures, *([csv_path] if csv_path else [])]))
-    return "\n".join(lines) + f"\nwrote {written}\n"
+    written = ", ".join(map(str, outputs))
+    return "\n".join(lines) + "\n" + (f"wrote {written}\n" if written else "")
 
 
 def _plot(calls: list[Call], d: Path) -> None:

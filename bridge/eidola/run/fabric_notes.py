@@ -10,13 +10,21 @@ bottleneck, and it costs nothing there). Each GPU counts the peers the fabric
 refused its packet trains to, and the time its window (`gpus.max_outstanding`) was full while it had
 packets waiting to go (on the flow fabric, whose solver paces the window, the fabric counts the time the
 window held paced flows back). A note is printed when one of them matters; see docs/router.md.
+
+A credit note gives the stalled link's own figures (platform.credits: its kind of link, its buffer), worked at
+the link's mean packet where a bare-count buffer charged its small packets (acknowledgements, flags, read
+requests) a whole slot each. Where no link's credit stall is noted, or none can be (the flow fabric paces by
+credits but counts no stalls), a buffer short of a full packet's round trip by the platform's figures is warned of.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ..platform.credits import DOC, buffer_warnings
 
 if TYPE_CHECKING:
     from .result import Result
@@ -45,9 +53,10 @@ def _worst(r: Result, table: str, column: str) -> tuple[int, float] | None:
 
 
 def fabric_notes(r: Result) -> list[str]:
-    """One line per significant limit: head-of-line blocking, credits, refused packet trains, a full window; one per
-    fabric whose link bins were widened past fabric.stats.max_bins; and first, a warning if a link was busier than the
-    run (a fault of the fabric model)."""
+    """One line per significant limit: head-of-line blocking, credits (measured, else a buffer short of its links'
+    round trip by the platform's figures), refused packet trains, a full window; one per fabric whose link bins were
+    widened past fabric.stats.max_bins; and first, a warning if a link was busier than the run (a fault of the
+    fabric model)."""
     notes = []
     if over := _faster_than_its_links(r):
         notes.append(over)
@@ -59,11 +68,9 @@ def fabric_notes(r: Result) -> list[str]:
                      f"waited behind one bound for another output for {100 * share:.0f}% of the run; "
                      "fabric.switch.vcs 0 (the default) gives every input a queue per output")
     if credit := _worst(r, "links", "credit_stall_ns"):
-        i, share = credit
-        src, dst = links["src"][i], links["dst"][i]
-        notes.append(f"note: credits: link {src} -> {dst} idled with packets waiting for {100 * share:.0f}% of "
-                     "the run while its credits were on their way back; fabric.switch.buffer (per lane and "
-                     "channel) should cover (serialisation + 2 x link latency + switch latency) x lane bandwidth")
+        notes.append(_credit_note(r, *credit))
+    else:  # none measured (or none to measure: the flow fabric): what the platform's own figures say
+        notes += buffer_warnings(list(r.link_credits))
     if "trains_refused" in (r.gpus.dtype.names or ()) and (refused := int(r.gpus["trains_refused"].sum())):
         notes.append(f"note: gpus.train: the fabric refused packet trains on {refused} GPU-to-peer route(s), "
                      "which went packet by packet: the packet fabric carries a train only over a link holding "
@@ -71,16 +78,52 @@ def fabric_notes(r: Result) -> list[str]:
     if window := _worst(r, "gpus", "window_full_ns"):
         i, share = window
         gpu = r.gpus["gpu"][i]
+        # Why not always suggest a larger window: where links idle for credits, the acknowledgements that free the
+        # window wait for those credits too (ring-8gpu one way with a bare-count buffer: window full 99% of the run,
+        # and 8x the window ran 0.3% faster), so the buffer is what to change.
+        tail = ("links idled for credits too (note above), which holds back the acknowledgements that free the "
+                "window: a larger window may gain nothing until fabric.switch.buffer covers them" if credit else
+                "a run with gpus.max_outstanding raised says what it cost (docs/fabrics.md, \"What it reports\")")
         notes.append(f"note: gpus.max_outstanding: GPU {gpu}'s window was full, with packets waiting to go, for "
                      f"{100 * share:.0f}% of the run: where its links had room then, the window held it back (its "
-                     "round trip under load needs more packets in flight); a run with gpus.max_outstanding raised "
-                     "says what it cost (docs/fabrics.md, \"What it reports\")")
+                     f"round trip under load needs more packets in flight); {tail}")
     for width_ns, doublings in r.bin_widths:
         if doublings:
             notes.append(f"note: fabric.stats.bin: the link bins were widened {2 ** doublings}x, to {width_ns:g} ns, "
                          "to hold no more than fabric.stats.max_bins of them (16 bytes each, all links together); "
                          "link_bins.csv's start_ns is in that width")
     return notes
+
+
+def _credit_note(r: Result, i: int, share: float) -> str:
+    """The note on link `i` of `r`, which idled for credits for `share` of the run: what its buffer needed, from the
+    platform's figures for that kind of link (platform.credits) and the packets the link carried."""
+    links = r.links
+    src, dst = int(links["src"][i]), int(links["dst"][i])
+    head = (f"note: credits: link {src} -> {dst} idled with packets waiting for "
+            f"{100 * share:.0f}% of the run while its credits were on their way back")
+    kinds = [k for k in r.link_credits if k.covers(r.node_name(src), r.node_name(dst))]
+    if not kinds:  # a fabric of the user's own, or links without names: the rule, without figures
+        return (head + "; fabric.switch.buffer (per lane and channel) should cover (serialisation + 2 x link latency "
+                "+ switch latency) x lane bandwidth")
+    k = max(kinds, key=lambda k: k.needed() / k.credits)
+    packets = int(links["packets"][i])
+    mean = float(links["wire_bytes"][i]) / packets if packets else float(k.wire)
+    full = math.ceil(k.needed() - 1e-9)
+    if not k.in_bytes and mean < 0.9 * k.wire:
+        # A bare count charges a 16-byte acknowledgement a whole packet's credit: at the link's mean packet the
+        # round trip needs far more credits than full packets do (ring-8gpu one way: 335 against 60).
+        packets_worth = max(k.credits, full)  # the same buffer in bytes, or the full packets' round trip if more
+        per = math.ceil(k.wire / k.flit) * k.flit  # a full packet's flits, in bytes
+        return (f"{head}. {k.buffer_key} is a bare count, {k.given()}, and each acknowledgement, flag and read "
+                f"request takes a whole packet slot of it: the {packets} packets this link carried averaged "
+                f"{mean:.0f} wire bytes, and at that size a lane needs about {k.formula(mean)} of credit, where full "
+                f"packets need {full}. Give the buffer in bytes ({packets_worth} x {per} B = {packets_worth * per}B), which "
+                f"counts credits in {k.flit}-byte flits, so a small packet takes a small share ({DOC})")
+    if k.short:
+        return f"{head}; {k.buffer_key}, {k.given()}, is short of {k.links}'s round trip, {k.formula()}: {k.advice()}"
+    return (f"{head}; {k.buffer_key}, {k.given()}, covers {k.links}'s round trip at zero load, {k.formula()}, so "
+            "under load the credits took longer to come back: a run with a larger buffer says what it cost")
 
 
 def _faster_than_its_links(r: Result) -> str | None:

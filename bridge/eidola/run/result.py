@@ -16,6 +16,7 @@ from .tables import structured, table_dtype
 from .traffic_result import traffic_figures
 
 if TYPE_CHECKING:
+    from ..platform.credits import LinkCredits
     from ..workload.profile import Profile
 
 __all__ = ["Result", "Summary", "SYNCMON_DTYPE", "BUS_FACTOR"]
@@ -82,6 +83,8 @@ class Result:
     #: per fabric that bins links over time: (the bins' width in ns, times it doubled from fabric.stats.bin to keep
     #: within fabric.stats.max_bins)
     bin_widths: tuple[tuple[float, int], ...] = ()
+    #: each kind of fabric link's figures against its switch buffer (platform.credits), for the notes on credits
+    link_credits: tuple[LinkCredits, ...] = ()
 
     @classmethod
     def from_raw(cls, name: str, raw: dict[str, Any], wall_s: float, **kw: Any) -> Result:

@@ -35,7 +35,8 @@ from ..errors import (
     WallLimitExceeded,
 )
 from ..platform import catalog, memory
-from ..platform.elaborate import Plan
+from ..platform.credits import credit_checks
+from ..platform.elaborate import Plan, topology_error
 from ..platform.model import Platform
 from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
@@ -97,6 +98,7 @@ def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False
     platform's limits.wall) and under limits.memory.
     """
     plan = platform.elaborate()
+    _check_topologies(platform, plan)
     encoded = encode_profile(profile, plan, seed=seed)
     memory_b = memory.limit_of(platform.limits)
     wall = platform.limits.get("wall") if wall_s is None else wall_s
@@ -113,8 +115,20 @@ def check(platform: Platform, profile: Profile | None) -> None:
     if profile is not None:
         prepare(platform, profile, platform.seed)
         return
-    _build_plugins(platform.elaborate(), platform.limits.get("wall"),
-                   memory.limit_of(platform.limits))
+    plan = platform.elaborate()
+    _check_topologies(platform, plan)
+    _build_plugins(plan, platform.limits.get("wall"), memory.limit_of(platform.limits))
+
+
+def _check_topologies(platform: Platform, plan: Plan) -> None:
+    """Builds every custom topology of `plan` as its fabric will (C++ eidola::Topology) and refuses one it cannot
+    build as bad input naming the file and the edge. Why here: the fabric found it only once built in the child,
+    and its message named neither; and `eidola validate` said ok to a platform `eidola run` refused."""
+    for c in plan.components:
+        if c.spec.name in ("PacketFabric", "FlowFabric") and c.value("topology") == "custom":
+            problem = sysc.topology_problem(dict(c.values))
+            if problem is not None:
+                raise topology_error(platform, c.name, problem)
 
 
 def _build_plugins(plan: Plan, wall_s: float | None, memory_b: int) -> dict[str, PluginBuild]:
@@ -144,6 +158,8 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
         if not platform.profile:
             raise ConfigError(f"platform {platform.name!r} names no profile; pass one")
         profile = platform.profile
+    # The file the run used, for effective.yaml ("": built in Python, no file to name).
+    profile_file = "" if isinstance(profile, Profile) else os.path.abspath(os.fspath(profile))
     if not isinstance(profile, Profile):
         profile = load_profile(profile)
     run = prepare(platform, profile, platform.seed if seed is None else seed, trace, wall_limit)
@@ -160,8 +176,18 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
             "inserted": [f"{c.name} ({c.spec.name})" for c in run.plan.components if c.inserted],
             **raw.get("timings", {}),
             **{k: raw[k] for k in ("child_max_rss_kb", "child_private_kb") if k in raw}}
-    return Result.from_raw(platform.name, raw, wall, effective_config=platform.effective_yaml() + _inserted_note(run.plan),
-                           profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile)
+    effective = platform.effective_yaml(profile_file) + _profile_note(profile_file, profile) + _inserted_note(run.plan)
+    return Result.from_raw(platform.name, raw, wall, effective_config=effective,
+                           profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile,
+                           link_credits=tuple(credit_checks(platform)))
+
+
+def _profile_note(profile_file: str, profile: Profile) -> str:
+    """Where the profile came from, as a YAML comment, when it was built in Python (not a file)."""
+    if profile_file:
+        return ""
+    return (f"# profile: {profile.name!r} was built in Python, not read from a file; save it (Profile.save) "
+            "and name it here to repeat the run\n")
 
 
 def _inserted_note(plan: Plan) -> str:

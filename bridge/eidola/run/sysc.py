@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .encode_traffic import EncodedTraffic
     from .simulate import NativeRun
 
-__all__ = ["load", "elaborate_and_run"]
+__all__ = ["load", "elaborate_and_run", "topology_problem"]
 
 _KEEP: list[Any] = []  # C++ objects kept alive for the life of the process (see load)
 
@@ -95,6 +95,31 @@ def _warm(ns: Any) -> None:
     sim.end_ps()
     sim.failure()
     sim.failure_kind()
+
+
+def topology_problem(values: dict[str, Any]) -> str | None:
+    """What the C++ topology says of a packet or flow fabric's custom topology (`values`: its canonical parameters,
+    ports set), before any SystemC object exists: its error message (``topology: edge names switch 's5' but there
+    are 2 switches``), or None when it builds. The fabrics build the same eidola::Topology from the same figures
+    (PacketFabricParams::topology_spec), so validate and run refuse what the fabric would, and before a child runs."""
+    import cppyy
+
+    ns = load()
+    cppyy.include("eidola/topology.h")  # free of SystemC headers, as simulation.h
+    spec = ns.TopologySpec()
+    spec.kind = str(values["topology"])
+    spec.gpus = int(values["ports"])
+    spec.link.bytes_per_s = float(values["link.bandwidth"])
+    spec.link.latency_ps = round(float(values["link.latency"]) * 1e12)
+    spec.link.header = int(values["link.header"])
+    spec.link.lanes = int(values["link.count"])
+    spec.switches = int(values["custom.switches"])
+    spec.edges = str(values["custom.edges"])
+    try:
+        ns.Topology(spec)
+    except Exception as e:  # std::invalid_argument, naming the problem
+        return _cxx_message(e)
+    return None
 
 
 def sc_cplusplus() -> str:

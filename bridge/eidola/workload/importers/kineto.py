@@ -423,7 +423,7 @@ def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "r
     sources = {r: str(p) for r, p in zip(rank_of, paths)}
     if ranks is not None:
         lanes = replicate(lanes[rank_of[0]], ranks, f"rank {rank_of[0]} of {world} ({paths[0]})", report,
-                          scale_all_gather=True)
+                          scale_all_gather=True, rank=rank_of[0])
         sources = {r: f"{paths[0]} (replica {r})" for r in range(ranks)}
     else:
         _pair_p2p(lanes, report)

@@ -62,6 +62,10 @@ class Coll:
     name: str  #: the trace's op name, for messages
     recv: bool = False  #: the receiving side of a send/recv
     root: int = 0  #: broadcast root (a global rank)
+    #: ranks in the communicator as traced, where `replicate` replaced the group (0: len(group))
+    traced_size: int = 0
+    #: this rank replays its own trace; False for the replicas `replicate` adds in other ranks' places
+    own: bool = True
 
 
 @dataclass
@@ -91,6 +95,10 @@ class Report:
     assumed: list[str] = field(default_factory=list)
     #: one row per collective replayed: (name prefix of its flags, kind, bytes, {gpu: traced ns})
     calls: list[tuple[str, str, int, dict[int, int]]] = field(default_factory=list)
+    #: per call of `calls` (its prefix): ranks in its communicator as traced (before groups were cut to the
+    #: traced ranks or replicated), and the GPUs whose traced time is their own: every member, except with
+    #: `replicate`, where only the replica in the traced rank's place has it
+    groups: dict[str, tuple[int, list[int]]] = field(default_factory=dict)
     #: one row per item replayed as its traced time, a compute phase or a collective with no traced
     #: peer: (gpu, first workgroup of its lane, op index there, start ns, end ns, "compute" or the
     #: collective's kind); times on the aligned traced clock, from the first traced item (= replay 0)
@@ -111,13 +119,15 @@ class Report:
 
 
 def replicate(lanes: list[Lane], n: int, who: str, report: Report,
-              scale_all_gather: bool = False) -> dict[int, list[Lane]]:
+              scale_all_gather: bool = False, rank: int = 0) -> dict[int, list[Lane]]:
     """The lanes of one traced rank as `n` symmetric ranks (SPMD): rank r gets a copy of every lane.
 
     who: the traced rank, for the report. Every collective then spans the n ranks. Sizes as
     `collective` takes them stay per-rank, except an all_gather's, the gathered total: with
     `scale_all_gather` (the trace recorded the total over the traced group) it scales to n ranks.
     A send/recv keeps its traced time: one rank's trace does not say which replica its peer is.
+    rank: the traced rank; per collective, the replica at its place in the traced group (the last
+    replica if that place is n or more) is marked as replaying its own trace (`Coll.own`).
     """
     groups = sorted({len(it.coll.group) for lane in lanes for it in lane.items
                      if it.coll and it.coll.kind != "send"})
@@ -133,6 +143,11 @@ def replicate(lanes: list[Lane], n: int, who: str, report: Report,
                     c.group = (r,)
                     report.assume("send/recv with --ranks keep their traced time (the peer replica is not known)")
                     continue
+                traced = sorted(c.group)
+                at = traced.index(rank) if rank in traced else 0
+                # Ranks stand in for one another only by their place in the group: the root and the
+                # ring order follow the sorted ranks, in the trace's job as in the replicated one.
+                c.own, c.traced_size = r == min(at, n - 1), len(traced)
                 if c.kind == "all_gather" and scale_all_gather:
                     c.nbytes = c.nbytes // max(len(c.group), 1) * n
                 c.group = tuple(range(n))
@@ -367,3 +382,5 @@ def _emit(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tuple
                  root=root)
     report.imported[f"{kind} ({algo}, {P} ranks)"] += 1
     report.calls.append((b.last_prefix(), kind, nbytes, {gpu[r]: it.end - it.start for it, r in order}))
+    report.groups[b.last_prefix()] = (first.traced_size or len(first.group),
+                                      [gpu[r] for it, r in order if it.coll is None or it.coll.own])
