@@ -64,6 +64,48 @@ def test_the_summary_says_a_third_party_fabric_reports_no_links(repo, cli, simpl
     assert r.returncode == 0 and "busiest link  0 -> 1, 32.8 kB" in r.stdout, r.stdout
 
 
+def _one_write(n_bytes=256):
+    b = ProfileBuilder(gpus=4, workgroups=1, name="one")
+    b.buffer("buf", 1 << 20)
+    b.program(0, 0).write(dst=1, buffer="buf", offset=0, nbytes=n_bytes)
+    return b.build()
+
+
+def test_a_pattern_without_i_binds_every_gpu_to_one_multi_socket(tmp_path, repo):
+    # multi::Bus's sockets are tlm_utils multi-sockets, bound once per GPU in GPU order. A 256 B write from GPU 0 to
+    # GPU 1 takes 100 ns there, the memory's 300 ns plus its 48 ps (256 B / 5.3 TB/s, whole ps) and 100 ns back.
+    doc = {"eidola": 1, "name": "multi", "gpus": {"count": 4, "workgroups": 1,
+                                                   "memory": {"latency": "300ns", "bandwidth": "5.3TB/s"}},
+           "address_map": {"base": 0, "stride": "1TiB"},
+           "fabric": {"model": "plugin", "plugin": {
+               "headers": [str(repo / "tests/plugins/multi_bus.h")], "class": "multi::Bus", "args": [],
+               "protocol": "lt", "targets": "targets", "initiators": "initiators"}}}
+    path = tmp_path / "multi.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = eidola.simulate(eidola.load_platform(path, {"check_protocol": True}), _one_write())
+    assert res.kernel_time_ns == pytest.approx(500.048, abs=1e-6)
+
+
+def test_a_plain_socket_bound_by_every_gpu_is_refused(tmp_path, repo, cli):
+    # faulty::Bus's target_socket[0] is a plain (tagged simple) socket: one binding. A pattern without {i} bound every
+    # GPU to it, which SystemC refused only at the end of elaboration, as "complete binding failed: port not bound",
+    # exit 3 (a user trial, 2026-12-07). It is bad input: exit 2, naming the pattern and the socket.
+    path = _faulty_platform(tmp_path, repo, 0)
+    doc = yaml.safe_load(path.read_text())
+    doc["fabric"]["plugin"]["targets"] = "target_socket[0]"
+    path.write_text(yaml.safe_dump(doc))
+    r = cli("run", path, "--profile", _save(tmp_path, _one_write()))
+    assert r.returncode == 2, r.stderr
+    assert "socket pattern targets: 'target_socket[0]'" in r.stderr and "takes one binding" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def _save(tmp_path, profile):
+    path = tmp_path / "profile.yaml"
+    profile.save(path)
+    return path
+
+
 def test_user_gpu_model_among_eidolons(repo):
     # GPU 1 is examples/user_gpu/traffic_gpu.h (LT). From 1 us it writes 1 KiB in four 256-byte
     # b_transport calls over the ideal fabric, each costing L + M + L = 1300 ns (0 ps of memory

@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include <systemc>
 #include <tlm>
@@ -27,6 +28,8 @@ using InitiatorBase = tlm::tlm_base_initiator_socket_b<32, tlm::tlm_fw_transport
 template <unsigned N, sc_core::sc_port_policy POL>
 using InitiatorSocket = tlm::tlm_base_initiator_socket<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>, N, POL>;
 using TargetBase = tlm::tlm_base_target_socket_b<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>>;
+template <unsigned N, sc_core::sc_port_policy POL>
+using TargetSocket = tlm::tlm_base_target_socket<32, tlm::tlm_fw_transport_if<>, tlm::tlm_bw_transport_if<>, N, POL>;
 
 namespace {
 
@@ -40,6 +43,17 @@ bool bind_as(sc_core::sc_object* obj, TargetBase& target) {
     return true;
 }
 
+// Whether `obj` is a socket that takes one binding (N = 1, as tlm_target_socket<> and the tlm_utils simple sockets):
+// a second one fails only at the end of elaboration, as SystemC's "complete binding failed: port not bound".
+template <unsigned N, sc_core::sc_port_policy POL>
+bool is_single(const sc_core::sc_object* obj) {
+    return dynamic_cast<const InitiatorSocket<N, POL>*>(obj) || dynamic_cast<const TargetSocket<N, POL>*>(obj);
+}
+bool takes_one_binding(const sc_core::sc_object* obj) {
+    return is_single<1, sc_core::SC_ONE_OR_MORE_BOUND>(obj) || is_single<1, sc_core::SC_ZERO_OR_MORE_BOUND>(obj) ||
+           is_single<1, sc_core::SC_ALL_BOUND>(obj);
+}
+
 }  // namespace
 
 struct Simulation::Impl {
@@ -49,6 +63,7 @@ struct Simulation::Impl {
     std::vector<EidolonGpu*> gpus;
     std::vector<Fabric*> fabrics;
     std::vector<ProtocolChecker*> checkers;
+    std::map<const sc_core::sc_object*, std::string> bound;  // socket -> the socket it was first bound to
     WindowLayout layout;
     // The caller's op records, read in place (load_programs): at hundreds of GPUs they are hundreds
     // of megabytes, which a copy would double and fault in again.
@@ -161,6 +176,13 @@ void Simulation::bind(const std::string& initiator, const std::string& target) {
     if (!t_obj) throw std::invalid_argument("bind: no socket named '" + target + "'");
     auto* t = dynamic_cast<TargetBase*>(t_obj);
     if (!t) throw std::invalid_argument("bind: '" + target + "' is not a TLM-2.0 target socket (32-bit base protocol)");
+    for (const auto& [obj, name, other] : {std::tuple{i_obj, initiator, target}, std::tuple{t_obj, target, initiator}}) {
+        auto [it, first] = m_impl->bound.emplace(obj, other);
+        if (!first && takes_one_binding(obj))
+            throw std::invalid_argument("'" + name + "' is bound to '" + it->second + "' already and takes one binding "
+                                        "(a plain socket, not a multi-socket): give each GPU a socket of its own "
+                                        "(a pattern with {i}) or use a multi-socket");
+    }
     if (bind_as<1, sc_core::SC_ONE_OR_MORE_BOUND>(i_obj, *t) || bind_as<0, sc_core::SC_ONE_OR_MORE_BOUND>(i_obj, *t) ||
         bind_as<1, sc_core::SC_ZERO_OR_MORE_BOUND>(i_obj, *t) || bind_as<0, sc_core::SC_ZERO_OR_MORE_BOUND>(i_obj, *t) ||
         bind_as<1, sc_core::SC_ALL_BOUND>(i_obj, *t))

@@ -237,12 +237,20 @@ def elaborate_and_run(run: NativeRun, time_word: int = 0) -> dict[str, Any]:
             return str(found.decode())
         return ref.path
 
+    def pattern(ref: SocketRef) -> str:
+        """The plugin's socket pattern `ref` was resolved from, as the declaration names it ("" if none)."""
+        if ref.component not in plugins:
+            return ""
+        return f"plugin {ref.component!r}: socket pattern {ref.socket}: {plugins[ref.component][2].sockets[ref.socket].text!r}: "
+
     for binding in plan.bindings:
         i_name, t_name = socket_name(binding.initiator), socket_name(binding.target)
         try:
             sim.bind(i_name, t_name)
         except Exception as e:
-            raise ConfigError(f"binding {i_name} -> {t_name}: {_condensed(e)}") from None
+            # Why name the pattern: with checkers and adapters inserted, the bound names are theirs, not the IP's.
+            where = pattern(binding.target) or pattern(binding.initiator)
+            raise ConfigError(f"{where}binding {i_name} -> {t_name}: {_cxx_message(e)}") from None
     encoded = run.encoded
     sim.set_flags(list(encoded.flags))
     if encoded.multicast_groups:
