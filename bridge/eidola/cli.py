@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, EidolaError, ProfileError, shown
+from .errors import ConfigError, EidolaError, ProfileError, SimulationError, shown
 from .inputs import load_yaml
 from .platform import catalog, load_platform
 from .platform.topology_text import topology_text
@@ -64,25 +64,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--trace-limit {args.trace_limit}: expected a number of slices >= 0")
     platform, profile = _load(args)
     out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
-    result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
-                      progress=_progress(platform.name, args.progress, _on_packets(platform)))
+    try:
+        result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
+                          progress=_progress(platform.name, args.progress, _on_packets(platform)))
+    except SimulationError as e:
+        # Why write anything: a deadlock or stall is debugged from what ran up to it (ops.csv, the trace), and a run
+        # that left nothing behind had to be repeated with prints (a user trial, 2026-12-07).
+        if e.result is not None:
+            try:
+                _write_outputs(e.result, out, args, plots=False)
+                e.args = (f"{e}\n  wrote {out}/ with the tables up to the failure (summary.json's failure and "
+                          f"partial say so{'; trace.json' if args.trace else ''})",)
+            except (OSError, ConfigError):
+                pass  # the error itself is what matters
+        raise
+    _write_outputs(result, out, args, plots=args.plots)
+    if args.json:
+        print(json.dumps(result.summary, indent=2))
+    else:
+        print(_summary_text(result, out))
+    return 0
+
+
+def _write_outputs(result: Any, out: Path, args: argparse.Namespace, plots: bool) -> None:
+    """The run's tables, effective.yaml and summary into `out`, with its trace and figures where asked for."""
     try:
         result.save(out)
         if args.trace:
             from .report.trace import write_trace
 
             write_trace(result, out / "trace.json", args.trace_limit)
-        if args.plots:
+        if plots:
             from .report.plots import plot_run
 
             plot_run(result, out)
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
-    if args.json:
-        print(json.dumps(result.summary, indent=2))
-    else:
-        print(_summary_text(result, out))
-    return 0
 
 
 def _on_packets(platform: Platform) -> bool:

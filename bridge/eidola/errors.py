@@ -47,9 +47,12 @@ class SimulationError(EidolaError):
 
     exit_status = 3
 
-    def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, report: dict[str, Any] | None = None, result: Any = None) -> None:
         super().__init__(message)
         self.report = report
+        #: the run's tables up to the failure (a Result marked partial, its meta["failure"] the error), where the
+        #: simulation returned them: what `eidola run` writes to its output directory for debugging
+        self.result = result
 
 
 class DeadlockError(SimulationError):

@@ -87,7 +87,7 @@ def test_deadlock_report(cli, write_platform, tmp_path):
     b.program(gpu=1, wg=0).wait(flag="ready", cond=">=", value=2, interval_ns=50)
     b.build().save(tmp_path / "stuck.yaml")
     plat = write_platform(gpus=2, workgroups=2)
-    r = cli("run", plat, "--profile", tmp_path / "stuck.yaml")
+    r = cli("run", plat, "--profile", tmp_path / "stuck.yaml", "--trace", "--out", tmp_path / "out")
     assert r.returncode == 3, r.stderr
     assert "deadlock" in r.stderr
     assert "gpu 0 wg 1 op 1: waits for never == 7 (poll)" in r.stderr and "never is 0" in r.stderr
@@ -97,6 +97,12 @@ def test_deadlock_report(cli, write_platform, tmp_path):
     # on either stream (a user trial, 2026-12-07: "deadlock at 1010 us" beside "since 28008.3 ns").
     assert re.search(r"deadlock found at \d+\.\d ns: 2 workgroup\(s\)", r.stderr), r.stderr
     assert "stopped by user" not in r.stderr + r.stdout
+    # What ran up to the deadlock is written for debugging, marked as such (a user trial, 2026-12-07: nothing was).
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["partial"] and summary["failure"]["kind"] == "deadlock"
+    ops = (tmp_path / "out/ops.csv").read_text().splitlines()
+    assert any(line.startswith("0,0,0,") and ",signal," in line for line in ops), ops  # GPU 0's signal, done
+    assert f"wrote {tmp_path / 'out'}/ with the tables up to the failure" in r.stderr
 
 
 def test_describe_lists_parameters(cli):

@@ -167,8 +167,9 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     start = time.perf_counter()
     raw = _run_in_process(run) if in_process else _run_in_child(run, wall_limit, progress)
     wall = time.perf_counter() - start
-    if raw["status"] != 0:
-        _raise_failure(platform.name, raw, profile)
+    failed = raw["status"] != 0
+    if failed:  # the tables up to the failure, kept on the error for `eidola run` to write (a partial run's form)
+        raw = {**raw, "partial": True}
     meta = {"partial": bool(raw.get("partial")), "gpus": len(run.plan.gpus), "fabric": run.plan.fabric_description(),
             "profile_ops": profile.ops_count(),
             "profile_gpus_used": len(profile.used_gpus()),
@@ -176,10 +177,21 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
             "inserted": [f"{c.name} ({c.spec.name})" for c in run.plan.components if c.inserted],
             **raw.get("timings", {}),
             **{k: raw[k] for k in ("child_max_rss_kb", "child_private_kb") if k in raw}}
+    if failed:
+        meta["failure"] = {"kind": raw["failure_kind"], "text": raw["failure"]}
     effective = platform.effective_yaml(profile_file) + _profile_note(profile_file, profile) + _inserted_note(run.plan)
-    return Result.from_raw(platform.name, raw, wall, effective_config=effective,
-                           profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile,
-                           link_credits=tuple(credit_checks(platform)))
+    try:
+        result = Result.from_raw(platform.name, raw, wall, effective_config=effective,
+                                 profile_name=profile.name, meta=meta, flag_names=tuple(profile.flags), profile=profile,
+                                 link_credits=tuple(credit_checks(platform)))
+    except Exception:
+        if not failed:
+            raise
+        result = None  # tables a failure left unreadable: the error alone
+    if failed:
+        _raise_failure(platform.name, raw, profile, result)
+    assert result is not None
+    return result
 
 
 def _profile_note(profile_file: str, profile: Profile) -> str:
@@ -450,10 +462,12 @@ def _private_kb() -> int:
                if line.startswith(("Private_Clean:", "Private_Dirty:")))
 
 
-def _raise_failure(name: str, raw: dict[str, Any], profile: Profile) -> None:
+def _raise_failure(name: str, raw: dict[str, Any], profile: Profile, result: Result | None = None) -> None:
+    """Raises the failure of `raw`, with `result` (its tables up to the failure) on the error."""
     kind, text = raw["failure_kind"], raw["failure"]
     if kind != "deadlock":
-        raise SimulationError(f"simulation {name!r} failed ({kind}): {text}", report={"kind": kind, "text": text})
+        raise SimulationError(f"simulation {name!r} failed ({kind}): {text}", report={"kind": kind, "text": text},
+                              result=result)
     stuck = raw["tables"]["stuck"]
     rows = []
     for i in range(len(stuck.get("gpu", []))):
@@ -467,4 +481,4 @@ def _raise_failure(name: str, raw: dict[str, Any], profile: Profile) -> None:
     for r in rows:
         lines.append(f"  gpu {r['gpu']} wg {r['wg']} op {r['op']}: waits for {r['flag']} {r['cond']} {r['value']} "
                      f"({r['mode']}) since {r['since_ns']:g} ns; {r['flag']} is {r['flag_value']}")
-    raise DeadlockError("\n".join(lines), report={"detected_ns": raw["end_ps"] / 1000.0, "stuck": rows})
+    raise DeadlockError("\n".join(lines), report={"detected_ns": raw["end_ps"] / 1000.0, "stuck": rows}, result=result)
