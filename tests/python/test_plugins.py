@@ -124,6 +124,14 @@ def test_user_gpu_model_among_eidolons(repo):
         assert res.gpus["writes"][0] == 5 and res.flags[(0, "ready")] == 1
 
 
+def test_the_user_gpu_example_runs_as_written(repo, cli, tmp_path):
+    # The README points at examples/user_gpu/; it named no profile, so `eidola run` on it stopped at "pass --profile"
+    # (a user trial, 2026-12-07). It ships the profile of the test above: 6.300 us, derived there.
+    r = cli("run", repo / "examples/user_gpu/user-gpu-2gpu.yaml", "--out", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert "kernel time   6.300 us" in r.stdout
+
+
 def _faulty_platform(tmp_path, repo, fault, check=True, template=None):
     doc = {
         "eidola": 1, "name": f"faulty-{fault}",
