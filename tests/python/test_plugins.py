@@ -106,6 +106,20 @@ def _save(tmp_path, profile):
     return path
 
 
+def test_a_b_transport_only_bus_declared_at_is_noted(repo, cli, simple_bus_lib, tmp_path):
+    # vendor::LtBus registers only b_transport; declared `at`, tlm_utils' simple socket answers each nb_transport
+    # with a BEGIN_RESP that implies END_REQ, so every request holds the GPU's next one for a whole transaction.
+    # GPU 0 of the default profile sends 4 workgroups x 2 phases x (3 peers x 4096 B / 256 B + 3 signals) = 408.
+    # The AT bus ends each request at once (TLM_UPDATED with END_REQ): no note.
+    lt = repo / "examples/third_party_ip/simple-bus-lt.yaml"
+    r = cli("run", lt, "--set", "fabric.plugin.protocol=at", "--out", tmp_path / "lt-as-at")
+    assert r.returncode == 0, r.stderr
+    assert "note: GPU 0's fabric ended 408 of its 408 requests only with their response" in r.stdout
+    assert "fabric.plugin.protocol: lt" in r.stdout
+    r = cli("run", repo / "examples/third_party_ip/simple-bus-at.yaml", "--out", tmp_path / "at")
+    assert r.returncode == 0 and "requests only with their response" not in r.stdout, r.stdout
+
+
 def test_user_gpu_model_among_eidolons(repo):
     # GPU 1 is examples/user_gpu/traffic_gpu.h (LT). From 1 us it writes 1 KiB in four 256-byte
     # b_transport calls over the ideal fabric, each costing L + M + L = 1300 ns (0 ps of memory

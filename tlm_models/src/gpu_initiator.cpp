@@ -269,6 +269,7 @@ bool GpuInitiator::send(Packet* p) {
     if (p->flow_attached) m_flow_packets += p->packets;
     m_request_pending = p;
     p->awaiting = true;
+    ++m_requests;
     tlm::tlm_phase phase = tlm::BEGIN_REQ;
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     const std::uint64_t now = now_ps();
@@ -319,6 +320,7 @@ tlm::tlm_sync_enum GpuInitiator::nb_transport_bw(tlm::tlm_generic_payload& trans
     }
     // BEGIN_RESP implies END_REQ, for the request still awaiting it (not one whose END_REQ came)
     if (phase == tlm::END_REQ || (phase == tlm::BEGIN_RESP && m_request_pending == p && !m_request_ending)) {
+        if (phase == tlm::BEGIN_RESP) ++m_requests_held;
         // Now it is handled in place (it only updates state); packetising resumes from the GPU's own process.
         end_request_at(at);
         if (now && !m_issue_queue.empty()) m_core.issue_soon();

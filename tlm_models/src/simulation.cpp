@@ -379,7 +379,7 @@ Table Simulation::table(const std::string& which) const {
                  double(c.atomics), double(g->bytes_sent()), double(g->bytes_received()), double(g->packets_sent()),
                  double(c.bytes_read), double(c.bytes_written), double(m.arms), double(m.wakeups), double(m.spurious),
                  double(m.fallbacks), double(m.peak_entries), double(g->trains_refused()),
-                 window_full(g)});
+                 window_full(g), double(g->requests()), double(g->requests_held())});
         }
     } else if (which == "workgroups") {
         for (const EidolonGpu* g : s.gpus)

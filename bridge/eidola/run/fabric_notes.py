@@ -75,6 +75,8 @@ def fabric_notes(r: Result) -> list[str]:
         notes.append(f"note: gpus.train: the fabric refused packet trains on {refused} GPU-to-peer route(s), "
                      "which went packet by packet: the packet fabric carries a train only over a link holding "
                      "nothing but its GPU's own traffic, as in a fully connected node (docs/fabrics.md)")
+    if held := _requests_held(r):
+        notes.append(held)
     if window := _worst(r, "gpus", "window_full_ns"):
         i, share = window
         gpu = r.gpus["gpu"][i]
@@ -93,6 +95,30 @@ def fabric_notes(r: Result) -> list[str]:
                          "to hold no more than fabric.stats.max_bins of them (16 bytes each, all links together); "
                          "link_bins.csv's start_ns is in that width")
     return notes
+
+
+#: At least this many requests on a GPU, nearly all held to their response, before _requests_held speaks.
+HELD_MIN_REQUESTS = 16
+
+
+def _requests_held(r: Result) -> str | None:
+    """A note when a GPU's requests nearly all had their END_REQ only with their BEGIN_RESP: the base protocol's
+    request exclusion then allowed it one transaction in flight, whatever its window. Why: a target that implements
+    only b_transport, declared `protocol: at`, answers every request that way (tlm_utils' simple socket converts
+    nb_transport to b_transport), and ran 36x slower than declared `lt` without a word (a user trial, 2026-12-07)."""
+    names = r.gpus.dtype.names or ()
+    if "requests_held" not in names:
+        return None
+    sent, held = r.gpus["requests"], r.gpus["requests_held"]
+    worst = [i for i in range(len(sent)) if sent[i] >= HELD_MIN_REQUESTS and held[i] >= 0.9 * sent[i]]
+    if not worst:
+        return None
+    i = max(worst, key=lambda k: held[k] / sent[k])
+    return (f"note: GPU {r.gpus['gpu'][i]}'s fabric ended {int(held[i])} of its {int(sent[i])} requests only with their "
+            "response (no END_REQ before BEGIN_RESP), so the base protocol's request exclusion let it have one "
+            "transaction in flight at a time, whatever gpus.max_outstanding; an IP that implements only b_transport "
+            "is to be declared fabric.plugin.protocol: lt, which puts an AT-to-LT adapter in front of it "
+            "(docs/third_party_ip.md, \"AT or LT\")")
 
 
 def _credit_note(r: Result, i: int, share: float) -> str:

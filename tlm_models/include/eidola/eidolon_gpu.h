@@ -29,7 +29,7 @@ namespace eidola {
 inline const std::vector<std::string> kGpuColumns = {
     "gpu", "finish_ps", "reads", "flag_reads", "writes", "atomics", "bytes_sent", "bytes_received", "packets_sent",
     "memory_bytes_read", "memory_bytes_written", "syncmon_arms", "syncmon_wakeups", "syncmon_spurious",
-    "syncmon_fallbacks", "syncmon_peak", "trains_refused", "window_full_ps"};
+    "syncmon_fallbacks", "syncmon_peak", "trains_refused", "window_full_ps", "requests", "requests_held"};
 /// Columns of the "flags" result table: every flag word of every GPU at the end.
 inline const std::vector<std::string> kFlagColumns = {"gpu", "flag", "value"};
 
@@ -155,6 +155,9 @@ public:
     std::uint64_t packets_sent() const { return m_initiator.packets_sent(); }
     /// Peers the fabric refused this GPU's packet trains to (sent packet by packet instead).
     std::uint64_t trains_refused() const { return m_initiator.trains_refused(); }
+    /// Transactions the GPU sent, and those whose request phase the fabric ended only with their response.
+    std::uint64_t requests() const { return m_initiator.requests(); }
+    std::uint64_t requests_held() const { return m_initiator.requests_held(); }
     /// Time its window was full with packets waiting (GpuInitiator::window_full_ps).
     std::uint64_t window_full_ps() const { return m_initiator.window_full_ps(); }
     /// Whether it issues flows for a flow fabric, which paces their window itself.

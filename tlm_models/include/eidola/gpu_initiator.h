@@ -96,6 +96,11 @@ public:
     std::uint64_t trains_refused() const {
         return std::uint64_t(std::count(m_no_trains.begin(), m_no_trains.end(), true));
     }
+    /// Transactions sent (BEGIN_REQ).
+    std::uint64_t requests() const { return m_requests; }
+    /// Transactions whose END_REQ came only with their BEGIN_RESP: the base protocol's request exclusion then held
+    /// the GPU's next request for the whole transaction (a b_transport-only IP declared `at` does it to every one).
+    std::uint64_t requests_held() const { return m_requests_held; }
     /// Bytes read from peers.
     std::uint64_t bytes_read() const { return m_bytes_read; }
     /// Time its window (`max_outstanding`) was full while it had packets waiting to go: what a window
@@ -207,6 +212,7 @@ private:
     std::uint64_t m_last_response_ps = 0;
     std::uint64_t m_flow_packets = 0;           // flow mode: the packets its outstanding flows stand for
     std::uint64_t m_bytes_sent = 0, m_packets_sent = 0;
+    std::uint64_t m_requests = 0, m_requests_held = 0;  // see requests(), requests_held()
     PeerCounts m_unacked_peers;                 // per (workgroup, peer): writes not yet acknowledged (but see Transfer)
     GpuCore& m_core;
     WorkgroupEngine& m_engine;
