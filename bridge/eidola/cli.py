@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, EidolaError, ProfileError, SimulationError, shown
 from .inputs import load_yaml
 from .platform import catalog, load_platform
+from .platform.figures import figures_lines, platform_figures
 from .platform.topology_text import topology_text
 from .platform.yaml_io import MAX_PLATFORM_NODES
 from .workload.profile_yaml import load_profile
@@ -427,11 +428,20 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     if args.model and args.model.endswith((".yaml", ".yml")):  # a platform: what it is made of
         platform = load_platform(args.model, _overrides(args.set))
         fabrics = [c.spec.name for c in platform.components.values() if c.role == "fabric"]
+        figures = platform_figures(platform)
+        if args.json:
+            print(json.dumps({"platform": platform.name, "gpus": len(platform.gpus()), "fabrics": fabrics,
+                              "topology_text": _fabric_topology(platform), **figures}, indent=2))
+            return 0
         print(f"{platform.name}: {len(platform.gpus())} GPUs on {', '.join(fabrics)}")
         line = _fabric_topology(platform)
         if line:
             print(line)
+        for row in figures_lines(figures):
+            print(row)
         return 0
+    if args.json:
+        raise ConfigError("--json: give a platform file (.yaml); a model's parameters print as a table")
     if not args.model:
         for m in models.values():
             print(f"{m.name:14s} {m.doc}")
@@ -612,9 +622,10 @@ def _parser() -> argparse.ArgumentParser:
                                          "32 rows, at most 8 per GPU, evenly spaced)")
     pl.add_argument("--window", help="the timeline's simulated time, START:END with units, e.g. 10us:50us or :2us "
                                      "(default: the whole run)")
-    d = sub.add_parser("describe", help="list the models, one model's parameters and sockets, or a platform's topology")
+    d = sub.add_parser("describe", help="list the models, one model's parameters and sockets, or a platform's topology and figures")
     d.add_argument("model", nargs="?", help="model name, e.g. EidolonGpu, or a platform file (.yaml)")
     d.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a platform key")
+    d.add_argument("--json", action="store_true", help="a platform's figures as JSON (seconds, bytes, bytes/s)")
     sw = sub.add_parser("sweep", help="run a sweep spec (eidola sweep plot DIR draws one)",
                         description="Run every point of a sweep spec; 'eidola sweep plot DIR --x A --y M' draws it.")
     sw.add_argument("spec", help="sweep spec YAML file")
