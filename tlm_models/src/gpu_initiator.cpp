@@ -290,6 +290,7 @@ bool GpuInitiator::send(Packet* p) {
     if (p->packets > 1 && p->get_response_status() == tlm::TLM_BURST_ERROR_RESPONSE) {
         m_outstanding -= p->slots;
         m_packets_sent -= p->packets;
+        --m_requests;  // refused whole: its packets go again one by one, each a request of its own
         if (p->flow_attached) m_flow_packets -= p->packets;
         return false;
     }
