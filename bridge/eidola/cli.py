@@ -27,6 +27,7 @@ from .workload.profile_yaml import load_profile
 if TYPE_CHECKING:
     from .platform.model import Platform
     from .run.result import Result
+    from .workload.flag_check import FlagCheck
     from .workload.profile import Profile
 
 __all__ = ["main", "safe_dir_name", "progress_line", "time_left_s"]
@@ -64,6 +65,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.trace_limit < 0:
         raise ConfigError(f"--trace-limit {args.trace_limit}: expected a number of slices >= 0")
     platform, profile = _load(args)
+    _warn_stuck_waits(platform, profile, args.profile or platform.profile or "")
     out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
     try:
         result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
@@ -101,6 +103,19 @@ def _write_outputs(result: Any, out: Path, args: argparse.Namespace, plots: bool
             plot_run(result, out)
     except OSError as e:
         raise ConfigError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
+
+
+def _warn_stuck_waits(platform: Platform, profile: Profile, source: str) -> None:
+    """A warning on stderr before simulating a profile with a wait no op of it can satisfy: the run goes on (its
+    deadlock report shows where every workgroup stopped), but the user learns at once what it will end in. Why
+    only a warning: run still reports the deadlock as it always has (exit 3); validate is where it is refused."""
+    from .workload.flag_check import check_flags
+
+    found = check_flags(profile, limit=1)
+    if found.stuck_count and not _plugin_gpus(platform):
+        more = f" (and {found.stuck_count - 1} more; eidola validate lists them)" if found.stuck_count > 1 else ""
+        print(f"eidola run: warning: {source}: {found.stuck[0].text()}{more}: the run will end in a deadlock",
+              file=sys.stderr)
 
 
 def _on_packets(platform: Platform) -> bool:
@@ -293,7 +308,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         return 0
     profile = load_profile(profile_path)
     check(platform, profile)
+    stuck_note = _check_waits(platform, profile, profile_path)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
+    if stuck_note:
+        print(stuck_note)
     line = _fabric_topology(platform)
     if line:
         print(line)
@@ -302,6 +320,38 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if note:
         print(note)
     return 0
+
+
+def _plugin_gpus(platform: Platform) -> list[int]:
+    """The ids of the platform's GPUs that run a model of their own (plugins), not the profile."""
+    return sorted(int(g.resolved()["id"]) for g in platform.gpus() if not g.spec.replays_profile)
+
+
+def _check_waits(platform: Platform, profile: Profile, source: str) -> str:
+    """Refuses (ProfileError, exit 2) a profile with a wait that no op of it can ever satisfy, a certain deadlock
+    (workload/flag_check.py); returns a note instead ("" if none) where plugin GPUs may write flags from outside."""
+    from .workload.flag_check import check_flags
+
+    found = check_flags(profile)
+    if not found.stuck_count:
+        return ""
+    plugins = _plugin_gpus(platform)
+    if plugins:  # a user's GPU model may write any flag (examples/user_gpu): the profile alone does not decide
+        gpus = ", ".join(map(str, plugins))
+        return (f"note: {found.stuck_count} wait(s) can be satisfied only from outside the profile, by plugin GPU(s) "
+                f"{gpus} (first: {found.stuck[0].where()})")
+    raise ProfileError(_stuck_text(source, found))
+
+
+def _stuck_text(source: str, found: FlagCheck) -> str:
+    """What is wrong with a profile whose waits can never be satisfied: one line per wait (the first few), and the
+    flags changed but never waited for, which are often the same flag misspelt."""
+    lines = [f"{source}: {found.stuck_count} wait(s) can never be satisfied by the profile's ops, so the run would end "
+             "in a deadlock:", *(f"  {line}" for line in found.stuck_lines())]
+    if found.unwaited:
+        lines.append(f"  flags changed but never waited for (misspelt?): {', '.join(found.unwaited[:10])}"
+                     + (f" and {len(found.unwaited) - 10} more" if len(found.unwaited) > 10 else ""))
+    return "\n".join(lines)
 
 
 def _print_buffer_warnings(platform: Platform) -> None:
