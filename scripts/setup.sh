@@ -38,4 +38,7 @@ else
 fi
 # What the installed copy was built from: test.sh warns when the tree has changed since.
 bash scripts/source_stamp.sh > .venv/eidola-sources.sha1
+# Where it was built from: the installed `eidola` warns when files there are newer than this stamp (a pull or an
+# edit without setup again), as test.sh does for the tests.
+pwd > .venv/eidola-source-dir
 echo "setup: done"

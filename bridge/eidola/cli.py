@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import sys
@@ -763,9 +764,37 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise _Terminated
 
 
+def _stale_install() -> str | None:
+    """A warning when this is an installed copy (scripts/setup.sh) older than the source tree it was built from.
+
+    Why: `.venv/bin/eidola` runs the copy pip installed, so after a pull or an edit without setup again it ran the
+    old code without a word (two user trials, 2026-12-07, read stale tables and missing options). setup.sh records
+    the tree in `.venv/eidola-source-dir` beside `.venv/eidola-sources.sha1`, whose time is the install's; a source
+    file newer than that means the install is stale. Stat calls only: a few milliseconds."""
+    stamp = Path(sys.prefix) / "eidola-sources.sha1"
+    where = Path(sys.prefix) / "eidola-source-dir"
+    if not stamp.exists() or not where.exists() or Path(__file__).resolve().is_relative_to(Path(where.read_text().strip())):
+        return None  # not set up by setup.sh, or running from the tree itself (PYTHONPATH=bridge)
+    tree, installed = Path(where.read_text().strip()), stamp.stat().st_mtime
+    for top in ("bridge", "tlm_models", "CMakeLists.txt", "pyproject.toml"):
+        if not (tree / top).exists():
+            continue
+        for root, _dirs, files in os.walk(tree / top) if (tree / top).is_dir() else [(str(tree), [], [top])]:
+            for name in files:
+                if not name.endswith(".pyc") and (Path(root) / name).stat().st_mtime > installed:
+                    return (f"eidola: warning: the installed eidola is older than {Path(root) / name}; "
+                            "run `bash scripts/setup.sh` again to use the source tree's code")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``eidola`` command; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if stale := _stale_install():
+            print(stale, file=sys.stderr)
+    except OSError:
+        pass  # the tree moved or is unreadable: nothing to say
     if argv[:2] == ["sweep", "plot"]:  # a spec file named plot is ./plot
         args = _sweep_plot_parser().parse_args(argv[2:])
         args.command = "sweep plot"

@@ -2,6 +2,7 @@
 
 import json
 import re
+import sys
 
 from eidola.profile import ProfileBuilder
 
@@ -117,3 +118,30 @@ def test_describe_lists_parameters(cli):
 def test_validate(cli, repo):
     r = cli("validate", repo / "platforms/gemv-allreduce-4gpu.yaml")
     assert r.returncode == 0 and "ok" in r.stdout
+
+
+def test_an_install_older_than_its_source_tree_says_so(tmp_path, monkeypatch):
+    # setup.sh records the tree it built from beside the install's stamp; a source file there newer than the stamp
+    # means `.venv/bin/eidola` runs old code (two user trials, 2026-12-07, read stale tables without a word).
+    import os
+
+    from eidola import cli
+
+    venv, tree = tmp_path / "venv", tmp_path / "tree"
+    (tree / "bridge").mkdir(parents=True)
+    (tree / "tlm_models").mkdir()
+    venv.mkdir()
+    (venv / "eidola-source-dir").write_text(f"{tree}\n")
+    stamp = venv / "eidola-sources.sha1"
+    stamp.write_text("0\n")
+    source = tree / "bridge" / "model.py"
+    source.write_text("x = 1\n")
+    os.utime(stamp, (1000, 1000))
+    os.utime(source, (500, 500))
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    assert cli._stale_install() is None  # built after the last edit
+    os.utime(source, (2000, 2000))
+    warning = cli._stale_install()
+    assert warning is not None and str(source) in warning and "bash scripts/setup.sh" in warning
+    (venv / "eidola-source-dir").unlink()  # not set up by setup.sh: nothing to compare with
+    assert cli._stale_install() is None
