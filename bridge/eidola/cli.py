@@ -79,8 +79,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 _write_outputs(e.result, out, args, plots=False)
                 e.args = (f"{e}\n  wrote {out}/ with the tables up to the failure (summary.json's failure and "
                           f"partial say so{'; trace.json' if args.trace else ''})",)
-            except (OSError, ConfigError):
-                pass  # the error itself is what matters
+            except Exception:  # writing what ran is a courtesy: the run's own error is what to report
+                pass
         raise
     _write_outputs(result, out, args, plots=args.plots)
     if args.json:
@@ -773,9 +773,13 @@ def _stale_install() -> str | None:
     file newer than that means the install is stale. Stat calls only: a few milliseconds."""
     stamp = Path(sys.prefix) / "eidola-sources.sha1"
     where = Path(sys.prefix) / "eidola-source-dir"
-    if not stamp.exists() or not where.exists() or Path(__file__).resolve().is_relative_to(Path(where.read_text().strip())):
-        return None  # not set up by setup.sh, or running from the tree itself (PYTHONPATH=bridge)
+    if not stamp.exists() or not where.exists():
+        return None  # not set up by setup.sh
     tree, installed = Path(where.read_text().strip()), stamp.stat().st_mtime
+    # Running from the tree's own bridge/ (PYTHONPATH=bridge) runs its code. The tree, not bridge/, would take in the
+    # installed copy too: setup.sh puts .venv inside the tree.
+    if Path(__file__).resolve().is_relative_to((tree / "bridge").resolve()):
+        return None
     for top in ("bridge", "tlm_models", "CMakeLists.txt", "pyproject.toml"):
         if not (tree / top).exists():
             continue

@@ -45,7 +45,7 @@ public:
     sc_core::sc_vector<tlm_utils::simple_initiator_socket_tagged<Bus>> initiator_socket;
 
     /// `report`: a file that end_of_simulation() writes the transactions seen to ("": none), as a vendor's IP
-    /// writes its statistics at the end of a run.
+    /// writes its statistics at the end of a run; "error": end_of_simulation() reports an error instead.
     Bus(sc_core::sc_module_name name, int ports, std::string report = "")
         : sc_module(name), target_socket("target_socket", ports), initiator_socket("initiator_socket", ports),
           m_req(this, &Bus::request), m_resp(this, &Bus::response), m_report(std::move(report)) {
@@ -57,6 +57,8 @@ public:
     }
 
     void end_of_simulation() override {
+        // "error": the check a vendor's IP makes at the end, reported as SystemC errors are (it throws).
+        if (m_report == "error") SC_REPORT_ERROR("faulty::Bus", "transactions still open at the end");
         if (m_report.empty()) return;
         std::ofstream out(m_report);
         out << "transactions " << m_count << "\n";

@@ -127,7 +127,8 @@ def test_an_install_older_than_its_source_tree_says_so(tmp_path, monkeypatch):
 
     from eidola import cli
 
-    venv, tree = tmp_path / "venv", tmp_path / "tree"
+    tree = tmp_path / "tree"
+    venv = tree / ".venv"  # where setup.sh puts it: inside the tree
     (tree / "bridge").mkdir(parents=True)
     (tree / "tlm_models").mkdir()
     venv.mkdir()
@@ -143,5 +144,12 @@ def test_an_install_older_than_its_source_tree_says_so(tmp_path, monkeypatch):
     os.utime(source, (2000, 2000))
     warning = cli._stale_install()
     assert warning is not None and str(source) in warning and "bash scripts/setup.sh" in warning
+    # The installed copy lives inside the tree (.venv/lib/.../eidola/cli.py): it is still the installed one.
+    monkeypatch.setattr(cli, "__file__", str(venv / "lib/python3.11/site-packages/eidola/cli.py"))
+    assert cli._stale_install() is not None
+    monkeypatch.setattr(cli, "__file__", str(tree / "bridge/eidola/cli.py"))  # the tree's own code: nothing to say
+    assert cli._stale_install() is None
+    monkeypatch.undo()
+    monkeypatch.setattr(sys, "prefix", str(venv))
     (venv / "eidola-source-dir").unlink()  # not set up by setup.sh: nothing to compare with
     assert cli._stale_install() is None

@@ -227,6 +227,19 @@ def test_the_fabrics_end_of_simulation_runs_on_success_and_failure(tmp_path, rep
         assert int((tmp_path / "eos.txt").read_text().split()[1]) >= 5
 
 
+def test_an_error_in_the_fabrics_end_of_simulation_fails_the_run(tmp_path, repo, cli):
+    # end_of_simulation() now runs after a successful run, outside the simulation's own try: an IP's SC_REPORT_ERROR
+    # there (a "transactions still open" check) must fail the run with its message, exit 3, not a traceback.
+    path = _faulty_platform(tmp_path, repo, 0, check=False)
+    doc = yaml.safe_load(path.read_text())
+    doc["fabric"]["plugin"]["args"] = [4, "error"]
+    path.write_text(yaml.safe_dump(doc))
+    r = cli("run", path, "--profile", _save(tmp_path, _one_write()), "--out", tmp_path / "out")
+    assert r.returncode == 3, r.stderr
+    assert "at the end of simulation:" in r.stderr and "transactions still open at the end" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_a_response_sent_twice_without_the_checker_is_refused_by_the_gpu(tmp_path, repo):
     # faulty::Bus<1> sends BEGIN_RESP twice for its fifth transaction. Taken twice, the GPU freed the packet's window
     # slot and payload twice and counted a write acknowledged while it was in flight: a wrong kernel time with

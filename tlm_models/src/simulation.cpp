@@ -304,19 +304,27 @@ int Simulation::run() {
     } catch (const std::exception& e) {
         // A fatal report unwinds the kernel on purpose and is already collected; anything else
         // (a SystemC error report, an exception from a third-party model) is a model error.
+        // end_of_simulation() does not run after this: the kernel was unwound mid-transaction, and SystemC only
+        // ends a simulation from its scheduler's own stop (a second sc_stop is a warning, not an end).
         if (!s.errors.unwinding()) s.errors.report(ErrorKind::ModelError, e.what());
         return finish();
     }
-    if (!m_partial) {
-        if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
-        std::ostringstream unanswered;
-        for (const ProtocolChecker* checker : s.checkers)
-            for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;
-        if (unanswered.tellp()) s.errors.report(ErrorKind::Protocol, unanswered.str());
+    try {
+        if (!m_partial) {
+            if (!s.monitor.deadlocked() && !s.monitor.external_writers()) s.monitor.final_check();
+            std::ostringstream unanswered;
+            for (const ProtocolChecker* checker : s.checkers)
+                for (const std::string& line : checker->unanswered()) unanswered << (unanswered.tellp() ? "\n" : "") << line;
+            if (unanswered.tellp()) s.errors.report(ErrorKind::Protocol, unanswered.str());
+        }
+        // A run that ran out of events (or reached its limit) is only paused: stopping it runs every module's
+        // end_of_simulation(), where a third-party IP writes its own statistics (a failed run's sc_stop already did).
+        stop_quietly();
+    } catch (const std::exception& e) {
+        // A model's end_of_simulation() threw or reported an error (a vendor IP's "transactions still open"
+        // check): a failed run, not an internal error.
+        if (!s.errors.unwinding()) s.errors.report(ErrorKind::ModelError, std::string("at the end of simulation: ") + e.what());
     }
-    // A run that ran out of events (or reached its limit) is only paused: stopping it runs every module's
-    // end_of_simulation(), where a third-party IP writes its own statistics (a failed run's sc_stop already did).
-    stop_quietly();
     return finish();
 }
 

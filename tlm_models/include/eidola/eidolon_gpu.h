@@ -155,8 +155,9 @@ public:
     std::uint64_t packets_sent() const { return m_initiator.packets_sent(); }
     /// Peers the fabric refused this GPU's packet trains to (sent packet by packet instead).
     std::uint64_t trains_refused() const { return m_initiator.trains_refused(); }
-    /// Transactions the GPU sent, and those whose request phase the fabric ended only with their response.
+    /// Transactions the GPU sent (BEGIN_REQ).
     std::uint64_t requests() const { return m_initiator.requests(); }
+    /// Of requests(), those whose request phase the fabric ended only with their response (GpuInitiator).
     std::uint64_t requests_held() const { return m_initiator.requests_held(); }
     /// Time its window was full with packets waiting (GpuInitiator::window_full_ps).
     std::uint64_t window_full_ps() const { return m_initiator.window_full_ps(); }
