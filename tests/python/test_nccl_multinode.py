@@ -3,8 +3,9 @@ all-reduce, the proxy's cost per network step, and the tuner's node terms, check
 
 The byte counts are worked out per NIC from the algorithm: a GPU's NIC link (the GPU's only link that
 leaves the node: to its leaf switch) carries exactly the data of the steps whose receiver is in another
-node, plus Simple's 8-byte step-counter store per unit, plus the 8-byte credits it returns for the units
-it received from another node.
+node, plus the 8-byte credits it returns for the units it received from another node. A Simple unit across
+nodes is a put that carries its step-counter bump (NCCL's receiving proxy bumps the tail once the data is
+in), so it adds no 8-byte counter store of its own, as it does inside a node.
 """
 
 from __future__ import annotations
@@ -106,9 +107,10 @@ def test_double_binary_tree_is_nccls():
 def test_ring_allreduce_nic_bytes(write_platform):
     # n = 2 nodes of g = 4, k = 8, C = 4 channels (one zigzag path each), S = k x C x 4096: every block is
     # 4096 B, one Simple unit. Per channel the ring crosses twice (node 0 -> 1 and back) and each crossing
-    # carries all 2(k-1) steps of the channel: 2(k-1) x (4096 + 8) B. Node 0 enters channel c at local rank c
-    # and leaves at c + 2 (zigzag), node 1 the reverse, so every GPU is the exit of exactly one channel and the
-    # entry of one (whose 2(k-1) credits go back over its NIC): per NIC 2(k-1) x (4096 + 8 + 8) B,
+    # carries all 2(k-1) steps of the channel: 2(k-1) x 4096 B (each a put carrying its counter). Node 0 enters
+    # channel c at local rank c and leaves at c + 2 (zigzag), node 1 the reverse, so every GPU is the exit of
+    # exactly one channel and the entry of one (whose 2(k-1) credits go back over its NIC): per NIC
+    # 2(k-1) x (4096 + 8) B,
     # and per node 2(k-1)/k x S of data, the ring's formula.
     n, g, C, block = 2, 4, 4, 4096
     k = n * g
@@ -118,7 +120,7 @@ def test_ring_allreduce_nic_bytes(write_platform):
     assert plan == Plan("ring", "Simple", C)
     res = eidola.simulate(plat, prof)
     steps = 2 * (k - 1)
-    assert (_nic_out(res, k) == steps * (block + FLAG + FLAG)).all()
+    assert (_nic_out(res, k) == steps * (block + FLAG)).all()
     assert g * steps * block == 2 * (k - 1) / k * S
 
 
@@ -154,23 +156,23 @@ def test_tree_allreduce_nic_bytes(write_platform):
     # channel c's chain starts at local rank c mod 2 (pairs share a chain), the head, which alone talks to the
     # other node. Each channel's part S/C goes up once (child node's head -> root node's head) and down once:
     # node 0's head h sends channel h's part down (tree 0) and channel 2+h's part up (tree 1). With parts of
-    # 64 KiB (one Simple unit of a 512 KiB step) every head sends 2 x (65536 + 8) + 2 x 8 (credits for the two
-    # units it received); the other GPUs' NICs carry nothing. Per node: S, half the ring's 2(k-1)/k x S.
+    # 64 KiB (one Simple unit of a 512 KiB step) every head sends 2 x 65536 (puts carrying their counters) +
+    # 2 x 8 (credits for the two units it received); the other GPUs' NICs carry nothing. Per node: S, half the ring's 2(k-1)/k x S.
     n, g, C, part = 2, 4, 4, 65536
     k = n * g
     plat = _nodes(write_platform, n, g)
     prof, plan = build_collective(plat, "all_reduce", C * part, algo="tree", proto="Simple", channels=C)
     assert plan == Plan("tree", "Simple", C)
     res = eidola.simulate(plat, prof)
-    head = 2 * (part + FLAG) + 2 * FLAG
+    head = 2 * part + 2 * FLAG
     expected = [head, head, 0, 0] * n
     assert _nic_out(res, k).tolist() == expected
 
 
 def test_hierarchical_allreduce_nic_bytes(write_platform):
     # Phase 2 is a 2-rank ring all-reduce of S/g per GPU on every rail: 2(n-1) = 2 steps of S/(g C n) per
-    # channel, every one across the network: per NIC 2(n-1)/n x S/g of data, C x 2 x (block + 8) with
-    # credits C x 2 x 8. Phases 1 and 3 stay in the node.
+    # channel, every one across the network: per NIC 2(n-1)/n x S/g of data, C x 2 x block (puts carrying their
+    # counters) with credits C x 2 x 8. Phases 1 and 3 stay in the node.
     n, g, C = 2, 4, 4
     k = n * g
     S = k * C * 4096
@@ -179,7 +181,7 @@ def test_hierarchical_allreduce_nic_bytes(write_platform):
     prof, plan = build_collective(plat, "all_reduce", S, algo="hierarchical", proto="Simple", channels=C)
     assert plan == Plan("hierarchical", "Simple", C)
     res = eidola.simulate(plat, prof)
-    assert (_nic_out(res, k) == C * 2 * (n - 1) * (block + FLAG + FLAG)).all()
+    assert (_nic_out(res, k) == C * 2 * (n - 1) * (block + FLAG)).all()
     assert C * 2 * (n - 1) * block == 2 * (n - 1) / n * S / g
 
 
@@ -205,20 +207,37 @@ def test_each_network_step_pays_the_proxy_at_both_ends(write_platform):
 
 def test_sendrecv_and_alltoall_across_nodes(write_platform):
     # Bytes: 2 nodes of 2 GPUs, send/recv of S = 1 MiB on one Simple channel: GPU 1 -> 2 and 3 -> 0 cross
-    # nodes, 0 -> 1 and 2 -> 3 do not. Each pair moves 2 units of the NVLink p2p chunk (512 KiB), each followed
-    # by its 8-byte counter; the receiver returns an 8-byte credit per unit. So GPUs 1 and 3 send S + 2 x 8
+    # nodes, 0 -> 1 and 2 -> 3 do not. Each pair moves 2 units of the NVLink p2p chunk (512 KiB), across nodes
+    # each a put carrying its counter; the receiver returns an 8-byte credit per unit. So GPUs 1 and 3 send S
     # bytes on their NIC links, GPUs 0 and 2 the 2 credits of what they received over the network.
     S = 1 << 20
     plat = _nodes(write_platform, 2, 2)
     prof, plan = build_collective(plat, "sendrecv", S, proto="Simple", channels=1)
     assert plan == Plan("p2p", "Simple", 1)
     res = eidola.simulate(plat, prof)
-    assert _nic_out(res, 4).tolist() == [2 * FLAG, S + 2 * FLAG, 2 * FLAG, S + 2 * FLAG]
+    assert _nic_out(res, 4).tolist() == [2 * FLAG, S, 2 * FLAG, S]
     # All-to-all of S = 2 MiB per rank, one channel per peer: each block is S/4, one unit; a GPU's NIC link
-    # carries its 2 remote blocks with their counters and a credit for each of the 2 remote blocks it receives.
+    # carries its 2 remote blocks (puts carrying their counters) and a credit for each of the 2 remote blocks it
+    # receives.
     prof, plan = build_collective(plat, "alltoall", 2 * S, proto="Simple", channels=3)
     res = eidola.simulate(plat, prof)
-    assert _nic_out(res, 4).tolist() == [2 * (2 * S // 4 + FLAG) + 2 * FLAG] * 4
+    assert _nic_out(res, 4).tolist() == [2 * (2 * S // 4) + 2 * FLAG] * 4
+
+
+def test_a_simple_network_step_waits_for_no_acknowledgement(write_platform):
+    # Send/recv of 8 B, Simple, on 2 nodes of 2 GPUs: GPU 1 -> 2 crosses the network (NIC link up, 1 us, and the
+    # leaf-spine-leaf hops, then the other NIC link down, 1 us: each NIC link pays fabric.nic.latency once a way).
+    # NCCL's receiving proxy bumps the tail once the data is in: the unit is a put whose counter lands with it.
+    # GPU 2 then finishes when its 8-byte credit back to GPU 1 is acknowledged: data there (2 NIC links), the
+    # credit back (2) and its acknowledgement (2): 6 x nic.latency on its path, and GPU 1 finishes when its put
+    # is acknowledged (4). As a write released once acknowledged (until 2026-12-07) GPU 2's path was data (2),
+    # acknowledgement (2), counter (2), credit (2) and its acknowledgement (2): 10 x nic.latency.
+    times = []
+    for nic_us in (1, 2):
+        plat = eidola.load_platform(_nodes(write_platform, 2, 2).source, {"fabric.nic.latency": f"{nic_us}us"})
+        prof, plan = build_collective(plat, "sendrecv", 8, proto="Simple", channels=1)
+        times.append(eidola.simulate(plat, prof).kernel_time_ns)
+    assert times[1] - times[0] == pytest.approx(6 * 1000.0, abs=1.0)
 
 
 @pytest.mark.parametrize("op", ["sendrecv", "alltoall", "broadcast", "reduce"])

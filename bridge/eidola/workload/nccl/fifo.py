@@ -9,7 +9,9 @@ Eidolon ops, per transfer unit n (a step for LL/LL128 and p2p, a slice of SLICES
 - sender: ``wait(head >= n + 1 - depth)`` when n >= depth (depth = 8 / steps per unit), then
   LL/LL128: ``put(next, fifo, slot, wire bytes, flag=tail)``: the data carries its flag, no release;
   Simple: ``write(next, fifo, slot, bytes)`` then ``signal(next, tail, add 1, scope='peer')``: the
-  fence-then-store of the step counter, a release that waits for the slice's acknowledgements;
+  fence-then-store of the step counter, a release that waits for the slice's acknowledgements; across
+  nodes a ``put`` whose flag is the tail, as NCCL's receiving proxy bumps it once the RDMA data is in
+  (no acknowledgement waited for);
 - receiver: ``wait(tail >= n + 1)`` (SyncMon: the eidolon wakes when the flag lands, as a spinning
   thread sees it), then after consuming ``put(prev, heads, 0, 8 B, flag=head)``: the credit is the
   8-byte head store, landing as a flag update with no release (it waits for no acknowledgement).
@@ -143,14 +145,30 @@ class Side:
             # A pass of a short unit may hold no line: it still stores one (its flag), as a step with no data does.
             self.ps.put(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset + np.minimum(before, lines - 1) * proto.line,
                         nbytes=np.maximum(mine, 1) * proto.line, flag=tail, value=1, op="add")
-        else:
+        elif self.network is None or not self.network.any():
             self.ps.write(dst=self.peer, buffer=f"{c.name}.fifo", offset=offset, nbytes=np.maximum(data, 1))
+        else:
+            # Across nodes NCCL's GPU only stores the step locally and bumps a tail its proxy reads; the proxy posts
+            # the RDMA write, and the receiving proxy bumps the receiver's tail once the data is in. Nothing waits
+            # for an acknowledgement: a put, whose flag lands with its last byte, not a write and a release.
+            net = self.network
+            data, offset = np.broadcast_to(data, net.shape), np.broadcast_to(offset, net.shape)
+            if (~net).any():
+                self.view(~net).ps.write(dst=self.peer[~net], buffer=f"{c.name}.fifo", offset=offset[~net],
+                                         nbytes=np.maximum(data[~net], 1))
+            self.view(net).ps.put(dst=self.peer[net], buffer=f"{c.name}.fifo", offset=offset[net],
+                                  nbytes=np.maximum(data[net], 1), flag=self.view(net)._flag("tails"), value=1, op="add")
 
     def release(self) -> None:
-        """Sender: Simple's fence and step-counter store (a release signal of the tail); nothing for LL/LL128,
-        whose data carried the flag."""
-        if not self.conn.proto.flag_in_data:
+        """Sender: Simple's fence and step-counter store (a release signal of the tail) within a node; nothing for
+        LL/LL128, whose data carried the flag, nor across nodes, where the unit went as a put (send_data)."""
+        if self.conn.proto.flag_in_data:
+            return
+        if self.network is None or not self.network.any():
             self.ps.signal(dst=self.peer, flag=self._flag("tails"), op="add", value=1, scope="peer")
+        elif (~self.network).any():
+            inside = self.view(~self.network)
+            inside.ps.signal(dst=inside.peer, flag=inside._flag("tails"), op="add", value=1, scope="peer")
 
     def recv_wait(self, upto: int = 1) -> None:
         """Receiver: wait until the next unit has arrived (Simple), or its first `upto` passes (LL/LL128)."""
