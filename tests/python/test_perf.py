@@ -408,6 +408,17 @@ def test_compare_errors_and_geometric_means(repo, tmp_path, capsys, name, times,
     cal = math.exp(sum(math.log(abs(e)) for e in inside) / 3)
     assert f"# geometric mean of |error|, all 5 sizes: {100 * every:.2f}%" in out
     assert f"# geometric mean of |error|, 64 KiB to 1 GiB (3 sizes): {100 * cal:.2f}%" in out
+    # The baseline the calibration README names: the line through the smallest and largest sizes' measured
+    # times, T = a + S / B, and its error at the three sizes between (it is exact at its ends by construction).
+    lo, hi = min(times), max(times)
+    per_us = (hi - lo) / (times[hi][i] - times[lo][i])
+    a = times[lo][i] - lo / per_us
+    between = [s for s in times if lo < s < hi]
+    theirs = math.exp(sum(math.log(abs((a + s / per_us) / times[s][i] - 1)) for s in between) / 3)
+    ours = math.exp(sum(math.log(abs(errors[s])) for s in between) / 3)
+    assert (f"# alpha-beta line through the smallest and largest sizes (a = {a:.2f} us, B = {per_us / 1e3:.2f} GB/s), "
+            f"the baseline to beat, over the 3 sizes between: geometric mean of |error| {100 * theirs:.2f}%, "
+            f"the simulation's {100 * ours:.2f}%") in out
     assert f"{column} column" in out
 
 

@@ -23,7 +23,7 @@ from ..run import nccl_tests
 from ..run.perf import PerfRow
 
 __all__ = ["CSV_COLUMNS", "CAL_RANGE", "Compared", "head_lines", "row_line", "trailer", "write_csv",
-           "geomean_abs", "compare_head", "compare_line", "compare_trailer"]
+           "geomean_abs", "compare_head", "compare_line", "compare_trailer", "alpha_beta"]
 
 #: The --csv header.
 CSV_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels", "fabric")
@@ -121,7 +121,41 @@ def compare_trailer(compared: Sequence[Compared]) -> list[str]:
     inside = [c.error for c in compared if lo <= c.predicted.size <= hi]
     cal = geomean_abs(inside)
     return [f"# geometric mean of |error|, all {_sizes(len(compared))}: " + _percent(every),
-            f"# geometric mean of |error|, 64 KiB to 1 GiB ({_sizes(len(inside))}): " + _percent(cal), "#"]
+            f"# geometric mean of |error|, 64 KiB to 1 GiB ({_sizes(len(inside))}): " + _percent(cal),
+            *_line_trailer(compared), "#"]
+
+
+def alpha_beta(compared: Sequence[Compared]) -> tuple[float, float] | None:
+    """The line T = a + S / B through the measured times of the smallest and the largest size: (a in us, B in
+    bytes per us), or None without two sizes or a positive B. Why: the calibration data's README names this
+    two-point line the baseline a simulator must beat between its points."""
+    if len(compared) < 2:
+        return None
+    first = min(compared, key=lambda c: c.predicted.size)
+    last = max(compared, key=lambda c: c.predicted.size)
+    span_us = last.measured_us - first.measured_us
+    if not span_us > 0:
+        return None
+    per_us = (last.predicted.size - first.predicted.size) / span_us
+    return first.measured_us - first.predicted.size / per_us, per_us
+
+
+def _line_trailer(compared: Sequence[Compared]) -> list[str]:
+    """The alpha-beta line's geometric mean of |error| over the sizes between its two ends (where it is not exact by
+    construction), beside the simulation's over the same sizes."""
+    line = alpha_beta(compared)
+    if line is None:
+        return []
+    a, per_us = line
+    ends = (min(c.predicted.size for c in compared), max(c.predicted.size for c in compared))
+    between = [c for c in compared if ends[0] < c.predicted.size < ends[1]]
+    if not between:
+        return []
+    theirs = geomean_abs([(a + c.predicted.size / per_us) / c.measured_us - 1 for c in between])
+    ours = geomean_abs([c.error for c in between])
+    return [f"# alpha-beta line through the smallest and largest sizes (a = {a:.2f} us, B = {per_us / 1e3:.2f} GB/s), "
+            f"the baseline to beat, over the {_sizes(len(between))} between: geometric mean of |error| "
+            f"{_percent(theirs)}, the simulation's {_percent(ours)}"]
 
 
 def _sizes(n: int) -> str:
