@@ -120,6 +120,22 @@ def test_a_b_transport_only_bus_declared_at_is_noted(repo, cli, simple_bus_lib, 
     assert r.returncode == 0 and "requests only with their response" not in r.stdout, r.stdout
 
 
+def test_an_lt_plugins_workers_bound_its_adapters_threads(repo, simple_bus_lib, tmp_path, cli):
+    # fabric.plugin.workers: 1 gives each AT-to-LT adapter one worker thread: GPU 0's 4 posted 256 B writes to
+    # GPU 1 go through vendor::LtBus one after another, each 500 + 300 + 0.048 (memory) + 500 ns: 4 x 1,300.048.
+    b = ProfileBuilder(gpus=4, workgroups=1, name="window")
+    b.buffer("buf", 1 << 20)
+    b.program(0, 0).write(dst=1, buffer="buf", offset=0, nbytes=4 * 256)
+    plat = eidola.load_platform(repo / "examples/third_party_ip/simple-bus-lt.yaml", {"fabric.plugin.workers": 1})
+    res = eidola.simulate(plat, b.build())
+    assert res.kernel_time_ns == pytest.approx(4 * 1300.048, abs=1e-6)
+    assert "workers: 1" in res.effective_config
+    r = cli("validate", repo / "examples/third_party_ip/simple-bus-lt.yaml", "--set", "fabric.plugin.workers=-2")
+    assert r.returncode == 2 and "fabric.plugin.workers: expected a whole number" in r.stderr, r.stderr
+    r = cli("validate", repo / "examples/third_party_ip/simple-bus-at.yaml", "--set", "fabric.plugin.workers=4")
+    assert r.returncode == 2 and "only an LT plugin" in r.stderr, r.stderr
+
+
 def test_user_gpu_model_among_eidolons(repo):
     # GPU 1 is examples/user_gpu/traffic_gpu.h (LT). From 1 us it writes 1 KiB in four 256-byte
     # b_transport calls over the ideal fabric, each costing L + M + L = 1300 ns (0 ps of memory

@@ -316,7 +316,9 @@ def _insert_adapters_and_checkers(platform: Platform, socket_specs: list[tuple[S
     for n, ((initiator, target), (i_spec, t_spec)) in enumerate(zip(platform.connections, socket_specs)):
         pairs = [Binding(initiator, target)]
         if t_spec.protocol == "lt" and i_spec.protocol != "lt":
-            name = _inserted(components, "AtToLtAdapter", f"adapter{n}")
+            plugin = platform.components[target.component].spec.plugin if target.component in platform.components else None
+            workers = {"workers": plugin.workers} if plugin is not None and plugin.workers else {}
+            name = _inserted(components, "AtToLtAdapter", f"adapter{n}", **workers)
             pairs = [Binding(initiator, SocketRef(name, "target")), Binding(SocketRef(name, "initiator"), target)]
         elif i_spec.protocol == "lt" and "lt" not in t_spec.protocol:
             raise ConfigError(f"connection {initiator} -> {target}: an LT initiator cannot drive an AT-only target "

@@ -28,7 +28,9 @@ _CLASS = re.compile(rf"^\s*({_QUALIFIED})\s*(?:<\s*({_TEMPLATE_ARG}(?:\s*,\s*{_T
 _SEGMENT = rf"{_IDENT}(?:\[(?:\{{i\}}|\d+)\])?"
 _PATTERN = re.compile(rf"^{_SEGMENT}(?:\.{_SEGMENT})*$")
 _KEYS = {"headers", "include_dirs", "library", "class", "args", "protocol", "targets", "initiators", "initiator",
-         "target", "prelude", "defines", "setup", "setup_each"}
+         "target", "prelude", "defines", "setup", "setup_each", "workers"}
+#: The most worker threads `workers` may ask of an AT-to-LT adapter (its parameter's own bound).
+MAX_WORKERS = 1 << 20
 _DEFINE = re.compile(rf"^{_IDENT}$")
 #: Placeholders of setup statements; other braces pass through untouched.
 SETUP_PLACEHOLDERS = ("{self}",)
@@ -71,6 +73,9 @@ class PluginSpec:
     defines: tuple[tuple[str, str], ...] = ()  #: (macro, value) defined before anything is included
     setup: tuple[str, ...] = ()         #: C++ statements run once after construction ({self})
     setup_each: tuple[str, ...] = ()    #: statements run per GPU window ({self} {i} {base} {size} {last})
+    #: an LT target's AT-to-LT adapters: most b_transport calls in progress at once each (0: one per request in
+    #: flight); each is a thread with SystemC's default stack, which the run's memory limit counts
+    workers: int = 0
 
 
 def parse_class_name(text: str, where: str) -> tuple[tuple[str, ...], tuple[Any, ...]]:
@@ -144,11 +149,18 @@ def parse_plugin(raw: object, where: str, base: Path, role: str) -> PluginSpec:
         sockets[key] = SocketPattern(text)
     for key in set(raw) & ({"targets", "initiators", "initiator", "target"} - set(roles)):
         raise ConfigError(f"{where}.{key}: not a socket of a {role} plugin (it has {' and '.join(roles)})")
+    workers = raw.get("workers", 0)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 0 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"{where}.workers: expected a whole number of worker threads from 0 (one per request in "
+                          f"flight) to {MAX_WORKERS}, got {shown(workers)}")
+    if workers and protocol != "lt":
+        raise ConfigError(f"{where}.workers: only an LT plugin (protocol: lt) gets AT-to-LT adapters, whose workers "
+                          f"these are; this one is {protocol}")
     return PluginSpec(headers, include_dirs, library, class_path, template_args, raw["class"], tuple(args), protocol,
                       sockets, _prelude(raw.get("prelude"), f"{where}.prelude", base),
                       _defines(raw.get("defines"), f"{where}.defines"),
                       _statements(raw.get("setup"), f"{where}.setup"),
-                      _statements(raw.get("setup_each"), f"{where}.setup_each"))
+                      _statements(raw.get("setup_each"), f"{where}.setup_each"), workers)
 
 
 def _headers(value: object, where: str, base: Path, include_dirs: tuple[str, ...]) -> tuple[str, ...]:

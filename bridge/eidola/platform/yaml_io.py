@@ -148,6 +148,8 @@ def _plugin_yaml(spec: PluginSpec) -> dict[str, Any]:
         out["library"] = spec.library
     out.update({"class": spec.class_text, "args": list(spec.args), "protocol": spec.protocol})
     out.update({role: pattern.text for role, pattern in spec.sockets.items()})
+    if spec.workers:
+        out["workers"] = spec.workers
     return out
 
 
