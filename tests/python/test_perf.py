@@ -709,3 +709,22 @@ def test_flow_only_keys_go_to_the_flow_sizes_alone(repo, capsys):
         row = [line for line in capsys.readouterr().out.splitlines() if line.strip() and not line.startswith("#")]
         times.append(float(row[-1].split()[5]))
     assert times[1] == pytest.approx(times[0], rel=0.03)
+
+
+def test_a_curve_that_runs_backwards_says_why():
+    # Sizes 1, 2, 4 MiB: 2 MiB (another plan) takes less than 1 MiB, which the tuner's model and the simulation
+    # disagreeing can do; 4 MiB takes more than 2 MiB; and a drop under the same plan (4 -> 8 MiB, a fabric's
+    # rounding, say) is not the tuner's doing and gets no note.
+    from eidola.report.perf_table import faster_larger
+    from eidola.run.perf import PerfRow
+    from eidola.workload.nccl import Plan
+
+    ring, tree = Plan("ring", "LL", 16), Plan("tree", "LL128", 24)
+    rows = [PerfRow(1 << 20, 1 << 18, 68.44, ring, "packet", 1.875), PerfRow(2 << 20, 1 << 19, 52.18, tree, "flow", 1.875),
+            PerfRow(4 << 20, 1 << 20, 68.14, tree, "flow", 1.875), PerfRow(8 << 20, 1 << 21, 68.00, tree, "flow", 1.875)]
+    notes = faster_larger(rows)
+    assert notes == [
+        "# note: 2097152 B took 52.18 us, less than 1048576 B's 68.44 us: the tuner's plan at 1048576 B (ring LL, "
+        "16 channels, packet fabric) simulates slower than its plan at 2097152 B (tree LL128, 24 channels, flow "
+        "fabric); the tuner prices plans with the library's tuning model, the simulation runs them (--algo, --proto "
+        "and --channels force one)"]

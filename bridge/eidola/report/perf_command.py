@@ -197,7 +197,8 @@ def _sweep(fabrics: Fabrics, o: PerfOptions, sizes: Sequence[int], gpus: int, ch
 
     rows = run_sizes(fabrics, o.op, points, gpus, o.algo, o.proto, channels, done=done, progress=o.progress,
                      root=root)
-    print("\n".join(perf_table.trailer(rows)), file=out)
+    trailer = perf_table.trailer(rows)
+    print("\n".join(trailer[:-1] + perf_table.faster_larger(rows) + trailer[-1:]), file=out)
     return rows
 
 

@@ -23,7 +23,7 @@ from ..run import nccl_tests
 from ..run.perf import PerfRow
 
 __all__ = ["CSV_COLUMNS", "CAL_RANGE", "Compared", "head_lines", "row_line", "trailer", "write_csv",
-           "geomean_abs", "compare_head", "compare_line", "compare_trailer", "alpha_beta"]
+           "geomean_abs", "compare_head", "compare_line", "compare_trailer", "alpha_beta", "faster_larger"]
 
 #: The --csv header.
 CSV_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels", "fabric")
@@ -62,6 +62,24 @@ def trailer(rows: Sequence[PerfRow]) -> list[str]:
     """``# Avg bus bandwidth    : X`` (``%g`` of the mean busbw) and the closing ``#``."""
     avg = sum(r.busbw for r in rows) / len(rows) if rows else 0.0
     return [f"# {'Avg bus bandwidth':<20} : {avg:g}", "#"]
+
+
+def faster_larger(rows: Sequence[PerfRow]) -> list[str]:
+    """A note for each size that took less time than the size before it under another plan: the tuner prices plans
+    with NCCL's (or RCCL's) tuning model and the simulation runs them, so where the two disagree the curve can run
+    backwards (a modeller found 2 MiB faster than 1 MiB on two dgx-h100-rail nodes and took it for a fault)."""
+    out = []
+    for before, after in zip(rows, rows[1:]):
+        if after.size > before.size and after.time_us < before.time_us and after.plan != before.plan:
+            out.append(f"# note: {after.size} B took {after.time_us:.2f} us, less than {before.size} B's "
+                       f"{before.time_us:.2f} us: the tuner's plan at {before.size} B ({_plan(before)}) simulates "
+                       f"slower than its plan at {after.size} B ({_plan(after)}); the tuner prices plans with the "
+                       "library's tuning model, the simulation runs them (--algo, --proto and --channels force one)")
+    return out
+
+
+def _plan(row: PerfRow) -> str:
+    return f"{row.plan.algo} {row.plan.proto}, {row.plan.channels} channels, {row.fabric} fabric"
 
 
 def write_csv(path: str | Path, rows: Sequence[PerfRow]) -> None:
