@@ -208,38 +208,12 @@ def _topology(platform: Platform, c: Component, v: dict[str, Any],
     (-1: none)."""
     import ctypes
 
-    import cppyy
-
     from ..run import sysc
     from .elaborate import topology_error
 
-    ns = sysc.load()
-    cppyy.include("eidola/topology.h")
-    spec = ns.TopologySpec()
-    rail = v["topology"] == "rail"
-    spec.kind = str(v["topology"])
-    spec.gpus = int(v["ports"])
-    for d in _dims(v.get("dims")):
-        spec.dims.push_back(d)
-    spec.bidirectional = bool(v["bidirectional"])
-    _set(spec.link, v["link.bandwidth"], v["link.latency"], v["link.header"], v["link.count"])
-    group = "rail" if rail else "hierarchical"
-    spec.gpus_per_node = int(v[f"{group}.gpus_per_node"])
-    spec.intra = str(v[f"{group}.intra"])
-    spec.spines = int(v[f"{group}.spines"])
-    # A rail's NIC and network links carry the NIC's headers per network packet, hierarchical's the GPU's.
-    network_header = int(v["nic.header"]) if rail else int(v["link.header"])
-    _set(spec.nic, v["nic.bandwidth"], v["nic.latency"], network_header, 1)
-    _set(spec.network, v["network.bandwidth"], v["network.latency"], network_header, 1)
-    spec.nics = int(v["nic.count"])
-    _set(spec.pcie, v["nic.pcie.bandwidth"], v["nic.pcie.latency"], v["link.header"], 1)
-    spec.nic_mtu = int(v["nic.mtu"]) if rail else 0
-    spec.switches = int(v["custom.switches"])
-    spec.edges = str(v["custom.edges"])
-    try:
-        topo = ns.Topology(spec)
-    except Exception as e:  # std::invalid_argument naming the problem
-        raise topology_error(platform, c.name, sysc._cxx_message(e)) from None
+    topo, problem = sysc.build_topology(v)
+    if topo is None:
+        raise topology_error(platform, c.name, problem or "the topology cannot be built")
     names = [str(topo.node_name(i)) for i in range(int(topo.nodes()))]
 
     def written(src: int, dst: int) -> str:
@@ -259,24 +233,11 @@ def _topology(platform: Platform, c: Component, v: dict[str, Any],
     return links, first
 
 
-def _set(link: Any, bandwidth: Any, latency: Any, header: Any, lanes: Any) -> None:
-    """A C++ LinkParams from canonical values (bytes/s, seconds, bytes, lanes)."""
-    link.bytes_per_s = float(bandwidth)
-    link.latency_ps = round(float(latency) * 1e12)
-    link.header = int(header)
-    link.lanes = int(lanes)
-
-
-def _dims(raw: object) -> list[int]:
-    """fabric.dims as canonical values hold it ("4 4", [4, 4] or empty)."""
-    if isinstance(raw, (list, tuple)):
-        return [int(x) for x in raw]
-    return [int(x) for x in str(raw or "").replace(",", " ").split()]
-
-
 def _grid(v: dict[str, Any], n: int) -> tuple[int, int]:
     """A mesh's or torus's [x, y], as topology.cpp's squarest_x chooses them when dims is empty."""
-    dims = _dims(v.get("dims"))
+    from ..run.sysc import fabric_dims
+
+    dims = fabric_dims(v.get("dims"))
     if len(dims) == 2:
         return dims[0], dims[1]
     y = max(1, math.isqrt(n))

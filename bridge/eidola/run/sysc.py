@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .encode_traffic import EncodedTraffic
     from .simulate import NativeRun
 
-__all__ = ["load", "elaborate_and_run", "topology_problem"]
+__all__ = ["load", "elaborate_and_run", "topology_problem", "build_topology", "fabric_dims"]
 
 _KEEP: list[Any] = []  # C++ objects kept alive for the life of the process (see load)
 
@@ -97,29 +97,60 @@ def _warm(ns: Any) -> None:
     sim.failure_kind()
 
 
-def topology_problem(values: dict[str, Any]) -> str | None:
-    """What the C++ topology says of a packet or flow fabric's custom topology (`values`: its canonical parameters,
-    ports set), before any SystemC object exists: its error message (``topology: edge names switch 's5' but there
-    are 2 switches``), or None when it builds. The fabrics build the same eidola::Topology from the same figures
-    (PacketFabricParams::topology_spec), so validate and run refuse what the fabric would, and before a child runs."""
+def fabric_dims(raw: object) -> list[int]:
+    """fabric.dims as canonical values hold it ("4 4", [4, 4] or empty)."""
+    if isinstance(raw, (list, tuple)):
+        return [int(x) for x in raw]
+    return [int(x) for x in str(raw or "").replace(",", " ").split()]
+
+
+def build_topology(values: dict[str, Any]) -> tuple[Any, str | None]:
+    """The C++ eidola::Topology of a packet or flow fabric (`values`: its canonical parameters, ports set), built from
+    the figures PacketFabricParams::topology_spec takes, before any SystemC object exists: (the topology, None), or
+    (None, its error message: ``topology: edge names switch 's5' but there are 2 switches``). The one builder of
+    `topology_problem` and `eidola describe`'s figures, so both read the topology the fabric will build."""
     import cppyy
 
     ns = load()
     cppyy.include("eidola/topology.h")  # free of SystemC headers, as simulation.h
     spec = ns.TopologySpec()
+    rail = values["topology"] == "rail"
     spec.kind = str(values["topology"])
     spec.gpus = int(values["ports"])
-    spec.link.bytes_per_s = float(values["link.bandwidth"])
-    spec.link.latency_ps = round(float(values["link.latency"]) * 1e12)
-    spec.link.header = int(values["link.header"])
-    spec.link.lanes = int(values["link.count"])
+    for d in fabric_dims(values.get("dims")):
+        spec.dims.push_back(d)
+    spec.bidirectional = bool(values["bidirectional"])
+
+    def link(params: Any, bandwidth: Any, latency: Any, header: Any, lanes: Any) -> None:
+        params.bytes_per_s = float(bandwidth)
+        params.latency_ps = round(float(latency) * 1e12)
+        params.header = int(header)
+        params.lanes = int(lanes)
+
+    link(spec.link, values["link.bandwidth"], values["link.latency"], values["link.header"], values["link.count"])
+    group = "rail" if rail else "hierarchical"
+    spec.gpus_per_node = int(values[f"{group}.gpus_per_node"])
+    spec.intra = str(values[f"{group}.intra"])
+    spec.spines = int(values[f"{group}.spines"])
+    # A rail's NIC and network links carry the NIC's headers per network packet, hierarchical's the GPU's.
+    network_header = int(values["nic.header"]) if rail else int(values["link.header"])
+    link(spec.nic, values["nic.bandwidth"], values["nic.latency"], network_header, 1)
+    link(spec.network, values["network.bandwidth"], values["network.latency"], network_header, 1)
+    spec.nics = int(values["nic.count"])
+    link(spec.pcie, values["nic.pcie.bandwidth"], values["nic.pcie.latency"], values["link.header"], 1)
+    spec.nic_mtu = int(values["nic.mtu"]) if rail else 0
     spec.switches = int(values["custom.switches"])
     spec.edges = str(values["custom.edges"])
     try:
-        ns.Topology(spec)
+        return ns.Topology(spec), None
     except Exception as e:  # std::invalid_argument, naming the problem
-        return _cxx_message(e)
-    return None
+        return None, _cxx_message(e)
+
+
+def topology_problem(values: dict[str, Any]) -> str | None:
+    """What the C++ topology says of a packet or flow fabric's topology (see `build_topology`): its error message,
+    or None when it builds, so validate and run refuse what the fabric would, and before a child runs."""
+    return build_topology(values)[1]
 
 
 def sc_cplusplus() -> str:
