@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigError, EidolaError, ProfileError, SimulationError, shown
 from .inputs import load_yaml
 from .platform import catalog, load_platform
+from .platform.credits import FABRICS as CREDIT_FABRICS
 from .platform.figures import figures_lines, platform_figures
 from .platform.topology_text import topology_text
 from .platform.yaml_io import MAX_PLATFORM_NODES
@@ -239,7 +240,7 @@ def _si(x: float) -> str:
 
 
 #: The built-in fabrics, which fill the per-link tables; a third-party fabric (a plugin) fills none.
-_LINK_TABLE_FABRICS = ("IdealFabric", "PacketFabric", "FlowFabric")
+_LINK_TABLE_FABRICS = ("IdealFabric", *CREDIT_FABRICS)
 
 
 def _busiest(link: dict[str, Any] | None, fabric: str = "") -> str:

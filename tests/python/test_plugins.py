@@ -56,7 +56,8 @@ def test_an_lt_bus_keeps_the_gpus_whole_window_in_flight(repo, simple_bus_lib, p
 
 def test_the_summary_says_a_third_party_fabric_reports_no_links(repo, cli, simple_bus_lib, tmp_path):
     # The run moves bytes, but a plugin fabric fills no per-link table: the summary said "none (no link traffic)"
-    # beside "moved 394 kB" (a user trial, 2026-12-07). A built-in fabric's busiest link is named as before.
+    # beside "moved 394 kB" (a user trial, 2026-12-07). A built-in fabric's busiest link is named as before: on the
+    # default profile GPU 0 -> 1 carries 4 workgroups x 2 phases x (4,096 B + an 8 B signal) = 32,832 B, "32.8 kB".
     r = cli("run", repo / "examples/third_party_ip/simple-bus-at.yaml", "--out", tmp_path / "at")
     assert r.returncode == 0, r.stderr
     assert "busiest link  not reported (a third-party fabric" in r.stdout and "no link traffic" not in r.stdout
