@@ -154,10 +154,12 @@ class Side:
             net = self.network
             data, offset = np.broadcast_to(data, net.shape), np.broadcast_to(offset, net.shape)
             if (~net).any():
-                self.view(~net).ps.write(dst=self.peer[~net], buffer=f"{c.name}.fifo", offset=offset[~net],
-                                         nbytes=np.maximum(data[~net], 1))
-            self.view(net).ps.put(dst=self.peer[net], buffer=f"{c.name}.fifo", offset=offset[net],
-                                  nbytes=np.maximum(data[net], 1), flag=self.view(net)._flag("tails"), value=1, op="add")
+                inside = self.view(~net)
+                inside.ps.write(dst=inside.peer, buffer=f"{c.name}.fifo", offset=offset[~net],
+                                nbytes=np.maximum(data[~net], 1))
+            remote = self.view(net)
+            remote.ps.put(dst=remote.peer, buffer=f"{c.name}.fifo", offset=offset[net], nbytes=np.maximum(data[net], 1),
+                          flag=remote._flag("tails"), value=1, op="add")
 
     def release(self) -> None:
         """Sender: Simple's fence and step-counter store (a release signal of the tail) within a node; nothing for
