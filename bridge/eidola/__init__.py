@@ -14,12 +14,13 @@ from .run.result import Result
 from .run.simulate import simulate
 from .run.sweep import sweep
 from .workload.builder import ProfileBuilder
+from .workload.flag_check import StuckWaitWarning
 from .workload.profile import Profile
 from .workload.profile_yaml import load_profile
 
 __all__ = [
     "Component", "ConfigError", "DeadlockError", "EidolaError", "Platform", "Profile", "ProfileBuilder",
-    "ProfileError", "Result", "SimulationCrashed", "SimulationError", "WallLimitExceeded", "load_platform",
+    "ProfileError", "Result", "SimulationCrashed", "SimulationError", "StuckWaitWarning", "WallLimitExceeded", "load_platform",
     "load_profile", "models", "simulate", "sweep",
 ]
 __version__ = "0.1.0"

@@ -7,15 +7,18 @@ simulation failed (deadlock, protocol violation, model error), with a report; 1 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import signal
 import sys
 import traceback
+import warnings
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import ConfigError, EidolaError, ProfileError, SimulationError, shown
 from .inputs import load_yaml
@@ -24,12 +27,12 @@ from .platform.credits import FABRICS as CREDIT_FABRICS
 from .platform.figures import figures_lines, platform_figures
 from .platform.topology_text import topology_text
 from .platform.yaml_io import MAX_PLATFORM_NODES
+from .workload.flag_check import StuckWaitWarning, stuck_warning_text
 from .workload.profile_yaml import load_profile
 
 if TYPE_CHECKING:
     from .platform.model import Platform
     from .run.result import Result
-    from .workload.flag_check import FlagCheck
     from .workload.profile import Profile
 
 __all__ = ["main", "safe_dir_name", "progress_line", "time_left_s"]
@@ -67,11 +70,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.trace_limit < 0:
         raise ConfigError(f"--trace-limit {args.trace_limit}: expected a number of slices >= 0")
     platform, profile = _load(args)
-    _warn_stuck_waits(platform, profile, args.profile or platform.profile or "")
     out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
-    try:
-        result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
-                          progress=_progress(platform.name, args.progress, _on_packets(platform)))
+    source = args.profile or platform.profile or ""
+    try:  # simulate() warns of a wait nothing can satisfy (run.simulate.check_waits) before it runs: said on stderr
+        with _on_stuck_waits(lambda w: print(f"eidola run: warning: {stuck_warning_text(source, w.found)}",
+                                             file=sys.stderr)):
+            result = simulate(platform, profile, trace=args.trace or args.plots, timeout=timeout,
+                              progress=_progress(platform.name, args.progress, _on_packets(platform)))
     except SimulationError as e:
         # Why write anything: a deadlock or stall is debugged from what ran up to it (ops.csv, the trace), and a run
         # that left nothing behind had to be repeated with prints (a user trial, 2026-12-07).
@@ -107,17 +112,23 @@ def _write_outputs(result: Any, out: Path, args: argparse.Namespace, plots: bool
         raise ConfigError(f"--out {out}: cannot write the results ({e.strerror or e})") from None
 
 
-def _warn_stuck_waits(platform: Platform, profile: Profile, source: str) -> None:
-    """A warning on stderr before simulating a profile with a wait no op of it can satisfy: the run goes on (its
-    deadlock report shows where every workgroup stopped), but the user learns at once what it will end in. Why
-    only a warning: run still reports the deadlock as it always has (exit 3); validate is where it is refused."""
-    from .workload.flag_check import check_flags
+@contextlib.contextmanager
+def _on_stuck_waits(show: Callable[[StuckWaitWarning], None]) -> Iterator[None]:
+    """Within: each StuckWaitWarning of the API (run.simulate.check_waits, the one check behind simulate() and
+    check()) goes to `show`, to be worded as the command words it, once it is issued; other warnings as before."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", StuckWaitWarning)
+        before = warnings.showwarning
 
-    found = check_flags(profile, limit=1)
-    if found.stuck_count and not _plugin_gpus(platform):
-        more = f" (and {found.stuck_count - 1} more; eidola validate lists them)" if found.stuck_count > 1 else ""
-        print(f"eidola run: warning: {source}: {found.stuck[0].text()}{more}: the run will end in a deadlock",
-              file=sys.stderr)
+        def handler(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                    file: TextIO | None = None, line: str | None = None) -> None:
+            if isinstance(message, StuckWaitWarning):
+                show(message)
+            else:
+                before(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = handler
+        yield
 
 
 def _on_packets(platform: Platform) -> bool:
@@ -309,11 +320,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         _print_buffer_warnings(platform)
         return 0
     profile = load_profile(profile_path)
-    check(platform, profile)
-    stuck_note = _check_waits(platform, profile, profile_path)
+    notes: list[str] = []  # stuck waits only plugin GPUs can end; stuck waits otherwise are refused (exit 2)
+    with _on_stuck_waits(lambda w: notes.append(f"note: {w}")):
+        check(platform, profile, source=profile_path)
     print(f"{args.platform}: ok ({len(platform.gpus())} GPUs, profile {profile.name}: {profile.ops_count()} ops)")
-    if stuck_note:
-        print(stuck_note)
+    for note in notes:
+        print(note)
     line = _fabric_topology(platform)
     if line:
         print(line)
@@ -322,38 +334,6 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if note:
         print(note)
     return 0
-
-
-def _plugin_gpus(platform: Platform) -> list[int]:
-    """The ids of the platform's GPUs that run a model of their own (plugins), not the profile."""
-    return sorted(int(g.resolved()["id"]) for g in platform.gpus() if not g.spec.replays_profile)
-
-
-def _check_waits(platform: Platform, profile: Profile, source: str) -> str:
-    """Refuses (ProfileError, exit 2) a profile with a wait that no op of it can ever satisfy, a certain deadlock
-    (workload/flag_check.py); returns a note instead ("" if none) where plugin GPUs may write flags from outside."""
-    from .workload.flag_check import check_flags
-
-    found = check_flags(profile)
-    if not found.stuck_count:
-        return ""
-    plugins = _plugin_gpus(platform)
-    if plugins:  # a user's GPU model may write any flag (examples/user_gpu): the profile alone does not decide
-        gpus = ", ".join(map(str, plugins))
-        return (f"note: {found.stuck_count} wait(s) can be satisfied only from outside the profile, by plugin GPU(s) "
-                f"{gpus} (first: {found.stuck[0].where()})")
-    raise ProfileError(_stuck_text(source, found))
-
-
-def _stuck_text(source: str, found: FlagCheck) -> str:
-    """What is wrong with a profile whose waits can never be satisfied: one line per wait (the first few), and the
-    flags changed but never waited for, which are often the same flag misspelt."""
-    lines = [f"{source}: {found.stuck_count} wait(s) can never be satisfied by the profile's ops, so the run would end "
-             "in a deadlock:", *(f"  {line}" for line in found.stuck_lines())]
-    if found.unwaited:
-        lines.append(f"  flags changed but never waited for (misspelt?): {', '.join(found.unwaited[:10])}"
-                     + (f" and {len(found.unwaited) - 10} more" if len(found.unwaited) > 10 else ""))
-    return "\n".join(lines)
 
 
 def _print_buffer_warnings(platform: Platform) -> None:

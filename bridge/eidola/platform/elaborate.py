@@ -213,7 +213,10 @@ def _check_nvls(platform: Platform, c: Component, v: dict[str, Any]) -> None:
 def _check_memory(platform: Platform, values: dict[str, dict[str, Any]], gpus: int) -> None:
     """Refuses a platform whose estimated simulation memory (`memory.estimate`) exceeds limits.memory."""
     limit = memory.limit_of(platform.limits)
-    need, what, key = memory.estimate(list(platform.components.values()), values, gpus)
+    components = list(platform.components.values())
+    if problem := memory.map_limit_problem(components, values):
+        raise ConfigError(f"{_loc(platform)}fabric.plugin.workers: {problem}")
+    need, what, key = memory.estimate(components, values, gpus)
     if need > limit:
         loc = f"{platform.source}: "
         key = key[len(loc):] if key.startswith(loc) else key

@@ -20,7 +20,15 @@ child (``child_private_kb``) for platforms that vary one term at a time, on this
   rings and tori (their datelines double the channels). A channel's slots grow as packets arrive,
   so ``switch.buffer`` itself costs nothing up front: the slots ever used are bounded by the
   packets in flight (`SLOT` each, twice over for the doubling growth), not by the buffer's size;
-- per (router node, GPU): `PER_ROUTE` (the routing table: first choice, count, and a link).
+- per (router node, GPU): `PER_ROUTE` (the routing table: first choice, count, and a link);
+- per worker thread of an AT-to-LT adapter (a plugin fabric with ``protocol: lt``; one adapter in front of
+  each GPU's binding): `PER_WORKER`. A worker is an SC_THREAD made when a request finds every other one busy,
+  with SystemC's default stack: ``SC_DEFAULT_STACK_SIZE``, 256 KiB in Debian's libsystemc 2.3.4 on x86-64
+  (the headers only declare it; the library's constant holds 0x40000), and the adapter asks for no other
+  size (a plain sc_spawn). The child's limit is on its address space (RLIMIT_AS), which counts a stack whole
+  whether its pages are touched or not. The worst case is the most a GPU can have in flight: per GPU,
+  ``fabric.plugin.workers`` when set (> 0, capped by the window), else its ``max_outstanding``. 4 GPUs with
+  16,384-packet windows make 65,536 workers, 17 GB of stacks: the term names ``fabric.plugin.workers``.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .model import Component
 
-__all__ = ["BASE", "PER_GPU", "PER_WORKGROUP", "PER_GPU_PAIR", "PER_LINK", "PER_QUEUE", "PER_ROUTE", "SLOT", "estimate",
+__all__ = ["BASE", "PER_GPU", "PER_WORKGROUP", "PER_GPU_PAIR", "PER_LINK", "PER_QUEUE", "PER_ROUTE", "SLOT",
+           "WORKER_STACK", "PER_WORKER", "MAPS_PER_WORKER", "adapter_workers", "lt_adapter_threads", "max_map_count",
+           "map_limit_problem", "estimate",
            "default_limit", "limit_of", "fabric_links", "format_bytes"]
 
 BASE = 4 * 2**20        #: the child's own memory before any model is built (bytes)
@@ -43,6 +53,10 @@ PER_QUEUE = 130         #: one virtual channel of an input, with its first 4 slo
 SLOT = 4                #: one input-buffer slot (a packet index)
 MAX_VOQ = 64            #: channels per class at most with vcs 0 (PacketFabric's kMaxVcs)
 PER_ROUTE = 12          #: one routing-table entry, per router node and destination GPU (bytes)
+WORKER_STACK = 256 * 2**10  #: SystemC's default SC_THREAD stack (SC_DEFAULT_STACK_SIZE, libsystemc 2.3.4, x86-64)
+#: one AT-to-LT adapter worker thread: its stack and its process (measured: 263,090 bytes of address space per
+#: sc_spawn'd thread, 1,000 and 4,000 threads alike)
+PER_WORKER = WORKER_STACK + 2**10
 
 
 def default_limit() -> int:
@@ -144,12 +158,63 @@ def _channels_per_link(values: dict[str, Any], gpus: int, links: int) -> int:
     return sum(count * channels for count, channels in per_input.items()) * 2 * dateline
 
 
+MAPS_PER_WORKER = 2  #: memory mappings a worker thread's stack takes (the stack and its guard page)
+
+
+def max_map_count() -> int:
+    """The most memory mappings a process may have (Linux's vm.max_map_count; 65,530 by default)."""
+    try:
+        return int(open("/proc/sys/vm/max_map_count").read())
+    except (OSError, ValueError):
+        return 65530
+
+
+def adapter_workers(workers: int, windows: list[int]) -> int:
+    """The most worker threads the AT-to-LT adapters in front of an LT plugin fabric can make: one adapter per GPU
+    whose `windows` (max_outstanding) are given, each making at most `workers` (``fabric.plugin.workers``) when that
+    is set (> 0), and never more than its GPU's window: an adapter makes a thread only for a request that finds
+    every other one busy, and a GPU has at most max_outstanding requests in flight."""
+    return sum(min(w, workers) if workers > 0 else w for w in windows)
+
+
+def _windows(components: list[Component], values: dict[str, dict[str, Any]]) -> list[int]:
+    """Each profile-replaying GPU's window (max_outstanding), in packets."""
+    return [int(values[g.name].get("max_outstanding", 0)) for g in components if g.spec.replays_profile]
+
+
+def lt_adapter_threads(fabric: Component, components: list[Component], values: dict[str, dict[str, Any]]) -> int:
+    """The most AT-to-LT adapter worker threads `fabric` can make (`adapter_workers`); 0 unless it is a plugin
+    fabric with ``protocol: lt``."""
+    plugin = fabric.spec.plugin
+    if fabric.spec.role != "fabric" or plugin is None or plugin.protocol != "lt":
+        return 0
+    return adapter_workers(plugin.workers, _windows(components, values))
+
+
+def map_limit_problem(components: list[Component], values: dict[str, dict[str, Any]]) -> str:
+    """Why the LT adapters' worker threads could not all be made ("" if they can): each stack takes
+    `MAPS_PER_WORKER` memory mappings, and past the process's vm.max_map_count the next thread fails to start
+    (found at 4 GPUs x 8,192-packet windows: "stack setup failed", then an LLVM out-of-memory abort), whatever
+    the memory limit. A fifth of the mappings is left to the simulator and its libraries."""
+    allowed = max_map_count() * 4 // 5 // MAPS_PER_WORKER
+    for c in components:
+        threads = lt_adapter_threads(c, components, values)
+        if threads > allowed:
+            return (f"the AT-to-LT adapters in front of this LT plugin fabric may make "
+                    f"{threads} worker threads (one per packet the GPUs can have in flight), more than the {allowed} "
+                    f"this machine's vm.max_map_count ({max_map_count()}) lets one process start; set "
+                    f"fabric.plugin.workers to at most {max(1, allowed // max(1, len(_windows(components, values))))} "
+                    "per GPU, or lower gpus.max_outstanding")
+    return ""
+
+
 def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpus: int) -> tuple[int, str, str]:
     """(bytes, the largest term as a phrase, the key that sets it) for simulating these components.
 
     `values` holds each component's canonical parameter values; `gpus` is the number of GPUs.
     Third-party plugins cost what their own code allocates, which cannot be known here: they
-    count as nothing (the child's memory limit still applies to them).
+    count as nothing (the child's memory limit still applies to them); but the AT-to-LT adapters Eidola puts in
+    front of an LT plugin fabric count, at their worst case (`adapter_workers` x `PER_WORKER`).
     """
     terms: list[tuple[int, str, str]] = [(BASE, "the simulator itself", ""),
                                          (PER_GPU_PAIR * gpus * gpus, f"{gpus} x {gpus} GPU pairs", "gpus.count")]
@@ -167,6 +232,14 @@ def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpu
             terms.append((2 * SLOT * in_flight, "buffer slots of the packets in flight", "gpus.max_outstanding"))
             terms.append((links * PER_LINK, f"{links} links ({v.get('topology')})", c.where("topology")))
             terms.append((nodes * gpus * PER_ROUTE, f"routes of {nodes} routers to {gpus} GPUs", c.where("topology")))
+        elif (threads := lt_adapter_threads(c, components, values)) > 0:
+            windows = _windows(components, values)
+            limit = c.spec.plugin.workers if c.spec.plugin is not None else 0
+            each = (f"fabric.plugin.workers = {limit} per GPU" if limit else
+                    f"one per packet of the GPUs' windows, gpus.max_outstanding = {'/'.join(map(str, sorted(set(windows))))}")
+            terms.append((threads * PER_WORKER, f"the stacks of {threads} AT-to-LT adapter worker threads, "
+                          f"{format_bytes(PER_WORKER)} each ({each}; fabric.plugin.workers caps them per GPU)",
+                          "fabric.plugin.workers"))
     # The per-GPU terms are one per GPU: merge them, so the largest term names the whole cost.
     merged: dict[str, tuple[int, str, str]] = {}
     for size, what, key in terms:
