@@ -134,10 +134,11 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:
-                half = max(plan.channels // 2, 1)  # NCCL's tree channels come in pairs sharing a chain
-                chains = [sys.node_path(c % half, g) for c in range(plan.channels)]
+                # NCCL's tree channels: one search channel per NIC, headed by the NIC's GPU, duplicated onto the
+                # mirror tree, then copied (System.tree_channels)
+                chains, trees = sys.tree_channels(k, plan.channels)
                 tree.dtree_allreduce(b, nbytes, chains, nodes, p, sys.mem_bw, prefix, sys.proxy_ns,
-                                     sys.proxy_launch_ns)
+                                     sys.proxy_launch_ns, trees)
             elif plan.algo == "tree":
                 tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, prefix)
             else:

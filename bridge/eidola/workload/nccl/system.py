@@ -173,6 +173,35 @@ class System:
             return zigzag_path(g, i)
         return [(i + j) % g for j in range(g)]
 
+    def tree_channels(self, k: int, channels: int) -> tuple[list[list[int]], list[int]]:
+        """NCCL's multi-node tree on the first k GPUs: for each of `channels` collective channels its chain through a
+        node (local ranks, head first: the GPU that talks to the other nodes) and its tree (0, or 1 for the mirror).
+
+        The tree graph (``ncclTopoCompute``, ``src/graph/search.cc``) has S search channels, S = the ring graph's
+        (``initTransportsRank``, ``src/init.cc``, gives the tree min = max = the ring's count). Search channel s
+        starts at NIC s mod n of the node's n NICs (``ncclTopoSearchRecNet``: ``nets[(nChannels + i) % netCount]``,
+        ``ncclTopoSelectNets`` listing each GPU's local NIC in GPU order) and first tries that NIC's local GPU as the
+        head; on Hopper (``ccMin >= 90``) the search falls back from the balanced tree to the plain TREE pattern
+        before it relaxes the path types, so with a NIC local to the head the head's NIC carries the channel both
+        ways (``NCCL_TOPO_PATTERN_TREE``: parent and both children on the head, ``ncclTopoPreset``). With one
+        400 Gb/s NIC per GPU the search's speeds allow one channel per NIC (a NIC's 50 GB/s holds one channel at
+        the 45-48 GB/s it settles on, two only at 24 or below), so S = n. ``ncclTopoPreset`` duplicates the S
+        channels into S..2S-1 (same chains, tree 1: ``connectTrees``) and channels past 2S are copies
+        (``copyChannels``: channel c is channel c - 2S), so collective channel ch runs search channel ch mod S on
+        tree (ch mod 2S) >= S. A collective with fewer channels takes the first ones (``scheduleCollTasksToPlan``,
+        ``src/enqueue.cc``: channelLo 0). The chain's order inside the node is `node_path` from the head (on an
+        NVSwitch, head, head + 1, ...: ``ncclTopoSearchNextGpuSort`` tries only the next GPU for TREE)."""
+        g = self.node_size(k)
+        nics = min(self.nics_per_node or g, g)
+        S = nics  # one search channel per NIC: search channel s on NIC s
+        chains, trees = [], []
+        for ch in range(channels):
+            nic = ch % S
+            head = nic * g // nics  # the NIC's first local GPU (NIC floor(i x nics / g) serves GPU i)
+            chains.append(self.node_path(head, g))
+            trees.append(1 if ch % (2 * S) >= S else 0)
+        return chains, trees
+
     def multi_rings(self, k: int, channels: int) -> list[list[int]]:
         """Channel rings through all nodes of the first k GPUs: node n runs the channel's `node_path` forwards
         (n even) or backwards (n odd), so every crossing joins the exit GPU of one node to the same local

@@ -89,17 +89,17 @@ def dtree(nranks: int, rank: int, which: int) -> tuple[int, int, int]:
     return tuple(-1 if x == -1 else nranks - 1 - x for x in (u, d0, d1))  # type: ignore[return-value]
 
 
-def dtree_links(chains: list[list[int]], nodes: int) -> tuple[list[dict[int, int]], list[dict[int, list[int]]]]:
+def dtree_links(chains: list[list[int]], nodes: int,
+                trees: list[int]) -> tuple[list[dict[int, int]], list[dict[int, list[int]]]]:
     """Per channel: every GPU's parent (-1 at the root) and its children, in NCCL's order: the intra-node chain
     child first, then the child nodes' heads. Channel c's chain (local ranks, head first) is the same in
-    every node; the heads join the double binary tree over the nodes, channels of the first half on tree 0
-    and of the second half on tree 1 (``connectTrees``, ``src/graph/connect.cc``)."""
-    C = len(chains)
+    every node; the heads join the double binary tree over the nodes, channel c on tree trees[c] (0, or 1 the
+    mirror: ``connectTrees``, ``src/graph/connect.cc``; `System.tree_channels` has NCCL's assignment)."""
     g = len(chains[0])
     parents: list[dict[int, int]] = []
     children: list[dict[int, list[int]]] = []
     for c, chain in enumerate(chains):
-        which = 1 if C > 1 and c >= C // 2 else 0
+        which = trees[c]
         par: dict[int, int] = {}
         kids: dict[int, list[int]] = {}
         for node in range(nodes):
@@ -116,9 +116,10 @@ def dtree_links(chains: list[list[int]], nodes: int) -> tuple[list[dict[int, int
 
 
 def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: int, proto: Protocol, mem_bw: float,
-                    prefix: str, proxy: float, launch: float = 0.0) -> None:
+                    prefix: str, proxy: float, launch: float, trees: list[int]) -> None:
     """Append NCCL's multi-node tree all-reduce of S bytes per rank: in every node channel c runs the chain
-    chains[c] (local ranks, head first); the heads form a double binary tree over the nodes (`dtree_links`).
+    chains[c] (local ranks, head first); the heads form a double binary tree over the nodes, channel c on tree
+    trees[c] (`dtree_links`).
     Up: every GPU receives each child's unit, reduces it with its own and sends the sum to its parent; the
     root keeps it. Down: the root sends the result, every GPU receives it from its parent and sends it on to
     each child. Units are one FIFO step (NCCL's tree chunk: ``chunkSteps`` is 1 but for ring Simple); a child
@@ -126,7 +127,7 @@ def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: i
     nodes waits `proxy` ns at each end. Local memory per byte: a reduce reads each child's slot and its own
     input (the root also writes the output), a copy reads the slot and writes the output."""
     C, g = len(chains), len(chains[0])
-    parents, children = dtree_links(chains, nodes)
+    parents, children = dtree_links(chains, nodes, trees)
     geo = geometry("broadcast", proto, S, C, 1)
     up = [Conn(b, f"{prefix}tree_up{j}", proto, geo.unit_steps, C) for j in range(3)]
     down = [Conn(b, f"{prefix}tree_down{j}", proto, geo.unit_steps, C) for j in range(3)]
