@@ -218,6 +218,16 @@ def _size(path: Path, kind: str, ops: list[dict[str, Any]], world: int, report: 
     return n * elt
 
 
+def _gather_size(path: Path, ops: list[dict[str, Any]]) -> int:
+    """An all_gather's communicator size from its tensors, output / input, where an op records both (0 if none):
+    ``c10d::_allgather_base_`` lists the gathered output, then the rank's input."""
+    for e in ops:
+        counts = sorted({n for n in (_numel(path, e, d) for d in e.get("args", {}).get("Input Dims") or []) if n})
+        if len(counts) == 2 and counts[1] % counts[0] == 0:
+            return counts[1] // counts[0]
+    return 0
+
+
 def _group(path: Path, ops: list[dict[str, Any]], info: dict[str, Any], world: int) -> tuple[int, ...]:
     for e in ops:
         g = e.get("args", {}).get("Process Group Ranks")
@@ -291,11 +301,12 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
     kernels = [e for e in ev if e.get("cat") == "kernel"]
     lanes: dict[str, Lane] = {}
     dev_of: dict[int, dict[str, Any]] = {}
+    item_of: dict[int, Item] = {}  # id(kernel event) -> its lane item (compute kernels, then collectives)
     for k in kernels:
         if not _DEVICE_COMM.match(k["name"]):
             if compute == "device":
-                lanes.setdefault(f"stream {k['tid']}", Lane(f"stream {k['tid']}")).items.append(
-                    Item(ns(k["ts"]), ns(k["ts"] + k["dur"])))
+                item_of[id(k)] = Item(ns(k["ts"]), ns(k["ts"] + k["dur"]))
+                lanes.setdefault(f"stream {k['tid']}", Lane(f"stream {k['tid']}")).items.append(item_of[id(k)])
             continue
         ln = launch.get(k.get("args", {}).get("correlation"))
         owner = next((i for i, g in enumerate(colls) if ln is not None and g[0]["tid"] == ln["tid"]
@@ -336,12 +347,19 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
             # c10d::send / recv_ record their peer (a rank of the default group) in Concrete Inputs;
             # without it, the peer is matched by order (_pair_p2p)
             c.group = (me,) if peer is None else (peer, me) if recv else (me, peer)
+        if kind == "all_gather" and (size := _gather_size(path, g)) and size != len(group):
+            # The recorded group is the default one (no Process Group Ranks) but the tensors say otherwise: a
+            # sub-communicator (the sampled 128-rank job's all-gathers gather 16 MiB into 1 GiB: 64 ranks).
+            c.traced_size = size
+            report.assume(f"all_gather communicator sizes from output / input where the recorded group differs "
+                          f"(e.g. {g[0]['name']}: {size} ranks, not {len(group)})")
         if c.nbytes == 0 and kind != "barrier":
             report.ignored[f"{kind} with no recorded size"] += 1
             continue
         if i in dev_of:
             kern = dev_of[i]
             lane_name, item = f"stream {kern['tid']}", Item(ns(kern["ts"]), ns(kern["ts"] + kern["dur"]), c)
+            item_of[id(kern)] = item
         else:
             lane_name = f"thread {g[0]['tid']}" if compute == "host" else f"comm thread {g[0]['tid']}"
             item = Item(ns(min(x["ts"] for x in g)), ns(max(x["ts"] + x["dur"] for x in g)), c)
@@ -352,6 +370,8 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
             n += 1
             report.assume("collectives that overlap on one thread or stream run on separate workgroup sets")
         lane.items.append(item)
+    if compute == "device":
+        _stream_waits(ev, item_of, report)
     out = [lanes[k] for k in sorted(lanes)]
     for lane in out:
         lane.items.sort(key=lambda it: (it.start, it.end))
@@ -362,6 +382,60 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
             it.end = max(it.end, it.start)
             last = it.end
     return out
+
+
+_LAUNCH = re.compile(r"^cu(da)?(LaunchKernel|LaunchCooperativeKernel|Memcpy|Memset)")
+
+
+def _stream_waits(ev: list[dict[str, Any]], item_of: dict[int, Item], report: Report) -> None:
+    """The trace's waits of one stream on another's event (`Item.after`), from each host thread's CUDA calls.
+
+    Kineto records ``cudaEventRecord`` and ``cudaStreamWaitEvent`` without their stream or event, so both are
+    inferred from the launches around them on the same thread, as PyTorch issues them: a record is taken on the
+    stream of the thread's last launch before it; a wait makes the stream of the thread's next launch wait for
+    the latest record on another stream (ProcessGroupNCCL: the compute stream's record, then the NCCL stream's
+    wait, then the NCCL kernel; after it, the NCCL stream's end record and a wait). The waiting item is the
+    next kernel launched on that stream, the awaited one the last kernel launched on the record's stream before
+    it. A wait the trace's own times contradict (the waiting kernel started before the awaited one ended) is
+    not that dependency: it is dropped and counted (in the 2-rank NCCL trace 18 of the 27 waits after an NCCL
+    launch are, where the next compute kernel ran beside the collective)."""
+    kernel_of = {e.get("args", {}).get("correlation"): e for e in ev
+                 if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "correlation" in e.get("args", {})}
+    calls = sorted((e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")), key=lambda e: (e["tid"], e["ts"]))
+    thread = None
+    last: dict[str, dict[str, Any]] = {}  # stream -> the thread's last kernel launched there
+    stream = ""  # the stream of the thread's last launch
+    records: list[tuple[str, dict[str, Any] | None]] = []  # (stream, its last kernel then) per record, in order
+    waits: list[int] = []  # per wait not yet placed: how many records came before it
+    for e in calls:
+        if e["tid"] != thread:
+            thread, last, stream, records, waits = e["tid"], {}, "", [], []
+        name = e["name"]
+        if _LAUNCH.match(name):
+            k = kernel_of.get(e.get("args", {}).get("correlation"))
+            if k is None:
+                continue
+            stream = str(k["tid"])
+            if k.get("cat") != "kernel":
+                continue  # a copy or set takes its stream's place in order, but is no lane item
+            for before in waits:
+                rec = next((r for r in reversed(records[:before]) if r[0] != stream), None)
+                target = item_of.get(id(rec[1])) if rec and rec[1] is not None else None
+                waiter = item_of.get(id(k))
+                if target is None or waiter is None:
+                    continue
+                if target.end <= waiter.start:
+                    if target not in waiter.after:
+                        waiter.after.append(target)
+                else:
+                    report.ignored["waits between streams that the trace's times contradict (the waiting kernel "
+                                   "started before the awaited one ended)"] += 1
+            waits = []
+            last[stream] = k
+        elif name.startswith(("cudaEventRecord", "cuEventRecord")):
+            records.append((stream, last.get(stream)))
+        elif name.startswith(("cudaStreamWaitEvent", "cuStreamWaitEvent")):
+            waits.append(len(records))
 
 
 def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
@@ -428,6 +502,8 @@ def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "r
     else:
         _pair_p2p(lanes, report)
     report.imported["ranks"] = len(lanes)
-    report.assume("lanes (streams, threads) are replayed independently: waits between them are kept as traced gaps")
+    if not any(it.after for ls in lanes.values() for lane in ls for it in lane.items):
+        report.assume("lanes (streams, threads) are replayed independently: waits between them are kept as traced "
+                      "gaps")
     return (build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report,
                           sources), report)

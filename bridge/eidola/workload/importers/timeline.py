@@ -27,10 +27,13 @@ from ..builder import ProfileBuilder
 from ..collectives import KINDS
 from ..profile import Profile
 
-__all__ = ["Coll", "Item", "Lane", "Report", "build_profile", "check_ranks", "check_workgroups", "replicate", "BOUNDARY_FLAG"]
+__all__ = ["Coll", "Item", "Lane", "Report", "build_profile", "check_ranks", "check_workgroups", "replicate", "BOUNDARY_FLAG",
+           "STREAM_FLAG"]
 
 #: the flag of lane i's kernel boundaries (format with lane=i); no ``c<n>.`` prefix, so no call claims it
 BOUNDARY_FLAG = "kernel_end.lane{lane}"
+#: the flag lane i counts its items on, that another lane waits for (`Item.after`), in
+STREAM_FLAG = "stream_done.lane{lane}"
 #: the most symmetric ranks --ranks may ask for (the platforms' GPU counts are far below)
 MAX_RANKS = 4096
 
@@ -62,19 +65,23 @@ class Coll:
     name: str  #: the trace's op name, for messages
     recv: bool = False  #: the receiving side of a send/recv
     root: int = 0  #: broadcast root (a global rank)
-    #: ranks in the communicator as traced, where `replicate` replaced the group (0: len(group))
+    #: ranks in the communicator as traced (0: len(group)): where `replicate` replaced the group, or where an
+    #: all_gather's tensors show a communicator other than the recorded group
     traced_size: int = 0
     #: this rank replays its own trace; False for the replicas `replicate` adds in other ranks' places
     own: bool = True
 
 
-@dataclass
+@dataclass(eq=False)  # items are keyed by identity (a dependency names the item, not its fields)
 class Item:
     """A compute phase (coll None) or a collective on a lane, from `start` to `end` ns."""
 
     start: int
     end: int
     coll: Coll | None = None
+    #: items on other lanes of the same rank that must have ended before this one starts (a stream waiting on
+    #: another's event): replayed as a wait on a flag those items' lanes signal, after the traced gap
+    after: list[Item] = field(default_factory=list)
 
 
 @dataclass
@@ -129,7 +136,7 @@ def replicate(lanes: list[Lane], n: int, who: str, report: Report,
     rank: the traced rank; per collective, the replica at its place in the traced group (the last
     replica if that place is n or more) is marked as replaying its own trace (`Coll.own`).
     """
-    groups = sorted({len(it.coll.group) for lane in lanes for it in lane.items
+    groups = sorted({it.coll.traced_size or len(it.coll.group) for lane in lanes for it in lane.items
                      if it.coll and it.coll.kind != "send"})
     out: dict[int, list[Lane]] = {}
     for r in range(n):
@@ -147,9 +154,9 @@ def replicate(lanes: list[Lane], n: int, who: str, report: Report,
                 at = traced.index(rank) if rank in traced else 0
                 # Ranks stand in for one another only by their place in the group: the root and the
                 # ring order follow the sorted ranks, in the trace's job as in the replicated one.
-                c.own, c.traced_size = r == min(at, n - 1), len(traced)
-                if c.kind == "all_gather" and scale_all_gather:
-                    c.nbytes = c.nbytes // max(len(c.group), 1) * n
+                c.own, c.traced_size = r == min(at, n - 1), c.traced_size or len(traced)
+                if c.kind == "all_gather" and scale_all_gather:  # the gathered total, over the traced communicator
+                    c.nbytes = c.nbytes // max(c.traced_size, 1) * n
                 c.group = tuple(range(n))
                 c.root = c.root if c.root < n else 0
         out[r] = copies
@@ -276,6 +283,48 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                 where[id(it)] = (r, li)
     call_of = {id(it): c for c, row in calls.items() for it, _ in row}
     boundaries: Counter[tuple[int, int]] = Counter()  # (rank, lane) -> kernel boundaries so far
+    # Items another lane waits for: each one's place among its lane's such items (the count its flag reaches).
+    awaited: dict[int, int] = {}
+    signalling: set[int] = set()  # lane indices with such items on some rank: their flags are declared once
+    for r in ranks:
+        targets = {id(d) for ln in lanes[r] for x in ln.items for d in x.after}
+        for li, lane in enumerate(lanes[r]):
+            n = 0
+            for it in lane.items:
+                if id(it) in targets:
+                    n += 1
+                    awaited[id(it)] = n
+                    signalling.add(li)
+    for li in sorted(signalling):
+        b.flag(STREAM_FLAG.format(lane=li))
+    if awaited:
+        report.assume("waits between streams: a stream's item starts after its traced gap and once the items it "
+                      "waits for on other streams have ended (a local flag they signal and it polls)")
+
+    def done(r: int, li: int, it: Item) -> None:
+        """`it` has ended on lane li: count it on the lane's flag if another lane waits for it."""
+        if id(it) in awaited:
+            for w in range(li * workgroups, (li + 1) * workgroups):
+                b.program_at(gpu[r], w).signal(dst=gpu[r], flag=STREAM_FLAG.format(lane=li), op="add", value=1,
+                                               scope="peer")
+
+    def wait_for(r: int, li: int, it: Item) -> None:
+        """Before `it` on lane li: wait until the items it waits for on other lanes have ended."""
+        for d in it.after:
+            if id(d) not in where:
+                raise ProfileError(f"rank {r}: an item of lane {lanes[r][li].name} waits for an item that is on no "
+                                   "lane; expected an item of another lane of the same rank")
+            dr, dl = where[id(d)]
+            if dr != r or dl == li:
+                raise ProfileError(f"rank {r}: an item of lane {lanes[r][li].name} waits for one of "
+                                   f"{'rank ' + str(dr) if dr != r else 'its own lane'}; expected another lane "
+                                   "of the same rank")
+            need = awaited[id(d)] * workgroups
+            for w in range(li * workgroups, (li + 1) * workgroups):
+                b.program_at(gpu[r], w).wait(flag=STREAM_FLAG.format(lane=dl), cond=">=", value=need, mode="poll",
+                                             interval_ns=50)
+        if it.after:
+            report.imported["waits between streams"] += len(it.after)
 
     def boundary(r: int, li: int) -> None:
         """The lane's next kernel starts when the collective it just ran has ended on all its workgroups.
@@ -325,11 +374,13 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                     # The gap before an item (idle, host overhead, waits on other lanes) and the item
                     # itself are separate compute ops, so each traced phase is one op of the replay.
                     advance(r, li, it.start + shift[r])
+                    wait_for(r, li, it)
                     w0 = li * workgroups
                     if it.end + shift[r] > cursor[r, li]:
                         report.phases.append((gpu[r], w0, b.program_at(gpu[r], w0).op_count(), cursor[r, li] - t0,
                                               it.end + shift[r] - t0, it.coll.kind if it.coll else "compute"))
                     advance(r, li, it.end + shift[r])
+                    done(r, li, it)
                     if it.coll is None:
                         report.imported["compute phases"] += 1
                     else:  # no peer in the traces: keep its traced time
@@ -337,10 +388,12 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                 elif all(at_front(o, orank) for o, orank in row):
                     for o, orank in row:  # every member reaches its traced start, then the collective begins
                         advance(orank, where[id(o)][1], o.start + shift[orank])
+                        wait_for(orank, where[id(o)][1], o)
                     _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
                     for o, orank in row:
                         oli = where[id(o)][1]
                         boundary(orank, oli)
+                        done(orank, oli, o)
                         cursor[orank, oli] = max(cursor[orank, oli], o.end + shift[orank])
                         if (orank, oli) != (r, li):
                             pos[orank, oli] += 1
