@@ -103,6 +103,23 @@ def test_round_trip_keeps_every_op_form(tmp_path):
     assert profile_module._fast_load(path.read_bytes()) == yaml.safe_load(path.read_text())
 
 
+def test_flags_written_as_booleans_stay_in_the_fast_reader(tmp_path):
+    # save() writes a signal's overlap and a write's blocking as True; the fast reader refused the word, so the
+    # whole file fell back to PyYAML: an imported 377,000-op profile (whose ring signals overlap) loaded in 37.6 s,
+    # and a 1.13 M-op one passed the YAML size limit and could not be run at all (a user trial, 2026-12-07).
+    b = ProfileBuilder(gpus=2, workgroups=1, name="bools")
+    b.flag("f")
+    b.buffer("d", nbytes=64)
+    b.program(gpu=0, wg=0).write(dst=1, buffer="d", offset=0, nbytes=64, blocking=True).signal(
+        dst=1, flag="f", overlap=True).signal(dst=1, flag="f", overlap=False)
+    path = tmp_path / "bools.yaml"
+    b.build().save(path)
+    assert "overlap: True" in path.read_text() and "blocking: True" in path.read_text()
+    fast = profile_module._fast_load(path.read_bytes())
+    assert fast is not None and fast == yaml.safe_load(path.read_text())
+    assert load_profile(path) == b.build()
+
+
 def test_file_may_omit_defaults_and_use_any_layout(tmp_path):
     path = tmp_path / "hand.yaml"
     path.write_text(

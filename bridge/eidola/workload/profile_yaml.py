@@ -32,9 +32,11 @@ def _fast_key(v: str) -> str:
     return v
 
 
-def _fast_scalar(v: str) -> int | str | float:
+def _fast_scalar(v: str) -> int | str | float | bool:
     if _FAST_INT.fullmatch(v):
         return int(v)
+    if v in ("True", "False"):  # what save() writes for a flag (a signal's overlap, a write's blocking): YAML's bools
+        return v == "True"
     if len(v) >= 2 and v[0] == v[-1] == "'" and "'" not in v[1:-1]:
         return v[1:-1]
     if _PLAIN.fullmatch(v) and v.lower() not in _YAML_WORDS:
@@ -60,7 +62,7 @@ def _fast_op(line: str) -> list[Any]:
     if not sep:
         raise ValueError(line)
     _fast_key(kind)
-    args: dict[str, int | str | float] = {}
+    args: dict[str, int | str | float | bool] = {}
     for item in body.split(", ") if body else ():
         key, sep, value = item.partition(": ")
         if not sep or key in args:
