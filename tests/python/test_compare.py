@@ -142,3 +142,12 @@ def test_cli_compare_runs_again_and_overwrites_as_run_does(cli, tmp_path):
     assert (run / "ops.csv").read_bytes() == before
     r = cli("compare", run, trace, "--ranks", "4", "--csv", tmp_path)
     assert r.returncode == 2 and "is not a regular file" in r.stderr
+
+
+def test_a_chakra_et_is_refused_as_a_chakra_et(cli, tmp_path):
+    # An ET has no measured times; the Kineto reader called it invalid JSON (a user trial, 2026-12-07).
+    et = tmp_path / "step.0.et"
+    et.write_bytes(b"\x08\x01")
+    r = cli("compare", _run_dir(tmp_path), et)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{et}: a Chakra ET; eidola compare takes Kineto traces" in r.stderr, r.stderr

@@ -168,6 +168,11 @@ def simulated_calls(run_dir: Path) -> dict[str, dict[int, float]]:
 def _import(traces: list[str], ranks: int | None) -> Any:
     from ..workload.importers.kineto import import_kineto
 
+    chakra = [t for t in traces if str(t).endswith((".et", ".et.gz"))]
+    if chakra:  # the Kineto reader would call it invalid JSON, which hides why it cannot be compared
+        raise ConfigError(f"{chakra[0]}: a Chakra ET; eidola compare takes Kineto traces (the JSON torch.profiler "
+                          "writes), whose collectives carry their measured times: an ET's times come from its "
+                          "dependencies, so there is nothing measured to compare against")
     try:
         return import_kineto(traces, ranks=ranks)[1]
     except ConfigError as e:
