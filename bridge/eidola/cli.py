@@ -358,10 +358,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
             profile, report = import_kineto(args.files, args.name, args.algorithm, args.workgroups, args.compute,
                                             args.wait, ranks=args.ranks)
         else:
-            from .workload.importers.chakra import import_chakra
+            from .workload.importers.chakra import import_chakra, warnings_of
 
             profile, report = import_chakra(args.files, args.name, args.algorithm, args.workgroups, args.wait,
-                                            ranks=args.ranks)
+                                            ranks=args.ranks, comm_groups=args.comm_groups)
+            for line in warnings_of(report):  # also in the report, under "assumed"
+                print(f"eidola import: warning: {line}", file=sys.stderr)
         report_text = report.text()
     try:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)  # as `run --out` does: out/ may not exist yet
@@ -705,6 +707,10 @@ def _parser() -> argparse.ArgumentParser:
         if source == "kineto":
             k.add_argument("--compute", default="device", choices=("device", "host"),
                            help="compute phases from GPU kernels (device) or CPU ops (host, CPU-only traces)")
+        else:
+            k.add_argument("--comm-groups", metavar="FILE.json",
+                           help='communicator groups, as ASTRA-sim\'s --comm-group-configuration: {"<pg_name>": '
+                           '[ranks...], ...}; a COMM_COLL runs among its pg_name\'s ranks (default: every rank)')
     _perf_parser(sub)
     cmp = sub.add_parser("compare", help="per collective: traced duration against the simulated one")
     cmp.add_argument("run_dir", help="a run directory written by eidola run --trace")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from eidola.errors import ProfileError
-from eidola.profile import ProfileBuilder, load_profile
+from eidola.profile import ProfileBuilder
 from eidola.workload.importers.kineto import import_kineto
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,71 +297,3 @@ def test_bad_traces_exit_2(cli, tmp_path):
     (tmp_path / "bad.et").write_bytes(b"\xff\xff\xff\xff\xff")
     r = cli("import", "chakra", tmp_path / "bad.et", "-o", tmp_path / "x.yaml")
     assert r.returncode == 2 and "bad.et" in r.stderr and "Traceback" not in r.stderr
-
-
-def _write_et(path, nodes):
-    """A Chakra ET written with the chakra package's own schema and protolib writer (as its generator does):
-    nodes are (id, type, name, parents, duration us, {attr: int})."""
-    from chakra.schema.protobuf import et_def_pb2 as et
-    from chakra.src.third_party.utils import protolib
-
-    with open(path, "wb") as f:
-        protolib.encodeMessage(f, et.GlobalMetadata(version="0.0.4"))
-        for i, kind, name, parents, us, attrs in nodes:
-            n = et.Node(id=i, name=name, type=et.NodeType.Value(kind), duration_micros=us)
-            n.data_deps.extend(parents)
-            n.attr.append(et.AttributeProto(name="is_cpu_op", bool_val=False))
-            for k, v in attrs.items():
-                n.attr.append(et.AttributeProto(name=k, int64_val=v) if k == "comm_type" else
-                              et.AttributeProto(name=k, uint64_val=v))
-            protolib.encodeMessage(f, n)
-
-
-def test_chakra_ets_timed_and_dependent(tmp_path, write_platform):
-    """COMP and COMM_COLL nodes with data deps, ids deliberately out of dependency order, on P ranks.
-
-    Rank r: node 3 (COMP, 20 + 10r us, no parents) runs first although node 1 has the smaller id,
-    since node 1 (COMP, 10 us) depends on node 3; node 2 (all_reduce of S bytes) depends on node 1,
-    so rank r arrives at it at 30 + 10r us; node 4 (COMP, 5 us) depends on node 2. On a fabric where
-    communication is free, the all_reduce ends when the last rank arrives, at 30 + 10(P-1) us, and
-    node 4 starts then on every rank.
-    """
-    from chakra.schema.protobuf import et_def_pb2 as et
-
-    import eidola
-    from eidola.workload.importers.chakra import import_chakra
-
-    P, S = 4, 65536
-    ar = et.CollectiveCommType.Value("ALL_REDUCE")
-    for r in range(P):
-        _write_et(tmp_path / f"r{r}.et", [(1, "COMP_NODE", "b", [3], 10, {}),
-                                          (2, "COMM_COLL_NODE", "ar", [1], 0, {"comm_type": ar, "comm_size": S}),
-                                          (3, "COMP_NODE", "a", [], 20 + 10 * r, {}),
-                                          (4, "COMP_NODE", "c", [2], 5, {})])
-    prof, report = import_chakra([str(tmp_path / f"r{r}.et") for r in range(P)])
-    assert dict(_bytes_per_call(prof)["c1"]) == {g: FORMULA["all_reduce"](P, S) for g in range(P)}
-    assert report.imported["compute phases"] == 3 * P
-    plat = eidola.load_platform(write_platform(f"eidola: 1\nname: ideal\ngpus:\n  count: {P}\n  workgroups: 1\n"
-                                       "  memory: {latency: 0ns, bandwidth: 1000PB/s}\n"
-                                       "fabric: {model: ideal, latency: 0ns}\n"))
-    ops = eidola.simulate(plat, prof, trace=True).ops_table()
-    for r in range(P):
-        begins = [float(ops[(ops["gpu"] == g) & (ops["wg"] == w) & (ops["op"] == k)]["begin_ns"][0])
-                  for g, w, k, *_ in report.phases if g == r]
-        expected = [0, (20 + 10 * r) * 1000, (30 + 10 * (P - 1)) * 1000]  # nodes 3, 1, 4
-        assert begins == pytest.approx(expected, abs=100)
-
-
-def test_chakra_generator_ets_import(cli, tmp_path):
-    d = DATA / "chakra" / "gloo4"
-    ets = [d / f"ALL_REDUCE.{r}.et" for r in range(4)]
-    r = cli("import", "chakra", *ets, "-o", tmp_path / "c.yaml")
-    assert r.returncode == 0, r.stderr
-    prof = load_profile(tmp_path / "c.yaml")
-    per_call = _bytes_per_call(prof)
-    assert dict(per_call["c1"]) == {g: FORMULA["all_reduce"](4, 65536) for g in range(4)}
-    # chakra_converter's ETs of the gloo job's host execution traces (without chakra_trace_link, which
-    # needs et_replay, not on PyPI): they have no durations and no COMM nodes, so only compute imports
-    r = cli("import", "chakra", *[d / f"pytorch.{k}.et.gz" for k in range(4)], "-o", tmp_path / "p.yaml")
-    assert r.returncode == 0, r.stderr
-    assert "no communication nodes" in r.stdout
