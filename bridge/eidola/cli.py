@@ -267,9 +267,19 @@ def _busiest(link: dict[str, Any] | None, fabric: str = "") -> str:
     return text + (" (the ideal fabric has no link timing)" if "Ideal" in fabric else "")
 
 
-def _usage_note(used: int, gpus: int) -> str:
-    """A warning line when the profile leaves GPUs of the platform idle (often a forgotten override)."""
-    return f"note: profile uses {used} of {gpus} GPUs; the others only serve their memory" if used < gpus else ""
+def _usage_note(used: int, gpus: int, summary: dict[str, Any] | None = None) -> str:
+    """A warning line when the profile leaves GPUs of the platform idle (often a forgotten override), saying so when
+    the GPUs it uses are all in one node of a multi-node platform (`summary`'s node span): nothing crosses the
+    network then."""
+    if used >= gpus:
+        return ""
+    note = f"note: profile uses {used} of {gpus} GPUs; the others only serve their memory"
+    nodes, span = (summary or {}).get("nodes", 0), (summary or {}).get("profile_nodes", [])
+    if nodes > 1 and len(span) == 1:
+        per = summary["gpus_per_node"] if summary else 0
+        note += (f"; they are all in node {span[0]} of {nodes} (GPUs {span[0] * per}-{span[0] * per + per - 1}), so no "
+                 "traffic crosses the network: a profile's GPU g is the platform's GPU g")
+    return note
 
 
 def _counted(inserted: list[str]) -> str:
@@ -282,7 +292,7 @@ def _summary_text(r: Result, out: Path) -> str:
     s = r.summary
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
-        *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"])) else []),
+        *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"], s)) else []),
         (f"PARTIAL       stopped at limits.sim_time = {r.kernel_time_ns / 1000:.3f} us with workgroups unfinished"
          if r.partial else f"kernel time   {r.kernel_time_ns / 1000:.3f} us  (critical GPU {r.critical_gpu})"),
         "",

@@ -7,7 +7,13 @@ from typing import Any
 
 from .units import format_value
 
-__all__ = ["topology_text"]
+__all__ = ["topology_text", "gpus_per_node"]
+
+
+def gpus_per_node(values: dict[str, Any]) -> int:
+    """GPUs a node of a packet or flow fabric's multi-node topology (rail, hierarchical); 0 for one node."""
+    kind = values.get("topology")
+    return max(1, int(values.get(f"{kind}.gpus_per_node", 1))) if kind in ("rail", "hierarchical") else 0
 
 
 def topology_text(values: dict[str, Any], gpus: int) -> str:

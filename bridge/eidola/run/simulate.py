@@ -40,6 +40,7 @@ from ..platform import catalog, memory
 from ..platform.credits import credit_checks
 from ..platform.elaborate import Plan, topology_error
 from ..platform.model import Platform
+from ..platform.topology_text import gpus_per_node
 from ..workload.flag_check import FlagCheck, StuckWaitWarning, check_flags, outside_note, stuck_error_text, stuck_warning_text
 from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
@@ -211,6 +212,7 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
     meta = {"partial": bool(raw.get("partial")), "gpus": len(run.plan.gpus), "fabric": run.plan.fabric_description(),
             "profile_ops": profile.ops_count(),
             "profile_gpus_used": len(profile.used_gpus()),
+            **_node_span(platform, profile),
             "compile_s": run.compile_s,
             "inserted": [f"{c.name} ({c.spec.name})" for c in run.plan.components if c.inserted],
             **raw.get("timings", {}),
@@ -230,6 +232,17 @@ def simulate(platform: Platform, profile: Profile | str | os.PathLike[str] | Non
         _raise_failure(platform.name, raw, profile, result)
     assert result is not None
     return result
+
+
+def _node_span(platform: Platform, profile: Profile) -> dict[str, Any]:
+    """On a multi-node fabric: its nodes, their size and the nodes the profile's GPUs are in (for the summary's note
+    on a profile that never leaves one node: a trial imported 8 ranks onto GPUs 0-7 of a 2-node platform, and only
+    "profile uses 8 of 16 GPUs" hinted that no byte crossed the network)."""
+    for c in platform.components.values():
+        if c.spec.name in ("PacketFabric", "FlowFabric") and (per := gpus_per_node(c.resolved())):
+            used = sorted({g // per for g in profile.used_gpus()})
+            return {"nodes": len(platform.gpus()) // per, "gpus_per_node": per, "profile_nodes": used}
+    return {}
 
 
 def _profile_note(profile_file: str, profile: Profile) -> str:
