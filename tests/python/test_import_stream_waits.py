@@ -16,7 +16,7 @@ from test_import import SHARED
 
 import eidola
 from eidola.workload.importers.kineto import import_kineto, ns
-from eidola.workload.importers.timeline import Coll, Item, Lane, Report, build_profile
+from eidola.workload.importers.timeline import Coll, Item, Lane, Report, build_profile, replicate
 
 MIB = 1 << 20
 
@@ -138,3 +138,80 @@ def test_kineto_step_time_responds_to_the_fabric(write_platform):
     # The largest all-reduce the compute stream waits for is 31.5 MB (the trace's largest, 7,883,008 floats):
     # 2 (P - 1) / P x S = S each way at 0.2 GB/s is 158 ms, at 100 GB/s 0.3 ms.
     assert slow - fast >= 7_883_008 * 4 / 0.2e9 * 1e9 - 7_883_008 * 4 / 100e9 * 1e9
+
+
+def test_replicas_copy_long_chains_of_waits():
+    # Two NCCL streams (two process groups) and a compute stream linking them: 400 collectives on stream 17, each
+    # after a compute kernel that waits for the collective before it, and one on stream 13 at the end. Lanes sort by
+    # name, so copying "stream 13" first meant following the whole chain: copy.deepcopy passed the recursion
+    # limit (found in review, 2026-12-07). Each replica's waits must name its own copies.
+    s13, s17, s7 = [], [], []
+    t = 0
+    for i in range(400):
+        comp = Item(t, t + 5, after=[s17[-1]] if s17 else [])
+        s7.append(comp)
+        (s13 if i == 399 else s17).append(Item(t + 10, t + 15, Coll("all_reduce", 64, (0, 1), "ar"), after=[comp]))
+        t += 20
+    lanes = replicate([Lane("stream 13", s13), Lane("stream 17", s17), Lane("stream 7", s7)], 2, "x", Report())
+    for r in (0, 1):
+        mine = {id(it) for lane in lanes[r] for it in lane.items}
+        waits = [d for lane in lanes[r] for it in lane.items for d in it.after]
+        assert len(waits) == 799 and all(id(d) in mine for d in waits)
+    assert not {id(it) for lane in lanes[0] for it in lane.items} & {id(it) for lane in lanes[1] for it in lane.items}
+
+
+def test_a_wait_before_a_copy_holds_the_kernel_after_the_copy_on_that_stream():
+    # One host thread: an NCCL kernel on stream 13 and its end record; a compute kernel on stream 7 and its record;
+    # a wait, then a copy on stream 13 (the stream that waits), then a compute kernel on stream 7, then an NCCL kernel
+    # on stream 13. The wait is stream 13's: the compute kernel after it must not wait for the NCCL kernel (it did
+    # while a copy left the wait pending, found in review), and the next kernel on stream 13 waits for the compute.
+    ev, items = [], {}
+
+    def kernel(corr, stream, ts, cat="kernel"):
+        k = {"ph": "X", "cat": cat, "name": "k", "ts": ts, "dur": 1.0, "tid": stream, "args": {"correlation": corr}}
+        ev.append(k)
+        if cat == "kernel":
+            items[corr] = Item(ns(ts), ns(ts + 1))
+        return k
+
+    def call(name, ts, corr=None):
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": name, "ts": ts, "dur": 0.01, "tid": "1",
+                   "args": {"correlation": corr} if corr else {}})
+
+    kernel(1, "13", 1.0), call("cudaLaunchKernel", 0.5, 1), call("cudaEventRecord", 0.6)
+    kernel(2, "7", 3.0), call("cudaLaunchKernel", 2.5, 2), call("cudaEventRecord", 2.6)
+    call("cudaStreamWaitEvent", 2.7)
+    kernel(3, "13", 5.0, "gpu_memcpy"), call("cudaMemcpyAsync", 2.8, 3)
+    kernel(4, "7", 10.0), call("cudaLaunchKernel", 2.9, 4)
+    kernel(5, "13", 12.0), call("cudaLaunchKernel", 3.0, 5)
+    from eidola.workload.importers.kineto import _stream_waits
+
+    _stream_waits(ev, {id(e): items[e["args"]["correlation"]] for e in ev if e["cat"] == "kernel"}, Report())
+    assert items[4].after == []
+    assert items[5].after == [items[2]]
+
+
+def test_with_several_workgroups_a_wait_counts_every_workgroup_of_every_earlier_item(write_platform):
+    # --workgroups 2: each awaited item adds 2 to its lane's flag (one per workgroup), so the wait for the comm
+    # lane's second awaited item needs 4. Comm: a 64 KiB all-reduce, then a 16 MiB one (16.8 ms at 1 GB/s); compute:
+    # one item after the first, one after the second. Counting items instead of workgroups would release the last
+    # compute item after the first all-reduce, at its traced 9,000 ns.
+    lanes = {}
+    for r in range(2):
+        small = Item(1000, 2000, Coll("all_reduce", 64 << 10, (0, 1), "small"))
+        large = Item(3000, 4000, Coll("all_reduce", 16 * MIB, (0, 1), "large"))
+        lanes[r] = [Lane("compute", [Item(2500, 2600, after=[small]), Item(8000, 9000, after=[large])]),
+                    Lane("comm", [small, large])]
+    prof = build_profile("waits", lanes, 2, "ring", "syncmon", Report())
+    plat = eidola.load_platform(write_platform("""
+        eidola: 1
+        name: pair
+        gpus: {count: 2, workgroups: 4, memory: {latency: 0ns, bandwidth: 1000TB/s}}
+        fabric: {model: flow, topology: switch, link: {bandwidth: 1GB/s, latency: 0ns, header: 0B, count: 1},
+                 switch: {latency: 0ns}}
+        """))
+    done = {(int(w["gpu"]), int(w["wg"])): float(w["finish_ns"]) for w in eidola.simulate(plat, prof).workgroups}
+    comm_end = max(done[0, 2], done[0, 3])
+    assert comm_end >= 3000 + 16 * MIB / 1e9 * 1e9  # the large all-reduce's 16 MiB each way at 1 GB/s
+    for w in (0, 1):  # the compute lane's workgroups: the large all-reduce, then the item's 1,000 ns
+        assert comm_end + 1000 <= done[0, w] <= comm_end + 1000 + 50

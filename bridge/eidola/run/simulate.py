@@ -118,9 +118,9 @@ def check(platform: Platform, profile: Profile | None, *, source: str = "") -> N
     wait no op can ever satisfy and runs into the deadlock, this refuses the profile (ProfileError,
     naming `source`, default the profile's name); as `eidola run` warns and `eidola validate` refuses.
     """
-    if profile is not None:
-        prepare(platform, profile, platform.seed)
+    if profile is not None:  # the waits first: a stuck profile is refused before any plugin is compiled
         check_waits(platform, profile, source, refuse=True, stacklevel=2)
+        prepare(platform, profile, platform.seed)
         return
     plan = platform.elaborate()
     _check_topologies(platform, plan)

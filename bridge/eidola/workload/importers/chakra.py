@@ -148,7 +148,7 @@ class _Rank:
         self.path, self.rank, self.ranks, self.report, self.groups = path, rank, ranks, report, groups
         self.pg_names: set[str] = set()  # the pg_names its COMM_COLL nodes give
         self.dropped: Counter[str] = Counter()  # COMM_COLL nodes of a kind without a schedule, by comm_type
-        self.lanes = [Lane(f"rank {rank} compute"), Lane(f"rank {rank} comm")]
+        self.lanes = [Lane("compute"), Lane("comm")]  # messages name the rank beside the lane
 
     def read(self) -> list[Lane]:
         """The lanes, each in one topological order of the DAG (ready nodes by smallest id)."""

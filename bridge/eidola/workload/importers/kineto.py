@@ -347,7 +347,8 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
             # c10d::send / recv_ record their peer (a rank of the default group) in Concrete Inputs;
             # without it, the peer is matched by order (_pair_p2p)
             c.group = (me,) if peer is None else (peer, me) if recv else (me, peer)
-        if kind == "all_gather" and (size := _gather_size(path, g)) and size != len(group):
+        recorded = any("Process Group Ranks" in x.get("args", {}) for x in g)
+        if kind == "all_gather" and not recorded and (size := _gather_size(path, g)) and size != len(group):
             # The recorded group is the default one (no Process Group Ranks) but the tensors say otherwise: a
             # sub-communicator (the sampled 128-rank job's all-gathers gather 16 MiB into 1 GiB: 64 ranks).
             c.traced_size = size
@@ -395,47 +396,65 @@ def _stream_waits(ev: list[dict[str, Any]], item_of: dict[int, Item], report: Re
     stream of the thread's last launch before it; a wait makes the stream of the thread's next launch wait for
     the latest record on another stream (ProcessGroupNCCL: the compute stream's record, then the NCCL stream's
     wait, then the NCCL kernel; after it, the NCCL stream's end record and a wait). The waiting item is the
-    next kernel launched on that stream, the awaited one the last kernel launched on the record's stream before
-    it. A wait the trace's own times contradict (the waiting kernel started before the awaited one ended) is
-    not that dependency: it is dropped and counted (in the 2-rank NCCL trace 18 of the 27 waits after an NCCL
-    launch are, where the next compute kernel ran beside the collective)."""
+    next kernel launched on that stream (after a copy or set there, the kernel after it), the awaited one the last
+    kernel launched on the record's stream before the record. A wait followed by a launch the trace has no device
+    event for is dropped (its stream is unknown). A wait the trace's own times contradict (the waiting kernel
+    started before the awaited one ended) is not that dependency: it is dropped and counted (12 in the 2-rank
+    NCCL trace, where the next compute kernel ran beside the collective)."""
     kernel_of = {e.get("args", {}).get("correlation"): e for e in ev
                  if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and "correlation" in e.get("args", {})}
     calls = sorted((e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")), key=lambda e: (e["tid"], e["ts"]))
+    Record = tuple[str, "dict[str, Any] | None"]  # (its stream, the last kernel launched there before it)
     thread = None
     last: dict[str, dict[str, Any]] = {}  # stream -> the thread's last kernel launched there
     stream = ""  # the stream of the thread's last launch
-    records: list[tuple[str, dict[str, Any] | None]] = []  # (stream, its last kernel then) per record, in order
-    waits: list[int] = []  # per wait not yet placed: how many records came before it
+    # The latest record, and the latest on another stream than that one's: together they give, for any waiting
+    # stream, the latest record on a stream other than it, without looking back over every record.
+    latest: Record | None = None
+    other: Record | None = None
+    waits: list[tuple[Record | None, Record | None]] = []  # waits since the thread's last launch: (latest, other)
+    held: dict[str, list[tuple[Record | None, Record | None]]] = {}  # stream -> waits a copy there passed on
+
+    def place(waiting: str, kernel: dict[str, Any], pending: list[tuple[Record | None, Record | None]]) -> None:
+        waiter = item_of.get(id(kernel))
+        for top, second in pending:
+            rec = top if top is not None and top[0] != waiting else second
+            target = item_of.get(id(rec[1])) if rec is not None and rec[1] is not None else None
+            if target is None or waiter is None:
+                continue
+            if target.end <= waiter.start:
+                if target not in waiter.after:
+                    waiter.after.append(target)
+            else:
+                report.ignored["waits between streams that the trace's times contradict (the waiting kernel "
+                               "started before the awaited one ended)"] += 1
+
     for e in calls:
         if e["tid"] != thread:
-            thread, last, stream, records, waits = e["tid"], {}, "", [], []
+            thread, last, stream, latest, other, waits, held = e["tid"], {}, "", None, None, [], {}
         name = e["name"]
         if _LAUNCH.match(name):
             k = kernel_of.get(e.get("args", {}).get("correlation"))
             if k is None:
+                if waits:
+                    report.ignored["waits between streams followed by a launch the trace has no device event for"] += (
+                        len(waits))
+                waits = []
                 continue
             stream = str(k["tid"])
-            if k.get("cat") != "kernel":
-                continue  # a copy or set takes its stream's place in order, but is no lane item
-            for before in waits:
-                rec = next((r for r in reversed(records[:before]) if r[0] != stream), None)
-                target = item_of.get(id(rec[1])) if rec and rec[1] is not None else None
-                waiter = item_of.get(id(k))
-                if target is None or waiter is None:
-                    continue
-                if target.end <= waiter.start:
-                    if target not in waiter.after:
-                        waiter.after.append(target)
-                else:
-                    report.ignored["waits between streams that the trace's times contradict (the waiting kernel "
-                                   "started before the awaited one ended)"] += 1
+            if k.get("cat") != "kernel":  # a copy or set: its stream waits, and so the kernel after it there
+                held.setdefault(stream, []).extend(waits)
+            else:
+                place(stream, k, held.pop(stream, []) + waits)
+                last[stream] = k
             waits = []
-            last[stream] = k
         elif name.startswith(("cudaEventRecord", "cuEventRecord")):
-            records.append((stream, last.get(stream)))
+            rec: Record = (stream, last.get(stream))
+            if latest is not None and latest[0] != stream:
+                other = latest
+            latest = rec
         elif name.startswith(("cudaStreamWaitEvent", "cuStreamWaitEvent")):
-            waits.append(len(records))
+            waits.append((latest, other))
 
 
 def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:

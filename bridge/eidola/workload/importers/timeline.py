@@ -32,7 +32,7 @@ __all__ = ["Coll", "Item", "Lane", "Report", "build_profile", "check_ranks", "ch
 
 #: the flag of lane i's kernel boundaries (format with lane=i); no ``c<n>.`` prefix, so no call claims it
 BOUNDARY_FLAG = "kernel_end.lane{lane}"
-#: the flag lane i counts its items on, that another lane waits for (`Item.after`), in
+#: the flag on which lane i counts its items that another lane waits for (`Item.after`)
 STREAM_FLAG = "stream_done.lane{lane}"
 #: the most symmetric ranks --ranks may ask for (the platforms' GPU counts are far below)
 MAX_RANKS = 4096
@@ -140,7 +140,7 @@ def replicate(lanes: list[Lane], n: int, who: str, report: Report,
                      if it.coll and it.coll.kind != "send"})
     out: dict[int, list[Lane]] = {}
     for r in range(n):
-        copies = copy.deepcopy(lanes)  # distinct items per rank: the timeline keys items by identity
+        copies = _copy_lanes(lanes)  # distinct items per rank: the timeline keys items by identity
         for lane in copies:
             for it in lane.items:
                 c = it.coll
@@ -164,6 +164,16 @@ def replicate(lanes: list[Lane], n: int, who: str, report: Report,
                   f"every collective spans the {n} ranks (traced groups of {', '.join(map(str, groups)) or '-'} "
                   f"ranks)" + (f"; all_gather totals scale to {n} ranks" if scale_all_gather else ""))
     return out
+
+
+def _copy_lanes(lanes: list[Lane]) -> list[Lane]:
+    """A copy of `lanes` with new items whose `after` names the copies. Not copy.deepcopy: it follows `after` from
+    item to item recursively, and a long chain of waits between streams passed Python's recursion limit."""
+    new = {id(it): Item(it.start, it.end, copy.copy(it.coll)) for lane in lanes for it in lane.items}
+    for lane in lanes:
+        for it in lane.items:
+            new[id(it)].after = [new[id(d)] for d in it.after]
+    return [Lane(lane.name, [new[id(it)] for it in lane.items]) for lane in lanes]
 
 
 def _who(r: int, sources: dict[int, str]) -> str:
