@@ -81,3 +81,38 @@ def test_tree_nic_bytes_follow_each_nodes_place_in_both_trees(write_platform):
     out = [int(links[(links["src"] == g) & (links["dst"] == first_nic + g)]["bytes"][0]) for g in range(k)]
     units = np.repeat([3, 5, 7, 3], 2)
     assert out == (units * (part + FLAG)).tolist()
+
+
+def test_rccl_tree_simple_chunk_follows_compute_coll_chunk_info():
+    # RCCL (src/enqueue.cc computeCollChunkInfo, tree Simple, pattern TreeUpDown): from one step (4 MiB / 8 =
+    # 512 KiB) halve while nBytes / (nChannels x chunk) < depth x 8 (down to 128 KiB), then < depth x 4 (down to
+    # 64 KiB), then < depth (down to 32 KiB); depth = nRanks / nNodes - 1 + log2(nNodes) = 7 + 1 = 8 on 2 nodes of 8.
+    from eidola.workload.nccl.protocols import protocol
+    from eidola.workload.nccl.tree import tree_simple_chunk
+
+    simple = protocol("Simple", "rccl")
+    # 16 MiB on 16 channels: 2, 4, 8 chunks of 512, 256, 128 KiB (< 64: halve; stops at 128 KiB); 8 < 32: 64 KiB
+    # (16 < 32, but no further than 64 KiB); 16 >= 8.
+    assert tree_simple_chunk(simple, 16 << 20, 16, 8, 2) == 64 << 10
+    # 256 MiB on 16 channels: 32 of 512 KiB < 64 -> 256 KiB: 64, stops; 64 >= 32 and >= 8.
+    assert tree_simple_chunk(simple, 256 << 20, 16, 8, 2) == 256 << 10
+    # 16 MiB on 64 channels: 0.5 -> ... -> 128 KiB (2 < 64), 64 KiB (4 < 32), then 4 < 8 -> 32 KiB.
+    assert tree_simple_chunk(simple, 16 << 20, 64, 8, 2) == 32 << 10
+    # 4 nodes of 8: depth 7 + 2 = 9; 1 GiB on 16 channels: 128 of 512 KiB >= 72: one step.
+    assert tree_simple_chunk(simple, 1 << 30, 16, 8, 4) == 512 << 10
+    # LL keeps its step.
+    ll = protocol("LL", "rccl")
+    assert tree_simple_chunk(ll, 16 << 20, 16, 8, 2) == ll.step_data
+
+
+def test_rccl_tree_moves_its_parts_in_those_chunks(repo):
+    # mi300x-rail, 2 nodes, tree Simple, 16 channels, 16 MiB: a channel's part is 1 MiB, in 64 KiB chunks: 16 units.
+    # Per channel one node's head sends each unit up to the other's and gets it back down: across the network,
+    # 2 x 16 data puts a channel, 16 x 32 = 512 in all, each 64 KiB (one whole 512 KiB step, 2 units a channel, until
+    # 2026-12-07); the receivers' credits cross as 8-byte puts, one a unit.
+    plat = eidola.load_platform(repo / "platforms" / "mi300x-rail.yaml", {"gpus.count": 16})
+    prof, plan = build_collective(plat, "all_reduce", 16 << 20, algo="tree", proto="Simple")
+    assert (plan.algo, plan.proto, plan.channels) == ("tree", "Simple", 16)
+    across = Counter(op["nbytes"] for (g, _), ops in prof.programs for op in ops
+                     if op.kind == "put" and op["dst"] // 8 != g // 8)
+    assert across == {64 << 10: 16 * 2 * 16, FLAG: 16 * 2 * 16}

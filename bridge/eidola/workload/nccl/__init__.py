@@ -138,7 +138,7 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
                 # mirror tree, then copied (System.tree_channels)
                 chains, trees = sys.tree_channels(k, plan.channels)
                 tree.dtree_allreduce(b, nbytes, chains, nodes, p, sys.mem_bw, prefix, sys.proxy_ns,
-                                     sys.proxy_launch_ns, trees)
+                                     sys.proxy_launch_ns, trees, sys.library)
             elif plan.algo == "tree":
                 tree.tree_allreduce(b, nbytes, rings, p, sys.mem_bw, prefix)
             else:

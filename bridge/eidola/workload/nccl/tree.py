@@ -22,7 +22,23 @@ from .ring import geometry, local_ns
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
 
-__all__ = ["tree_allreduce", "btree", "dtree", "dtree_links", "dtree_allreduce"]
+__all__ = ["tree_allreduce", "btree", "dtree", "dtree_links", "dtree_allreduce", "tree_simple_chunk"]
+
+
+def tree_simple_chunk(proto: Protocol, S: int, C: int, per_node: int, nodes: int) -> int:
+    """RCCL's tree Simple chunk (``computeCollChunkInfo`` in ``src/enqueue.cc``; NCCL's ``computeColl`` up to 2.19,
+    dropped from 2.20): from one step, halve while the buffer holds fewer than depth x 8 chunks per channel (down
+    to 128 KiB), then fewer than depth x 4 (down to 64 KiB), then fewer than depth (down to 32 KiB); depth is
+    ``connect.cc``'s nRanks / nNodes - 1 + log2i(nNodes). So the chain pipelines several chunks per channel where
+    a whole step would leave one (2 nodes of 8, 64 channels: 32 MiB in 64 KiB chunks, not one of 512 KiB)."""
+    chunk = proto.step_data
+    if proto.flag_in_data:
+        return chunk
+    depth = per_node - 1 + (max(nodes, 1).bit_length() - 1)
+    for times, floor in ((8, 131072), (4, 65536), (1, 32768)):
+        while S // (C * chunk) < depth * times and chunk > floor:
+            chunk //= 2
+    return chunk
 
 
 def tree_allreduce(b: ProfileBuilder, S: int, rings: list[list[int]], proto: Protocol, mem_bw: float,
@@ -116,19 +132,24 @@ def dtree_links(chains: list[list[int]], nodes: int,
 
 
 def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: int, proto: Protocol, mem_bw: float,
-                    prefix: str, proxy: float, launch: float, trees: list[int]) -> None:
+                    prefix: str, proxy: float, launch: float, trees: list[int], library: str) -> None:
     """Append NCCL's multi-node tree all-reduce of S bytes per rank: in every node channel c runs the chain
     chains[c] (local ranks, head first); the heads form a double binary tree over the nodes, channel c on tree
     trees[c] (`dtree_links`).
     Up: every GPU receives each child's unit, reduces it with its own and sends the sum to its parent; the
     root keeps it. Down: the root sends the result, every GPU receives it from its parent and sends it on to
-    each child. Units are one FIFO step (NCCL's tree chunk: ``chunkSteps`` is 1 but for ring Simple); a child
+    each child. Units are one FIFO step (NCCL's tree chunk: ``chunkSteps`` is 1 but for ring Simple; RCCL's Simple
+    chunk shrinks with the tree's depth, `tree_simple_chunk`); a child
     sends into slot `tree_up<j>` of its parent, j its place among the parent's children. A step between
     nodes waits `proxy` ns at each end. Local memory per byte: a reduce reads each child's slot and its own
-    input (the root also writes the output), a copy reads the slot and writes the output."""
+    input (the root also writes the output), a copy reads the slot and writes the output. `library`: the
+    collectives' library (System.library), "rccl" for RCCL's Simple chunk."""
     C, g = len(chains), len(chains[0])
     parents, children = dtree_links(chains, nodes, trees)
     geo = geometry("broadcast", proto, S, C, 1)
+    if library == "rccl" and not proto.flag_in_data:
+        largest = -(-S // C)  # the largest channel part; a loop is one chunk, one unit (SLICESTEPS 1)
+        geo.loops = max(1, -(-largest // tree_simple_chunk(proto, S, C, g, nodes)))
     up = [Conn(b, f"{prefix}tree_up{j}", proto, geo.unit_steps, C) for j in range(3)]
     down = [Conn(b, f"{prefix}tree_down{j}", proto, geo.unit_steps, C) for j in range(3)]
     ns_per_byte = C / mem_bw * 1e9
