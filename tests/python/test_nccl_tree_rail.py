@@ -116,3 +116,27 @@ def test_rccl_tree_moves_its_parts_in_those_chunks(repo):
     across = Counter(op["nbytes"] for (g, _), ops in prof.programs for op in ops
                      if op.kind == "put" and op["dst"] // 8 != g // 8)
     assert across == {64 << 10: 16 * 2 * 16, FLAG: 16 * 2 * 16}
+
+
+def test_rccl_ring_broadcast_and_reduce_chunk_follows_compute_coll_chunk_info(repo):
+    # RCCL's ring broadcast and reduce (patterns PipelineFrom / PipelineTo) in Simple: from one step (512 KiB) halve
+    # while nBytes / (nChannels x chunk) < 64 (down to 256 KiB), < 32 (to 128 KiB), < 16 (to 64 KiB), < 8 (to 32 KiB).
+    from eidola.workload.nccl.protocols import protocol
+    from eidola.workload.nccl.ring import pipeline_chunk
+
+    simple = protocol("Simple", "rccl")
+    # 16 MiB on 28 channels (mi300x-8gpu): 16 MiB / (28 x 512 KiB) = 1 < 64 -> 256 KiB (2); < 32 -> 128 KiB (4);
+    # < 16 -> 64 KiB (9); < 8? no: 64 KiB.
+    assert pipeline_chunk(simple, 16 << 20, 28) == 64 << 10
+    # 1 MiB: 0 chunks of 64 KiB < 8 -> 32 KiB.
+    assert pipeline_chunk(simple, 1 << 20, 28) == 32 << 10
+    # 1 GiB on 28 channels: 73 of 512 KiB >= 64: one step.
+    assert pipeline_chunk(simple, 1 << 30, 28) == 512 << 10
+    # The broadcast moves its parts in those chunks: 16 MiB from GPU 0 on mi300x-8gpu, 28 channels: a channel's part
+    # (599,187 B at most) in 64 KiB loops is 10 units, so the root's first hop sends 10 writes a channel.
+    plat = eidola.load_platform(repo / "platforms" / "mi300x-8gpu.yaml")
+    prof, plan = build_collective(plat, "broadcast", 16 << 20, algo="ring", proto="Simple")
+    assert (plan.algo, plan.proto, plan.channels) == ("ring", "Simple", 28)
+    writes = Counter(w for (g, w), ops in prof.programs if g == 0 for op in ops if op.kind == "write")
+    part = -(-(16 << 20) // 28)  # 599,187 B
+    assert set(writes.values()) == {-(-part // (64 << 10))} == {10}

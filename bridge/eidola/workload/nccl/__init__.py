@@ -130,7 +130,8 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
                 nvls.nvls(b, op, nbytes, k, plan.channels, prefix)
             elif op in ("broadcast", "reduce"):
                 chain = ring.broadcast if op == "broadcast" else ring.reduce
-                chain(b, nbytes, rings, root, p, sys.mem_bw, prefix, per_node, sys.proxy_ns, sys.proxy_launch_ns)
+                chain(b, nbytes, rings, root, p, sys.mem_bw, prefix, per_node, sys.proxy_ns, sys.proxy_launch_ns,
+                      sys.library)
             elif plan.algo == "hierarchical":
                 hier.hierarchical_allreduce(b, nbytes, sys, k, plan.channels, p, prefix)
             elif plan.algo == "tree" and nodes > 1:

@@ -33,7 +33,7 @@ from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protoco
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
 
-__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "reduce", "local_ns"]
+__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "reduce", "local_ns", "pipeline_chunk"]
 
 #: One primitive: (receives, sends, local bytes per data byte, block(p, i, k) -> the block it moves)
 Prim = tuple[bool, bool, int, Callable[[Ints, int, int], Ints]]
@@ -141,34 +141,52 @@ def ring(b: ProfileBuilder, op: str, S: int, rings: list[list[int]], proto: Prot
 
 
 def broadcast(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
-              prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
+              prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0, library: str = "nccl") -> None:
     """Append a broadcast of S bytes from GPU `root`: per channel a chain along its ring from the root; the root
     sends, the others recvCopySend, the last receives (NCCL's ring broadcast, ``src/device/broadcast.h``).
     per_node, proxy, launch: GPUs per node (0: one node), for which hops cross nodes, and the proxy's ns per
-    network step at each end and its start, as for `ring`."""
+    network step at each end and its start, as for `ring`; library: "rccl" for RCCL's Simple chunk
+    (`pipeline_chunk`)."""
     order = [r[r.index(root):] + r[:r.index(root)] for r in rings]  # the root first
-    _chain(b, "broadcast", S, order, proto, mem_bw, f"{prefix}bcast", per_node, proxy, launch, (1, 2, 2))
+    _chain(b, "broadcast", S, order, proto, mem_bw, f"{prefix}bcast", per_node, proxy, launch, (1, 2, 2), library)
 
 
 def reduce(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: Protocol, mem_bw: float,
-           prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
+           prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0, library: str = "nccl") -> None:
     """Append a reduce of S bytes to GPU `root`: per channel a chain along its ring that ends at the root; the
     root's successor sends its input, the others recvReduceSend (the received partial sum plus their own
     input), the root recvReduceCopy into its output (NCCL's ring reduce, ``src/device/reduce.h``: the rank whose
-    ring predecessor is the root sends). per_node, proxy, launch: as `broadcast`."""
+    ring predecessor is the root sends). per_node, proxy, launch, library: as `broadcast`."""
     order = [r[r.index(root) + 1:] + r[:r.index(root) + 1] for r in rings]  # the root last
-    _chain(b, "reduce", S, order, proto, mem_bw, f"{prefix}reduce", per_node, proxy, launch, (1, 2, 3))
+    _chain(b, "reduce", S, order, proto, mem_bw, f"{prefix}reduce", per_node, proxy, launch, (1, 2, 3), library)
+
+
+def pipeline_chunk(proto: Protocol, S: int, C: int) -> int:
+    """RCCL's Simple chunk for the ring broadcast and reduce (``computeCollChunkInfo`` in ``src/enqueue.cc``, patterns
+    PipelineFrom and PipelineTo; NCCL had it up to 2.19): from one step (512 KiB) halve while the S bytes hold fewer
+    than 64 chunks a channel (down to 256 KiB), then 32 (to 128 KiB), 16 (to 64 KiB) and 8 (to 32 KiB). LL and
+    LL128 keep one step's data."""
+    chunk = proto.step_data
+    if proto.flag_in_data:
+        return chunk
+    for times, floor in ((64, 262144), (32, 131072), (16, 65536), (8, 32768)):
+        while S // (C * chunk) < times and chunk > floor:
+            chunk //= 2
+    return chunk
 
 
 def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: Protocol, mem_bw: float, name: str,
-           per_node: int, proxy: float, launch: float, local: tuple[int, int, int]) -> None:
+           per_node: int, proxy: float, launch: float, local: tuple[int, int, int], library: str) -> None:
     """Append a chain along each channel's `orders` (position 0 first): position 0 sends, the middle receives
     and sends, the last receives; local: the local bytes per data byte of the three (`local_ns`). The chain's
-    unit is one step (``BROADCAST_*STEPS`` = ``REDUCE_*STEPS`` = 1). A hop between nodes pays the proxy at
-    each end and a program with such a hop first waits its start, as a ring's do (`fifo.proxy_ns`,
-    `fifo.proxy_start`)."""
+    unit is one step (``BROADCAST_*STEPS`` = ``REDUCE_*STEPS`` = 1), RCCL's Simple one its shrunk chunk
+    (`pipeline_chunk`). A hop between nodes pays the proxy at each end and a program with such a hop first waits
+    its start, as a ring's do (`fifo.proxy_ns`, `fifo.proxy_start`)."""
     C, k = len(orders), len(orders[0])
     geo = geometry(op, proto, S, C, 1)
+    if library == "rccl" and not proto.flag_in_data:  # a loop is one chunk, one unit (SLICESTEPS 1)
+        largest = -(-S // C)  # the largest channel part
+        geo.loops = max(1, -(-largest // pipeline_chunk(proto, S, C)))
     order = np.array(orders, dtype=np.int64)
     conn = Conn(b, name, proto, geo.unit_steps, C)
     ns_per_byte = C / mem_bw * 1e9
