@@ -160,7 +160,8 @@ def test_replicas_copy_long_chains_of_waits():
     assert not {id(it) for lane in lanes[0] for it in lane.items} & {id(it) for lane in lanes[1] for it in lane.items}
 
 
-def test_a_wait_before_a_copy_holds_the_kernel_after_the_copy_on_that_stream():
+@pytest.mark.parametrize("api", ["cuda", "hip"])
+def test_a_wait_before_a_copy_holds_the_kernel_after_the_copy_on_that_stream(api):
     # One host thread: an NCCL kernel on stream 13 and its end record; a compute kernel on stream 7 and its record;
     # a wait, then a copy on stream 13 (the stream that waits), then a compute kernel on stream 7, then an NCCL kernel
     # on stream 13. The wait is stream 13's: the compute kernel after it must not wait for the NCCL kernel (it did
@@ -174,9 +175,9 @@ def test_a_wait_before_a_copy_holds_the_kernel_after_the_copy_on_that_stream():
             items[corr] = Item(ns(ts), ns(ts + 1))
         return k
 
-    def call(name, ts, corr=None):
-        ev.append({"ph": "X", "cat": "cuda_runtime", "name": name, "ts": ts, "dur": 0.01, "tid": "1",
-                   "args": {"correlation": corr} if corr else {}})
+    def call(name, ts, corr=None):  # ROCm traces name the same calls hip*
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": name.replace("cuda", api), "ts": ts, "dur": 0.01,
+                   "tid": "1", "args": {"correlation": corr} if corr else {}})
 
     kernel(1, "13", 1.0), call("cudaLaunchKernel", 0.5, 1), call("cudaEventRecord", 0.6)
     kernel(2, "7", 3.0), call("cudaLaunchKernel", 2.5, 2), call("cudaEventRecord", 2.6)

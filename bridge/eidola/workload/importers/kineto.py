@@ -385,13 +385,16 @@ def _rank_lanes(path: Path, data: dict[str, Any], world: int, compute: str, repo
     return out
 
 
-_LAUNCH = re.compile(r"^cu(da)?(LaunchKernel|LaunchCooperativeKernel|Memcpy|Memset)")
+#: launches of device work by the CUDA runtime or driver, or HIP's (ROCm traces name their calls hip*)
+_LAUNCH = re.compile(r"^(cu(da)?|hip(Ext)?)(Module)?(LaunchKernel|LaunchCooperativeKernel|Memcpy|Memset)")
+_RECORD = ("cudaEventRecord", "cuEventRecord", "hipEventRecord")
+_WAIT = ("cudaStreamWaitEvent", "cuStreamWaitEvent", "hipStreamWaitEvent")
 
 
 def _stream_waits(ev: list[dict[str, Any]], item_of: dict[int, Item], report: Report) -> None:
     """The trace's waits of one stream on another's event (`Item.after`), from each host thread's CUDA calls.
 
-    Kineto records ``cudaEventRecord`` and ``cudaStreamWaitEvent`` without their stream or event, so both are
+    Kineto records ``cudaEventRecord`` and ``cudaStreamWaitEvent`` (HIP's ``hip*`` alike) without their stream or event, so both are
     inferred from the launches around them on the same thread, as PyTorch issues them: a record is taken on the
     stream of the thread's last launch before it; a wait makes the stream of the thread's next launch wait for
     the latest record on another stream (ProcessGroupNCCL: the compute stream's record, then the NCCL stream's
@@ -448,12 +451,12 @@ def _stream_waits(ev: list[dict[str, Any]], item_of: dict[int, Item], report: Re
                 place(stream, k, held.pop(stream, []) + waits)
                 last[stream] = k
             waits = []
-        elif name.startswith(("cudaEventRecord", "cuEventRecord")):
+        elif name.startswith(_RECORD):
             rec: Record = (stream, last.get(stream))
             if latest is not None and latest[0] != stream:
                 other = latest
             latest = rec
-        elif name.startswith(("cudaStreamWaitEvent", "cuStreamWaitEvent")):
+        elif name.startswith(_WAIT):
             waits.append((latest, other))
 
 
