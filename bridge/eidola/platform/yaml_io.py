@@ -45,6 +45,9 @@ FLOW_IGNORED_CHOICES = {
     "switch.injection_order": ("arrival", "its writes through a link go first come, first served"),
     "switch.arbitration": ("bytes", "a link's writes and acknowledgements share it as fabric.flow.responses says"),
 }
+#: Topologies where one virtual channel a link (switch.vcs: 1) makes the packet fabric's routers block at the head of
+#: their queues, which the flow fabric has no counterpart for
+_ONE_VC_TOPOLOGIES = ("torus2d", "mesh2d")
 #: Overrides that make the flow fabric the packet fabric's counterpart, whatever a platform file chose: the GPU's
 #: issue gates modelled and acknowledgements served first (docs/fabrics.md, "Flow"). They are the defaults; the
 #: real-system platforms set queue and fair for their calibration, and a comparison of flow against packet that
@@ -406,6 +409,12 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
             if fabric_params.get(key, same) != same:
                 sys.stderr.write(f"warning: {loc}fabric.{key}: {fabric_params[key]} ignored by fabric.model: flow "
                                  f"({instead})\n")
+        if fabric_params.get("topology") in _ONE_VC_TOPOLOGIES and str(fabric_params.get("switch.vcs", 0)) == "1":
+            # Accepted (its credits count), but the case the docs name as the flow fabric's worst: say so at once.
+            sys.stderr.write(f"warning: {loc}fabric.switch.vcs: 1 on a {fabric_params['topology']}: the flow fabric has "
+                             "no routers' queues, so the head-of-line blocking one virtual channel causes there is "
+                             "left out (direct all-reduces and all-to-alls ran 5-30% fast against the packet fabric; "
+                             "docs/fabrics.md, \"When to trust which model\"); use fabric.model: packet for these\n")
 
     if kind == "plugin":
         raw = fabric.get("plugin")
