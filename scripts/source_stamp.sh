@@ -5,5 +5,7 @@
 # an edit they would test the last set-up's code without a word.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-find bridge tlm_models CMakeLists.txt pyproject.toml -type f -not -path '*/__pycache__/*' -not -name '*.pyc' \
+# scripts/source_paths lists them, one a line; the installed eidola reads the same list (cli._stale_install).
+# shellcheck disable=SC2046
+find $(cat scripts/source_paths) -type f -not -path '*/__pycache__/*' -not -name '*.pyc' \
   | LC_ALL=C sort | xargs sha1sum | sha1sum | cut -d' ' -f1

@@ -777,7 +777,8 @@ def _stale_install() -> str | None:
     # installed copy too: setup.sh puts .venv inside the tree.
     if Path(__file__).resolve().is_relative_to((tree / "bridge").resolve()):
         return None
-    for top in ("bridge", "tlm_models", "CMakeLists.txt", "pyproject.toml"):
+    listed = tree / "scripts" / "source_paths"  # what source_stamp.sh hashes: one list for both
+    for top in (listed.read_text().split() if listed.exists() else ()):
         if not (tree / top).exists():
             continue
         for root, _dirs, files in os.walk(tree / top) if (tree / top).is_dir() else [(str(tree), [], [top])]:

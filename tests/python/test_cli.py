@@ -4,6 +4,8 @@ import json
 import re
 import sys
 
+from conftest import REPO
+
 from eidola.profile import ProfileBuilder
 
 
@@ -131,6 +133,8 @@ def test_an_install_older_than_its_source_tree_says_so(tmp_path, monkeypatch):
     venv = tree / ".venv"  # where setup.sh puts it: inside the tree
     (tree / "bridge").mkdir(parents=True)
     (tree / "tlm_models").mkdir()
+    (tree / "scripts").mkdir()
+    (tree / "scripts" / "source_paths").write_text((REPO / "scripts" / "source_paths").read_text())
     venv.mkdir()
     (venv / "eidola-source-dir").write_text(f"{tree}\n")
     stamp = venv / "eidola-sources.sha1"

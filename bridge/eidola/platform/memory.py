@@ -182,13 +182,13 @@ def _windows(components: list[Component], values: dict[str, dict[str, Any]]) -> 
     return [int(values[g.name].get("max_outstanding", 0)) for g in components if g.spec.replays_profile]
 
 
-def lt_adapter_threads(fabric: Component, components: list[Component], values: dict[str, dict[str, Any]]) -> int:
-    """The most AT-to-LT adapter worker threads `fabric` can make (`adapter_workers`); 0 unless it is a plugin
-    fabric with ``protocol: lt``."""
+def lt_adapter_threads(fabric: Component, windows: list[int]) -> int:
+    """The most AT-to-LT adapter worker threads `fabric` can make for GPUs with these `windows` (`adapter_workers`);
+    0 unless it is a plugin fabric with ``protocol: lt``."""
     plugin = fabric.spec.plugin
     if fabric.spec.role != "fabric" or plugin is None or plugin.protocol != "lt":
         return 0
-    return adapter_workers(plugin.workers, _windows(components, values))
+    return adapter_workers(plugin.workers, windows)
 
 
 def map_limit_problem(components: list[Component], values: dict[str, dict[str, Any]]) -> str:
@@ -196,14 +196,16 @@ def map_limit_problem(components: list[Component], values: dict[str, dict[str, A
     `MAPS_PER_WORKER` memory mappings, and past the process's vm.max_map_count the next thread fails to start
     (found at 4 GPUs x 8,192-packet windows: "stack setup failed", then an LLVM out-of-memory abort), whatever
     the memory limit. A fifth of the mappings is left to the simulator and its libraries."""
-    allowed = max_map_count() * 4 // 5 // MAPS_PER_WORKER
+    windows = _windows(components, values)
+    maps = max_map_count()
+    allowed = maps * 4 // 5 // MAPS_PER_WORKER
     for c in components:
-        threads = lt_adapter_threads(c, components, values)
+        threads = lt_adapter_threads(c, windows)
         if threads > allowed:
             return (f"the AT-to-LT adapters in front of this LT plugin fabric may make "
                     f"{threads} worker threads (one per packet the GPUs can have in flight), more than the {allowed} "
-                    f"this machine's vm.max_map_count ({max_map_count()}) lets one process start; set "
-                    f"fabric.plugin.workers to at most {max(1, allowed // max(1, len(_windows(components, values))))} "
+                    f"this machine's vm.max_map_count ({maps}) lets one process start; set "
+                    f"fabric.plugin.workers to at most {max(1, allowed // max(1, len(windows)))} "
                     "per GPU, or lower gpus.max_outstanding")
     return ""
 
@@ -219,7 +221,8 @@ def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpu
     terms: list[tuple[int, str, str]] = [(BASE, "the simulator itself", ""),
                                          (PER_GPU_PAIR * gpus * gpus, f"{gpus} x {gpus} GPU pairs", "gpus.count")]
     # Every packet in the fabric is a request or a response of an outstanding transaction.
-    in_flight = sum(2 * int(values[c.name].get("max_outstanding", 0)) for c in components if c.spec.replays_profile)
+    windows = _windows(components, values)
+    in_flight = 2 * sum(windows)
     for c in components:
         v = values[c.name]
         if c.spec.replays_profile:
@@ -232,8 +235,7 @@ def estimate(components: list[Component], values: dict[str, dict[str, Any]], gpu
             terms.append((2 * SLOT * in_flight, "buffer slots of the packets in flight", "gpus.max_outstanding"))
             terms.append((links * PER_LINK, f"{links} links ({v.get('topology')})", c.where("topology")))
             terms.append((nodes * gpus * PER_ROUTE, f"routes of {nodes} routers to {gpus} GPUs", c.where("topology")))
-        elif (threads := lt_adapter_threads(c, components, values)) > 0:
-            windows = _windows(components, values)
+        elif (threads := lt_adapter_threads(c, windows)) > 0:
             limit = c.spec.plugin.workers if c.spec.plugin is not None else 0
             each = (f"fabric.plugin.workers = {limit} per GPU" if limit else
                     f"one per packet of the GPUs' windows, gpus.max_outstanding = {'/'.join(map(str, sorted(set(windows))))}")

@@ -33,7 +33,8 @@ from .protocols import CHUNK_STEPS, SIMPLE_SLICE_FLOOR_DIV, SLICE_STEPS, Protoco
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
 
-__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "reduce", "local_ns", "pipeline_chunk"]
+__all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "reduce", "local_ns", "pipeline_chunk",
+           "shrunk_chunk"]
 
 #: One primitive: (receives, sends, local bytes per data byte, block(p, i, k) -> the block it moves)
 Prim = tuple[bool, bool, int, Callable[[Ints, int, int], Ints]]
@@ -161,18 +162,24 @@ def reduce(b: ProfileBuilder, S: int, rings: list[list[int]], root: int, proto: 
     _chain(b, "reduce", S, order, proto, mem_bw, f"{prefix}reduce", per_node, proxy, launch, (1, 2, 3), library)
 
 
-def pipeline_chunk(proto: Protocol, S: int, C: int) -> int:
-    """RCCL's Simple chunk for the ring broadcast and reduce (``computeCollChunkInfo`` in ``src/enqueue.cc``, patterns
-    PipelineFrom and PipelineTo; NCCL had it up to 2.19): from one step (512 KiB) halve while the S bytes hold fewer
-    than 64 chunks a channel (down to 256 KiB), then 32 (to 128 KiB), 16 (to 64 KiB) and 8 (to 32 KiB). LL and
-    LL128 keep one step's data."""
+def shrunk_chunk(proto: Protocol, S: int, C: int, rounds: tuple[tuple[int, int], ...]) -> int:
+    """RCCL's way of shrinking a Simple chunk for S bytes on C channels (``computeCollChunkInfo``): from one step,
+    for each (chunks, floor) of `rounds` in turn halve while a channel holds fewer than `chunks` chunks and the chunk
+    is above `floor`. LL and LL128 keep one step's data."""
     chunk = proto.step_data
     if proto.flag_in_data:
         return chunk
-    for times, floor in ((64, 262144), (32, 131072), (16, 65536), (8, 32768)):
-        while S // (C * chunk) < times and chunk > floor:
+    for chunks, floor in rounds:
+        while S // (C * chunk) < chunks and chunk > floor:
             chunk //= 2
     return chunk
+
+
+def pipeline_chunk(proto: Protocol, S: int, C: int) -> int:
+    """RCCL's Simple chunk for the ring broadcast and reduce (``computeCollChunkInfo`` in ``src/enqueue.cc``, patterns
+    PipelineFrom and PipelineTo; NCCL had it up to 2.19): from one step (512 KiB) halve while the S bytes hold fewer
+    than 64 chunks a channel (down to 256 KiB), then 32 (to 128 KiB), 16 (to 64 KiB) and 8 (to 32 KiB)."""
+    return shrunk_chunk(proto, S, C, ((64, 262144), (32, 131072), (16, 65536), (8, 32768)))
 
 
 def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: Protocol, mem_bw: float, name: str,

@@ -17,7 +17,7 @@ import numpy as np
 
 from .fifo import Conn, across, multi_primitive, primitive, proxy_start, split, unit_passes
 from .protocols import Protocol
-from .ring import geometry, local_ns
+from .ring import geometry, local_ns, shrunk_chunk
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
@@ -31,14 +31,8 @@ def tree_simple_chunk(proto: Protocol, S: int, C: int, per_node: int, nodes: int
     to 128 KiB), then fewer than depth x 4 (down to 64 KiB), then fewer than depth (down to 32 KiB); depth is
     ``connect.cc``'s nRanks / nNodes - 1 + log2i(nNodes). So the chain pipelines several chunks per channel where
     a whole step would leave one (2 nodes of 8, 64 channels: 32 MiB in 64 KiB chunks, not one of 512 KiB)."""
-    chunk = proto.step_data
-    if proto.flag_in_data:
-        return chunk
     depth = per_node - 1 + (max(nodes, 1).bit_length() - 1)
-    for times, floor in ((8, 131072), (4, 65536), (1, 32768)):
-        while S // (C * chunk) < depth * times and chunk > floor:
-            chunk //= 2
-    return chunk
+    return shrunk_chunk(proto, S, C, ((depth * 8, 131072), (depth * 4, 65536), (depth, 32768)))
 
 
 def tree_allreduce(b: ProfileBuilder, S: int, rings: list[list[int]], proto: Protocol, mem_bw: float,
