@@ -21,7 +21,7 @@ def topology_text(values: dict[str, Any], gpus: int) -> str:
     kind = values.get("topology")
     if kind not in ("rail", "hierarchical"):
         return ""
-    per = max(1, int(values.get(f"{kind}.gpus_per_node", 1)))
+    per = gpus_per_node(values)
     nodes, spines = gpus // per, int(values.get(f"{kind}.spines", 1))
     nic_bw, net_bw = float(values.get("nic.bandwidth", 0)), float(values.get("network.bandwidth", 0))
     intra = values.get(f"{kind}.intra", "fully_connected")
