@@ -120,3 +120,38 @@ def test_the_nvls_tables_are_the_csvs(experiments, repo):
                                    _rows(experiments / "validation" / "dgx-h200-nvls-gpus.csv"))
     assert len([line for line in lines if line.startswith("| ")]) >= 2 + 10 + 4
     assert _missing(lines, repo / "docs" / "validation.md") == []
+
+
+def test_the_published_comparison_matches_the_validation_curves_and_its_tables(repo):
+    # experiments/validation/published.csv keeps the prediction beside each published point; where the validation
+    # curve of the same platform ran the same size with the same plan (the platform's own GPU count), the two must
+    # agree (all-reduce, the curves' collective), so a re-run of the curves that moves a point fails here until the
+    # comparison follows. Then the band table of docs/validation.md, "Against published curves", rebuilt from the CSV.
+    import statistics
+
+    rows = _rows(repo / "experiments" / "validation" / "published.csv")
+    checked = 0
+    for platform in {r["platform"] for r in rows}:
+        curve = repo / "experiments" / "validation" / f"{platform}.csv"
+        if not curve.exists():
+            continue
+        gpus = {"mi300x-rail": "16", "gb200-nvl4": "4"}.get(platform, "8")
+        points = {r["size_bytes"]: r for r in _rows(curve)}
+        for r in rows:
+            p = points.get(r["size_bytes"])
+            if r["platform"] != platform or r["op"] != "all_reduce" or r["gpus"] != gpus or p is None:
+                continue
+            if r["predicted_plan"] != f"{p['algo']} {p['proto']} {p['channels']}":
+                continue
+            assert float(r["predicted_us"]) == pytest.approx(float(p["time_us"]), abs=0.006), (platform, r["size_bytes"])
+            checked += 1
+    assert checked >= 100
+
+    def band(lo: int, hi: int) -> str:
+        e = [float(r["error"]) for r in rows if lo <= int(r["size_bytes"]) < hi]
+        return f"| {len(e)} | {100 * statistics.median(abs(x) for x in e):.1f}% | {sum(x < 0 for x in e)} |"
+
+    doc = (repo / "docs" / "validation.md").read_text()
+    for line in (f"| below 64 KiB {band(0, 65536)}", f"| 64 KiB - 16 MiB {band(65536, (16 << 20) + 1)}",
+                 f"| above 16 MiB {band((16 << 20) + 1, 1 << 40)}"):
+        assert line in doc, line
