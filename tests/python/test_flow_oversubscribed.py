@@ -1,5 +1,6 @@
 """An all-to-all over an oversubscribed spine: the spine link's rate bounds the time on any fabric (an architect's
-trial, 2026-12-07, found the flow fabric 36% under that bound, and its own over-run check saying so).
+trial, 2026-12-07, found the flow fabric 32% under that bound, and its own over-run check saying so; mended the same
+day).
 
 rail-16gpu with one spine: 2 nodes of 8 GPUs, NIC r of each node on rail switch r, one 50 GB/s link from each rail
 switch to the spine. NCCL's all-to-all of S bytes a GPU sends S/16 to every GPU; between the nodes, GPU r's 7
@@ -39,11 +40,41 @@ def test_the_packet_fabric_keeps_to_the_spine_bound(packet_ns):
     assert BOUND_NS <= packet_ns <= BOUND_NS * 1.15
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 204.12 us against the bound's 299.2 (-32%; packet 320.09 us), 2026-12-07: with flow.issue gates the "
-    "flow fabric carries the cross-rail puts past the spine link's rate (its own check: link 32 -> 40 busy 1.466x "
-    "the run); with flow.issue queue it takes 349.6 us. Not traced yet"))
 def test_the_flow_fabric_keeps_to_the_spine_bound(packet_ns):
+    # Measured 313.03 us (-2.2%). Until 2026-12-07 204.12 us, 32% under the bound: a GPU's cross-rail writes share its
+    # NIC with its same-rail one, which goes faster, and ended at their place in its output queue, reached with the
+    # same-rail write's bytes, their own rest dropped from the spine (FlowFabric::held_further_on).
     flow = _time_ns("flow")
     assert flow >= BOUND_NS
     assert flow == pytest.approx(packet_ns, rel=0.05)  # the issue's 5% for all-to-alls at 16 MiB and above
+
+
+def _flow_64_gpus_ns(nbytes: int) -> float:
+    plat = eidola.load_platform(REPO / "platforms" / "rail-16gpu.yaml",
+                                overrides={"gpus.count": 64, "fabric.model": "flow", **FLOW_COUNTERPART})
+    prof, plan = build_collective(plat, "alltoall", nbytes)
+    assert plan.algo == "p2p"
+    return eidola.simulate(plat, prof).kernel_time_ns
+
+
+def _bound_64_gpus_ns(nbytes: int) -> float:
+    # The shipped file at 64 GPUs: 8 nodes on the 8 rails, 4 spines, so each rail switch has 8 NICs (400 GB/s) under
+    # 4 x 50 GB/s up: 2:1. A GPU's peers on other nodes and other rails, 7 x 7 = 49 of its 64, are reached over its
+    # rail switch's uplinks (spread evenly over the spines): 8 x 49 x S/64 up per rail switch, in 4 KiB + 78 B packets.
+    return 8 * 49 * nbytes / 64 * (4096 + 78) / 4096 / 200e9 * 1e9
+
+
+def test_the_flow_fabric_keeps_to_the_spine_bound_at_64_gpus():
+    # Measured 536.80 us against the bound's 523.59 (+2.5%); 333.49 us, 36% under it, before the mend.
+    assert _flow_64_gpus_ns(16 << 20) >= _bound_64_gpus_ns(16 << 20)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2,074.54 us against the bound's 2,094.35 (-0.95%), 2026-12-07 (1,300 us before the mend): a write "
+    "that reaches its place in its output queue with its own bytes not all carried, where no write still sending "
+    "there goes faster, still ends there and its rest never crosses the spine (FlowFabric::held_further_on looks "
+    "only at the writes still sending). Holding every such write to its own bytes gives 2,119.37 us, above the "
+    "bound, but took 24 of the flow test files' comparisons with the packet fabric out of bounds (the neighbour "
+    "exchange in step +10%). The packet fabric takes some 20 minutes here, so the comparison is with the bound"))
+def test_the_flow_fabric_keeps_to_the_spine_bound_at_64_gpus_and_64_mib():
+    assert _flow_64_gpus_ns(64 << 20) >= _bound_64_gpus_ns(64 << 20)

@@ -622,16 +622,17 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     const std::uint64_t now = now_ps();
     const std::uint64_t last = f.bytes - std::uint64_t(f.packets - 1) * f.packet_bytes;
     if (f.ext) f.ext->first_ps = f.packets > 1 ? std::min(now, f.start_ps + zero_load_of(f, f.packet_bytes, false)) : 0;
-    if (!m_injection_blocking && !f.sent_all && carry_on(id, now)) {
+    if (!f.sent_all && (!m_injection_blocking || held_further_on(id, now)) && carry_on(id, now)) {
         // flow.injection: free gives each write its own max-min rate, as if the GPU had a queue per destination:
         // the output queue's bytes sent then count other writes' bytes too, which no head-of-line blocking holds
         // behind this one, and its flow (held by a slower link further on) may not have carried its own. It is
         // delivered when it has (finish). Why: ending it here ran custom-4gpu's NCCL all-to-all at 2.6x the
-        // 32 GB/s link between its switches (tests/python/test_flow_link_bounds.py). Not under `blocking`: there
-        // the output's long writes go at one rate, so the queue's sent bytes are theirs, and its place in the
-        // queue is when the packet GPU sends it. Holding every write to its own last byte, in both modes, failed
-        // 25 of the flow test files' comparisons with the packet fabric (2026-12-07; switch-8gpu's 1 MiB ring
-        // all-reduce among them) and moved the bench driver's lockstep runs by +7.5% and +14%.
+        // 32 GB/s link between its switches (tests/python/test_flow_link_bounds.py). Under `blocking` the same
+        // holds for a write whose flow goes slower than another of its output's (held_further_on); where its
+        // output's writes go at one rate the queue's sent bytes are theirs, and its place in the queue is when
+        // the packet GPU sends it. Holding every write to its own last byte, in both modes, failed 25 of the flow
+        // test files' comparisons with the packet fabric (2026-12-07; switch-8gpu's 1 MiB ring all-reduce among
+        // them) and moved the bench driver's lockstep runs by +7.5% and +14%.
         f.late = true;
         return;
     }
@@ -667,6 +668,28 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     f.remaining = 0;
     f.anchor_ps = now;
     book_finish(id, now);
+}
+
+// Whether queued write `id`, due in its output queue at `now` under flow.injection: blocking, is held by a link
+// further on: more than a packet of its bytes not yet carried, and its flow slower than another write still sending
+// through its output. Its place in the queue is then reached with bytes the faster writes carried, over other
+// links: ending it there left the rest of its bytes off its own, and an NCCL all-to-all over one spine
+// (rail-16gpu, spines 1, 16 MiB) ended 32% under the spine link's bound while its cross-rail writes shared their
+// NIC with a same-rail one (tests/python/test_flow_oversubscribed.py). Where they all go at one rate (one
+// bottleneck, or coupled: injection_key) the queue's sent bytes stand for its own.
+bool FlowFabric::held_further_on(std::uint32_t id, std::uint64_t now) const {
+    const Flow& f = m_flows[id];
+    if (f.rate == FlowSolver::kUnlimited) return false;
+    const double left = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12) + double(f.paced_bytes);
+    if (left <= double(std::max<std::uint32_t>(1, f.packet_bytes))) return false;
+    const Issuer& is = m_issuers[f.src];
+    auto faster = [&](std::uint32_t other) {
+        const Flow& g = m_flows[other];
+        return other != id && g.trans && g.output == f.output && !g.sent_all && f.rate < g.rate * (1 - 1e-6);
+    };
+    for (const auto& [count, entry] : is.outputs[std::size_t(f.output)].fifo)
+        if (!(entry & kSignalInFifo) && faster(entry)) return true;
+    return std::any_of(is.pending.begin(), is.pending.end(), faster);
 }
 
 // Queued write `f`, whose last packet (`last` bytes) started at `last_starts`, is delivered a zero-load trip later

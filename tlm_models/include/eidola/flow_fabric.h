@@ -345,6 +345,7 @@ private:
     void fifo_due(std::uint32_t id);
     void deliver_queued(Flow& f, std::uint64_t last, std::uint64_t last_starts);
     bool carry_on(std::uint32_t id, std::uint64_t now);
+    bool held_further_on(std::uint32_t id, std::uint64_t now) const;
     void account_flow(std::uint32_t id);
     double issue_cap(std::uint32_t gpu, const Flow& f) const;
     void advance_issue(std::uint32_t gpu);
