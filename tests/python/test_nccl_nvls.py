@@ -158,6 +158,8 @@ def test_tuner_never_picks_nvls_without_an_nvswitch(write_platform, nbytes):
     ({"algo": "nvls", "op": "broadcast"}, "algo: nvls runs all_reduce, all_gather, reduce_scatter; broadcast"),
     ({"algo": "nvls", "proto": "LL"}, "proto: nvls runs Simple only"),
     ({"algo": "nvls", "channels": 17}, "at most 16 channels"),
+    # 2 ranks of the 8-GPU node: NCCL counts the communicator's GPUs (ncclNvlsInit, 2.21-2.23: off at 2 or fewer)
+    ({"algo": "nvls", "gpus": 2}, "algo: nvls needs at least 3 of the collective's GPUs in a node .*; it has 2"),
 ])
 def test_bad_nvls_requests_are_config_errors(write_platform, kwargs, says):
     kw = {"op": "all_reduce", **kwargs}

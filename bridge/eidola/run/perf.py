@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .simulate import Progress
 
 __all__ = ["AUTO_PACKET_BYTES", "SIGNAL_BYTES", "FABRICS", "PerfRow", "Fabrics", "check_choices", "fabric_name",
-           "written_bytes", "run_sizes"]
+           "with_host_workgroup", "written_bytes", "run_sizes"]
 
 SIGNAL_BYTES = 8  #: bytes a signal writes: one flag word (an 8-byte atomic)
 STATS_BIN = "1ms"  #: fabric.stats.bin of perf's runs unless --set gives it: utilisation bins perf does not read
@@ -228,11 +228,17 @@ class Fabrics:
         every workgroup the GPU has (the tuner reads those from `base`)."""
         key = f"harnessed-{fabric}"
         if key not in self._variants:
-            plat = copy.deepcopy(self.platform(fabric))
-            for gpu in plat.eidolons():
-                gpu.params["workgroups"] = int(gpu.resolved()["workgroups"]) + STEADY_WORKGROUPS
-            self._variants[key] = plat
+            self._variants[key] = with_host_workgroup(self.platform(fabric))
         return self._variants[key]
+
+
+def with_host_workgroup(platform: Platform) -> Platform:
+    """A copy of `platform` whose GPUs each have one workgroup more, for the steady-state harness's host
+    (`harness.host_floor`), so that a collective built with `steady=True` keeps every workgroup the tuner counted."""
+    plat = copy.deepcopy(platform)
+    for gpu in plat.eidolons():
+        gpu.params["workgroups"] = int(gpu.resolved()["workgroups"]) + STEADY_WORKGROUPS
+    return plat
 
 
 def fabric_name(platform: Platform) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import ConfigError
 from .execute import point_inputs
 from .points import Point, canonical_json
-from .spec import SweepSpec
+from .spec import SweepSpec, known_generators
 
 __all__ = ["check_points"]
 
@@ -50,11 +50,15 @@ def _check_platform(spec: SweepSpec, overrides: dict[str, Any], seed: int | None
 
 def _check_generator(generator: dict[str, Any]) -> None:
     from ...workload import generators
+    from . import collective
 
     name = generator.get("name")
+    if name == collective.NAME:
+        collective.check({k: v for k, v in generator.items() if k != "name"})
+        return
     if not isinstance(name, str) or name not in generators.__all__:
         raise ConfigError(f"generator.name: unknown generator {name!r}; expected one of: "
-                          f"{', '.join(generators.__all__)}")
+                          f"{', '.join(known_generators())}")
     fn = getattr(generators, name)
     params = {k: v for k, v in generator.items() if k != "name"}
     accepted = inspect.signature(fn).parameters

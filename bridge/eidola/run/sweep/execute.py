@@ -110,13 +110,18 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
     from ...platform.yaml_io import apply_overrides, platform_from_dict
     from ...workload import generators
     from ...workload.profile_yaml import load_profile
+    from . import collective
 
     _load_profile: Callable[[str], Any] = load_profile  # typed here: the loader itself is not annotated
 
     overrides, generator, seed = point_inputs(spec, values)
     doc = apply_overrides(spec.platform_doc, overrides, spec.platform_path)
     platform = platform_from_dict(doc, source=spec.platform_path)
-    if generator is not None:
+    if generator is not None and generator.get("name") == collective.NAME:
+        params = {k: v for k, v in generator.items() if k != "name"}
+        platform, profile, chosen = collective.build(platform, params)
+        generator = {"name": collective.NAME, **chosen}
+    elif generator is not None:
         params = {k: v for k, v in generator.items() if k != "name"}
         fn = getattr(generators, str(generator["name"]))
         try:
@@ -140,11 +145,14 @@ def row_template(point: Point) -> dict[str, Any]:
 
 def _simulate_point(task: Task, built: tuple[Any, Any, int, dict[str, Any] | None]) -> dict[str, Any]:
     """The child's work: simulate in-process, save, compute the metrics."""
+    from ..fabric_notes import fabric_notes
     from ..simulate import simulate
 
     platform, profile, seed, generator = built
     result = simulate(platform, profile, seed=seed, trace=task.spec.trace, in_process=True)
     result.save(task.folder)
+    for note in fabric_notes(result):  # the fabric_notes metric counts them; the texts go to the point's log.txt (fd 1)
+        os.write(1, (note + "\n").encode())
     return compute(task.spec.metrics, result, MetricContext(generator, profile))
 
 

@@ -7,8 +7,9 @@ resolved by its prefix's handler, so a family of figures needs one entry.
 Bandwidths follow the nccl-tests convention. S is the collective's size in bytes (the
 generator's `nbytes`; `vector_bytes` for gemv_allreduce) and t the kernel time:
 algbw = S / t, and busbw = algbw x factor, where the factor makes busbw comparable to a link's
-bandwidth: all-reduce 2(P-1)/P; all-gather, reduce-scatter and all-to-all (P-1)/P. Both are in
-GB/s (10^9 bytes per second).
+bandwidth: all-reduce 2(P-1)/P; all-gather, reduce-scatter and all-to-all (P-1)/P; with the `nccl` generator
+every op's nccl-tests factor (broadcast, reduce and sendrecv 1). Both are in GB/s (10^9 bytes per second).
+`nccl_channels` and `nccl_plan.<name>` read the tuner's choice at the point (the `nccl` generator only).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from typing import Any
 import numpy as np
 
 from ...errors import ConfigError
+from .. import nccl_tests
+from ..fabric_notes import fabric_notes
+from ..perf_source import ALGOS, PROTOS
+from ..result import BUS_FACTOR
+from .collective import NAME as NCCL
 
 __all__ = [
     "METRICS",
@@ -102,24 +108,48 @@ def describe() -> str:
     return "\n".join(rows)
 
 
-def _collective_size(ctx: MetricContext) -> tuple[str, int, int]:
+def _collective_size(ctx: MetricContext) -> tuple[float, int]:
+    """(busbw / algbw, S) of the point's collective."""
     gen = ctx.generator
+    if gen is not None and gen.get("name") == NCCL:
+        return nccl_tests.bus_factor(str(gen["op"]), int(gen["gpus"])), int(gen["nbytes"])
     if gen is None or gen.get("name") not in _BUS_FACTOR:
         raise ConfigError("algbw_GBps and busbw_GBps need a collective generator "
-                          f"({', '.join(_BUS_FACTOR)}); this point's workload is "
+                          f"({', '.join((*_BUS_FACTOR, NCCL))}); this point's workload is "
                           + (repr(gen.get("name")) if gen else "a profile file"))
     size = gen.get("vector_bytes", 65536) if gen["name"] == "gemv_allreduce" else gen["nbytes"]
-    return str(gen["name"]), int(size), int(gen.get("gpus", 4))
+    return BUS_FACTOR[_BUS_FACTOR[gen["name"]]](int(gen.get("gpus", 4))), int(size)
 
 
 def _algbw(res: Any, ctx: MetricContext) -> float:
-    _, size, _ = _collective_size(ctx)
+    _, size = _collective_size(ctx)
     return float(res.algbw_gbs(size))
 
 
 def _busbw(res: Any, ctx: MetricContext) -> float:
-    name, size, gpus = _collective_size(ctx)
-    return float(res.busbw_gbs(size, _BUS_FACTOR[name], gpus))
+    factor, size = _collective_size(ctx)
+    return float(res.algbw_gbs(size)) * factor
+
+
+def _plan(ctx: MetricContext) -> Mapping[str, Any]:
+    gen = ctx.generator
+    if gen is None or gen.get("name") != NCCL:
+        raise ConfigError("nccl_channels and nccl_plan.<name> need the nccl generator; this point's workload is "
+                          + (repr(gen.get("name")) if gen else "a profile file"))
+    return gen["plan"]  # type: ignore[no-any-return]
+
+
+def _plan_channels(res: Any, ctx: MetricContext) -> float:
+    return float(_plan(ctx)["channels"])
+
+
+def _plan_uses(res: Any, ctx: MetricContext, name: str) -> float:
+    choice = name.removeprefix("nccl_plan.")
+    choices = [c for c in (*ALGOS, *PROTOS) if c != "auto"]
+    if choice not in choices:
+        raise ConfigError(f"metric {name}: expected nccl_plan. and one of {', '.join(choices)}")
+    plan = _plan(ctx)
+    return float(choice in (plan["algo"], plan["proto"]))
 
 
 def _link_stat(field_name: str, how: Callable[[np.ndarray], Any]) -> Callable[[Any, MetricContext], float]:
@@ -182,3 +212,10 @@ register("slowest_share", "the slowest GPU's compute share of the kernel time (t
          needs_trace=True)
 register("wall_s", "wall-clock time of the simulation (s; varies from run to run)", lambda res, ctx: res.wall_s)
 register_prefix("traffic.", "a figure of res.traffic, by name", _traffic)
+register("fabric_notes", "notes of the fabric's own checks: what limited it, or a link busy past the run "
+         "(their texts: the point's log.txt; docs/sweeps.md)", lambda res, ctx: float(len(fabric_notes(res))))
+register("fabric_overrun", "1 where a link was busy longer than the run (a fault of the fabric model: the point's "
+         "time is not a result), else 0", lambda res, ctx: float(any(n.startswith("warning: link") for n in fabric_notes(res))))
+register("nccl_channels", "the channels the library's tuner gave the collective (nccl generator)", _plan_channels)
+register_prefix("nccl_plan.", "1 where the tuner's plan uses that algorithm or protocol (ring, tree, nvls, "
+                "hierarchical, p2p; LL, LL128, Simple), else 0 (nccl generator)", _plan_uses)

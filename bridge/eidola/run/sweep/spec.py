@@ -173,14 +173,20 @@ def _read_yaml(data: bytes, path: Path, where: str) -> dict[str, Any]:
     return doc
 
 
-def _generator(raw: object, loc: str) -> dict[str, Any]:
+def known_generators() -> tuple[str, ...]:
+    """The generators a spec may name: the textbook ones (eidola.workload.generators) and `nccl` (collective.py)."""
     from ...workload import generators
+    from .collective import NAME
 
+    return (*generators.__all__, NAME)
+
+
+def _generator(raw: object, loc: str) -> dict[str, Any]:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise ConfigError(f"{loc}generator: expected a mapping with a name, e.g. {{name: ring_allreduce, gpus: 8}}")
-    if raw["name"] not in generators.__all__:
+    if raw["name"] not in known_generators():
         raise ConfigError(f"{loc}generator.name: unknown generator {raw['name']!r}; "
-                          f"expected one of: {', '.join(generators.__all__)}")
+                          f"expected one of: {', '.join(known_generators())}")
     return dict(raw)
 
 

@@ -264,8 +264,8 @@ def _predict_nodes_rccl(sys: System, op: str, k: int, nodes: int, algo: str, pro
     return Choice(algo, proto, latency, bus * k / steps, correction=RCCL_RING_CORRECTION[p], capped=True)
 
 
-def nvls_eligible(sys: System, op: str) -> str:
-    """Why NVLS cannot run `op` on `sys` ("" when it can)."""
+def nvls_eligible(sys: System, op: str, k: int) -> str:
+    """Why NVLS cannot run `op` on the first `k` GPUs of `sys` ("" when it can)."""
     if not sys.nvls:
         return "needs an NVLS switch (fabric.switch.nvls on a topology: switch fabric); this platform's fabric has none"
     if op not in NVLS_OPS:
@@ -274,8 +274,11 @@ def nvls_eligible(sys: System, op: str) -> str:
         return "runs Simple, which collectives.protocols leaves out"
     if sys.arch not in NVLS_EFFICIENCY or sys.link_type not in NVLS_HOP_LAT:
         return f"needs NVLink and a Hopper or later GPU (collectives.arch {sys.arch}, link_type {sys.link_type})"
-    if sys.gpus < NVLS_MIN_NODE_GPUS:
-        return f"needs at least {NVLS_MIN_NODE_GPUS} GPUs in the node (NCCL turns it off below)"
+    # NCCL counts the GPUs of the communicator's own topology (ncclTopoGetGpuCount), not of the machine: 2 ranks of an
+    # 8-GPU node run without NVLS.
+    if sys.node_size(k) < NVLS_MIN_NODE_GPUS:
+        return (f"needs at least {NVLS_MIN_NODE_GPUS} of the collective's GPUs in a node (NCCL turns it off below); "
+                f"it has {sys.node_size(k)}")
     return ""
 
 
@@ -307,7 +310,7 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
     if algo not in ("auto", *ALGOS):
         raise ConfigError(f"algo: expected auto, {', '.join(ALGOS)}, got {algo!r}")
     if algo == "nvls":
-        why = nvls_eligible(sys, op)
+        why = nvls_eligible(sys, op, k)
         if why:
             raise ConfigError(f"algo: nvls {why}")
         if proto not in ("auto", "Simple"):
@@ -324,7 +327,7 @@ def choose(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto:
     if algo == "hierarchical" and (op != "all_reduce" or sys.nodes(k) < 2):
         raise ConfigError(f"algo: hierarchical runs all_reduce across nodes; {op} on {k} GPUs in "
                           f"{sys.nodes(k)} node(s) does not")
-    if algo == "auto" and not nvls_eligible(sys, op):
+    if algo == "auto" and not nvls_eligible(sys, op, k):
         algos = (*algos, "nvls")
     # NVLS runs Simple only; RCCL never picks tree Simple on one node of gfx94 GPUs (its tuning.cc skips it).
     no_tree_simple = algo == "auto" and sys.library == "rccl" and sys.arch == "cdna3" and sys.nodes(k) == 1

@@ -1,0 +1,58 @@
+"""The sweep's `nccl` generator: one collective as the platform's library runs it, timed as `eidola perf` times it.
+
+```yaml
+generator: {name: nccl, op: all_reduce, nbytes: 64MiB}           # algo, proto, channels, gpus, root optional
+grid: {generator.nbytes: [1MiB, 16MiB, 256MiB], fabric.nic.bandwidth: [25GB/s, 50GB/s]}
+metrics: [kernel_time_us, busbw_GBps, nccl_channels, nccl_plan.ring, nccl_plan.tree]
+```
+
+Unlike the textbook generators, it needs the point's platform: the tuner picks the algorithm, protocol and
+channels from the platform's links and library (`build_collective`), so a sweep over `fabric.nic.bandwidth` or
+`gpus.count` re-tunes at every point, as NCCL would. The point runs the steady state of nccl-tests' loop with the
+host's issue beside it (`steady=True`, one workgroup more per GPU), so its `kernel_time_us` is the time `eidola perf`
+prints for the same platform and size.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ConfigError
+from ..perf import with_host_workgroup
+from ..perf_source import ALGOS, OPS, PROTOS, build_collective
+
+__all__ = ["NAME", "PARAMETERS", "REQUIRED", "check", "build"]
+
+NAME = "nccl"  #: the generator's name in a spec
+#: Its parameters: build_collective's, less the platform and the harness's own.
+PARAMETERS = ("op", "nbytes", "gpus", "algo", "proto", "channels", "root")
+REQUIRED = ("op", "nbytes")
+
+
+def check(params: dict[str, Any]) -> None:
+    """Refuses an unknown or missing parameter, and a name the library does not know (ConfigError naming the key)."""
+    for key in params:
+        if key not in PARAMETERS:
+            raise ConfigError(f"generator.{key}: {NAME} has no parameter {key!r}; it takes: {', '.join(PARAMETERS)}")
+    missing = [k for k in REQUIRED if k not in params]
+    if missing:
+        raise ConfigError(f"generator: {NAME} needs {', '.join(missing)}")
+    for key, allowed in (("op", OPS), ("algo", ALGOS), ("proto", PROTOS)):
+        if key in params and params[key] not in allowed:
+            raise ConfigError(f"generator.{key}: expected one of {', '.join(allowed)}, got {params[key]!r}")
+
+
+def build(platform: Any, params: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """(the platform with the host's workgroup, the profile, the generator's parameters with what the tuner chose).
+
+    The returned parameters add `gpus` (the ranks taking part) and `plan` (algo, proto, channels), which the
+    metrics read. Bad values raise ConfigError naming the parameter.
+    """
+    check(params)
+    try:
+        profile, plan = build_collective(platform, steady=True, **params)
+    except ConfigError as e:
+        raise ConfigError(f"generator.{e}") from None
+    chosen = {**params, "gpus": profile.gpus, "plan": {"algo": plan.algo, "proto": plan.proto,
+                                                        "channels": plan.channels}}
+    return with_host_workgroup(platform), profile, chosen
