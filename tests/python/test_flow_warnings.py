@@ -37,3 +37,20 @@ def test_no_warning_where_the_fabric_has_no_such_blocking_to_leave_out(capsys, o
 def test_a_packet_choice_the_flow_fabric_does_otherwise_warns(capsys):
     err = _stderr(capsys, "switch-8gpu.yaml", **{"fabric.model": "flow", "fabric.switch.injection_order": "round_robin"})
     assert "fabric.switch.injection_order: round_robin ignored by fabric.model: flow" in err
+
+
+def test_packet_trains_on_the_flow_fabric_warn_and_change_nothing(capsys):
+    # An architect's trial (2026-12-07): gpus.train was accepted silently on the flow fabric, where a write is one
+    # flow already. It still changes nothing (kernel time and events alike), and now says so once.
+    from eidola.workload.nccl import build_collective
+
+    runs = []
+    for train in (1, 64):
+        plat = eidola.load_platform(REPO / "platforms" / "mi300x-8gpu.yaml",
+                                    overrides={"fabric.model": "flow", "gpus.train": train})
+        err = capsys.readouterr().err
+        assert ("gpus.train: 64 ignored by fabric.model: flow" in err) == (train == 64)
+        prof, _ = build_collective(plat, "all_reduce", 1 << 20)
+        res = eidola.simulate(plat, prof)
+        runs.append((res.kernel_time_ns, res.events))
+    assert runs[0] == runs[1]

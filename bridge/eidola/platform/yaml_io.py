@@ -399,6 +399,10 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
         gpu_params.setdefault("flow", DEFAULT_FLOW)
         # A flow is answered once, when all of it is in: a GPU waits far longer between responses.
         gpu_params.setdefault("watchdog", DEFAULT_FLOW_WATCHDOG)
+        if str(gpu_params.get("train", 1)) not in ("0", "1"):
+            # Accepted (a platform file made for the packet fabric runs as is), but it does nothing here: say so.
+            sys.stderr.write(f"warning: {loc}gpus.train: {gpu_params['train']} ignored by fabric.model: flow (a write "
+                             "already goes as one flow; gpus.flow sets how long)\n")
         ignored = [k for k in FLOW_IGNORED_KEYS if k in fabric_params]
         if ignored:
             # One line on stderr, not the logging module: its fork handlers swallow a Ctrl-C that
