@@ -13,11 +13,12 @@ from eidola.run.sweep import sweep
 H100_NVLINK_GBPS = 450.0  # NVIDIA H100 SXM datasheet: 900 GB/s of NVLink, 450 GB/s each way
 
 
-def _spec(tmp: Path, generator: str, grid: str, metrics: str, fixed: str = "fabric.model: flow") -> Path:
+def _spec(tmp: Path, generator: str, grid: str, metrics: str, fixed: str = "fabric.model: flow",
+          platform: str = "dgx-h100.yaml") -> Path:
     spec = tmp / "nccl-sweep.yaml"
     spec.write_text(f"""\
 sweep: 1
-platform: {REPO / "platforms" / "dgx-h100.yaml"}
+platform: {REPO / "platforms" / platform}
 generator: {generator}
 set: {{{fixed}}}
 grid: {grid}
@@ -92,15 +93,9 @@ def test_plan_metrics_need_the_nccl_generator_and_a_known_name(tmp_path):
 def test_the_fabrics_own_checks_reach_the_table_and_the_log(tmp_path):
     # rail-16gpu with one spine: the 16 MiB all-to-all's windows fill (a note per GPU that matters), and since the
     # 2026-12-07 mend no link is busier than the run (fabric_overrun 0; 1 before, at 1.466x the run).
-    spec = tmp_path / "spine.yaml"
-    spec.write_text(f"""\
-sweep: 1
-platform: {REPO / "platforms" / "rail-16gpu.yaml"}
-generator: {{name: nccl, op: alltoall, nbytes: 16MiB}}
-set: {{fabric.model: flow, fabric.rail.spines: 1}}
-grid: {{generator.nbytes: [16MiB]}}
-metrics: [fabric_notes, fabric_overrun, nccl_plan.p2p, busbw_GBps]
-""")
+    spec = _spec(tmp_path, "{name: nccl, op: alltoall, nbytes: 16MiB}", "{generator.nbytes: [16MiB]}",
+                 "fabric_notes, fabric_overrun, nccl_plan.p2p, busbw_GBps", "fabric.model: flow, fabric.rail.spines: 1",
+                 "rail-16gpu.yaml")
     row = sweep(spec, out=tmp_path / "out", workers=1).iloc[0]
     assert row["status"] == "ok" and row["fabric_overrun"] == 0.0 and row["nccl_plan.p2p"] == 1.0
     log = (tmp_path / "out" / row["folder"] / "log.txt").read_text()
@@ -108,3 +103,13 @@ metrics: [fabric_notes, fabric_overrun, nccl_plan.p2p, busbw_GBps]
     # The time is at least the spine's bound (299.2 us, derived in test_flow_oversubscribed.py), and an all-to-all's
     # busbw is algbw x (k-1)/k.
     assert row["busbw_GBps"] <= (16 << 20) / 299.2e-6 / 1e9 * 15 / 16
+
+
+def test_a_point_whose_collective_does_not_fit_its_memory_limit_is_recorded(tmp_path):
+    # Built in the sweep's own process, under the point's limits.memory (run/build_memory.py): 1.5 million ops do
+    # not fit 20 MiB; the other point (64 KiB) runs.
+    spec = _spec(tmp_path, "{name: nccl, op: all_reduce, nbytes: 1GiB}", "{generator.nbytes: [64KiB, 1GiB]}",
+                 "kernel_time_us", "fabric.model: flow, gpus.count: 64, limits.memory: 20MiB", "rail-16gpu.yaml")
+    table = sweep(spec, out=tmp_path / "out", workers=1)
+    assert table["status"].tolist() == ["ok", "failed"] and table["exit_status"].tolist() == [0, 3]
+    assert "building it needed more than limits.memory = 21 MB" in table["error"][1]

@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError, SimulationError
-from ..platform import load_platform
+from ..platform import load_platform, memory
 from ..platform.model import Platform
 from ..workload.nccl.harness import STEADY_WORKGROUPS
 from ..workload.ops import MULTIMEM_KINDS, Op
 from ..workload.pages import small_pages
 from ..workload.profile import Profile
 from . import nccl_tests
+from .build_memory import building_within
 from .fabric_notes import fabric_notes
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
 
@@ -269,7 +270,9 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
     for size, count in points:
         if size <= 0:
             continue
-        profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels, steady=True, root=root)
+        with building_within(memory.limit_of(fabrics.base.limits), f"size {size} B ({op} on {gpus} GPUs)"):
+            profile, plan = build_collective(fabrics.base, op, size, gpus, algo, proto, channels, steady=True,
+                                             root=root)
         fabric = fabrics.choose(written_bytes(profile))
         start = time.perf_counter()
         try:

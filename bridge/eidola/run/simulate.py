@@ -45,6 +45,7 @@ from ..workload.flag_check import FlagCheck, StuckWaitWarning, check_flags, outs
 from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
 from . import sysc
+from .build_memory import address_space
 from .encode import EncodedProfile, encode_profile
 from .plugin_build import PluginBuild, Window, build_plugin
 from .result import Result
@@ -443,13 +444,12 @@ def _limit_memory(extra: int) -> None:
     MemoryError or an abort), which the parent reports as MemoryLimitExceeded instead of the
     kernel's out-of-memory killer picking a victim.
     """
-    if extra <= 0:
+    size = address_space()
+    if extra <= 0 or size is None:
         return
     try:
-        with open("/proc/self/statm") as f:
-            size = int(f.read().split()[0]) * resource.getpagesize()
         resource.setrlimit(resource.RLIMIT_AS, (size + extra, size + extra))
-    except (OSError, ValueError):  # no /proc, or a hard limit already lower: run without this cap
+    except (OSError, ValueError):  # a hard limit already lower: run without this cap
         pass
 
 

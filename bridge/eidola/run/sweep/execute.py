@@ -107,9 +107,11 @@ def point_inputs(spec: SweepSpec, values: dict[str, Any]) -> tuple[dict[str, Any
 
 def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int, dict[str, Any] | None]:
     """(Platform, Profile, seed, generator parameters) of the point with axis `values`."""
+    from ...platform import memory
     from ...platform.yaml_io import apply_overrides, platform_from_dict
     from ...workload import generators
     from ...workload.profile_yaml import load_profile
+    from ..build_memory import building_within
     from . import collective
 
     _load_profile: Callable[[str], Any] = load_profile  # typed here: the loader itself is not annotated
@@ -117,15 +119,20 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
     overrides, generator, seed = point_inputs(spec, values)
     doc = apply_overrides(spec.platform_doc, overrides, spec.platform_path)
     platform = platform_from_dict(doc, source=spec.platform_path)
+    # Built in the sweep's own process (see _start), so under the point's limits.memory here too.
+    what = f"{spec.source}: the point's {generator.get('name') if generator else ''} workload"
+    within = building_within(memory.limit_of(platform.limits), what)
     if generator is not None and generator.get("name") == collective.NAME:
         params = {k: v for k, v in generator.items() if k != "name"}
-        platform, profile, chosen = collective.build(platform, params)
+        with within:
+            platform, profile, chosen = collective.build(platform, params)
         generator = {"name": collective.NAME, **chosen}
     elif generator is not None:
         params = {k: v for k, v in generator.items() if k != "name"}
         fn = getattr(generators, str(generator["name"]))
         try:
-            profile = fn(**params)
+            with within:
+                profile = fn(**params)
         except TypeError as e:  # an unknown or missing parameter (check_points refuses both first)
             raise ConfigError(f"{spec.source}: generator {generator['name']}: {e}") from None
     else:
