@@ -60,7 +60,18 @@ def _load(args: argparse.Namespace) -> tuple[Platform, Profile]:
     profile_path = args.profile or platform.profile
     if not profile_path:
         raise ConfigError(f"{args.platform}: the platform names no profile; pass --profile")
-    return platform, load_profile(profile_path)
+    return platform, _placed(args, platform, load_profile(profile_path))
+
+
+def _placed(args: argparse.Namespace, platform: Platform, profile: Profile) -> Profile:
+    """`profile` with its ranks on the platform's GPUs as --place says (as it is without --place)."""
+    if not args.place:
+        return profile
+    from .platform.topology_text import platform_gpus_per_node
+    from .workload.placement import place, placement
+
+    count = len(platform.gpus())
+    return place(profile, placement(args.place, profile.gpus, count, platform_gpus_per_node(platform)), count)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -278,7 +289,8 @@ def _usage_note(used: int, gpus: int, summary: dict[str, Any] | None = None) -> 
     if nodes > 1 and len(span) == 1:
         per = summary["gpus_per_node"] if summary else 0
         note += (f"; they are all in node {span[0]} of {nodes} (GPUs {span[0] * per}-{span[0] * per + per - 1}), so no "
-                 "traffic crosses the network: a profile's GPU g is the platform's GPU g")
+                 "traffic crosses the network: a profile's GPU g is the platform's GPU g (--place spread puts its "
+                 "ranks round robin over the nodes)")
     return note
 
 
@@ -329,7 +341,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
               "pass --profile to check one on it)")
         _print_buffer_warnings(platform)
         return 0
-    profile = load_profile(profile_path)
+    profile = _placed(args, platform, load_profile(profile_path))
     notes: list[str] = []  # stuck waits only plugin GPUs can end; stuck waits otherwise are refused (exit 2)
     with _on_stuck_waits(lambda w: notes.append(f"note: {w}")):
         check(platform, profile, source=profile_path)
@@ -646,6 +658,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("platform", help="platform YAML file")
         p.add_argument("--profile", help="timing profile (default: the platform's)")
         p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a key, e.g. fabric.latency=700ns")
+        p.add_argument("--place", metavar="PLACEMENT",
+                       help="the platform GPU of each profile GPU (rank): packed (rank r on GPU r, the default), "
+                            "spread (round robin over the nodes) or a list, e.g. 0,8,1,9 (docs/import.md)")
         if name == "run":
             p.add_argument("--out", help="output directory (default: out/PLATFORM-NAME, the name made safe)")
             p.add_argument("--timeout", metavar="DURATION",

@@ -26,6 +26,7 @@ def test_a_profile_inside_one_node_says_nothing_crosses_the_network(cli, tmp_pat
     assert r.returncode == 0, r.stderr
     assert ("note: profile uses 2 of 16 GPUs; the others only serve their memory; they are all in node 0 of 2 "
             "(GPUs 0-7), so no traffic crosses the network") in r.stdout, r.stdout
+    assert "(--place spread puts its ranks round robin over the nodes)" in r.stdout
 
 
 def test_a_profile_across_nodes_gets_the_plain_note(cli, tmp_path):

@@ -7,13 +7,21 @@ from typing import Any
 
 from .units import format_value
 
-__all__ = ["topology_text", "gpus_per_node"]
+__all__ = ["topology_text", "gpus_per_node", "platform_gpus_per_node"]
 
 
 def gpus_per_node(values: dict[str, Any]) -> int:
     """GPUs a node of a packet or flow fabric's multi-node topology (rail, hierarchical); 0 for one node."""
     kind = values.get("topology")
     return max(1, int(values.get(f"{kind}.gpus_per_node", 1))) if kind in ("rail", "hierarchical") else 0
+
+
+def platform_gpus_per_node(platform: Any) -> int:
+    """GPUs a node of `platform`'s packet or flow fabric (gpus_per_node); 0 for one node or another fabric."""
+    for c in platform.components.values():
+        if c.spec.name in ("PacketFabric", "FlowFabric"):
+            return gpus_per_node(c.resolved())
+    return 0
 
 
 def topology_text(values: dict[str, Any], gpus: int) -> str:

@@ -40,7 +40,7 @@ from ..platform import catalog, memory
 from ..platform.credits import credit_checks
 from ..platform.elaborate import Plan, topology_error
 from ..platform.model import Platform
-from ..platform.topology_text import gpus_per_node
+from ..platform.topology_text import platform_gpus_per_node
 from ..workload.flag_check import FlagCheck, StuckWaitWarning, check_flags, outside_note, stuck_error_text, stuck_warning_text
 from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
@@ -239,10 +239,9 @@ def _node_span(platform: Platform, profile: Profile) -> dict[str, Any]:
     """On a multi-node fabric: its nodes, their size and the nodes the profile's GPUs are in (for the summary's note
     on a profile that never leaves one node: a trial imported 8 ranks onto GPUs 0-7 of a 2-node platform, and only
     "profile uses 8 of 16 GPUs" hinted that no byte crossed the network)."""
-    for c in platform.components.values():
-        if c.spec.name in ("PacketFabric", "FlowFabric") and (per := gpus_per_node(c.resolved())):
-            used = sorted({g // per for g in profile.used_gpus()})
-            return {"nodes": len(platform.gpus()) // per, "gpus_per_node": per, "profile_nodes": used}
+    if per := platform_gpus_per_node(platform):
+        used = sorted({g // per for g in profile.used_gpus()})
+        return {"nodes": len(platform.gpus()) // per, "gpus_per_node": per, "profile_nodes": used}
     return {}
 
 
