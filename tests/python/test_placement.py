@@ -34,6 +34,7 @@ def test_the_named_placements():
     assert placement("spread", 8, 16, 8) == [0, 8, 1, 9, 2, 10, 3, 11]   # node r mod 2, its next slot
     assert placement("spread", 4, 32, 8) == [0, 8, 16, 24]               # one rank a node
     assert placement("spread", 4, 8, 0) == [0, 1, 2, 3]                  # one node: packed
+    assert placement("spread", 2, 4, 8) == [0, 1]                        # fewer GPUs than a node: one node
     assert placement("3,2,1,0", 4, 8, 0) == [3, 2, 1, 0]
 
 
@@ -72,6 +73,7 @@ def test_what_moves_with_a_rank():
     b.program(gpu=0, wg=0).compute(ns=100)
     with pytest.raises(ConfigError, match="skew or jitter is drawn per GPU"):
         place(b.build(), [0, 8], 16)
+    assert place(b.build(), [0, 1], 16) == b.build()  # packed, the default, changes nothing and refuses nothing
 
 
 def test_eidola_run_places_with_the_option(tmp_path, cli):

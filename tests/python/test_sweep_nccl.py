@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from eidola.errors import ConfigError
 from eidola.run.perf import Fabrics, run_sizes
 from eidola.run.sweep import sweep
 
@@ -85,9 +86,11 @@ def test_plan_metrics_need_the_nccl_generator_and_a_known_name(tmp_path):
     spec = _spec(tmp_path, "{name: ring_allreduce, gpus: 8, nbytes: 64KiB}", "{seed: [1]}", "nccl_channels")
     row = sweep(spec, out=tmp_path / "a", workers=1).iloc[0]
     assert row["status"] == "error" and row["exit_status"] == 2 and "need the nccl generator" in row["error"]
+    # A name the plans never have is refused with the spec, before any point runs.
     spec = _spec(tmp_path, "{name: nccl, op: all_gather, nbytes: 64KiB}", "{seed: [1]}", "nccl_plan.ringg")
-    row = sweep(spec, out=tmp_path / "b", workers=1).iloc[0]
-    assert row["status"] == "error" and "expected nccl_plan. and one of ring" in row["error"]
+    with pytest.raises(ConfigError, match=r"metrics: nccl_plan.ringg: expected nccl_plan. and one of ring"):
+        sweep(spec, out=tmp_path / "b", workers=1)
+    assert not (tmp_path / "b" / "points").exists()
 
 
 def test_the_fabrics_own_checks_reach_the_table_and_the_log(tmp_path):

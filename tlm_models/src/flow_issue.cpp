@@ -683,6 +683,8 @@ bool FlowFabric::held_further_on(std::uint32_t id, std::uint64_t now) const {
     const double left = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12) + double(f.paced_bytes);
     if (left <= double(std::max<std::uint32_t>(1, f.packet_bytes))) return false;
     const Issuer& is = m_issuers[f.src];
+    // A write whose flow has no rate yet (a parked one fifo_due has just started, before the solve) has carried
+    // nothing: any write sending beside it carried the bytes that reached its place, so it counts as held.
     auto faster = [&](std::uint32_t other) {
         const Flow& g = m_flows[other];
         return other != id && g.trans && g.output == f.output && !g.sent_all && f.rate < g.rate * (1 - 1e-6);

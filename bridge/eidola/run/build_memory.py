@@ -10,6 +10,7 @@ its allocation, and that is reported as MemoryLimitExceeded naming the limit; th
 from __future__ import annotations
 
 import resource
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -35,11 +36,12 @@ def building_within(limit_b: int, what: str) -> Iterator[None]:
 
     Why on top of the current size: the process has mapped cppyy, LLVM and the models (gigabytes of address
     space, mostly untouched); what the build may take is what comes after. Where the cap cannot be set (no
-    /proc, or a lower limit already), the body runs as it is.
+    /proc, or a lower limit already), or where other threads run (a Dask worker's: the cap is the whole process's, and
+    two builds' saves and restores could cross and leave it set), the body runs as it is.
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     now = address_space()
-    cap = None if now is None or limit_b <= 0 else now + limit_b
+    cap = None if now is None or limit_b <= 0 or threading.active_count() > 1 else now + limit_b
     if cap is not None and ((soft != resource.RLIM_INFINITY and soft <= cap) or
                             (hard != resource.RLIM_INFINITY and hard < cap)):
         cap = None

@@ -29,7 +29,7 @@ from ..platform.credits import DOC, buffer_warnings
 if TYPE_CHECKING:
     from .result import Result
 
-__all__ = ["fabric_notes", "SIGNIFICANT_SHARE", "BUSY_SLACK"]
+__all__ = ["fabric_notes", "link_overrun", "SIGNIFICANT_SHARE", "BUSY_SLACK"]
 
 #: The share of the run a link must spend blocked (head-of-line or for credits), or a GPU with its window full, to be
 #: noted.
@@ -58,7 +58,7 @@ def fabric_notes(r: Result) -> list[str]:
     widened past fabric.stats.max_bins; and first, a warning if a link was busier than the run (a fault of the
     fabric model)."""
     notes = []
-    if over := _faster_than_its_links(r):
+    if over := link_overrun(r):
         notes.append(over)
     links = r.links
     if hol := _worst(r, "links", "hol_blocked_ns"):
@@ -152,7 +152,7 @@ def _credit_note(r: Result, i: int, share: float) -> str:
             "under load the credits took longer to come back: a run with a larger buffer says what it cost")
 
 
-def _faster_than_its_links(r: Result) -> str | None:
+def link_overrun(r: Result) -> str | None:
     """A warning when a link of `r` was busy (its wire bytes at its rate) for longer than the run, or one of its lanes
     was. Every workgroup's writes are acknowledged before it finishes (the release at the end of a kernel), so every
     byte has crossed its links by the kernel time: a link busier than that is a fault of the fabric model, not a

@@ -45,7 +45,7 @@ from ..workload.flag_check import FlagCheck, StuckWaitWarning, check_flags, outs
 from ..workload.profile import Profile
 from ..workload.profile_yaml import load_profile
 from . import sysc
-from .build_memory import address_space
+from .build_memory import address_space, building_within
 from .encode import EncodedProfile, encode_profile
 from .plugin_build import PluginBuild, Window, build_plugin
 from .result import Result
@@ -104,8 +104,10 @@ def prepare(platform: Platform, profile: Profile, seed: int, trace: bool = False
     """
     plan = platform.elaborate()
     _check_topologies(platform, plan)
-    encoded = encode_profile(profile, plan, seed=seed)
     memory_b = memory.limit_of(platform.limits)
+    # In this process, before the child exists: as large as the profile, so under the same cap (build_memory.py).
+    with building_within(memory_b, f"profile {profile.name!r} encoded for {platform.name!r}"):
+        encoded = encode_profile(profile, plan, seed=seed)
     wall = platform.limits.get("wall") if wall_s is None else wall_s
     plugins = _build_plugins(plan, wall, memory_b)
     return NativeRun(plan, encoded, trace, plugins, float(platform.limits.get("sim_time", 0.0)), memory_b)

@@ -41,7 +41,7 @@ def placement(spec: str, ranks: int, gpus: int, gpus_per_node: int) -> list[int]
         return list(range(ranks))
     if spec == "spread":
         per = gpus_per_node or gpus
-        nodes = gpus // per
+        nodes = max(1, gpus // per)
         return [(r % nodes) * per + r // nodes for r in range(ranks)]
     try:
         named = [int(x) for x in spec.split(",")]
@@ -63,10 +63,10 @@ def place(profile: Profile, gpus: Sequence[int], count: int) -> Profile:
     if len(gpus) != profile.gpus or len(set(gpus)) != len(gpus) or not all(0 <= g < count for g in gpus):
         raise ConfigError(f"{where}: a placement names one distinct GPU of the {count} for each of its "
                           f"{profile.gpus} GPUs, got {list(gpus)}")
+    if list(gpus) == list(range(profile.gpus)):  # packed: GPU r stays GPU r, what a run does anyway
+        return profile
     if profile.traffic is not None:
         raise ConfigError(f"{where}: its synthetic traffic is over the platform's GPUs already; it cannot be placed")
-    if list(gpus) == list(range(profile.gpus)) and count == profile.gpus:
-        return profile
     var = profile.variability
     if var.skew is not None or var.jitter is not None:
         raise ConfigError(f"{where}: its skew or jitter is drawn per GPU in GPU order; place it before drawing "
@@ -80,7 +80,7 @@ def place(profile: Profile, gpus: Sequence[int], count: int) -> Profile:
     starts = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes[order])]).astype(np.int64)
     pick = np.concatenate([np.arange(table.starts[i], table.starts[i + 1]) for i in order]) if order else \
         np.zeros(0, dtype=np.int64)
-    rows = table.rows[pick].copy()
+    rows = table.rows[pick]  # a copy: fancy indexing
     # A write, read, put or signal names its peer in the row's dst; other ops carry no GPU there.
     addressed = np.array([isinstance(t, (Transfer, Put, Signal)) for t in table.templates], dtype=bool)
     mask = addressed[rows[:, 0]] if len(rows) else np.zeros(0, dtype=bool)

@@ -9,8 +9,9 @@ metrics: [kernel_time_us, busbw_GBps, nccl_channels, nccl_plan.ring, nccl_plan.t
 Unlike the textbook generators, it needs the point's platform: the tuner picks the algorithm, protocol and
 channels from the platform's links and library (`build_collective`), so a sweep over `fabric.nic.bandwidth` or
 `gpus.count` re-tunes at every point, as NCCL would. The point runs the steady state of nccl-tests' loop with the
-host's issue beside it (`steady=True`, one workgroup more per GPU), so its `kernel_time_us` is the time `eidola perf`
-prints for the same platform and size.
+host's issue beside it (`steady=True`, one workgroup more per GPU), on the platform's own fabric, so its
+`kernel_time_us` is the time `eidola perf --fabric` with that fabric prints for the same platform and size (perf's
+`--fabric auto` moves a packet platform's large sizes to the flow fabric; a sweep sets `fabric.model` itself).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def build(platform: Any, params: dict[str, Any]) -> tuple[Any, Any, dict[str, An
     check(params)
     try:
         profile, plan = build_collective(platform, steady=True, **params)
-    except ConfigError as e:
-        raise ConfigError(f"generator.{e}") from None
+    except ConfigError as e:  # build_collective names its option first ("nbytes: ..."); the platform's own say theirs
+        raise ConfigError(f"generator.{e}" if str(e).split(":")[0] in PARAMETERS else str(e)) from None
     chosen = {**params, "gpus": profile.gpus, "plan": {"algo": plan.algo, "proto": plan.proto,
                                                         "channels": plan.channels}}
     return with_host_workgroup(platform), profile, chosen

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .. import nccl_tests
-from ..fabric_notes import fabric_notes
+from ..fabric_notes import fabric_notes, link_overrun
 from ..perf_source import ALGOS, PROTOS
 from ..result import BUS_FACTOR
 from .collective import NAME as NCCL
@@ -58,6 +58,8 @@ class Metric:
 
 
 METRICS: dict[str, Metric] = {}
+#: What nccl_plan.<name> may name: an algorithm or a protocol of the tuner's plans.
+_PLAN_CHOICES = tuple(c for c in (*ALGOS, *PROTOS) if c != "auto")
 _PREFIXES: dict[str, tuple[str, Callable[[Any, MetricContext, str], float]]] = {}
 
 # The factor that turns algorithm bandwidth into bus bandwidth, per generator, as a function of P.
@@ -84,6 +86,9 @@ def check_metrics(names: list[str], where: str) -> bool:
         if name not in METRICS and not any(name.startswith(p) and len(name) > len(p) for p in _PREFIXES):
             raise ConfigError(f"{where}: unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))}, "
                               f"or {', '.join(p + '<name>' for p in _PREFIXES)}")
+    for name in names:
+        if name.startswith("nccl_plan.") and name.removeprefix("nccl_plan.") not in _PLAN_CHOICES:
+            raise ConfigError(f"{where}: {name}: expected nccl_plan. and one of {', '.join(_PLAN_CHOICES)}")
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: a metric is listed twice")
     return any(METRICS[n].needs_trace for n in names if n in METRICS)
@@ -144,10 +149,7 @@ def _plan_channels(res: Any, ctx: MetricContext) -> float:
 
 
 def _plan_uses(res: Any, ctx: MetricContext, name: str) -> float:
-    choice = name.removeprefix("nccl_plan.")
-    choices = [c for c in (*ALGOS, *PROTOS) if c != "auto"]
-    if choice not in choices:
-        raise ConfigError(f"metric {name}: expected nccl_plan. and one of {', '.join(choices)}")
+    choice = name.removeprefix("nccl_plan.")  # a known one: check_metrics refuses the others with the spec
     plan = _plan(ctx)
     return float(choice in (plan["algo"], plan["proto"]))
 
@@ -215,7 +217,7 @@ register_prefix("traffic.", "a figure of res.traffic, by name", _traffic)
 register("fabric_notes", "notes of the fabric's own checks: what limited it, or a link busy past the run "
          "(their texts: the point's log.txt; docs/sweeps.md)", lambda res, ctx: float(len(fabric_notes(res))))
 register("fabric_overrun", "1 where a link was busy longer than the run (a fault of the fabric model: the point's "
-         "time is not a result), else 0", lambda res, ctx: float(any(n.startswith("warning: link") for n in fabric_notes(res))))
+         "time is not a result), else 0", lambda res, ctx: float(link_overrun(res) is not None))
 register("nccl_channels", "the channels the library's tuner gave the collective (nccl generator)", _plan_channels)
 register_prefix("nccl_plan.", "1 where the tuner's plan uses that algorithm or protocol (ring, tree, nvls, "
                 "hierarchical, p2p; LL, LL128, Simple), else 0 (nccl generator)", _plan_uses)
