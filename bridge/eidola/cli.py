@@ -55,23 +55,26 @@ def _overrides(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def _load(args: argparse.Namespace) -> tuple[Platform, Profile]:
+def _load(args: argparse.Namespace) -> tuple[Platform, Profile, list[int] | None]:
+    """The platform, its profile placed as --place says, and that placement (None without --place)."""
     platform = load_platform(args.platform, _overrides(args.set))
     profile_path = args.profile or platform.profile
     if not profile_path:
         raise ConfigError(f"{args.platform}: the platform names no profile; pass --profile")
-    return platform, _placed(args, platform, load_profile(profile_path))
+    return (platform, *_placed(args, platform, load_profile(profile_path)))
 
 
-def _placed(args: argparse.Namespace, platform: Platform, profile: Profile) -> Profile:
-    """`profile` with its ranks on the platform's GPUs as --place says (as it is without --place)."""
+def _placed(args: argparse.Namespace, platform: Platform, profile: Profile) -> tuple[Profile, list[int] | None]:
+    """`profile` with its ranks on the platform's GPUs as --place says, and the GPU of each rank (as it is, and None,
+    without --place)."""
     if not args.place:
-        return profile
+        return profile, None
     from .platform.topology_text import platform_gpus_per_node
     from .workload.placement import place, placement
 
     count = len(platform.gpus())
-    return place(profile, placement(args.place, profile.gpus, count, platform_gpus_per_node(platform)), count)
+    gpus = placement(args.place, profile.gpus, count, platform_gpus_per_node(platform))
+    return place(profile, gpus, count), gpus
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -80,7 +83,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     timeout = _duration(args.timeout, "--timeout") if args.timeout is not None else None
     if args.trace_limit < 0:
         raise ConfigError(f"--trace-limit {args.trace_limit}: expected a number of slices >= 0")
-    platform, profile = _load(args)
+    platform, profile, placement = _load(args)
     out = Path(args.out) if args.out else Path("out") / safe_dir_name(platform.name)
     source = args.profile or platform.profile or ""
     try:  # simulate() warns of a wait nothing can satisfy (run.simulate.check_waits) before it runs: said on stderr
@@ -92,6 +95,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # Why write anything: a deadlock or stall is debugged from what ran up to it (ops.csv, the trace), and a run
         # that left nothing behind had to be repeated with prints (a user trial, 2026-12-07).
         if e.result is not None:
+            if placement is not None:
+                e.result.meta["placement"] = placement
             try:
                 _write_outputs(e.result, out, args, plots=False)
                 e.args = (f"{e}\n  wrote {out}/ with the tables up to the failure (summary.json's failure and "
@@ -99,6 +104,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             except Exception:  # writing what ran is a courtesy: the run's own error is what to report
                 pass
         raise
+    if placement is not None:  # summary.json's "placement": rank r ran on GPU placement[r] (eidola compare reads it)
+        result.meta["placement"] = placement
     _write_outputs(result, out, args, plots=args.plots)
     if args.json:
         print(json.dumps(result.summary, indent=2))
@@ -341,7 +348,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
               "pass --profile to check one on it)")
         _print_buffer_warnings(platform)
         return 0
-    profile = _placed(args, platform, load_profile(profile_path))
+    profile, _ = _placed(args, platform, load_profile(profile_path))
     notes: list[str] = []  # stuck waits only plugin GPUs can end; stuck waits otherwise are refused (exit 2)
     with _on_stuck_waits(lambda w: notes.append(f"note: {w}")):
         check(platform, profile, source=profile_path)

@@ -29,13 +29,18 @@ SPAN_NS = {0: 1400 - 1000, 1: 1900 - 1200, 2: 2400 - 900, 3: 2450 - 1100}
 TRACED_US = 3.0  # the broadcast's duration in the traces below
 
 
-def _run_dir(tmp_path, name="run"):
-    """A run folder holding CHAIN as its op table (and a summary, as compare reads one)."""
+def _run_dir(tmp_path, name="run", placement=None):
+    """A run folder holding CHAIN as its op table (and a summary, as compare reads one); with `placement`, rank r's
+    rows on GPU placement[r] of 16, as `eidola run --place` writes them (peers too)."""
     d = tmp_path / name
     d.mkdir()
-    (d / "summary.json").write_text(json.dumps({"profile": "chain", "gpus": 4}))
+    at = placement or list(range(4))
+    (d / "summary.json").write_text(json.dumps({"profile": "chain", "gpus": 16 if placement else 4,
+                                                **({"placement": placement} if placement else {})}))
     rows = []
-    for g, free, ops in CHAIN:
+    for rank, free, ops in CHAIN:
+        g = at[rank]
+        ops = [(b, e, kind, at[peer] if peer >= 0 else peer) for b, e, kind, peer in ops]
         rows.append((g, 0, 0, 0, free, "compute", -1, "", ""))
         for i, (b, e, kind, peer) in enumerate(ops, start=1):
             flag = "" if kind == "write" else "c1.bc_w0"  # writes carry no flag: the call's next op names it
@@ -92,6 +97,17 @@ def test_every_traced_rank_is_compared_with_its_own_gpu(tmp_path):
     assert c.gpus == (0, 1, 2, 3)
     assert c.traced_us == pytest.approx(TRACED_US + 1.5)  # (3 + 4 + 5 + 6) / 4
     assert c.simulated_us == pytest.approx((400 + 700 + 1500 + 1350) / 4 / 1000)
+
+
+def test_a_placed_run_is_compared_rank_by_rank(tmp_path):
+    """The same run with its ranks on GPUs 0, 8, 1 and 9 of two nodes (--place spread): summary.json's placement maps
+    them back, so each rank is compared with its own span, as unplaced."""
+    traces = [str(_trace(tmp_path, r, 4, dur=TRACED_US + r)) for r in range(4)]
+    [c] = compare_calls(_run_dir(tmp_path, placement=[0, 8, 1, 9]), traces)
+    assert c.gpus == (0, 1, 2, 3)
+    assert c.simulated_us == pytest.approx((400 + 700 + 1500 + 1350) / 4 / 1000)
+    [one] = compare_calls(_run_dir(tmp_path, "one", placement=[0, 8, 1, 9]), [str(_trace(tmp_path, 2, 4))], ranks=4)
+    assert one.gpus == (2,) and one.simulated_us == pytest.approx(SPAN_NS[2] / 1000)
 
 
 def test_cli_warns_when_the_traced_communicator_is_bigger(cli, tmp_path):

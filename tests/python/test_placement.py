@@ -82,6 +82,7 @@ def test_eidola_run_places_with_the_option(tmp_path, cli):
     out = cli("run", RAIL, "--profile", profile, "--set", "fabric.model=flow", "--place", "spread", "--out",
               tmp_path / "run")
     assert out.returncode == 0, out.stderr
-    assert json.loads((tmp_path / "run" / "summary.json").read_text())["profile_nodes"] == [0, 1]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["profile_nodes"] == [0, 1] and summary["placement"] == [0, 8]  # eidola compare reads it
     bad = cli("validate", RAIL, "--profile", profile, "--place", "0,0")
     assert bad.returncode == 2 and "--place 0,0: a GPU is named twice" in bad.stderr and "Traceback" not in bad.stderr

@@ -188,6 +188,9 @@ def compare_calls(run_dir: str | Path, traces: list[str], ranks: int | None = No
     d = Path(run_dir)
     summary = read_summary(d)
     sim = simulated_calls(d)
+    if placement := summary.get("placement"):  # run with --place: rank r ran on GPU placement[r]
+        rank_of = {int(g): r for r, g in enumerate(placement)}
+        sim = {p: {rank_of[g]: ns for g, ns in per.items() if g in rank_of} for p, per in sim.items()}
     report = _import(traces, ranks)
     files = ", ".join(map(str, traces))
     if not report.calls:
