@@ -108,6 +108,19 @@ def test_the_fabrics_own_checks_reach_the_table_and_the_log(tmp_path):
     assert row["busbw_GBps"] <= (16 << 20) / 299.2e-6 / 1e9 * 15 / 16
 
 
+def test_a_packet_platform_runs_large_sizes_on_the_flow_fabric_as_perf_does(tmp_path):
+    # dgx-h100 is a packet platform: perf's --fabric auto runs 64 KiB per packet and 64 MiB as flows, and the
+    # sweep's nccl generator the same (fabric: auto, the default); fabric: packet keeps the small one per packet.
+    spec = _spec(tmp_path, "{name: nccl, op: all_reduce, nbytes: 64KiB}", "{generator.nbytes: [64KiB, 64MiB]}",
+                 "kernel_time_us, flow_fabric", fixed="")
+    table = sweep(spec, out=tmp_path / "out", workers=1)
+    assert table["flow_fabric"].tolist() == [0.0, 1.0]
+    rows = run_sizes(Fabrics(str(REPO / "platforms" / "dgx-h100.yaml"), {}), "all_reduce",
+                     [(64 << 10, 1 << 14), (64 << 20, 1 << 24)], 8)
+    assert [r.fabric for r in rows] == ["packet", "flow"]
+    assert table["kernel_time_us"].tolist() == [r.time_us for r in rows]
+
+
 def test_a_point_whose_collective_does_not_fit_its_memory_limit_is_recorded(tmp_path):
     # Built in the sweep's own process, under the point's limits.memory (run/build_memory.py): 1.5 million ops do
     # not fit 20 MiB; the other point (64 KiB) runs.

@@ -1,17 +1,18 @@
 """The sweep's `nccl` generator: one collective as the platform's library runs it, timed as `eidola perf` times it.
 
 ```yaml
-generator: {name: nccl, op: all_reduce, nbytes: 64MiB}           # algo, proto, channels, gpus, root optional
+generator: {name: nccl, op: all_reduce, nbytes: 64MiB}   # algo, proto, channels, gpus, root, fabric optional
 grid: {generator.nbytes: [1MiB, 16MiB, 256MiB], fabric.nic.bandwidth: [25GB/s, 50GB/s]}
-metrics: [kernel_time_us, busbw_GBps, nccl_channels, nccl_plan.ring, nccl_plan.tree]
+metrics: [kernel_time_us, busbw_GBps, nccl_channels, nccl_plan.ring, nccl_plan.tree, flow_fabric]
 ```
 
 Unlike the textbook generators, it needs the point's platform: the tuner picks the algorithm, protocol and
 channels from the platform's links and library (`build_collective`), so a sweep over `fabric.nic.bandwidth` or
 `gpus.count` re-tunes at every point, as NCCL would. The point runs the steady state of nccl-tests' loop with the
-host's issue beside it (`steady=True`, one workgroup more per GPU), on the platform's own fabric, so its
-`kernel_time_us` is the time `eidola perf --fabric` with that fabric prints for the same platform and size (perf's
-`--fabric auto` moves a packet platform's large sizes to the flow fabric; a sweep sets `fabric.model` itself).
+host's issue beside it (`steady=True`, one workgroup more per GPU), on the fabric perf's `--fabric` would choose
+(`fabric`: auto, the default, runs a packet platform's collectives that write more than perf's AUTO_PACKET_BYTES
+on the flow fabric; packet or flow force one), so its `kernel_time_us` is the time `eidola perf` prints for the same
+platform, size and `--fabric`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ConfigError
-from ..perf import with_host_workgroup
+from ...platform import memory
+from ..build_memory import building_within
+from ..perf import FABRICS, Fabrics, written_bytes
 from ..perf_source import ALGOS, OPS, PROTOS, build_collective
 
 __all__ = ["NAME", "PARAMETERS", "REQUIRED", "check", "build"]
 
 NAME = "nccl"  #: the generator's name in a spec
 #: Its parameters: build_collective's, less the platform and the harness's own.
-PARAMETERS = ("op", "nbytes", "gpus", "algo", "proto", "channels", "root")
+PARAMETERS = ("op", "nbytes", "gpus", "algo", "proto", "channels", "root", "fabric")
 REQUIRED = ("op", "nbytes")
 
 
@@ -38,22 +41,28 @@ def check(params: dict[str, Any]) -> None:
     missing = [k for k in REQUIRED if k not in params]
     if missing:
         raise ConfigError(f"generator: {NAME} needs {', '.join(missing)}")
-    for key, allowed in (("op", OPS), ("algo", ALGOS), ("proto", PROTOS)):
+    for key, allowed in (("op", OPS), ("algo", ALGOS), ("proto", PROTOS), ("fabric", FABRICS)):
         if key in params and params[key] not in allowed:
             raise ConfigError(f"generator.{key}: expected one of {', '.join(allowed)}, got {params[key]!r}")
 
 
-def build(platform: Any, params: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
-    """(the platform with the host's workgroup, the profile, the generator's parameters with what the tuner chose).
+def build(path: str, overrides: dict[str, Any], params: dict[str, Any], what: str) -> tuple[Any, Any, dict[str, Any]]:
+    """(the platform file `path` under the point's `overrides`, on the fabric chosen and with the host's workgroup; the
+    profile; the generator's parameters with what was chosen).
 
-    The returned parameters add `gpus` (the ranks taking part) and `plan` (algo, proto, channels), which the
-    metrics read. Bad values raise ConfigError naming the parameter.
+    The returned parameters add `gpus` (the ranks taking part), `fabric` (the one it runs on) and `plan` (algo,
+    proto, channels), which the metrics read. Bad values raise ConfigError naming the parameter; a profile past the
+    platform's limits.memory raises MemoryLimitExceeded naming `what` (build_memory.py).
     """
     check(params)
+    params = dict(params)
+    fabrics = Fabrics(path, overrides, params.pop("fabric", "auto"))
     try:
-        profile, plan = build_collective(platform, steady=True, **params)
+        with building_within(memory.limit_of(fabrics.base.limits), what):
+            profile, plan = build_collective(fabrics.base, steady=True, **params)
     except ConfigError as e:  # build_collective names its option first ("nbytes: ..."); the platform's own say theirs
         raise ConfigError(f"generator.{e}" if str(e).split(":")[0] in PARAMETERS else str(e)) from None
-    chosen = {**params, "gpus": profile.gpus, "plan": {"algo": plan.algo, "proto": plan.proto,
-                                                        "channels": plan.channels}}
-    return with_host_workgroup(platform), profile, chosen
+    fabric = fabrics.choose(written_bytes(profile))
+    chosen = {**params, "gpus": profile.gpus, "fabric": fabric,
+              "plan": {"algo": plan.algo, "proto": plan.proto, "channels": plan.channels}}
+    return fabrics.harnessed(fabric), profile, chosen

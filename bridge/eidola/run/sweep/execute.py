@@ -117,17 +117,17 @@ def build_point(spec: SweepSpec, values: dict[str, Any]) -> tuple[Any, Any, int,
     _load_profile: Callable[[str], Any] = load_profile  # typed here: the loader itself is not annotated
 
     overrides, generator, seed = point_inputs(spec, values)
-    doc = apply_overrides(spec.platform_doc, overrides, spec.platform_path)
-    platform = platform_from_dict(doc, source=spec.platform_path)
     # Built in the sweep's own process (see _start), so under the point's limits.memory here too.
     what = f"{spec.source}: the point's {generator.get('name') if generator else ''} workload"
-    within = building_within(memory.limit_of(platform.limits), what)
     if generator is not None and generator.get("name") == collective.NAME:
         params = {k: v for k, v in generator.items() if k != "name"}
-        with within:
-            platform, profile, chosen = collective.build(platform, params)
-        generator = {"name": collective.NAME, **chosen}
-    elif generator is not None:
+        # From the file, as perf loads it (its fabric may be switched: perf's --fabric); built under the cap there.
+        platform, profile, chosen = collective.build(str(spec.platform_path), overrides, params, what)
+        return platform, profile, platform.seed if seed is None else seed, {"name": collective.NAME, **chosen}
+    doc = apply_overrides(spec.platform_doc, overrides, spec.platform_path)
+    platform = platform_from_dict(doc, source=spec.platform_path)
+    within = building_within(memory.limit_of(platform.limits), what)
+    if generator is not None:
         params = {k: v for k, v in generator.items() if k != "name"}
         fn = getattr(generators, str(generator["name"]))
         try:
