@@ -67,7 +67,7 @@ def _load(args: argparse.Namespace) -> tuple[Platform, Profile, list[int] | None
 def _placed(args: argparse.Namespace, platform: Platform, profile: Profile) -> tuple[Profile, list[int] | None]:
     """`profile` with its ranks on the platform's GPUs as --place says, and the GPU of each rank (as it is, and None,
     without --place)."""
-    if not args.place:
+    if args.place is None:
         return profile, None
     from .platform.topology_text import platform_gpus_per_node
     from .workload.placement import place, placement
@@ -307,11 +307,18 @@ def _counted(inserted: list[str]) -> str:
     return ", ".join(f"{n} {model}" for model, n in counts.items())
 
 
+def _placement_line(gpus: list[int]) -> str:
+    """--place's map, rank -> GPU, in a line (the first 16 ranks, then how many more)."""
+    pairs = ", ".join(f"{r}->{g}" for r, g in enumerate(gpus[:16]))
+    return f"placement     rank -> GPU: {pairs}" + (f", ... ({len(gpus) - 16} more)" if len(gpus) > 16 else "")
+
+
 def _summary_text(r: Result, out: Path) -> str:
     s = r.summary
     lines = [
         f"{r.name}: {s['gpus']} GPUs on {s['fabric']}, profile {r.profile_name} ({s['profile_ops']} ops)",
         *([note] if (note := _usage_note(s.get("profile_gpus_used", s["gpus"]), s["gpus"], s)) else []),
+        *([_placement_line(s["placement"])] if s.get("placement") else []),
         (f"PARTIAL       stopped at limits.sim_time = {r.kernel_time_ns / 1000:.3f} us with workgroups unfinished"
          if r.partial else f"kernel time   {r.kernel_time_ns / 1000:.3f} us  (critical GPU {r.critical_gpu})"),
         "",

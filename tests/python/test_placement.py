@@ -41,6 +41,7 @@ def test_the_named_placements():
 @pytest.mark.parametrize(("spec", "says"), [
     ("0,0", "a GPU is named twice"), ("0,16", "GPU 16 is not one of the platform's 0-15"),
     ("0,1,2", "names 3 GPUs for the profile's 2"), ("wide", "expected packed, spread or a comma-separated list"),
+    ("", "names 0 GPUs for the profile's 2"),  # an empty --place is not "packed"
 ])
 def test_bad_placements_are_named(spec, says):
     with pytest.raises(ConfigError, match=says):
@@ -82,6 +83,7 @@ def test_eidola_run_places_with_the_option(tmp_path, cli):
     out = cli("run", RAIL, "--profile", profile, "--set", "fabric.model=flow", "--place", "spread", "--out",
               tmp_path / "run")
     assert out.returncode == 0, out.stderr
+    assert "placement     rank -> GPU: 0->0, 1->8" in out.stdout
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["profile_nodes"] == [0, 1] and summary["placement"] == [0, 8]  # eidola compare reads it
     bad = cli("validate", RAIL, "--profile", profile, "--place", "0,0")

@@ -133,6 +133,9 @@ def test_sweep_plot_draws_and_names_bad_columns(tmp_path, write_platform, cli): 
     assert (tmp_path / "out" / "kernel_time_ns-vs-fabric.latency.svg").exists()
     bad = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "busbw")
     assert bad.returncode == 2 and "'busbw'" in bad.stderr and "--y" in bad.stderr and "Traceback" not in bad.stderr
+    text = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "status")  # a user trial: a traceback
+    assert text.returncode == 2 and "--y status: a column of numbers is drawn" in text.stderr, text.stderr
+    assert "Traceback" not in text.stderr
     none = cli("sweep", "plot", tmp_path, "--x", "a", "--y", "b")
     assert none.returncode == 2 and "not a sweep folder" in none.stderr
 

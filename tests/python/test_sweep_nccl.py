@@ -65,6 +65,7 @@ def test_a_point_is_the_time_eidola_perf_prints(tmp_path):
 
 
 @pytest.mark.parametrize(("generator", "metrics", "message"), [
+    ("{name: nccl, op: all_reduce, nbytes: 0}", "kernel_time_us", "generator.nbytes: expected a size of at least 1"),
     ("{name: nccl, op: allreduce, nbytes: 1MiB}", "kernel_time_us",
      "generator.op: expected one of all_reduce"),
     ("{name: nccl, op: all_reduce}", "kernel_time_us", "generator: nccl needs nbytes"),
@@ -74,12 +75,22 @@ def test_a_point_is_the_time_eidola_perf_prints(tmp_path):
      "generator.proto: expected one of auto, LL, LL128, Simple, got 'LL64'"),
 ])
 def test_bad_generator_input_is_named_before_any_point_runs(tmp_path, cli, generator, metrics, message):
-    spec = _spec(tmp_path, generator, "{generator.nbytes: [1MiB]}" if "nbytes" in generator else "{seed: [1]}",
-                 metrics)
+    spec = _spec(tmp_path, generator, "{seed: [1]}", metrics)
     proc = cli("sweep", spec, "--out", tmp_path / "out")
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "nccl-sweep.yaml" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "out" / "points").exists()
+
+
+def test_a_size_runs_as_nccl_tests_counts_it_as_perf_does(tmp_path):
+    # nccl-tests runs 4-byte elements: 7 bytes of all-reduce run as 4 (perf's size column), and busbw is of those 4
+    # bytes; 3 bytes are no element at all, refused before the point runs (a user trial: busbw of 7 B over 4 B's time).
+    spec = _spec(tmp_path, "{name: nccl, op: all_reduce, nbytes: 7}", "{seed: [1]}", "kernel_time_us, algbw_GBps")
+    row = sweep(spec, out=tmp_path / "out", workers=1).iloc[0]
+    assert row["algbw_GBps"] == pytest.approx(4 / (row["kernel_time_us"] * 1e-6) / 1e9, rel=1e-12)
+    spec = _spec(tmp_path, "{name: nccl, op: all_reduce, nbytes: 3}", "{seed: [1]}", "kernel_time_us")
+    row = sweep(spec, out=tmp_path / "three", workers=1).iloc[0]
+    assert row["status"] == "error" and row["exit_status"] == 2 and "3 B is no element of all_reduce" in row["error"]
 
 
 def test_plan_metrics_need_the_nccl_generator_and_a_known_name(tmp_path):

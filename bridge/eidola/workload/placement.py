@@ -44,7 +44,7 @@ def placement(spec: str, ranks: int, gpus: int, gpus_per_node: int) -> list[int]
         nodes = max(1, gpus // per)
         return [(r % nodes) * per + r // nodes for r in range(ranks)]
     try:
-        named = [int(x) for x in spec.split(",")]
+        named = [int(x) for x in spec.split(",")] if spec else []
     except ValueError:
         raise ConfigError(f"{where}: expected packed, spread or a comma-separated list of GPUs") from None
     if len(named) != ranks:

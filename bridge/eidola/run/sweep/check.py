@@ -34,6 +34,8 @@ def _origin(spec: SweepSpec, values: dict[str, Any], message: str, index: int) -
     for key in spec.fixed:
         if key in message:
             return f"set.{key}"
+    if message.startswith("generator"):  # the spec's generator itself, not an axis of it
+        return "generator"
     if not values:
         return "set"
     return f"point {index} (" + ", ".join(f"{k}: {v!r}" for k, v in values.items()) + ")"

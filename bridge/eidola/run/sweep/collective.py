@@ -21,6 +21,7 @@ from typing import Any
 
 from ...errors import ConfigError
 from ...platform import memory
+from .. import nccl_tests
 from ..build_memory import building_within
 from ..perf import FABRICS, Fabrics, written_bytes
 from ..perf_source import ALGOS, OPS, PROTOS, build_collective
@@ -44,6 +45,9 @@ def check(params: dict[str, Any]) -> None:
     for key, allowed in (("op", OPS), ("algo", ALGOS), ("proto", PROTOS), ("fabric", FABRICS)):
         if key in params and params[key] not in allowed:
             raise ConfigError(f"generator.{key}: expected one of {', '.join(allowed)}, got {params[key]!r}")
+    nbytes = params["nbytes"]
+    if type(nbytes) is not int or nbytes < 1:
+        raise ConfigError(f"generator.nbytes: expected a size of at least 1 byte (e.g. 4096 or 1MiB), got {nbytes!r}")
 
 
 def build(path: str, overrides: dict[str, Any], params: dict[str, Any], what: str) -> tuple[Any, Any, dict[str, Any]]:
@@ -51,12 +55,20 @@ def build(path: str, overrides: dict[str, Any], params: dict[str, Any], what: st
     profile; the generator's parameters with what was chosen).
 
     The returned parameters add `gpus` (the ranks taking part), `fabric` (the one it runs on) and `plan` (algo,
-    proto, channels), which the metrics read. Bad values raise ConfigError naming the parameter; a profile past the
+    proto, channels), which the metrics read; `nbytes` is the size nccl-tests runs for the one asked (perf's size
+    column: 7 bytes of all_reduce run as 4). Bad values raise ConfigError naming the parameter; a profile past the
     platform's limits.memory raises MemoryLimitExceeded naming `what` (build_memory.py).
     """
     check(params)
     params = dict(params)
     fabrics = Fabrics(path, overrides, params.pop("fabric", "auto"))
+    # The size nccl-tests runs for it, as perf's rows have it (4-byte elements, a rank's share a multiple of 16 B).
+    ranks = params.get("gpus") or len(fabrics.base.eidolons())
+    size, _ = nccl_tests.columns(str(params["op"]), int(params["nbytes"]), int(ranks))
+    if size < 1:
+        raise ConfigError(f"generator.nbytes: {params['nbytes']} B is no element of {params['op']} on {ranks} GPUs as "
+                          "nccl-tests counts it (4-byte elements; a rank's share a multiple of 16 B): give more")
+    params["nbytes"] = size
     try:
         with building_within(memory.limit_of(fabrics.base.limits), what):
             profile, plan = build_collective(fabrics.base, steady=True, **params)

@@ -43,6 +43,9 @@ def plot_sweep(out: str | Path, x: str, y: str, hue: str | None = None, col: str
     table = read_table(folder)
     for name, what in ((x, "--x"), (y, "--y"), (hue, "--hue"), (col, "--col")):
         _check(table, name, what, folder)
+    if table[y].dtype.kind not in "iuf":
+        raise ConfigError(f"--y {y}: a column of numbers is drawn (a metric); {y!r} holds text "
+                          f"({', '.join(map(str, _order(table[y])[:3]))}, ...): give it as --hue or --col")
     table = table[table["status"] == "ok"]
     if table.empty:
         raise ConfigError(f"{folder}: no point finished ok; nothing to draw")
