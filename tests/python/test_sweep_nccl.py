@@ -66,6 +66,10 @@ def test_a_point_is_the_time_eidola_perf_prints(tmp_path):
 
 @pytest.mark.parametrize(("generator", "metrics", "message"), [
     ("{name: nccl, op: all_reduce, nbytes: 0}", "kernel_time_us", "generator.nbytes: expected a size of at least 1"),
+    ("{name: nccl, op: all_reduce, nbytes: 1MiB, gpus: abc}", "kernel_time_us",
+     "generator.gpus: expected an integer >= 2, GPUs, got 'abc'"),
+    ("{name: nccl, op: all_reduce, nbytes: 1MiB, channels: -1}", "kernel_time_us",
+     "generator.channels: expected an integer >= 0"),
     ("{name: nccl, op: allreduce, nbytes: 1MiB}", "kernel_time_us",
      "generator.op: expected one of all_reduce"),
     ("{name: nccl, op: all_reduce}", "kernel_time_us", "generator: nccl needs nbytes"),

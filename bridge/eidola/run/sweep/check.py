@@ -34,8 +34,8 @@ def _origin(spec: SweepSpec, values: dict[str, Any], message: str, index: int) -
     for key in spec.fixed:
         if key in message:
             return f"set.{key}"
-    if message.startswith("generator"):  # the spec's generator itself, not an axis of it
-        return "generator"
+    if message.startswith("generator"):  # the spec's generator itself, not an axis of it: the message names it
+        return ""
     if not values:
         return "set"
     return f"point {index} (" + ", ".join(f"{k}: {v!r}" for k, v in values.items()) + ")"
@@ -115,8 +115,8 @@ def check_points(spec: SweepSpec, points: list[Point]) -> None:
                 _check_fits(spec, overrides, seed, generator, counts)
         except ConfigError as e:
             message = str(e).removeprefix(f"{spec.source}: ")
-            raise ConfigError(f"{spec.source}: {_origin(spec, point.values, message, point.index)}: {message}") \
-                from None
+            origin = _origin(spec, point.values, message, point.index)
+            raise ConfigError(f"{spec.source}: {origin + ': ' if origin else ''}{message}") from None
     if profile_path is not None:
         try:
             load_profile(profile_path)

@@ -48,6 +48,10 @@ def check(params: dict[str, Any]) -> None:
     nbytes = params["nbytes"]
     if type(nbytes) is not int or nbytes < 1:
         raise ConfigError(f"generator.nbytes: expected a size of at least 1 byte (e.g. 4096 or 1MiB), got {nbytes!r}")
+    for key, least, what in (("gpus", 2, "GPUs"), ("channels", 0, "channels (0: the tuner's count)"),
+                             ("root", 0, "the root GPU")):
+        if key in params and (type(params[key]) is not int or params[key] < least):
+            raise ConfigError(f"generator.{key}: expected an integer >= {least}, {what}, got {params[key]!r}")
 
 
 def build(path: str, overrides: dict[str, Any], params: dict[str, Any], what: str) -> tuple[Any, Any, dict[str, Any]]:
