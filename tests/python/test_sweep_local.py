@@ -129,7 +129,11 @@ def test_sweep_plot_draws_and_names_bad_columns(tmp_path, write_platform, cli): 
     r = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "kernel_time_ns",
             "--hue", "gpus.memory.latency", "--col", "seed")
     assert r.returncode == 0, r.stderr
+    assert "note: each point" not in r.stderr  # every axis drawn
     assert (tmp_path / "out" / "kernel_time_ns-vs-fabric.latency.png").stat().st_size > 1000
+    mean = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "kernel_time_ns")
+    assert mean.returncode == 0 and ("note: each point is the mean over gpus.memory.latency, seed (the min-max range "
+                                     "shaded); draw them apart with --hue or --col") in mean.stderr, mean.stderr
     assert (tmp_path / "out" / "kernel_time_ns-vs-fabric.latency.svg").exists()
     bad = cli("sweep", "plot", tmp_path / "out", "--x", "fabric.latency", "--y", "busbw")
     assert bad.returncode == 2 and "'busbw'" in bad.stderr and "--y" in bad.stderr and "Traceback" not in bad.stderr

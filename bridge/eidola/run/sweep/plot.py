@@ -26,6 +26,21 @@ def _check(table: pandas.DataFrame, name: str | None, what: str, out: Path) -> N
         raise ConfigError(f"{out}/sweep.parquet: no column {name!r} for {what}; columns: {', '.join(table.columns)}")
 
 
+def averaged_axes(out: str | Path, x: str, hue: str | None = None, col: str | None = None) -> list[str]:
+    """The sweep's axes that a plot of `x` (with `hue`, `col`) averages over: those with more than one value among
+    the points that finished ok, other than the three drawn (spec.json names the axes; none without it)."""
+    import json
+
+    folder = Path(out)
+    try:
+        axes = json.loads((folder / "spec.json").read_text())["axes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    table = read_table(folder)
+    table = table[table["status"] == "ok"]
+    return [a for a in axes if a not in (x, hue, col) and a in table.columns and table[a].nunique() > 1]
+
+
 def plot_sweep(out: str | Path, x: str, y: str, hue: str | None = None, col: str | None = None,
                output: str | Path | None = None) -> list[Path]:
     """Draws `y` against `x` from the sweep in folder `out`; writes PNG and SVG (default: out/<y>-vs-<x>).
