@@ -645,11 +645,11 @@ def _int_list(text: str | None, option: str) -> list[int]:
 
 
 def _cmd_sweep_plot(args: argparse.Namespace) -> int:
-    from .run.sweep.plot import averaged_axes, plot_sweep
+    from .run.sweep.plot import plot_sweep
 
-    written = plot_sweep(args.directory, args.x, args.y, hue=args.hue, col=args.col, output=args.output)
+    written, averaged = plot_sweep(args.directory, args.x, args.y, hue=args.hue, col=args.col, output=args.output)
     print("wrote " + ", ".join(str(p) for p in written))
-    if averaged := averaged_axes(args.directory, args.x, hue=args.hue, col=args.col):
+    if averaged:
         # A user trial read busbw averaged over 1 MiB and 256 MiB as one curve: say what each point stands for.
         print(f"note: each point is the mean over {', '.join(averaged)} (the min-max range shaded); draw "
               f"{'them' if len(averaged) > 1 else 'it'} apart with --hue or --col", file=sys.stderr)

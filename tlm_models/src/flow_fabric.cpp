@@ -385,7 +385,7 @@ bool FlowFabric::shares_window_turns(const Flow& f) const {
 // injection queue), and those sent and not yet answered (its rate times its round trip, at most what it has sent).
 FlowFabric::Outstanding FlowFabric::outstanding(const Flow& g, std::uint64_t now) const {
     if (g.rate == FlowSolver::kUnlimited) return {};
-    const double unsent = std::max(0.0, g.remaining - g.rate * double(now - g.anchor_ps) * 1e-12) + double(g.paced_bytes);
+    const double unsent = g.unsent_at(now);
     return {unsent, std::min(g.rate * double(g.round_trip_ps) * 1e-12, std::max(0.0, double(g.bytes) - unsent))};
 }
 
@@ -1017,7 +1017,7 @@ void FlowFabric::solve_rates(std::uint64_t now) {
                    },
                    [&](std::uint32_t id) {
                        Flow& f = m_flows[id];
-                       f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
+                       f.remaining = f.remaining_at(now);
                        f.anchor_ps = now;
                        set_rate(f, m_solver.rate(id));
                        // A queued write's last phase ends when its output queue has sent it (fifo_due), not

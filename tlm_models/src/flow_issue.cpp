@@ -653,7 +653,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
         // packet fabric (from within 3%): the shares of the writes behind it had carried as many early. So only
         // the link's bins get them, now (docs/fabrics.md, "What it reports").
         const std::uint32_t link = m_incasts[std::size_t(f.incast)].link;
-        const double left = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12) + double(f.paced_bytes);
+        const double left = f.unsent_at(now);
         m_late_busy.push_back({link, now, left * f.incast_weight * 1e12 / m_busy[link].bytes_per_s});
     }
     deliver_queued(f, last, last_starts);
@@ -680,7 +680,7 @@ void FlowFabric::fifo_due(std::uint32_t id) {
 bool FlowFabric::held_further_on(std::uint32_t id, std::uint64_t now) const {
     const Flow& f = m_flows[id];
     if (f.rate == FlowSolver::kUnlimited) return false;
-    const double left = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12) + double(f.paced_bytes);
+    const double left = f.unsent_at(now);
     if (left <= double(std::max<std::uint32_t>(1, f.packet_bytes))) return false;
     const Issuer& is = m_issuers[f.src];
     // A write whose flow has no rate yet (a parked one fifo_due has just started, before the solve) has carried
@@ -707,7 +707,7 @@ void FlowFabric::deliver_queued(Flow& f, std::uint64_t last, std::uint64_t last_
 bool FlowFabric::carry_on(std::uint32_t id, std::uint64_t now) {
     Flow& f = m_flows[id];
     if (f.rate == FlowSolver::kUnlimited) return false;
-    f.remaining = std::max(0.0, f.remaining - f.rate * double(now - f.anchor_ps) * 1e-12);
+    f.remaining = f.remaining_at(now);
     f.anchor_ps = now;
     if (f.remaining < kIssuedBytes && !f.paced_bytes) return false;
     if (f.rate > 0) book_finish(id, now + std::uint64_t(std::ceil(f.remaining * 1e12 / f.rate)));

@@ -119,6 +119,12 @@ private:
         // some of its packets at once: those go first as a burst, which only the links limit; the
         // rest then go paced by the windows too, with the weights in `paced`.
         std::uint64_t paced_bytes = 0;   // bytes left for the paced phase after the burst (0: none)
+        /// Its payload bytes not yet sent at `now` of the phase under way (at its rate since anchor_ps; not
+        /// with an unlimited rate), and with the paced phase's still to come.
+        double remaining_at(std::uint64_t now) const {
+            return std::max(0.0, remaining - rate * double(now - anchor_ps) * 1e-12);
+        }
+        double unsent_at(std::uint64_t now) const { return remaining_at(now) + double(paced_bytes); }
         tlm::tlm_generic_payload* trans = nullptr;
         std::uint32_t dst = 0;
         // Its pair's routes (m_routes), there and back, found once when it starts: the n x n index

@@ -219,7 +219,7 @@ register("fabric_notes", "notes of the fabric's own checks: what limited it, or 
 register("fabric_overrun", "1 where a link was busy longer than the run (a fault of the fabric model: the point's "
          "time is not a result), else 0", lambda res, ctx: float(link_overrun(res) is not None))
 register("flow_fabric", "1 where the point ran on the flow fabric (the nccl generator's fabric: auto may choose it), "
-         "else 0", lambda res, ctx: float(res.summary.get("fabric") == "FlowFabric"))
+         "else 0", lambda res, ctx: float(res.meta.get("fabric") == "FlowFabric"))
 register("nccl_channels", "the channels the library's tuner gave the collective (nccl generator)", _plan_channels)
 register_prefix("nccl_plan.", "1 where the tuner's plan uses that algorithm or protocol (ring, tree, nvls, "
                 "hierarchical, p2p; LL, LL128, Simple), else 0 (nccl generator)", _plan_uses)

@@ -26,24 +26,22 @@ def _check(table: pandas.DataFrame, name: str | None, what: str, out: Path) -> N
         raise ConfigError(f"{out}/sweep.parquet: no column {name!r} for {what}; columns: {', '.join(table.columns)}")
 
 
-def averaged_axes(out: str | Path, x: str, hue: str | None = None, col: str | None = None) -> list[str]:
-    """The sweep's axes that a plot of `x` (with `hue`, `col`) averages over: those with more than one value among
-    the points that finished ok, other than the three drawn (spec.json names the axes; none without it)."""
+def _averaged(table: pandas.DataFrame, folder: Path, drawn: tuple[str | None, ...]) -> list[str]:
+    """The sweep's axes (spec.json names them; none without it) with more than one value among `table`'s points,
+    other than the `drawn` ones: what each plotted point averages over."""
     import json
 
-    folder = Path(out)
     try:
         axes = json.loads((folder / "spec.json").read_text())["axes"]
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    table = read_table(folder)
-    table = table[table["status"] == "ok"]
-    return [a for a in axes if a not in (x, hue, col) and a in table.columns and table[a].nunique() > 1]
+    return [a for a in axes if a not in drawn and a in table.columns and table[a].nunique() > 1]
 
 
 def plot_sweep(out: str | Path, x: str, y: str, hue: str | None = None, col: str | None = None,
-               output: str | Path | None = None) -> list[Path]:
-    """Draws `y` against `x` from the sweep in folder `out`; writes PNG and SVG (default: out/<y>-vs-<x>).
+               output: str | Path | None = None) -> tuple[list[Path], list[str]]:
+    """Draws `y` against `x` from the sweep in folder `out`; writes PNG and SVG (default: out/<y>-vs-<x>). Returns
+    the files written and the axes each point averages over (those not drawn that vary).
 
     Points that did not finish ok are left out. Rows that share x, hue and col (another axis, such
     as the seed) are averaged, with their min-max range shaded. A numeric x is placed by value (on a log scale
@@ -94,4 +92,4 @@ def plot_sweep(out: str | Path, x: str, y: str, hue: str | None = None, col: str
     for path in written:
         fig.savefig(path)
     plt.close(fig)
-    return written
+    return written, _averaged(table, folder, (x, hue, col))

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..builder import ProfileBuilder
 
 __all__ = ["SCHEDULES", "Prim", "Geometry", "geometry", "ring", "broadcast", "reduce", "local_ns", "pipeline_chunk",
-           "shrunk_chunk"]
+           "shrunk_chunk", "chunk_loops"]
 
 #: One primitive: (receives, sends, local bytes per data byte, block(p, i, k) -> the block it moves)
 Prim = tuple[bool, bool, int, Callable[[Ints, int, int], Ints]]
@@ -175,6 +175,12 @@ def shrunk_chunk(proto: Protocol, S: int, C: int, rounds: tuple[tuple[int, int],
     return chunk
 
 
+def chunk_loops(S: int, C: int, chunk: int) -> int:
+    """Loops of the largest of C channels' parts of S bytes in `chunk`-byte chunks, one unit each (at least one)."""
+    largest = -(-S // C)
+    return max(1, -(-largest // chunk))
+
+
 def pipeline_chunk(proto: Protocol, S: int, C: int) -> int:
     """RCCL's Simple chunk for the ring broadcast and reduce (``computeCollChunkInfo`` in ``src/enqueue.cc``, patterns
     PipelineFrom and PipelineTo; NCCL had it up to 2.19): from one step (512 KiB) halve while the S bytes hold fewer
@@ -192,8 +198,7 @@ def _chain(b: ProfileBuilder, op: str, S: int, orders: list[list[int]], proto: P
     C, k = len(orders), len(orders[0])
     geo = geometry(op, proto, S, C, 1)
     if library == "rccl" and not proto.flag_in_data:  # a loop is one chunk, one unit (SLICESTEPS 1)
-        largest = -(-S // C)  # the largest channel part
-        geo.loops = max(1, -(-largest // pipeline_chunk(proto, S, C)))
+        geo.loops = chunk_loops(S, C, pipeline_chunk(proto, S, C))
     order = np.array(orders, dtype=np.int64)
     conn = Conn(b, name, proto, geo.unit_steps, C)
     ns_per_byte = C / mem_bw * 1e9

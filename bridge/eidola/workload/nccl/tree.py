@@ -17,7 +17,7 @@ import numpy as np
 
 from .fifo import Conn, across, multi_primitive, primitive, proxy_start, split, unit_passes
 from .protocols import Protocol
-from .ring import geometry, local_ns, shrunk_chunk
+from .ring import chunk_loops, geometry, local_ns, shrunk_chunk
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
@@ -141,9 +141,8 @@ def dtree_allreduce(b: ProfileBuilder, S: int, chains: list[list[int]], nodes: i
     C, g = len(chains), len(chains[0])
     parents, children = dtree_links(chains, nodes, trees)
     geo = geometry("broadcast", proto, S, C, 1)
-    if library == "rccl" and not proto.flag_in_data:
-        largest = -(-S // C)  # the largest channel part; a loop is one chunk, one unit (SLICESTEPS 1)
-        geo.loops = max(1, -(-largest // tree_simple_chunk(proto, S, C, g, nodes)))
+    if library == "rccl" and not proto.flag_in_data:  # a loop is one chunk, one unit (SLICESTEPS 1)
+        geo.loops = chunk_loops(S, C, tree_simple_chunk(proto, S, C, g, nodes))
     up = [Conn(b, f"{prefix}tree_up{j}", proto, geo.unit_steps, C) for j in range(3)]
     down = [Conn(b, f"{prefix}tree_down{j}", proto, geo.unit_steps, C) for j in range(3)]
     ns_per_byte = C / mem_bw * 1e9
