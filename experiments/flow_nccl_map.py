@@ -9,7 +9,8 @@ against the other before running the flow fabric alone at gigabytes. These are r
 names (tests/python/test_flow_validation.py, test_flow_nccl.py).
 
 Writes flow_nccl_map.csv beside this file and prints the table docs/fabrics.md quotes.
-Run: .venv/bin/python experiments/flow_nccl_map.py [--jobs 2] [--table-only]
+Run: .venv/bin/python experiments/flow_nccl_map.py [--jobs 2] [--table-only] [--platform NAME ...]
+(--platform re-measures those platforms only and replaces their rows, keeping the others.)
 """
 
 from __future__ import annotations
@@ -71,12 +72,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--table-only", action="store_true", help="print the table from the CSV without measuring")
+    ap.add_argument("--platform", action="append", choices=PLATFORMS,
+                    help="re-measure this platform only, keeping the CSV's other rows (repeatable)")
     args = ap.parse_args()
     if not args.table_only:
         from eidola.workload.nccl import OPS
+        chosen = args.platform or PLATFORMS
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(series, platform, op) for platform in PLATFORMS for op in OPS]
-            write_rows(CSV, [row for future in futures for row in future.result()], FIELDS)
+            futures = {(platform, op): pool.submit(series, platform, op) for platform in chosen for op in OPS}
+            fresh = {key: future.result() for key, future in futures.items()}
+        kept: dict[tuple[str, str], list[dict[str, object]]] = {}
+        if args.platform:
+            with CSV.open(newline="") as f:
+                for r in csv.DictReader(f):
+                    kept.setdefault((r["platform"], r["op"]), []).append(dict(r))
+        # Platform by platform, op by op, in the script's order, whichever run measured them.
+        write_rows(CSV, [row for platform in PLATFORMS for op in OPS
+                         for row in fresh.get((platform, op), kept.get((platform, op), []))], FIELDS)
     with CSV.open(newline="") as f:
         print(table(list(csv.DictReader(f))))
 

@@ -140,6 +140,26 @@ def test_cross_rail_goes_through_a_spine(write_platform, model):
 
 
 @pytest.mark.parametrize("model", ["packet", "flow"])
+def test_pxn_crosses_the_node_to_the_peers_rail_instead_of_a_spine(write_platform, model):
+    # NCCL's PXN (fabric.rail.pxn): n0.gpu0 -> n1.gpu1 (GPU 0 -> GPU 5, rail 0 -> rail 1) goes over the node's link to
+    # n0.gpu1, the GPU on rail 1, then n0.nic1 -> rail1 -> n1.nic1 -> gpu5; the spines stay idle though there are
+    # two. Zero load: link, PCIe, NIC, NIC, PCIe. A same-rail write (GPU 2 -> GPU 6) keeps its own NIC.
+    res = eidola.simulate(_platform(write_platform, model, extra={"fabric.rail.pxn": True}),
+                          _writes([(0, 5), (2, 6)], 256))
+    path = [(0, 1), (1, FIRST_NIC + 1), (FIRST_NIC + 1, FIRST_RAIL + 1), (FIRST_RAIL + 1, FIRST_NIC + 4 + 1),
+            (FIRST_NIC + 4 + 1, 5)]
+    for src, dst in path + [(2, FIRST_NIC + 2), (FIRST_NIC + 2, FIRST_RAIL + 2)]:
+        assert _link(res, src, dst)["bytes"] == 256, (src, dst)
+    spines = res.links[(res.links["src"] >= FIRST_SPINE) | (res.links["dst"] >= FIRST_SPINE)]
+    assert len(spines) == 2 * 2 * 4 and int(spines["wire_bytes"].sum()) == 0
+    assert _link(res, 0, FIRST_NIC)["bytes"] == 0
+    there = _zero_load_ns([(256 + HDR, 64e9, 100.0), (256 + HDR, *PCIE), (256 + NIC_HDR, *NIC),
+                           (256 + NIC_HDR, *NIC), (256 + HDR, *PCIE)])
+    assert res.pairs[(res.pairs["src"] == 0) & (res.pairs["dst"] == 5)][0]["latency_mean_ns"] == pytest.approx(
+        there, abs=2e-3)
+
+
+@pytest.mark.parametrize("model", ["packet", "flow"])
 def test_spreading_alternates_the_spines(write_platform, model):
     # 8,192 bytes cross rails as 32 GPU packets in 2 network packets: with routing.spread the rail
     # switch alternates its two spines, 16 packets and 4,096 bytes each; the headers stay 2 x 78.

@@ -45,6 +45,7 @@ TopologySpec PacketFabricParams::topology_spec() const {
     spec.gpus_per_node = std::uint32_t(is_rail ? rail.gpus_per_node.get() : hierarchical.gpus_per_node.get());
     spec.intra = is_rail ? rail.intra.get() : hierarchical.intra.get();
     spec.spines = std::uint32_t(is_rail ? rail.spines.get() : hierarchical.spines.get());
+    spec.pxn = is_rail && rail.pxn.get();
     // A rail's NIC and network links carry the NIC's headers per network packet; hierarchical's
     // carry the GPU's per packet.
     const std::uint32_t network_header = is_rail ? std::uint32_t(rail.header.get()) : spec.link.header;

@@ -237,16 +237,17 @@ void Topology::build_rail(const TopologySpec& spec) {
             framed(m_first_rail + r, m_first_spine + s, spec.network);
             framed(m_first_spine + s, m_first_rail + r, spec.network);
         }
-    route_rail(per, nics, spec.spines, switched);
+    route_rail(per, nics, spec.spines, switched, spec.pxn);
 }
 
 // Rail routes, by rule rather than by search (a search would send cross-rail traffic through
 // other GPUs, which a node's GPU links do not forward): inside a node over its own links; to
 // another node through the GPU's NIC to its rail switch, then straight to the destination's NIC
 // if it is on the same rail, else up to any spine (the equal-cost choices routing.spread
-// spreads over) and down the destination's rail. Without spines, cross-rail traffic first
+// spreads over) and down the destination's rail. Without spines, or with `pxn` (NCCL's PXN: the
+// library hands the data to the local GPU nearest the NIC the peer uses), cross-rail traffic first
 // crosses the source node to the GPU of the destination's rail, which forwards it to its NIC.
-void Topology::route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched) {
+void Topology::route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched, bool pxn) {
     m_route_first.assign(std::size_t(m_nodes) * m_gpus, 0);
     m_route_count.assign(std::size_t(m_nodes) * m_gpus, 0);
     m_route_links.reserve(std::size_t(m_nodes) * m_gpus + std::size_t(nics) * m_gpus * spines);
@@ -256,14 +257,14 @@ void Topology::route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t s
         throw std::logic_error("topology: missing link on a rail route");
     };
     auto rail_of = [&](std::uint32_t g) { return (g % per) * nics / per; };
-    // The first GPU of a node's NIC r: it forwards cross-rail traffic when there are no spines.
+    // The first GPU of a node's NIC r: it forwards cross-rail traffic when there are no spines, or under PXN.
     auto first_on = [&](std::uint32_t node, std::uint32_t r) { return node * per + (r * per + nics - 1) / nics; };
     auto nic_node = [&](std::uint32_t node, std::uint32_t r) { return m_first_nic + node * nics + r; };
     // Towards GPU `d` from somewhere inside node `n` (GPU `from`, or the switch): the next node.
     auto inside = [&](std::uint32_t n, std::uint32_t from, std::uint32_t d) -> std::int64_t {
         std::uint32_t target = d;
         if (d / per != n) {
-            if (spines > 0 || (from < m_gpus && rail_of(from) == rail_of(d))) return -1;  // out through its NIC
+            if ((spines > 0 && !pxn) || (from < m_gpus && rail_of(from) == rail_of(d))) return -1;  // out through its NIC
             target = first_on(n, rail_of(d));
             if (target == from) return -1;
         }

@@ -40,7 +40,9 @@ def topology_text(values: dict[str, Any], gpus: int) -> str:
     nics = int(values.get("nic.count", 0)) or per
     line = (f"{head}, {nics} NIC(s) per node at {format_value(nic_bw, 'bandwidth')} on {nics} rail switch(es), "
             f"{spines} spine(s)")
-    if spines:
+    if values.get("rail.pxn"):
+        line += " (cross-rail traffic by PXN: through the GPU on the peer's rail and its NIC, never a spine)"
+    elif spines:
         down, up = nodes * nic_bw, spines * net_bw  # what a rail switch's NICs bring against its spine links
         line += f"; a rail switch has {format_value(up, 'bandwidth')} up for {format_value(down, 'bandwidth')} of NICs"
         line += f" ({down / up:.2f}:1 oversubscribed)" if down > up else " (not oversubscribed)"

@@ -102,6 +102,7 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
             f"# nThread 1 nGpus {gpus}, sizes of {o.compare} ({log.tool}, {log.column} column)",
             f"# collectives: {SOURCE}.build_collective; {config}",
             f"# fabric: {fabrics.rule()}",
+            *_network_line(fabrics.base, gpus),
             "# time: one simulation per size of a call in nccl-tests' back-to-back loop: max(host cost, "
             "launch gap + kernel); "
             f"algbw = size / time (GB/s = 1e9 B/s), busbw = algbw x {_factor_text(o.op, gpus)}",
@@ -120,6 +121,20 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
         plot_perf(o.plot, rows, f"{o.op}, {fabrics.base.name}, {gpus} GPUs", measured,
                   f"measured ({Path(o.compare).name})" if o.compare else "measured")
     return rows
+
+
+def _network_line(platform: Any, gpus: int) -> list[str]:
+    """For a rail network the collective crosses: how its cross-rail traffic goes (`fabric.rail.pxn`), since NCCL
+    and RCCL differ there and the spines matter only without PXN. Empty for one node or another topology."""
+    fabric = platform.components.get("fabric")
+    v = fabric.resolved() if fabric is not None else {}
+    if v.get("topology") != "rail" or gpus <= int(v["rail.gpus_per_node"]):
+        return []
+    if v["rail.pxn"] or not int(v["rail.spines"]):
+        why = "by PXN (fabric.rail.pxn: NCCL's default)" if v["rail.pxn"] else "with no spines"
+        return [f"# network: cross-rail traffic {why}: to the GPU on the peer's rail, out through its NIC"]
+    return [f"# network: cross-rail traffic over the {v['rail.spines']} spine(s) from the sender's own NIC "
+            "(fabric.rail.pxn false: RCCL's default; NCCL's default is PXN)"]
 
 
 #: The collective's parameter names in its errors, and the options that give them.

@@ -132,6 +132,7 @@ def build_topology(values: dict[str, Any]) -> tuple[Any, str | None]:
     spec.gpus_per_node = int(values[f"{group}.gpus_per_node"])
     spec.intra = str(values[f"{group}.intra"])
     spec.spines = int(values[f"{group}.spines"])
+    spec.pxn = rail and bool(values["rail.pxn"])
     # A rail's NIC and network links carry the NIC's headers per network packet, hierarchical's the GPU's.
     network_header = int(values["nic.header"]) if rail else int(values["link.header"])
     link(spec.nic, values["nic.bandwidth"], values["nic.latency"], network_header, 1)

@@ -240,6 +240,11 @@ struct PacketFabricParams : ParamGroup {
                         "rail: spine switches, each linked to every rail switch (0: rails only; cross-rail traffic "
                         "then crosses the source node to the GPU on the destination's rail first)",
                         0, 1 << 16};
+        /// PXN routing.
+        BoolParam pxn{group, "rail.pxn", false,
+                      "rail: cross-rail traffic between nodes crosses the source node to the GPU on the destination's "
+                      "rail and leaves through its NIC, as NCCL's PXN sends it (NCCL_PXN_DISABLE=0, its default); "
+                      "false: out through the source GPU's own NIC and over a spine (RCCL's default)"};
         /// NICs per node.
         IntParam nics{group, "nic.count", 0,
                       "rail: NICs per node, dividing rail.gpus_per_node; GPU i of a node uses NIC "

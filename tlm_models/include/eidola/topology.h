@@ -44,6 +44,9 @@ struct TopologySpec {
     std::uint32_t gpus_per_node = 8;       ///< hierarchical, rail: GPUs per node
     std::string intra = "fully_connected"; ///< hierarchical, rail: inside a node, fully_connected or switch
     std::uint32_t spines = 1;              ///< hierarchical, rail: spine switches (rail: 0 allowed)
+    /// rail: cross-rail traffic between nodes crosses the source node to the GPU on the destination's rail
+    /// and leaves through that GPU's NIC (NCCL's PXN), instead of going up the spines.
+    bool pxn = false;
     LinkParams nic;                        ///< hierarchical: GPU NIC to its node's leaf; rail: NIC to its rail switch
     LinkParams network;                    ///< hierarchical: leaf to spine; rail: rail switch to spine
     std::uint32_t nics = 0;                ///< rail: NICs per node (0: one per GPU)
@@ -92,7 +95,7 @@ private:
     /// or (no switch: `intra_switch` < 0) to every other GPU of the node; hierarchical and rail share it.
     void add_intra_links(std::uint32_t n, std::uint32_t i, std::uint32_t per, std::int64_t intra_switch,
                          const LinkParams& link);
-    void route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched);
+    void route_rail(std::uint32_t per, std::uint32_t nics, std::uint32_t spines, bool switched, bool pxn);
     void route_shortest();
     void route_dimension_order(std::uint32_t x, std::uint32_t y, bool torus, bool bidirectional);
 
