@@ -124,6 +124,26 @@ def test_one_inter_node_write_takes_the_zero_load_latency(write_platform, model,
 
 
 @pytest.mark.parametrize("model", ["packet", "flow"])
+def test_pcie_header_is_its_own_on_the_gpu_to_nic_hop(write_platform, model):
+    # nic.pcie.header 26 B (a 64-bit memory write TLP: 16 B header, 2 B sequence number, 4 B LCRC, 4 B framing): the
+    # 40 GPU packets of 10,000 bytes n0.gpu3 -> n1.gpu3 carry 26 B each on both PCIe hops, the GPU links keep their
+    # 16 B (n0.gpu0 -> n0.gpu1), the NIC links their 78 B per network packet. A 256-byte write's zero-load latency
+    # takes 282 B on each PCIe hop.
+    S, PCIE_HDR = 10_000, 26
+    plat = _platform(write_platform, model, extra={"fabric.nic.pcie.header": f"{PCIE_HDR}B"})
+    res = eidola.simulate(plat, _writes([(3, 7), (0, 1)], S))
+    nic0, rail, nic1 = FIRST_NIC + 3, FIRST_RAIL + 3, FIRST_NIC + 4 + 3
+    for src, dst in ((3, nic0), (nic1, 7)):
+        assert _link(res, src, dst)["wire_bytes"] == S + 40 * PCIE_HDR
+    assert _link(res, 0, 1)["wire_bytes"] == S + 40 * HDR
+    assert _link(res, nic0, rail)["wire_bytes"] == S + math.ceil(S / MTU) * NIC_HDR
+    one = eidola.simulate(plat, _writes([(3, 7)], 256))
+    there = _zero_load_ns([(256 + PCIE_HDR, *PCIE), (256 + NIC_HDR, *NIC), (256 + NIC_HDR, *NIC),
+                           (256 + PCIE_HDR, *PCIE)])
+    assert one.pairs[0]["latency_mean_ns"] == pytest.approx(there, abs=2e-3)
+
+
+@pytest.mark.parametrize("model", ["packet", "flow"])
 def test_cross_rail_goes_through_a_spine(write_platform, model):
     # n0.gpu0 -> n1.gpu1 (GPU 0 -> GPU 5): rail 0 up to a spine, down rail 1; without spreading
     # the first spine (spine0) takes it all. Zero load: PCIe, NIC, network, network, NIC, PCIe.

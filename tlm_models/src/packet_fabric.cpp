@@ -53,7 +53,9 @@ TopologySpec PacketFabricParams::topology_spec() const {
     spec.network = LinkParams{hierarchical.network_bandwidth.get(), hierarchical.network_latency.get().value(),
                               network_header, 1};
     spec.nics = std::uint32_t(rail.nics.get());
-    spec.pcie = LinkParams{rail.pcie_bandwidth.get(), rail.pcie_latency.get().value(), spec.link.header, 1};
+    const std::uint64_t pcie_header = rail.pcie_header.get();
+    spec.pcie = LinkParams{rail.pcie_bandwidth.get(), rail.pcie_latency.get().value(),
+                           pcie_header ? std::uint32_t(pcie_header) : spec.link.header, 1};
     spec.nic_mtu = is_rail ? std::uint32_t(rail.mtu.get()) : 0;
     spec.switches = std::uint32_t(custom.switches.get());
     spec.edges = custom.edges.get();

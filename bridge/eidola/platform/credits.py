@@ -25,7 +25,7 @@ from . import units
 if TYPE_CHECKING:
     from .model import Component, Platform
 
-__all__ = ["LinkCredits", "credit_checks", "buffer_warnings", "FABRICS"]
+__all__ = ["LinkCredits", "credit_checks", "buffer_warnings", "FABRICS", "pcie_header"]
 
 FABRICS = ("PacketFabric", "FlowFabric")  #: the models whose routers hold fabric.switch.buffer
 DOC = 'docs/router.md, "Buffers and credits"'
@@ -123,6 +123,12 @@ class LinkCredits:
                 f"{self.advice()} ({DOC}).{flow}")
 
 
+def pcie_header(values: dict[str, Any]) -> int:
+    """Bytes a rail's GPU-to-NIC (PCIe) link adds per GPU packet: `nic.pcie.header`, or the GPU link's header when it
+    is 0 (PacketFabricParams::topology_spec's rule)."""
+    return int(values.get("nic.pcie.header", 0)) or int(values["link.header"])
+
+
 def _ns(seconds: float) -> str:
     return f"{seconds * 1e9:.4g} ns"
 
@@ -205,7 +211,7 @@ def _fabric_checks(platform: Platform, c: Component, v: dict[str, Any], payload:
     if topology == "rail":
         mtu = int(v.get("nic.mtu", 0))
         return [kind("link", *link, _both(("gpu", "gpu"), ("gpu", "intra"))),
-                kind("nic.pcie", v["nic.pcie.bandwidth"], v["nic.pcie.latency"], v["link.header"], _both(("gpu", "nic"))),
+                kind("nic.pcie", v["nic.pcie.bandwidth"], v["nic.pcie.latency"], pcie_header(v), _both(("gpu", "nic"))),
                 kind("nic", v["nic.bandwidth"], v["nic.latency"], v["nic.header"], _both(("nic", "rail")), mtu),
                 kind("network", v["network.bandwidth"], v["network.latency"], v["nic.header"],
                      _both(("rail", "spine")), mtu)]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError
+from ..platform.credits import pcie_header
 from ..platform.model import SocketRef
 from ..platform.plugin import PluginSpec
 from .encode import PROGRAM_DTYPE
@@ -138,7 +139,7 @@ def build_topology(values: dict[str, Any]) -> tuple[Any, str | None]:
     link(spec.nic, values["nic.bandwidth"], values["nic.latency"], network_header, 1)
     link(spec.network, values["network.bandwidth"], values["network.latency"], network_header, 1)
     spec.nics = int(values["nic.count"])
-    link(spec.pcie, values["nic.pcie.bandwidth"], values["nic.pcie.latency"], values["link.header"], 1)
+    link(spec.pcie, values["nic.pcie.bandwidth"], values["nic.pcie.latency"], pcie_header(values), 1)
     spec.nic_mtu = int(values["nic.mtu"]) if rail else 0
     spec.switches = int(values["custom.switches"])
     spec.edges = str(values["custom.edges"])

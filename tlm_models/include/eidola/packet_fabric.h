@@ -253,6 +253,12 @@ struct PacketFabricParams : ParamGroup {
         /// GPU to NIC.
         BandwidthParam pcie_bandwidth{group, "nic.pcie.bandwidth", 64e9,
                                       "rail: each GPU's own link to its NIC (PCIe), per direction", 1e3, 1e18};
+        /// GPU to NIC: bytes added per GPU packet.
+        SizeParam pcie_header{group, "nic.pcie.header", 0,
+                              "rail: bytes added to each GPU packet on a GPU's link to its NIC: a PCIe memory "
+                              "write's TLP header, sequence number, LCRC and framing, 26B for a 64-bit address (0: "
+                              "link.header, the GPU link's; PCIe has no header-free packet)",
+                              0, 1 << 20};
         /// GPU to NIC.
         TimeParam pcie_latency{group, "nic.pcie.latency", 0, "rail: latency of a GPU's link to its NIC (PCIe)", 0,
                                1.0};
