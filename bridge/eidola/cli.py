@@ -381,6 +381,22 @@ def _print_buffer_warnings(platform: Platform) -> None:
         print(line)
 
 
+def _import_library(args: argparse.Namespace) -> Any:
+    """`import --algorithm nccl`'s collectives library: the --platform's (`nccl.System`); None for the textbook
+    algorithms, which take no platform."""
+    if args.algorithm != "nccl":
+        if args.platform is not None or args.set:
+            raise ConfigError(f"--platform and --set are for --algorithm nccl; --algorithm {args.algorithm} builds "
+                              "the textbook schedule on no platform")
+        return None
+    if args.platform is None:
+        raise ConfigError("--algorithm nccl: give --platform PLATFORM.yaml, whose library, channels and nodes build "
+                          "the collectives")
+    from .workload.nccl import System
+
+    return System.of(load_platform(args.platform, _overrides(args.set)))
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     report_text = ""
     if args.source == "timestamps":
@@ -388,16 +404,18 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
         profile = import_timestamps(args.file, name=args.name)
     else:
+        library = _import_library(args)
+        workgroups = args.workgroups if args.workgroups is not None else library.channels if library else 1
         if args.source == "kineto":
             from .workload.importers.kineto import import_kineto
 
-            profile, report = import_kineto(args.files, args.name, args.algorithm, args.workgroups, args.compute,
-                                            args.wait, ranks=args.ranks)
+            profile, report = import_kineto(args.files, args.name, args.algorithm, workgroups, args.compute,
+                                            args.wait, ranks=args.ranks, library=library)
         else:
             from .workload.importers.chakra import import_chakra, warnings_of
 
-            profile, report = import_chakra(args.files, args.name, args.algorithm, args.workgroups, args.wait,
-                                            ranks=args.ranks, comm_groups=args.comm_groups)
+            profile, report = import_chakra(args.files, args.name, args.algorithm, workgroups, args.wait,
+                                            ranks=args.ranks, comm_groups=args.comm_groups, library=library)
             for line in warnings_of(report):  # also in the report, under "assumed"
                 print(f"eidola import: warning: {line}", file=sys.stderr)
         report_text = report.text()
@@ -742,8 +760,16 @@ def _parser() -> argparse.ArgumentParser:
                        else "one Chakra ET per rank, in rank order")
         k.add_argument("-o", "--output", required=True, help="profile YAML file to write (the report goes beside it)")
         k.add_argument("--name", help="profile name (default: the first file's stem)")
-        k.add_argument("--algorithm", default="ring", choices=("ring", "direct"), help="collective algorithm")
-        k.add_argument("--workgroups", type=int, default=1, help="workgroups per stream or thread")
+        k.add_argument("--algorithm", default="ring", choices=("ring", "direct", "nccl"),
+                       help="collective algorithm: the textbook ring or direct schedule, or nccl: as the --platform's "
+                       "library (NCCL or RCCL) runs each collective (docs/import.md)")
+        k.add_argument("--platform", metavar="PLATFORM.yaml",
+                       help="with --algorithm nccl: the platform whose library, channels and nodes build the collectives")
+        k.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="with --platform: override one of its parameters (as eidola run --set)")
+        k.add_argument("--workgroups", type=int, default=None,
+                       help="workgroups per stream or thread (default 1; with --algorithm nccl, the platform's "
+                       "collectives.channels)")
         k.add_argument("--wait", default="syncmon", choices=("syncmon", "poll", "spin_yield"), help="wait mode")
         k.add_argument("--ranks", type=int, metavar="N",
                        help="replicate the one trace given as N symmetric ranks (SPMD: every rank runs this program)")

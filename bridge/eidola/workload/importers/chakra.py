@@ -23,12 +23,15 @@ import io
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ProfileError
 from ...inputs import read_input, read_input_gz
 from ..profile import Profile
 from .timeline import Coll, Item, Lane, Report, build_profile, check_ranks, check_workgroups, replicate
+
+if TYPE_CHECKING:
+    from ..nccl.system import System
 
 __all__ = ["import_chakra", "warnings_of"]
 
@@ -254,10 +257,11 @@ class _Rank:
 
 def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int = 1,
                   mode: str = "syncmon", ranks: int | None = None,
-                  comm_groups: str | None = None) -> tuple[Profile, Report]:
+                  comm_groups: str | None = None, library: System | None = None) -> tuple[Profile, Report]:
     """Import one Chakra ET per rank (rank = position); return the profile and the report of what was done.
 
-    algorithm: of the collectives (where a kind has it); workgroups: per lane; mode: of every wait;
+    algorithm: of the collectives (where a kind has it; "nccl": as `library`, the platform's collectives library,
+    runs them, `nccl_calls`); workgroups: per lane; mode: of every wait;
     ranks: replicate the one ET given as this many symmetric ranks (comm_size is kept as written);
     comm_groups: a JSON file {pg_name: [ranks]}; a COMM_COLL then runs among its pg_name's ranks.
     Warnings (also in the report's assumptions) are `warnings_of(report)`.
@@ -303,7 +307,7 @@ def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "r
     try:
         profile = build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode,
                                 report, dict(enumerate(paths)) if ranks is None else
-                                {r: f"{paths[0]} (replica {r})" for r in lanes}, align=False)
+                                {r: f"{paths[0]} (replica {r})" for r in lanes}, align=False, library=library)
     except ProfileError as e:
         if not merged:
             raise

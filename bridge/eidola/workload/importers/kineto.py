@@ -28,12 +28,15 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ProfileError, cut
 from ...inputs import read_input_gz
 from ..profile import Profile
 from .timeline import Coll, Item, Lane, Report, build_profile, check_ranks, check_workgroups, replicate
+
+if TYPE_CHECKING:
+    from ..nccl.system import System
 
 __all__ = ["import_kineto", "DTYPE_BYTES"]
 
@@ -478,10 +481,12 @@ def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
 
 
 def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int = 1,
-                  compute: str = "device", mode: str = "syncmon", ranks: int | None = None) -> tuple[Profile, Report]:
+                  compute: str = "device", mode: str = "syncmon", ranks: int | None = None,
+                  library: System | None = None) -> tuple[Profile, Report]:
     """Import one Kineto trace per rank; return the profile and the report of what was done.
 
-    algorithm: of the collectives (where a kind has it); workgroups: per lane (stream or thread);
+    algorithm: of the collectives (where a kind has it; "nccl": as `library`, the platform's collectives library,
+    runs them, `nccl_calls`); workgroups: per lane (stream or thread);
     compute: "device" (GPU kernels) or "host" (CPU ops, for CPU-only traces); mode: of every wait;
     ranks: replicate the one trace given as this many symmetric ranks (`replicate`).
     """
@@ -528,4 +533,4 @@ def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "r
         report.assume("lanes (streams, threads) are replayed independently: waits between them are kept as traced "
                       "gaps")
     return (build_profile(name or Path(paths[0]).name.split(".")[0], lanes, workgroups, algorithm, mode, report,
-                          sources), report)
+                          sources, library=library), report)

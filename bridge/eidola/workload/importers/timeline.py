@@ -25,7 +25,9 @@ from itertools import combinations
 from ...errors import ProfileError
 from ..builder import ProfileBuilder
 from ..collectives import KINDS
+from ..nccl.system import System
 from ..profile import Profile
+from . import nccl_calls
 
 __all__ = ["Coll", "Item", "Lane", "Report", "build_profile", "check_ranks", "check_workgroups", "replicate", "BOUNDARY_FLAG",
            "STREAM_FLAG"]
@@ -259,12 +261,22 @@ def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report,
 
 
 def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algorithm: str, mode: str,
-                  report: Report, sources: dict[int, str] | None = None, align: bool = True) -> Profile:
+                  report: Report, sources: dict[int, str] | None = None, align: bool = True,
+                  library: System | None = None) -> Profile:
     """Build the profile: rank order is GPU order, lane i of a rank runs on workgroups [i*W, (i+1)*W).
 
     sources: the file of each rank, for messages. align: align the ranks' clocks on their first common
     collective (traces of real clocks); False where every rank's times count from one zero (Chakra).
+    library: with algorithm "nccl", the platform's collectives library (`nccl.System`), which then builds each
+    collective it can as it runs it (`nccl_calls`).
     """
+    if algorithm == "nccl":
+        if library is None:
+            raise ProfileError("import: --algorithm nccl needs --platform: the library's collectives depend on the "
+                               "platform (channels, protocols, nodes)")
+        if len(lanes) > library.gpus:
+            raise ProfileError(f"import: {len(lanes)} ranks but the --platform has {library.gpus} GPUs; expected a "
+                               "platform with a GPU per rank (--set gpus.count=N)")
     ranks = sorted(lanes)
     gpu = {r: i for i, r in enumerate(ranks)}
     calls = _match(ranks, lanes, report, sources or {})
@@ -399,7 +411,9 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                     for o, orank in row:  # every member reaches its traced start, then the collective begins
                         advance(orank, where[id(o)][1], o.start + shift[orank])
                         wait_for(orank, where[id(o)][1], o)
-                    _emit(b, row, where, gpu, workgroups, algorithm, mode, report)
+                    if not (library is not None and nccl_calls.append(b, row, where, gpu, workgroups, library, report)):
+                        _emit(b, row, where, gpu, workgroups, "ring" if algorithm == "nccl" else algorithm, mode,
+                              report)
                     for o, orank in row:
                         oli = where[id(o)][1]
                         boundary(orank, oli)

@@ -18,11 +18,12 @@ forms (rail-local rings, the double binary tree) and network steps pay the proxy
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...errors import ConfigError, ProfileError
 from ..builder import ProfileBuilder
 from . import harness, hier, nvls, p2p, ring, tree, tuner
+from .placed import PlacedBuilder
 from .protocols import protocol
 from .system import System
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ...platform.model import Platform
     from ..profile import Profile
 
-__all__ = ["OPS", "P2P_OPS", "ROOTED", "Plan", "build_collective", "System"]
+__all__ = ["OPS", "P2P_OPS", "ROOTED", "Plan", "build_collective", "plan_of", "append_call", "PlacedBuilder", "System"]
 
 #: The collectives, by their nccl-tests names.
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "reduce", "sendrecv", "gather",
@@ -84,10 +85,7 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         raise ConfigError(f"gpus: expected an integer from 2 to the platform's {sys.gpus} GPUs, got {gpus!r}")
     if op in ROOTED and (type(root) is not int or not 0 <= root < k):
         raise ConfigError(f"root: expected a GPU from 0 to {k - 1} (the {op}'s root), got {root!r}")
-    if op in P2P_OPS:
-        plan = _p2p_plan(sys, op, nbytes, k, algo, proto, channels)
-    else:
-        plan = Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
+    plan = plan_of(sys, op, nbytes, k, algo, proto, channels)
     extra = harness.EXTRA_WORKGROUPS if calls > 1 else harness.STEADY_WORKGROUPS if steady else 0
     b = ProfileBuilder(gpus=k, workgroups=plan.channels + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
     if calls > 1:
@@ -103,6 +101,25 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
     if steady:
         harness.host_floor(b, k, plan.channels, sys.host_call_ns, sys.launch_ns)
     return b.build(), plan
+
+
+def plan_of(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto: str = "auto",
+            channels: int = 0) -> Plan:
+    """How `op` of `nbytes` runs on k GPUs of `sys`: the tuner's choice, or the point-to-point rules (`_p2p_plan`),
+    with `algo`, `proto` and `channels` forced where not "auto" / 0. Bad values raise ConfigError naming them."""
+    if op in P2P_OPS:
+        return _p2p_plan(sys, op, nbytes, k, algo, proto, channels)
+    return Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
+
+
+def append_call(b: ProfileBuilder | PlacedBuilder, sys: System, op: str, nbytes: int, k: int, plan: Plan, prefix: str,
+                root: int = 0) -> None:
+    """Append one call of `op` as `plan` runs it on ranks 0..k-1, channel c on workgroup c (or where a
+    `placed.PlacedBuilder` puts them), its flags and buffers named with `prefix`; the kernel alone, with no host
+    or launch (`harness`)."""
+    # A PlacedBuilder offers the part of ProfileBuilder the builders use, mapped (placed.py): typed as the builder
+    # it stands for, rather than a protocol threaded through every module.
+    _emit(cast(ProfileBuilder, b), sys, op, nbytes, k, plan, prefix, root)
 
 
 def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Plan, prefix: str, root: int) -> None:

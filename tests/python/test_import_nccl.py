@@ -1,0 +1,139 @@
+"""Imported collectives as the platform's library runs them (`eidola import ... --algorithm nccl --platform P`,
+workload/importers/nccl_calls.py), against `eidola perf`'s own build of the same collective and a NIC bound.
+
+An imported collective starts at its traced start and ends with the lane's kernel boundary (a local signal and
+polls of a local flag, every 50 ns), so its simulated span is the library's kernel (`build_collective` with no
+harness, the kernel `eidola perf` times) plus that boundary: at most a poll interval and two memory accesses.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from test_import import SHARED
+
+import eidola
+from eidola.workload.importers.timeline import Coll, Item, Lane, Report, build_profile
+from eidola.workload.nccl import System, build_collective
+
+MIB = 1 << 20
+START = 1000  # ns: a compute phase before the collective on every rank
+BOUNDARY_NS = 50 + 2 * 150  # one poll interval and two of the platforms' 150 ns memory accesses
+
+
+def _lanes(ranks: int, kind: str, nbytes: int, group: tuple[int, ...] | None = None) -> dict[int, list[Lane]]:
+    group = tuple(range(ranks)) if group is None else group
+    return {r: [Lane("stream 7", [Item(0, START)] + ([Item(START, 2 * START, Coll(kind, nbytes, group, kind))]
+                                                    if r in group else []))] for r in range(ranks)}
+
+
+def _import(plat, lanes, workgroups: int, algorithm: str = "nccl"):
+    report = Report()
+    library = System.of(plat) if algorithm == "nccl" else None
+    return build_profile("t", lanes, workgroups, algorithm, "syncmon", report, library=library), report
+
+
+def test_an_imported_all_reduce_takes_the_librarys_time_across_nodes(repo):
+    # Two dgx-h100-rail nodes, 64 MiB: NCCL's ring (rail-local rings through both nodes). A ring all-reduce sends
+    # 2 (k - 1) / k of S out of each node, over its 8 NICs at 50 GB/s x 4096 / (4096 + 42): a bound the time is
+    # above. The importer's textbook ring on one workgroup leaves each node through one NIC (docs/import.md).
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
+    S = 64 * MIB
+    lib = System.of(plat)
+    profile, report = _import(plat, _lanes(16, "all_reduce", S), lib.channels)
+    (line,) = [k for k in report.imported if k.startswith("all_reduce")]
+    kernel, plan = build_collective(plat, "all_reduce", S)
+    assert line == f"all_reduce (NCCL {plan.algo} {plan.proto}, 16 ranks)"
+    span = eidola.simulate(plat, profile).kernel_time_ns - START
+    alone = eidola.simulate(plat, kernel).kernel_time_ns
+    assert alone <= span <= alone + BOUNDARY_NS, (span, alone)
+    nic_bound_ns = 2 * 15 / 16 * S / (8 * 50e9 * 4096 / 4138) * 1e9
+    assert span >= nic_bound_ns
+    textbook, _ = _import(plat, _lanes(16, "all_reduce", S), 1, "ring")
+    assert eidola.simulate(plat, textbook).kernel_time_ns - START > 2 * span
+
+
+@pytest.mark.parametrize("op, kind", [("all_reduce", "all_reduce"), ("alltoall", "all_to_all"),
+                                      ("all_gather", "all_gather"), ("broadcast", "broadcast")])
+def test_a_collective_of_the_second_node_on_the_second_lane_runs_as_on_the_first(repo, op, kind):
+    # Ranks 8-15 (node 1 of dgx-h100-rail) from their second lane's workgroups: the same GPUs' worth of links as
+    # node 0's, so the same time as `build_collective` on GPUs 0-7, to the picosecond.
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
+    S = MIB
+    kernel, plan = build_collective(plat, op, S, gpus=8)
+    lanes = _lanes(16, kind, S, tuple(range(8, 16)))
+    for r in range(8, 16):
+        lanes[r].insert(0, Lane("stream 1", [Item(0, START)]))  # the collective's lane is the second
+    profile, report = _import(plat, lanes, plan.channels)
+    assert report.imported[f"{kind} (NCCL {plan.algo} {plan.proto}, 8 ranks)"] == 1
+    res = eidola.simulate(plat, profile)
+    assert res.kernel_time_ns - START == pytest.approx(eidola.simulate(plat, kernel).kernel_time_ns,
+                                                        abs=BOUNDARY_NS)
+    assert (res.gpus["bytes_sent"][:8] == 0).all()  # node 0 only computes
+
+
+def test_channels_are_capped_at_the_lanes_workgroups(repo):
+    # switch-8gpu: the tuner runs 1 MiB on 16 channels; a lane of 4 workgroups runs it on 4, as NCCL_MAX_NCHANNELS=4
+    # would, and takes the time of build_collective forced to 4 channels.
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml")
+    assert build_collective(plat, "all_reduce", MIB)[1].channels == 16
+    kernel, plan = build_collective(plat, "all_reduce", MIB, channels=4)
+    profile, report = _import(plat, _lanes(8, "all_reduce", MIB), 4)
+    assert report.imported[f"all_reduce (NCCL {plan.algo} {plan.proto}, 8 ranks)"] == 1
+    span = eidola.simulate(plat, profile).kernel_time_ns - START
+    alone = eidola.simulate(plat, kernel).kernel_time_ns
+    assert alone <= span <= alone + BOUNDARY_NS
+
+
+@pytest.mark.parametrize("kind, group, why", [
+    ("all_reduce", (0, 8), "neither one node's nor whole nodes"),   # one GPU of each node
+    ("barrier", None, "no barrier in the model"),
+])
+def test_what_the_model_cannot_run_takes_the_textbook_ring_and_says_so(repo, kind, group, why):
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
+    profile, report = _import(plat, _lanes(16, kind, 4096, group), 4)
+    k = len(group or range(16))
+    assert report.imported[f"{kind} ({KIND_ALGO[kind]}, {k} ranks)"] == 1
+    assert any("textbook ring" in a and why in a for a in report.assumed), report.assumed
+    assert eidola.simulate(plat, profile).kernel_time_ns > START
+
+
+KIND_ALGO = {"all_reduce": "ring", "barrier": "direct"}
+
+
+def test_an_all_to_all_needs_a_workgroup_per_peer(repo):
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml")
+    _, report = _import(plat, _lanes(8, "all_to_all", MIB), 4)
+    assert report.imported["all_to_all (direct, 8 ranks)"] == 1
+    assert any("no workgroups enough" in a for a in report.assumed)
+
+
+def _cli(*args: str):
+    return subprocess.run([sys.executable, "-m", "eidola", "import", "kineto", *args], capture_output=True, text=True)
+
+
+def test_cli_nccl_import_of_the_shared_trace(repo, tmp_path):
+    out = tmp_path / "nccl8.yaml"
+    trace = str(SHARED / "nccl_data.json.gz")
+    r = _cli(trace, "--ranks", "8", "--algorithm", "nccl", "--platform", str(repo / "platforms" / "dgx-h100.yaml"),
+             "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "nccl8.import.txt").read_text()
+    assert "all_reduce (NCCL nvls Simple, 8 ranks)" in text and "broadcast (NCCL ring" in text
+    lib = System.of(eidola.load_platform(repo / "platforms" / "dgx-h100.yaml"))
+    assert eidola.load_profile(out).workgroups % lib.channels == 0  # the channel count per lane, by default
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--algorithm", "nccl"], "give --platform"),
+    (["--platform", "platforms/dgx-h100.yaml"], "--platform and --set are for --algorithm nccl"),
+    (["--algorithm", "nccl", "--platform", "platforms/dgx-h100.yaml", "--set", "gpus.count=4"],
+     "8 ranks but the --platform has 4 GPUs"),
+])
+def test_cli_nccl_import_refuses_what_it_cannot_build(repo, tmp_path, args, says):
+    trace = str(SHARED / "nccl_data.json.gz")
+    r = _cli(trace, "--ranks", "8", *[str(repo / a) if a.startswith("platforms/") else a for a in args],
+             "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
