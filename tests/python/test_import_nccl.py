@@ -137,3 +137,27 @@ def test_cli_nccl_import_refuses_what_it_cannot_build(repo, tmp_path, args, says
     r = _cli(trace, "--ranks", "8", *[str(repo / a) if a.startswith("platforms/") else a for a in args],
              "-o", str(tmp_path / "x.yaml"))
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def _send_lanes(ranks: int, src: int, dst: int, nbytes: int) -> dict[int, list[Lane]]:
+    lanes = {r: [Lane("stream 7", [Item(0, START)])] for r in range(ranks)}
+    lanes[src][0].items.append(Item(START, 2 * START, Coll("send", nbytes, (src, dst), "send")))
+    lanes[dst][0].items.append(Item(START, 2 * START, Coll("send", nbytes, (dst, src), "recv", recv=True)))
+    return lanes
+
+
+@pytest.mark.parametrize("dst, S, payload_Bps", [
+    (9, 16 * MIB, 50e9 * 4096 / (4096 + 42)),   # the other node, rail 1: by PXN through GPU 1 and its NIC, at its rate
+    (3, 64 * MIB, 18 * 25e9 * 256 / (256 + 54)),  # inside the node: GPU 0's 18 NVLink lanes into the NVSwitch
+])
+def test_a_matched_send_runs_as_ncclsend_on_its_channels(repo, dst, S, payload_Bps):
+    # From GPU 0: nccl-tests' send/recv plan for one peer (24 channels, Simple), at least the bytes at the path's
+    # payload rate and within 30% of it (the proxy steps, the FIFO's fill and drain: a channel's 1/24 of 16 MiB is
+    # under two 512 KiB units, so inside the node, where the wire takes 45 us, the size is 64 MiB).
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
+    profile, report = _import(plat, _send_lanes(16, 0, dst, S), 24)
+    assert report.imported["send (NCCL p2p Simple, 2 ranks)"] == 1
+    res = eidola.simulate(plat, profile)
+    span, bound = res.kernel_time_ns - START, S / payload_Bps * 1e9
+    assert bound <= span <= 1.3 * bound, (span, bound)
+    assert int(res.gpus["bytes_received"][dst]) >= S

@@ -2,11 +2,13 @@
 
 `timeline.build_profile` hands each matched collective here first. Where the library's model can run it, it is
 built by `workload.nccl` as `eidola perf` builds it (the tuner's algorithm, protocol and channels for its size on
-the collective's ranks, its FIFOs, protocols and proxy costs), on the ranks' GPUs and on the workgroups of the lane
-each rank launched it from (`nccl.PlacedBuilder`), with no launch or host cost of its own: the trace's gaps hold
-those. Where the model cannot run it, the importer's textbook ring runs it instead and the report says why:
+the collective's ranks, its FIFOs, protocols and proxy costs; a matched send/recv as one ncclSend and ncclRecv
+pair, `p2p.send`, on the channels and protocol of nccl-tests' send/recv for its size), on the ranks' GPUs and on
+the workgroups of the lane each rank launched it from (`nccl.PlacedBuilder`), with no launch or host cost of its
+own: the trace's gaps hold those. Where the model cannot run it, the importer's textbook ring runs it instead, and
+the report says why:
 
-- barriers and single sends (the model has no barrier, and its send/recv is nccl-tests' ring shift);
+- barriers (the model has none);
 - a group that is neither inside one node nor whole nodes in rank order (the model's rings and trees follow the
   platform's nodes: ranks g..g+k-1 from a node's first GPU);
 - fewer workgroups per lane than the call needs (an all-to-all needs one per peer): `--workgroups`.
@@ -17,10 +19,12 @@ with this algorithm), as NCCL caps them at ``NCCL_MAX_NCHANNELS``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ...errors import ConfigError
 from .. import nccl
+from ..nccl import p2p
+from ..nccl.protocols import protocol
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
@@ -30,7 +34,7 @@ __all__ = ["append", "OPS"]
 
 #: the importer's collective kinds that the library's model runs, by their nccl-tests names
 OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
-       "all_to_all": "alltoall", "broadcast": "broadcast"}
+       "all_to_all": "alltoall", "broadcast": "broadcast", "send": "sendrecv"}
 
 
 def append(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tuple[int, int]], gpu: dict[int, int],
@@ -39,7 +43,10 @@ def append(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tupl
     the report) where it cannot, for the caller's textbook schedule."""
     first = row[0][0].coll
     assert first is not None
-    order = sorted(row, key=lambda x: x[1])
+    if first.kind == "send":  # sender first
+        order = sorted(row, key=lambda x: bool(x[0].coll and x[0].coll.recv))
+    else:
+        order = sorted(row, key=lambda x: x[1])
     members = [gpu[r] for _, r in order]
     k = len(members)
     why = _cannot(first.kind, members, library)
@@ -56,8 +63,14 @@ def append(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tupl
     root = members.index(gpu[first.root]) if first.root in gpu and gpu[first.root] in members else 0
     wgs = [[where[id(it)][1] * W + c for c in range(W)] for it, _ in order]
     prefix = b.next_prefix()
-    nccl.append_call(nccl.PlacedBuilder(b, members, wgs), library, OPS[first.kind], max(first.nbytes, 1), k, plan,
-                     prefix, root)
+    placed = nccl.PlacedBuilder(b, members, wgs)
+    if first.kind == "send":
+        g = library.gpus_per_node or library.gpus
+        p2p.send(cast("ProfileBuilder", placed), max(first.nbytes, 1), plan.channels,
+                 protocol(plan.proto, library.library), p2p.P2P_CHUNK[library.link_type], prefix,
+                 int(members[0] // g != members[1] // g), library.proxy_ns, library.proxy_launch_ns)
+    else:
+        nccl.append_call(placed, library, OPS[first.kind], max(first.nbytes, 1), k, plan, prefix, root)
     report.imported[f"{first.kind} ({library.library.upper()} {plan.algo} {plan.proto}, {k} ranks)"] += 1
     report.calls.append((prefix, first.kind, first.nbytes, {gpu[r]: it.end - it.start for it, r in order}))
     report.groups[prefix] = (first.traced_size or len(first.group),
@@ -70,6 +83,8 @@ def _cannot(kind: str, members: list[int], library: nccl.System) -> str:
     if kind not in OPS:
         return f"no {kind} in the model"
     k = len(members)
+    if kind == "send":
+        return ""  # a pair: any two GPUs, inside a node or across
     g = library.gpus_per_node or library.gpus
     if k <= g and len({m // g for m in members}) == 1:
         return ""

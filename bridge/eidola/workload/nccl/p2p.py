@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ..builder import ProfileBuilder
     from ..bulk import ProgramSet
 
-__all__ = ["alltoall", "sendrecv", "gather", "scatter", "P2P_CHUNK", "P2P_LL_THRESHOLD", "per_peer_channels"]
+__all__ = ["alltoall", "sendrecv", "send", "gather", "scatter", "P2P_CHUNK", "P2P_LL_THRESHOLD", "per_peer_channels"]
 
 #: p2p chunk, bytes of data per FIFO unit: link type -> size (NVLink 512 KiB, else 128 KiB)
 P2P_CHUNK = {"nvlink": 512 * 1024, "xgmi": 512 * 1024, "pcie": 128 * 1024, "network": 128 * 1024}
@@ -101,7 +101,25 @@ def _rooted(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: i
     data = split(split(S, k, peer), m, j)  # the peer's share of S, on its m slices
     # Gather: the peers send and the root receives; scatter: the other way.
     sender, receiver, ps_send, ps_recv = (peer, at_root, ps_peer, ps_root) if to_root else (at_root, peer, ps_root, ps_peer)
-    conn = Conn(b, f"{prefix}p2p", proto, 1, W)
+    _one_way(b, sender, receiver, ps_send, ps_recv, Wg, data, proto, chunk, prefix, per_node, proxy, launch)
+
+
+def send(b: ProfileBuilder, S: int, m: int, proto: Protocol, chunk: int, prefix: str, per_node: int = 0,
+         proxy: float = 0.0, launch: float = 0.0) -> None:
+    """Append one matched ncclSend / ncclRecv: rank 0 sends S bytes to rank 1 on m channels of S/m each (workgroups
+    0..m-1 of both), a FIFO unit at a time as the all-to-all's pairs. per_node, proxy, launch: as `alltoall` (with
+    two ranks: 1 when they are in different nodes, else 0)."""
+    Wg = np.arange(m)
+    sender, receiver = np.zeros(m, dtype=np.int64), np.ones(m, dtype=np.int64)
+    _one_way(b, sender, receiver, b.programs_at(sender, Wg), b.programs_at(receiver, Wg), Wg, split(S, m, Wg), proto,
+             chunk, prefix, per_node, proxy, launch)
+
+
+def _one_way(b: ProfileBuilder, sender: Ints, receiver: Ints, ps_send: ProgramSet, ps_recv: ProgramSet, Wg: Ints,
+             data: Ints, proto: Protocol, chunk: int, prefix: str, per_node: int, proxy: float, launch: float) -> None:
+    """Workgroup Wg[i] of GPU sender[i] sends data[i] bytes to the same workgroup of GPU receiver[i] (programs
+    `ps_send`, `ps_recv`), a FIFO unit at a time; the proxy as `_exchange`."""
+    conn = Conn(b, f"{prefix}p2p", proto, 1, len(Wg))
     send = conn.side(ps_send, Wg, receiver, across(sender, receiver, per_node))
     recv = conn.side(ps_recv, Wg, sender, across(receiver, sender, per_node))
     proxy_start(b, np.concatenate([sender, receiver]), np.concatenate([Wg, Wg]),
