@@ -79,6 +79,20 @@ def test_a_platform_over_limits_memory_is_refused_with_the_figure(tmp_path, caps
     assert "127872000 virtual channels on 999000 links" in err and "switch.vcs" in err
 
 
+def test_a_window_over_limits_memory_points_to_the_flow_fabric_not_a_smaller_window(tmp_path, capsys, repo):
+    # 8 GPUs x 1,000,000-packet windows: buffer slots for 16,000,000 packets in flight (requests and responses),
+    # about 133 MB against a 30 MB limit. A smaller window would change the answer (the window binds the GPUs'
+    # issue), so the message offers the flow fabric, whose estimate holds no packet slots; as flows it passes.
+    plat = str(repo / "platforms" / "switch-8gpu.yaml")
+    sets = ["--set", "limits.memory=30MB", "--set", "gpus.max_outstanding=1000000"]
+    code, err = _main(capsys, "validate", plat, *sets)
+    assert code == 2, err
+    assert "buffer slots of the packets in flight (gpus.max_outstanding): raise limits.memory, or run fabric.model: " \
+           "flow" in err and "change the results" in err and "make that smaller" not in err
+    code, err = _main(capsys, "validate", plat, *sets, "--set", "fabric.model=flow")
+    assert code == 0, err
+
+
 def test_a_huge_switch_buffer_costs_nothing_up_front(tmp_path, capsys):
     # Channels grow as packets arrive (bounded by the packets in flight), so a 1 GiB buffer is not
     # 2^26 slots per channel: 8 GPUs validate within 1 GB.

@@ -221,9 +221,15 @@ def _check_memory(platform: Platform, values: dict[str, dict[str, Any]], gpus: i
         loc = f"{platform.source}: "
         key = key[len(loc):] if key.startswith(loc) else key
         given = "" if "memory" in platform.limits else " (the default: 80% of this machine's RAM)"
+        # A smaller window or fewer channels change what is simulated, not only what it costs: say so, and name the
+        # model that holds no packets (a user trial lowered gpus.max_outstanding and got another answer).
+        fix = "make that smaller, or raise limits.memory"
+        if key.endswith(("gpus.max_outstanding", "switch.vcs")):
+            fix = (f"raise limits.memory, or run fabric.model: flow, which holds no packets (a smaller {key} would "
+                   "change the results, not only their cost)")
         raise ConfigError(f"{_loc(platform)}this platform needs about {memory.format_bytes(need)} of memory to "
                           f"simulate, limits.memory is {memory.format_bytes(limit)}{given}; most of it is "
-                          f"{what}" + (f" ({key})" if key else "") + ": make that smaller, or raise limits.memory")
+                          f"{what}" + (f" ({key})" if key else "") + f": {fix}")
 
 
 def _socket_spec(platform: Platform, ref: SocketRef, ports: dict[str, int]) -> SocketSpec:
