@@ -75,6 +75,8 @@ def main() -> None:
     ap.add_argument("--platform", action="append", choices=PLATFORMS,
                     help="re-measure this platform only, keeping the CSV's other rows (repeatable)")
     args = ap.parse_args()
+    if args.table_only and args.platform:
+        ap.error("--platform re-measures; --table-only measures nothing")
     if not args.table_only:
         from eidola.workload.nccl import OPS
         chosen = args.platform or PLATFORMS

@@ -405,7 +405,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
         profile = import_timestamps(args.file, name=args.name)
     else:
         library = _import_library(args)
-        workgroups = args.workgroups if args.workgroups is not None else library.channels if library else 1
+        workgroups = args.workgroups if args.workgroups is not None or library else 1  # None: the importer's choice
         if args.source == "kineto":
             from .workload.importers.kineto import import_kineto
 
@@ -769,7 +769,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="with --platform: override one of its parameters (as eidola run --set)")
         k.add_argument("--workgroups", type=int, default=None,
                        help="workgroups per stream or thread (default 1; with --algorithm nccl, the platform's "
-                       "collectives.channels)")
+                       "collectives.channels, or a channel per peer of the largest all-to-all, as the GPUs allow)")
         k.add_argument("--wait", default="syncmon", choices=("syncmon", "poll", "spin_yield"), help="wait mode")
         k.add_argument("--ranks", type=int, metavar="N",
                        help="replicate the one trace given as N symmetric ranks (SPMD: every rank runs this program)")

@@ -59,11 +59,16 @@ def test_an_imported_all_reduce_takes_the_librarys_time_across_nodes(repo):
                                       ("all_gather", "all_gather"), ("broadcast", "broadcast")])
 def test_a_collective_of_the_second_node_on_the_second_lane_runs_as_on_the_first(repo, op, kind):
     # Ranks 8-15 (node 1 of dgx-h100-rail) from their second lane's workgroups: the same GPUs' worth of links as
-    # node 0's, so the same time as `build_collective` on GPUs 0-7, to the picosecond.
+    # node 0's, so the time of `build_collective` on GPUs 0-7, plus at most the kernel boundary. The broadcast's root
+    # is rank 11, the group's fourth: build_collective's root 3.
     plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
     S = MIB
-    kernel, plan = build_collective(plat, op, S, gpus=8)
+    kernel, plan = build_collective(plat, op, S, gpus=8, root=3)
     lanes = _lanes(16, kind, S, tuple(range(8, 16)))
+    for r in range(8, 16):
+        coll = lanes[r][0].items[1].coll
+        assert coll is not None
+        coll.root = 11
     for r in range(8, 16):
         lanes[r].insert(0, Lane("stream 1", [Item(0, START)]))  # the collective's lane is the second
     profile, report = _import(plat, lanes, plan.channels)
@@ -91,12 +96,12 @@ def test_channels_are_capped_at_the_lanes_workgroups(repo):
     ("all_reduce", (0, 8), "neither one node's nor whole nodes"),   # one GPU of each node
     ("barrier", None, "no barrier in the model"),
 ])
-def test_what_the_model_cannot_run_takes_the_textbook_ring_and_says_so(repo, kind, group, why):
+def test_what_the_model_cannot_run_takes_the_textbook_schedule_and_says_so(repo, kind, group, why):
     plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
     profile, report = _import(plat, _lanes(16, kind, 4096, group), 4)
     k = len(group or range(16))
     assert report.imported[f"{kind} ({KIND_ALGO[kind]}, {k} ranks)"] == 1
-    assert any("textbook ring" in a and why in a for a in report.assumed), report.assumed
+    assert any("textbook schedule" in a and why in a for a in report.assumed), report.assumed
     assert eidola.simulate(plat, profile).kernel_time_ns > START
 
 
@@ -107,7 +112,8 @@ def test_an_all_to_all_needs_a_workgroup_per_peer(repo):
     plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml")
     _, report = _import(plat, _lanes(8, "all_to_all", MIB), 4)
     assert report.imported["all_to_all (direct, 8 ranks)"] == 1
-    assert any("no workgroups enough" in a for a in report.assumed)
+    assert any("it needs 7 workgroups per lane (one per peer) and the lanes have 4: import with --workgroups 7" in a
+               for a in report.assumed), report.assumed
 
 
 def _cli(*args: str):
@@ -146,18 +152,74 @@ def _send_lanes(ranks: int, src: int, dst: int, nbytes: int) -> dict[int, list[L
     return lanes
 
 
-@pytest.mark.parametrize("dst, S, payload_Bps", [
-    (9, 16 * MIB, 50e9 * 4096 / (4096 + 42)),   # the other node, rail 1: by PXN through GPU 1 and its NIC, at its rate
-    (3, 64 * MIB, 18 * 25e9 * 256 / (256 + 54)),  # inside the node: GPU 0's 18 NVLink lanes into the NVSwitch
+@pytest.mark.parametrize("src, dst, S, payload_Bps", [
+    (0, 9, 16 * MIB, 50e9 * 4096 / (4096 + 42)),   # the other node, rail 1: by PXN through GPU 1 and its NIC
+    (9, 0, 16 * MIB, 50e9 * 4096 / (4096 + 42)),   # back: by PXN through GPU 8 (rail 0) and its NIC
+    (0, 3, 64 * MIB, 18 * 25e9 * 256 / (256 + 54)),  # inside the node: GPU 0's 18 NVLink lanes into the NVSwitch
 ])
-def test_a_matched_send_runs_as_ncclsend_on_its_channels(repo, dst, S, payload_Bps):
+def test_a_matched_send_runs_as_ncclsend_on_its_channels(repo, src, dst, S, payload_Bps):
     # From GPU 0: nccl-tests' send/recv plan for one peer (24 channels, Simple), at least the bytes at the path's
     # payload rate and within 30% of it (the proxy steps, the FIFO's fill and drain: a channel's 1/24 of 16 MiB is
     # under two 512 KiB units, so inside the node, where the wire takes 45 us, the size is 64 MiB).
     plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"fabric.model": "flow"})
-    profile, report = _import(plat, _send_lanes(16, 0, dst, S), 24)
+    profile, report = _import(plat, _send_lanes(16, src, dst, S), 24)
     assert report.imported["send (NCCL p2p Simple, 2 ranks)"] == 1
     res = eidola.simulate(plat, profile)
     span, bound = res.kernel_time_ns - START, S / payload_Bps * 1e9
     assert bound <= span <= 1.3 * bound, (span, bound)
-    assert int(res.gpus["bytes_received"][dst]) >= S
+    assert int(res.gpus["bytes_received"][dst]) >= S > int(res.gpus["bytes_received"][src])
+
+
+@pytest.mark.parametrize("algorithm", ["nccl", "ring"])
+def test_two_ranks_that_both_send_before_they_receive_send_both_ways(repo, algorithm):
+    # A pipeline's steady state (or batch_isend_irecv): ranks 0 and 1 each send 1 MiB to the other, then receive.
+    # The two sends are one exchange, so each GPU receives the 1 MiB (and the credits or flags of its own send).
+    lanes = {r: [Lane("stream 7", [Item(0, START)])] for r in range(2)}
+    for r, peer in ((0, 1), (1, 0)):
+        lanes[r][0].items += [Item(START, 2 * START, Coll("send", MIB, (r, peer), "send")),
+                              Item(2 * START, 3 * START, Coll("send", MIB, (r, peer), "recv", recv=True))]
+    two = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", {"gpus.count": 2})
+    report = Report()
+    res = eidola.simulate(two, build_profile("t", lanes, 4, algorithm, "syncmon", report, library=System.of(two)))
+    got = res.gpus["bytes_received"]
+    assert all(MIB <= int(n) < MIB + 4096 for n in got), got
+    assert report.imported["send/recv pairs run both ways at once (two ranks sending to each other)"] == 1
+    if algorithm == "nccl":
+        # as nccl-tests' send/recv on the pair: both directions at once, each on its own link direction, so no
+        # longer than one way alone (a send and a receive) and some slack for the two FIFOs' credits
+        assert report.imported["send (NCCL p2p Simple, 2 ranks)"] == 1
+        one = eidola.simulate(two, build_profile("t", _send_lanes(2, 0, 1, MIB), 4, "nccl", "syncmon", Report(),
+                                                 library=System.of(two)))
+        assert res.kernel_time_ns - START <= 1.1 * (one.kernel_time_ns - START), (res.kernel_time_ns, one.kernel_time_ns)
+
+
+def test_a_group_off_the_links_of_a_torus_takes_the_textbook_schedule(repo):
+    # torus2d-16gpu: the model's rings follow the links among GPUs 0..k-1 (System.neighbours); GPUs 0, 5, 10, 15
+    # are not that group, so its all-reduce keeps the textbook ring, and the report says why.
+    plat = eidola.load_platform(repo / "platforms" / "torus2d-16gpu.yaml", {"fabric.model": "flow"})
+    _, report = _import(plat, _lanes(16, "all_reduce", MIB, (0, 5, 10, 15)), 4)
+    assert report.imported["all_reduce (ring, 4 ranks)"] == 1
+    assert any("not GPUs 0..3" in a for a in report.assumed), report.assumed
+    _, report = _import(plat, _lanes(16, "all_reduce", MIB, (0, 1, 2, 3)), 4)
+    assert sum(n for k, n in report.imported.items() if "NCCL" in k) == 1
+
+
+def test_default_workgroups_give_an_all_to_all_a_channel_per_peer(repo):
+    # dgx-h100-rail at 32 GPUs: 24 channels, but NCCL's all-to-all on 32 ranks takes 31 (one per peer, as perf runs
+    # it): with the default the lanes get 31 workgroups and the call runs as the library runs it.
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"gpus.count": 32, "fabric.model": "flow"})
+    assert build_collective(plat, "alltoall", 16 * MIB)[1].channels == 31
+    report = Report()
+    profile = build_profile("t", _lanes(32, "all_to_all", 16 * MIB), None, "nccl", "syncmon", report,
+                            library=System.of(plat))
+    assert report.imported["all_to_all (NCCL p2p Simple, 32 ranks)"] == 1 and profile.workgroups == 31
+
+
+def test_workgroups_past_the_platforms_are_refused_at_import(repo):
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml", {"gpus.workgroups": 8})
+    lanes = _lanes(8, "all_reduce", MIB)
+    for r in lanes:
+        lanes[r].append(Lane("stream 9", [Item(0, START)]))
+    with pytest.raises(eidola.ProfileError, match=r"2 streams of 6 workgroups need 12 workgroups per GPU; the "
+                       r"--platform's GPUs have 8: give --workgroups 4 or fewer"):
+        build_profile("t", lanes, 6, "nccl", "syncmon", Report(), library=System.of(plat))

@@ -180,6 +180,18 @@ def test_pxn_crosses_the_node_to_the_peers_rail_instead_of_a_spine(write_platfor
 
 
 @pytest.mark.parametrize("model", ["packet", "flow"])
+def test_pxn_with_shared_nics_forwards_through_the_first_gpu_of_the_peers_nic(write_platform, model):
+    # nic.count 2 (GPUs 0-1 on NIC 0, GPUs 2-3 on NIC 1; NICs 8-11, rails 12-13, spines 14-15) with two spines and
+    # PXN: n0.gpu0 -> n1.gpu2 (GPU 0 -> GPU 6, NIC 1's rail) crosses the node to n0.gpu2, the first GPU of NIC 1,
+    # then n0.nic1 -> rail1 -> n1.nic1 -> gpu6; the spines carry nothing.
+    plat = _platform(write_platform, model, extra={"fabric.nic.count": 2, "fabric.rail.pxn": True})
+    res = eidola.simulate(plat, _writes([(0, 6)], 4096))
+    for src, dst in ((0, 2), (2, 9), (9, 13), (13, 11), (11, 6)):
+        assert _link(res, src, dst)["bytes"] == 4096, (src, dst)
+    assert int(res.links[(res.links["src"] >= 14) | (res.links["dst"] >= 14)]["wire_bytes"].sum()) == 0
+
+
+@pytest.mark.parametrize("model", ["packet", "flow"])
 def test_spreading_alternates_the_spines(write_platform, model):
     # 8,192 bytes cross rails as 32 GPU packets in 2 network packets: with routing.spread the rail
     # switch alternates its two spines, 16 packets and 4,096 bytes each; the headers stay 2 x 78.

@@ -255,7 +255,7 @@ class _Rank:
         return groups[pg]
 
 
-def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int = 1,
+def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int | None = 1,
                   mode: str = "syncmon", ranks: int | None = None,
                   comm_groups: str | None = None, library: System | None = None) -> tuple[Profile, Report]:
     """Import one Chakra ET per rank (rank = position); return the profile and the report of what was done.
@@ -268,7 +268,8 @@ def import_chakra(paths: list[str], name: str | None = None, algorithm: str = "r
     """
     if not paths:
         raise ProfileError("import chakra: no trace files given; expected one Chakra ET per rank")
-    check_workgroups("import chakra", workgroups)
+    if workgroups is not None:
+        check_workgroups("import chakra", workgroups)
     if ranks is not None:
         check_ranks("import chakra", ranks, paths)
         if comm_groups is not None:

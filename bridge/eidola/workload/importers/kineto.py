@@ -480,7 +480,7 @@ def _pair_p2p(lanes: dict[int, list[Lane]], report: Report) -> None:
                       "on another rank")
 
 
-def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int = 1,
+def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "ring", workgroups: int | None = 1,
                   compute: str = "device", mode: str = "syncmon", ranks: int | None = None,
                   library: System | None = None) -> tuple[Profile, Report]:
     """Import one Kineto trace per rank; return the profile and the report of what was done.
@@ -494,7 +494,8 @@ def import_kineto(paths: list[str], name: str | None = None, algorithm: str = "r
         raise ProfileError("import kineto: no trace files given; expected one Kineto JSON per rank")
     if compute not in ("device", "host"):
         raise ProfileError(f"import kineto: --compute {compute!r} is not one of device, host")
-    check_workgroups("import kineto", workgroups)
+    if workgroups is not None:
+        check_workgroups("import kineto", workgroups)
     if ranks is not None:
         check_ranks("import kineto", ranks, paths)
     report = Report()

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from ...errors import ConfigError
+from ...errors import ConfigError, ProfileError
 from .. import nccl
 from ..nccl import p2p
-from ..nccl.protocols import protocol
+from ..nccl.protocols import Protocol, protocol
+from . import timeline
 
 if TYPE_CHECKING:
     from ..builder import ProfileBuilder
@@ -37,45 +38,73 @@ OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter":
        "all_to_all": "alltoall", "broadcast": "broadcast", "send": "sendrecv"}
 
 
-def append(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tuple[int, int]], gpu: dict[int, int],
-           W: int, library: nccl.System, report: Report) -> bool:
-    """Append the matched collective `row` ((item, rank) per member) as the library runs it; False (and a line in
-    the report) where it cannot, for the caller's textbook schedule."""
-    first = row[0][0].coll
+def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tuple[int, int]], gpu: dict[int, int],
+           W: int, library: nccl.System, report: Report) -> int | None:
+    """Append the matched collective `order` ((item, rank) per member, as `timeline._rank_order` puts them: a send's
+    sender first) as the library runs it and return its bytes; None (and a line in the report) where it cannot, for
+    the caller's textbook schedule."""
+    first = order[0][0].coll
     assert first is not None
-    if first.kind == "send":  # sender first
-        order = sorted(row, key=lambda x: bool(x[0].coll and x[0].coll.recv))
-    else:
-        order = sorted(row, key=lambda x: x[1])
     members = [gpu[r] for _, r in order]
     k = len(members)
+    op = OPS.get(first.kind, "")
+    nbytes = max(first.nbytes, 1)
     why = _cannot(first.kind, members, library)
     plan = None
     if not why:
         try:
-            plan = _plan(library, OPS[first.kind], first.nbytes, k, W)
+            plan = nccl.plan_of(library, op, nbytes, k)
         except ConfigError as e:
             why = str(e)
+    if plan is not None and plan.channels > W:
+        plan, why = _capped(library, op, nbytes, k, W, plan)
     if plan is None:
-        report.assume(f"collectives the {library.library.upper()} model does not run here took the textbook ring "
-                      f"(e.g. {first.name} of {k} ranks: {why or 'no workgroups enough for it'})")
-        return False
+        report.assume(f"collectives the {library.library.upper()} model does not run here took the textbook "
+                      f"schedule (e.g. {first.name} of {k} ranks: {why})")
+        return None
     root = members.index(gpu[first.root]) if first.root in gpu and gpu[first.root] in members else 0
     wgs = [[where[id(it)][1] * W + c for c in range(W)] for it, _ in order]
     prefix = b.next_prefix()
     placed = nccl.PlacedBuilder(b, members, wgs)
     if first.kind == "send":
-        g = library.gpus_per_node or library.gpus
-        p2p.send(cast("ProfileBuilder", placed), max(first.nbytes, 1), plan.channels,
-                 protocol(plan.proto, library.library), p2p.P2P_CHUNK[library.link_type], prefix,
-                 int(members[0] // g != members[1] // g), library.proxy_ns, library.proxy_launch_ns)
+        # One way (a send and its receive), or both (`timeline.is_exchange`: nccl-tests' send/recv on the pair).
+        # Two ranks in two nodes are per_node 1, so each step pays the proxy at both ends.
+        one_way = p2p.sendrecv if timeline.is_exchange(order) else _send
+        one_way(cast("ProfileBuilder", placed), nbytes, 2, plan.channels, protocol(plan.proto, library.library),
+                p2p.P2P_CHUNK[library.link_type], prefix, int(_node(library, members[0]) != _node(library, members[1])),
+                library.proxy_ns, library.proxy_launch_ns)
     else:
-        nccl.append_call(placed, library, OPS[first.kind], max(first.nbytes, 1), k, plan, prefix, root)
+        nccl.append_call(placed, library, op, nbytes, k, plan, prefix, root)
     report.imported[f"{first.kind} ({library.library.upper()} {plan.algo} {plan.proto}, {k} ranks)"] += 1
-    report.calls.append((prefix, first.kind, first.nbytes, {gpu[r]: it.end - it.start for it, r in order}))
-    report.groups[prefix] = (first.traced_size or len(first.group),
-                             [gpu[r] for it, r in order if it.coll is None or it.coll.own])
-    return True
+    return nbytes
+
+
+def _send(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, prefix: str, per_node: int,
+          proxy: float, launch: float) -> None:
+    """`p2p.send` (rank 0 to rank 1) with `p2p.sendrecv`'s arguments (k: 2)."""
+    p2p.send(b, S, m, proto, chunk, prefix, per_node, proxy, launch)
+
+
+def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: list[tuple[str, int]]) -> int:
+    """Workgroups per lane: `asked` (--workgroups), refused if the platform's GPUs cannot hold `lanes` of them; by
+    default (None) the platform's channel count, or a channel per peer of the largest all-to-all (`sizes`: each
+    call's kind and ranks), as far as the GPUs' workgroups shared by the lanes allow."""
+    room = library.workgroups // lanes
+    if room < 1:
+        raise ProfileError(f"import: {lanes} streams need a workgroup each at least; the --platform's GPUs have "
+                           f"{library.workgroups} (gpus.workgroups)")
+    if asked is not None and asked > room:
+        raise ProfileError(f"import: {lanes} streams of {asked} workgroups need {lanes * asked} workgroups per GPU; "
+                           f"the --platform's GPUs have {library.workgroups}: give --workgroups {room} or fewer")
+    if asked is not None:
+        return asked
+    need = max([library.channels] + [k - 1 for kind, k in sizes if OPS.get(kind) == "alltoall"])
+    return min(need, room)
+
+
+def _node(library: nccl.System, gpu: int) -> int:
+    """The node of `gpu` (0 for a platform of one node)."""
+    return gpu // (library.gpus_per_node or library.gpus)
 
 
 def _cannot(kind: str, members: list[int], library: nccl.System) -> str:
@@ -85,22 +114,28 @@ def _cannot(kind: str, members: list[int], library: nccl.System) -> str:
     k = len(members)
     if kind == "send":
         return ""  # a pair: any two GPUs, inside a node or across
+    if library.neighbours is not None and members != list(range(k)):
+        # direct links (ring, mesh, torus): the model's rings follow the links among GPUs 0..k-1
+        return f"GPUs {_few(members)} are not GPUs 0..{k - 1}, whose links the model's rings follow on this topology"
     g = library.gpus_per_node or library.gpus
-    if k <= g and len({m // g for m in members}) == 1:
+    if k <= g and len({_node(library, m) for m in members}) == 1:
         return ""
     if k % g == 0 and members[0] % g == 0 and members == list(range(members[0], members[0] + k)):
         return ""
-    return f"GPUs {members[:4]}{'...' if k > 4 else ''} are neither one node's nor whole nodes of {g} in order"
+    return f"GPUs {_few(members)} are neither one node's nor whole nodes of {g} in order"
 
 
-def _plan(library: nccl.System, op: str, nbytes: int, k: int, W: int) -> nccl.Plan | None:
-    """The tuner's plan for `op` on k ranks, its channels capped at W workgroups; None if even one set of channels
-    (an all-to-all: one per peer) does not fit."""
-    plan = nccl.plan_of(library, op, max(nbytes, 1), k)
-    if plan.channels <= W:
-        return plan
+def _few(gpus: list[int]) -> str:
+    return f"{gpus[:4]}{'...' if len(gpus) > 4 else ''}"
+
+
+def _capped(library: nccl.System, op: str, nbytes: int, k: int, W: int,
+            plan: nccl.Plan) -> tuple[nccl.Plan | None, str]:
+    """The plan with its channels capped at the lane's W workgroups, as NCCL_MAX_NCHANNELS caps them; (None, why)
+    if even one set of channels (an all-to-all: one per peer) does not fit."""
     step = k - 1 if op == "alltoall" else 1
     channels = W - W % step
     if channels < step:
-        return None
-    return nccl.plan_of(library, op, max(nbytes, 1), k, plan.algo, plan.proto, channels)
+        return None, (f"it needs {step} workgroups per lane (one per peer) and the lanes have {W}: import with "
+                      f"--workgroups {step} or more")
+    return nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, channels), ""

@@ -260,7 +260,7 @@ def _match(ranks: list[int], lanes: dict[int, list[Lane]], report: Report,
     return calls
 
 
-def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algorithm: str, mode: str,
+def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int | None, algorithm: str, mode: str,
                   report: Report, sources: dict[int, str] | None = None, align: bool = True,
                   library: System | None = None) -> Profile:
     """Build the profile: rank order is GPU order, lane i of a rank runs on workgroups [i*W, (i+1)*W).
@@ -268,7 +268,8 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
     sources: the file of each rank, for messages. align: align the ranks' clocks on their first common
     collective (traces of real clocks); False where every rank's times count from one zero (Chakra).
     library: with algorithm "nccl", the platform's collectives library (`nccl.System`), which then builds each
-    collective it can as it runs it (`nccl_calls`).
+    collective it can as it runs it (`nccl_calls`). workgroups: per lane; None: 1, or with "nccl" as
+    `nccl_calls.lane_workgroups` chooses.
     """
     if algorithm == "nccl":
         if library is None:
@@ -294,6 +295,11 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
         report.assume("no collective spans all ranks: clocks are taken as they are")
     t0 = min((it.start + shift[r] for r in ranks for lane in lanes[r] for it in lane.items), default=0)
     nlanes = max(len(v) for v in lanes.values())
+    if library is not None and algorithm == "nccl":
+        workgroups = nccl_calls.lane_workgroups(workgroups, library, nlanes,
+                                                [(row[0][0].coll.kind, len(row)) for row in multi if row[0][0].coll])
+    elif workgroups is None:
+        workgroups = 1
     b = ProfileBuilder(gpus=len(ranks), workgroups=nlanes * workgroups, name=name)
     cursor: dict[tuple[int, int], int] = {}  # (rank, lane) -> replayed time so far
     pos: dict[tuple[int, int], int] = {}  # (rank, lane) -> next item
@@ -411,9 +417,16 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
                     for o, orank in row:  # every member reaches its traced start, then the collective begins
                         advance(orank, where[id(o)][1], o.start + shift[orank])
                         wait_for(orank, where[id(o)][1], o)
-                    if not (library is not None and nccl_calls.append(b, row, where, gpu, workgroups, library, report)):
-                        _emit(b, row, where, gpu, workgroups, "ring" if algorithm == "nccl" else algorithm, mode,
-                              report)
+                    for order in _transfers(row, report):
+                        nbytes = nccl_calls.append(b, order, where, gpu, workgroups, library, report) \
+                            if library is not None and algorithm == "nccl" else None
+                        if nbytes is not None:
+                            _record(report, b.last_prefix(), order, nbytes, gpu)
+                            continue
+                        for one in _directions(order):  # the textbook schedule runs an exchange as two sends
+                            nbytes = _emit(b, one, where, gpu, workgroups,
+                                           "ring" if algorithm == "nccl" else algorithm, mode, report)
+                            _record(report, b.last_prefix(), one, nbytes, gpu)
                     for o, orank in row:
                         oli = where[id(o)][1]
                         boundary(orank, oli)
@@ -433,15 +446,61 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int, algo
     return b.build()
 
 
-def _emit(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tuple[int, int]], gpu: dict[int, int],
-          W: int, algorithm: str, mode: str, report: Report) -> None:
-    """Append one matched collective; the algorithm falls back to the kind's default where it has none."""
+def _transfers(row: list[tuple[Item, int]], report: Report) -> list[list[tuple[Item, int]]]:
+    """The calls a matched row runs, each in `_rank_order`: the row itself, except for a send/recv pair matched as
+    two sends or two receives. A pair's k-th items are matched in each rank's order, so where both ranks send before
+    they receive (a pipeline's steady state, batch_isend_irecv) the row holds the two sends, and a later row the two
+    receives: the sends are one exchange (`is_exchange`: the library runs it as nccl-tests' send/recv on the pair,
+    the textbook as two sends), and the receives, whose data came with it, run nothing. (Before 2026-12-07 both
+    rows ran one way, from the lower rank.)"""
     first = row[0][0].coll
+    if first is None or first.kind != "send" or len(row) != 2 or not all(
+            it.coll is not None and it.coll.recv == first.recv for it, _ in row):
+        return [_rank_order(row)]
+    if first.recv:
+        report.imported["send/recv pairs whose two receives came with an exchange of sends"] += 1
+        return []
+    report.imported["send/recv pairs run both ways at once (two ranks sending to each other)"] += 1
+    return [sorted(row, key=lambda x: x[1])]
+
+
+def is_exchange(order: list[tuple[Item, int]]) -> bool:
+    """A pair of sends to each other (`_transfers`): both ways at once."""
+    first = order[0][0].coll
+    return first is not None and first.kind == "send" and len(order) == 2 and not any(
+        it.coll is None or it.coll.recv for it, _ in order)
+
+
+def _directions(order: list[tuple[Item, int]]) -> list[list[tuple[Item, int]]]:
+    """The one-way sends of a call: an exchange's two (the first rank's, then the second's), else the call."""
+    return [order, order[::-1]] if is_exchange(order) else [order]
+
+
+def _rank_order(row: list[tuple[Item, int]]) -> list[tuple[Item, int]]:
+    """A matched call's (item, rank) in the order its schedule takes them: rank order; a send/recv, sender first."""
+    first = row[0][0].coll
+    if first is not None and first.kind == "send":
+        return sorted(row, key=lambda x: bool(x[0].coll and x[0].coll.recv))
+    return sorted(row, key=lambda x: x[1])
+
+
+def _record(report: Report, prefix: str, order: list[tuple[Item, int]], nbytes: int, gpu: dict[int, int]) -> None:
+    """The call just appended (flags `prefix`, `nbytes` as simulated), for `eidola compare`: its traced time per GPU,
+    and its traced communicator and the GPUs whose traced time is their own."""
+    first = order[0][0].coll
+    assert first is not None
+    report.calls.append((prefix, first.kind, nbytes, {gpu[r]: it.end - it.start for it, r in order}))
+    report.groups[prefix] = (first.traced_size or len(first.group),
+                             [gpu[r] for it, r in order if it.coll is None or it.coll.own])
+
+
+def _emit(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tuple[int, int]], gpu: dict[int, int],
+          W: int, algorithm: str, mode: str, report: Report) -> int:
+    """Append one matched collective (`order`: `_rank_order`'s) as the textbook schedule; return its bytes as
+    simulated (rounded up to whole parts). The algorithm falls back to the kind's default where it has none."""
+    first = order[0][0].coll
     assert first is not None
     kind = first.kind
-    order = sorted(row, key=lambda x: x[1])
-    if kind == "send":  # rank order of a pair: sender first
-        order = sorted(row, key=lambda x: bool(x[0].coll and x[0].coll.recv))
     algo = algorithm if algorithm in KINDS[kind] else KINDS[kind][0]
     if algo != algorithm:
         report.assume(f"{kind} has no {algorithm!r} algorithm: {algo!r} used")
@@ -458,6 +517,4 @@ def _emit(b: ProfileBuilder, row: list[tuple[Item, int]], where: dict[int, tuple
                  workgroups=[[w for w in range(where[id(it)][1] * W, (where[id(it)][1] + 1) * W)] for it, _ in order],
                  root=root)
     report.imported[f"{kind} ({algo}, {P} ranks)"] += 1
-    report.calls.append((b.last_prefix(), kind, nbytes, {gpu[r]: it.end - it.start for it, r in order}))
-    report.groups[b.last_prefix()] = (first.traced_size or len(first.group),
-                                      [gpu[r] for it, r in order if it.coll is None or it.coll.own])
+    return nbytes
