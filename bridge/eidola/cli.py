@@ -431,7 +431,20 @@ def _cmd_import(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}: profile {profile.name}, {gpus}{len(profile.programs)} programs, "
           f"{profile.ops_count()} ops" + (f"; report in {Path(args.output).with_suffix('.import.txt')}"
                                           if report_text else ""))
+    _warn_if_unreadable(Path(args.output))
     return 0
+
+
+def _warn_if_unreadable(path: Path) -> None:
+    """A warning where the profile just written is larger than `eidola run` reads by default (a library-faithful
+    import of a long trace can be), with what lets it be read, so the next step does not fail unexplained."""
+    from .inputs import max_input_bytes
+
+    size, limit = path.stat().st_size, max_input_bytes()
+    if size > limit:
+        print(f"eidola import: warning: {path} is {size / 2**20:.0f} MiB, more than the {limit / 2**20:.0f} MiB "
+              f"eidola run and validate read (EIDOLA_MAX_INPUT_BYTES); run it with "
+              f"EIDOLA_MAX_INPUT_BYTES={-(-size // 2**20) * 2**20} or more set", file=sys.stderr)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:

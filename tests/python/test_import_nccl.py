@@ -8,6 +8,7 @@ harness, the kernel `eidola perf` times) plus that boundary: at most a poll inte
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -223,3 +224,17 @@ def test_workgroups_past_the_platforms_are_refused_at_import(repo):
     with pytest.raises(eidola.ProfileError, match=r"2 streams of 6 workgroups need 12 workgroups per GPU; the "
                        r"--platform's GPUs have 8: give --workgroups 4 or fewer"):
         build_profile("t", lanes, 6, "nccl", "syncmon", Report(), library=System.of(plat))
+
+
+def test_a_profile_larger_than_run_reads_is_flagged_at_import(repo, tmp_path):
+    # The NCCL import of the shared trace on 8 dgx-h100 GPUs writes about 34 MB of profile from a 9.8 MB trace: with
+    # the input limit at 20 MB the trace still reads, and the import says the profile will not, and how to let it.
+    env = {**os.environ, "EIDOLA_MAX_INPUT_BYTES": "20000000"}
+    out = tmp_path / "n8.yaml"
+    r = subprocess.run([sys.executable, "-m", "eidola", "import", "kineto", str(SHARED / "nccl_data.json.gz"), "--ranks",
+                        "8", "--algorithm", "nccl", "--platform", str(repo / "platforms" / "dgx-h100.yaml"), "-o",
+                        str(out)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    size = out.stat().st_size
+    assert size > 20_000_000
+    assert f"EIDOLA_MAX_INPUT_BYTES={-(-size // 2**20) * 2**20} or more" in r.stderr, r.stderr

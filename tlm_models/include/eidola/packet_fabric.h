@@ -256,7 +256,7 @@ struct PacketFabricParams : ParamGroup {
         /// GPU to NIC: bytes added per GPU packet.
         SizeParam pcie_header{group, "nic.pcie.header", 0,
                               "rail: bytes added to each GPU packet on a GPU's link to its NIC: a PCIe memory "
-                              "write's TLP header, sequence number, LCRC and framing, 26B for a 64-bit address (0: "
+                              "write's TLP header, sequence number, LCRC and framing, 26B for a 64-bit address (0B: "
                               "link.header, the GPU link's; PCIe has no header-free packet)",
                               0, 1 << 20};
         /// GPU to NIC.

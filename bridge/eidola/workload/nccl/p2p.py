@@ -160,11 +160,17 @@ def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: 
     (`launch`, `fifo.proxy_start`).
 
     A pair across nodes moves units of the platform's link type's chunk too, not NCCL's 128 KiB network chunk
-    (``NCCL_P2P_NET_CHUNKSIZE``): a Simple unit here is a write straight into the peer, released once it is
-    acknowledged, where NCCL's proxy pipelines a network step's RDMA behind the GPU's local store, so smaller
-    units would each pay a network round trip that NCCL does not. Measured with 128 KiB units (2026-12-03,
+    (``NCCL_P2P_NET_CHUNKSIZE``): a unit is one transfer straight into the peer (since 2026-12-07 a put whose
+    flag lands with its last byte, `fifo.Side.send_data`), where NCCL's proxy pipelines a network step's RDMA
+    behind the GPU's local store, so smaller units would each pay a network round trip that NCCL does not.
+    Measured with 128 KiB units when a unit was still a write released once acknowledged (2026-12-03,
     rail-16gpu, 8 MiB, proxy 0): all-to-all 114.5 -> 144.1 us on the packet fabric, 113.2 -> 189.8 on the flow
-    fabric."""
+    fabric.
+
+    Per unit a workgroup sends, then receives, so its sends wait on its receives; NCCL gives a channel's sends
+    and receives warps of their own. A user trial (2026-12-07) that put them on separate workgroups found the
+    all-to-all over spines without PXN 9-17% faster on the flow fabric and the two fabrics closer (dgx-h100-rail,
+    16 GPUs, 16 MiB, one spine: 330.2 / 333.9 us split against 386.4 / 353.1 coupled): not yet changed here."""
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
     to, frm = (G + d) % k, (G - d) % k
     send = conn.side(ps, Wg, to, across(G, to, per_node))
