@@ -238,3 +238,17 @@ def test_a_profile_larger_than_run_reads_is_flagged_at_import(repo, tmp_path):
     size = out.stat().st_size
     assert size > 20_000_000
     assert f"EIDOLA_MAX_INPUT_BYTES={-(-size // 2**20) * 2**20} or more" in r.stderr, r.stderr
+
+
+def test_a_platform_without_a_collectives_section_says_it_runs_the_defaults(repo):
+    # switch-8gpu has no collectives: section: the import's report and perf's header say NCCL's defaults run.
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml")
+    assert not plat.collectives and not System.of(plat).configured
+    _, report = _import(plat, _lanes(8, "all_reduce", MIB), 4)
+    assert any("no collectives: section" in a for a in report.assumed), report.assumed
+    dgx = eidola.load_platform(repo / "platforms" / "dgx-h100.yaml")
+    _, report = _import(dgx, _lanes(8, "all_reduce", MIB), 4)
+    assert not any("no collectives: section" in a for a in report.assumed)
+    out = subprocess.run([sys.executable, "-m", "eidola", "perf", str(repo / "platforms" / "switch-8gpu.yaml"), "--op",
+                          "all_reduce", "-b", "1K", "-e", "1K"], capture_output=True, text=True)
+    assert out.returncode == 0 and "the platform has no collectives: section, so NCCL's defaults" in out.stdout

@@ -290,3 +290,16 @@ def test_results_and_describe_name_the_rail_nodes(write_platform, repo, tmp_path
     assert out.returncode == 0
     # 8 nodes x 50 GB/s per rail switch against one 50 GB/s spine link: 8:1.
     assert "rail: 8 node(s) x 8 GPUs" in out.stdout and "(8.00:1 oversubscribed)" in out.stdout
+
+
+def test_rail_keys_on_another_topology_are_accepted_with_one_warning(repo):
+    # fabric.rail.pxn and fabric.nic.pcie.header change nothing on dgx-h100's switch: accepted, as every packet key
+    # is on every topology, but said so; the same keys on a rail platform are not warned about.
+    out = subprocess.run([sys.executable, "-m", "eidola", "validate", str(repo / "platforms" / "dgx-h100.yaml"),
+                          "--set", "fabric.rail.pxn=true", "--set", "fabric.nic.pcie.header=26B"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "fabric: rail.pxn, nic.pcie.header ignored by topology: switch (they are the rail topology's)" in out.stderr
+    out = subprocess.run([sys.executable, "-m", "eidola", "validate", str(repo / "platforms" / "rail-16gpu.yaml"),
+                          "--set", "fabric.rail.pxn=true"], capture_output=True, text=True)
+    assert out.returncode == 0 and "ignored by topology" not in out.stderr, out.stderr

@@ -342,6 +342,21 @@ def _platform_from_components(doc: dict[str, Any], source: str) -> Platform:
     return plat
 
 
+def _warn_rail_keys_elsewhere(loc: str, fabric_params: dict[str, Any]) -> None:
+    """One warning line for rail-only keys (PacketFabric's parameters documented "rail: ...") on another topology:
+    accepted, as every packet key is on every topology, but they change nothing there (a user trial set
+    fabric.rail.pxn on a switch and saw no effect and no word)."""
+    packet = catalog.model("PacketFabric")
+    spec = packet.param("topology")
+    topology = fabric_params.get("topology", spec.default if spec is not None else None)
+    if topology == "rail":
+        return
+    rail_only = [k for k in fabric_params if (p := packet.param(k)) is not None and p.doc.startswith("rail:")]
+    if rail_only:
+        sys.stderr.write(f"warning: {loc}fabric: {', '.join(rail_only)} ignored by topology: {topology} (they are "
+                         "the rail topology's)\n")
+
+
 def _nonzero_size(value: object) -> bool:
     """Whether a size given in YAML is above zero (a bad one is reported where the parameter is checked)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -419,6 +434,9 @@ def platform_from_dict(doc: dict[str, Any], source: str = "<dict>") -> Platform:
                              "no routers' queues, so the head-of-line blocking one virtual channel causes there is "
                              "left out (direct all-reduces and all-to-alls ran 5-30% fast against the packet fabric; "
                              "docs/fabrics.md, \"When to trust which model\"); use fabric.model: packet for these\n")
+
+    if kind in ("packet", "flow"):
+        _warn_rail_keys_elsewhere(loc, fabric_params)
 
     if kind == "plugin":
         raw = fabric.get("plugin")

@@ -100,7 +100,7 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
             f"# nThread 1 nGpus {gpus} minBytes {lo} maxBytes {hi} "
             f"step: {f}(factor)" if log is None else
             f"# nThread 1 nGpus {gpus}, sizes of {o.compare} ({log.tool}, {log.column} column)",
-            f"# collectives: {SOURCE}.build_collective; {config}",
+            f"# collectives: {SOURCE}.build_collective; {config}{_library_note(fabrics.base)}",
             f"# fabric: {fabrics.rule()}",
             *_network_line(fabrics.base, gpus),
             "# time: one simulation per size of a call in nccl-tests' back-to-back loop: max(host cost, "
@@ -121,6 +121,14 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
         plot_perf(o.plot, rows, f"{o.op}, {fabrics.base.name}, {gpus} GPUs", measured,
                   f"measured ({Path(o.compare).name})" if o.compare else "measured")
     return rows
+
+
+def _library_note(platform: Any) -> str:
+    """Where the platform names no `collectives:` section: that the library's defaults run (NCCL's, on an NVLink
+    switch of the platform's own channels), which a user would otherwise not know."""
+    if platform.collectives:
+        return ""
+    return "; the platform has no collectives: section, so NCCL's defaults (docs/collectives.md)"
 
 
 def _network_line(platform: Any, gpus: int) -> list[str]:

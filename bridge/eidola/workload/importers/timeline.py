@@ -275,6 +275,9 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int | Non
         if library is None:
             raise ProfileError("import: --algorithm nccl needs --platform: the library's collectives depend on the "
                                "platform (channels, protocols, nodes)")
+        if not library.configured:
+            report.assume("the --platform has no collectives: section: the collectives run NCCL's defaults "
+                          "(docs/collectives.md, \"The platform's collectives: section\")")
         if len(lanes) > library.gpus:
             raise ProfileError(f"import: {len(lanes)} ranks but the --platform has {library.gpus} GPUs; expected a "
                                "platform with a GPU per rank (--set gpus.count=N)")

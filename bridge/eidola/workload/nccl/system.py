@@ -84,6 +84,8 @@ class System:
     #: One node of direct links (ring, mesh2d, torus2d): each GPU's neighbours over its links out (`neighbours`),
     #: whose Hamiltonian cycles are the rings; None on every other fabric.
     neighbours: tuple[tuple[int, ...], ...] | None = None
+    #: the platform has a ``collectives:`` section (False: every value here is the library's default)
+    configured: bool = True
 
     @staticmethod
     def of(platform: Platform) -> System:
@@ -138,7 +140,7 @@ class System:
                       gpus_per_node=per_node, nic_bw=nic_bw, nics_per_node=nics,
                       proxy_ns=units.parse(sec["proxy_step"], "time") * 1e9 if "proxy_step" in sec else PROXY_STEP_NS,
                       proxy_launch_ns=units.parse(sec.get("proxy_launch", "0s"), "time") * 1e9,
-                      intra_fully_connected=intra_fc, neighbours=direct)
+                      intra_fully_connected=intra_fc, neighbours=direct, configured=bool(sec))
 
     def node_size(self, k: int) -> int:
         """GPUs per node among the first k GPUs (k itself when they fit in one node)."""
