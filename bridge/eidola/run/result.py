@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .fabric_notes import fabric_notes
+from .nccl_tests import bus_factor
 from .tables import structured, table_dtype
 from .traffic_result import traffic_figures
 
@@ -21,15 +22,18 @@ if TYPE_CHECKING:
 
 __all__ = ["Result", "Summary", "SYNCMON_DTYPE", "BUS_FACTOR"]
 
-#: busbw / algbw per collective, after nccl-tests (PERFORMANCE.md): the factor that makes a
-#: collective's bus bandwidth comparable with the bandwidth of the links it runs on.
+#: busbw / algbw per collective kind of `workload.collectives`, after nccl-tests (PERFORMANCE.md): the factor that
+#: makes a collective's bus bandwidth comparable with the bandwidth of the links it runs on. One table: nccl-tests'
+#: own (`nccl_tests.bus_factor`), under the names its ops have there.
+def _factor(op: str) -> Callable[[int], float]:
+    """nccl-tests' bus factor of `op` as a function of the ranks."""
+    return lambda p: bus_factor(op, p)
+
+
 BUS_FACTOR: dict[str, Callable[[int], float]] = {
-    "all_reduce": lambda p: 2 * (p - 1) / p,
-    "all_gather": lambda p: (p - 1) / p,
-    "reduce_scatter": lambda p: (p - 1) / p,
-    "all_to_all": lambda p: (p - 1) / p,
-    "broadcast": lambda p: 1.0,
-    "send": lambda p: 1.0,
+    kind: _factor(op)
+    for kind, op in (("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("reduce_scatter", "reduce_scatter"),
+                     ("all_to_all", "alltoall"), ("broadcast", "broadcast"), ("send", "sendrecv"))
 }
 
 #: SyncMon statistics per GPU: a view of the gpus table's syncmon_* columns.
