@@ -252,3 +252,14 @@ def test_a_platform_without_a_collectives_section_says_it_runs_the_defaults(repo
     out = subprocess.run([sys.executable, "-m", "eidola", "perf", str(repo / "platforms" / "switch-8gpu.yaml"), "--op",
                           "all_reduce", "-b", "1K", "-e", "1K"], capture_output=True, text=True)
     assert out.returncode == 0 and "the platform has no collectives: section, so NCCL's defaults" in out.stdout
+
+
+def test_one_rank_without_peers_says_the_library_builds_nothing(repo, tmp_path):
+    # One rank of the shared trace, imported alone: its collectives have no traced peer and replay their traced
+    # times, so --algorithm nccl has nothing to build; the report says so and how to replicate the rank.
+    r = _cli(str(SHARED / "nccl_data.json.gz"), "--algorithm", "nccl", "--platform",
+             str(repo / "platforms" / "dgx-h100.yaml"), "-o", str(tmp_path / "one.yaml"))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "one.import.txt").read_text()
+    assert "no collective has a traced peer, so none runs as the library runs it" in text and "--ranks N" in text
+    assert "(NCCL " not in text  # no collective imported as the library builds it

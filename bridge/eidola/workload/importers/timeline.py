@@ -285,6 +285,10 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int | Non
     gpu = {r: i for i, r in enumerate(ranks)}
     calls = _match(ranks, lanes, report, sources or {})
     multi = [row for row in calls.values() if len(row) > 1]
+    if algorithm == "nccl" and not multi:
+        report.assume("--algorithm nccl: no collective has a traced peer, so none runs as the library runs it "
+                      "(each replays its traced time); to simulate one traced rank's collectives, replicate it "
+                      "with --ranks N")
     # Clocks: the first collective every rank takes part in ends at the same time everywhere.
     shift = dict.fromkeys(ranks, 0)
     common = next((row for row in multi if len(row) == len(ranks)), None)
