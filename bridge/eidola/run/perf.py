@@ -41,7 +41,6 @@ from ..workload.pages import small_pages
 from ..workload.profile import Profile
 from . import nccl_tests
 from .build_memory import building_within
-from .fabric_notes import fabric_notes
 from .perf_source import ALGOS, OPS, PROTOS, Plan, build_collective
 
 if TYPE_CHECKING:
@@ -285,7 +284,7 @@ def run_sizes(fabrics: Fabrics, op: str, points: Iterable[tuple[int, int]], gpus
                                   "unfinished; raise or remove limits.sim_time")
         row = PerfRow(size, count, result.kernel_time_ns / 1000, plan, fabric, factor,
                       time.perf_counter() - start, nccl_tests.root(op, root), result.events,
-                      tuple(fabric_notes(result)))
+                      tuple(result.notes))
         rows.append(row)
         if done is not None:
             done(row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -206,6 +207,12 @@ class Result:
         """The GPU whose last workgroup finished last."""
         return int(self.gpus["gpu"][int(np.argmax(self.gpus["finish_ns"]))]) if len(self.gpus) else -1
 
+    @functools.cached_property
+    def notes(self) -> list[str]:
+        """The fabric's notes on what limited it (`fabric_notes`), worked out once: the summary, perf's rows, a sweep
+        point's metric and its log all read them."""
+        return fabric_notes(self)
+
     @property
     def summary(self) -> Summary:
         """The headline figures, as saved in summary.json (a dict; ``res.summary()`` also works)."""
@@ -229,7 +236,7 @@ class Result:
             "busiest_link": {**dict(zip(("src", "dst", "utilization", "bytes"), busiest)),
                              "src_name": self.node_name(busiest[0]), "dst_name": self.node_name(busiest[1])}
             if busiest else None,
-            "notes": fabric_notes(self),
+            "notes": self.notes,
             **self.meta,
             # NaN (no packet measured) becomes null: summary.json stays strict JSON.
             **({"traffic": {k: (None if v != v else v) for k, v in self.traffic.items()}} if self.traffic else {}),

@@ -152,13 +152,12 @@ def row_template(point: Point) -> dict[str, Any]:
 
 def _simulate_point(task: Task, built: tuple[Any, Any, int, dict[str, Any] | None]) -> dict[str, Any]:
     """The child's work: simulate in-process, save, compute the metrics."""
-    from ..fabric_notes import fabric_notes
     from ..simulate import simulate
 
     platform, profile, seed, generator = built
     result = simulate(platform, profile, seed=seed, trace=task.spec.trace, in_process=True)
     result.save(task.folder)
-    for note in fabric_notes(result):  # the fabric_notes metric counts them; the texts go to the point's log.txt (fd 1)
+    for note in result.notes:  # the fabric_notes metric counts them; the texts go to the point's log.txt (fd 1)
         os.write(1, (note + "\n").encode())
     return compute(task.spec.metrics, result, MetricContext(generator, profile))
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...errors import ConfigError
 from .. import nccl_tests
-from ..fabric_notes import fabric_notes, link_overrun
+from ..fabric_notes import link_overrun
 from ..perf_source import ALGOS, PROTOS
 from ..result import BUS_FACTOR
 from .collective import NAME as NCCL
@@ -215,7 +215,7 @@ register("slowest_share", "the slowest GPU's compute share of the kernel time (t
 register("wall_s", "wall-clock time of the simulation (s; varies from run to run)", lambda res, ctx: res.wall_s)
 register_prefix("traffic.", "a figure of res.traffic, by name", _traffic)
 register("fabric_notes", "notes of the fabric's own checks: what limited it, or a link busy past the run "
-         "(their texts: the point's log.txt; docs/sweeps.md)", lambda res, ctx: float(len(fabric_notes(res))))
+         "(their texts: the point's log.txt; docs/sweeps.md)", lambda res, ctx: float(len(res.notes)))
 register("fabric_overrun", "1 where a link was busy longer than the run (a fault of the fabric model: the point's "
          "time is not a result), else 0", lambda res, ctx: float(link_overrun(res) is not None))
 register("flow_fabric", "1 where the point ran on the flow fabric (the nccl generator's fabric: auto may choose it), "

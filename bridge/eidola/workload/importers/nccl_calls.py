@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, cast
 from ...errors import ConfigError, ProfileError
 from .. import nccl
 from ..nccl import p2p
-from ..nccl.protocols import Protocol, protocol
+from ..nccl.protocols import protocol
 from . import timeline
 
 if TYPE_CHECKING:
@@ -69,20 +69,17 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
     if first.kind == "send":
         # One way (a send and its receive), or both (`timeline.is_exchange`: nccl-tests' send/recv on the pair).
         # Two ranks in two nodes are per_node 1, so each step pays the proxy at both ends.
-        one_way = p2p.sendrecv if timeline.is_exchange(order) else _send
-        one_way(cast("ProfileBuilder", placed), nbytes, 2, plan.channels, protocol(plan.proto, library.library),
-                p2p.P2P_CHUNK[library.link_type], prefix, int(_node(library, members[0]) != _node(library, members[1])),
-                library.proxy_ns, library.proxy_launch_ns)
+        args = (plan.channels, protocol(plan.proto, library.library), p2p.P2P_CHUNK[library.link_type], prefix,
+                int(_node(library, members[0]) != _node(library, members[1])), library.proxy_ns,
+                library.proxy_launch_ns)
+        if timeline.is_exchange(order):
+            p2p.sendrecv(cast("ProfileBuilder", placed), nbytes, 2, *args)
+        else:
+            p2p.send(cast("ProfileBuilder", placed), nbytes, *args)
     else:
         nccl.append_call(placed, library, op, nbytes, k, plan, prefix, root)
     report.imported[f"{first.kind} ({library.library.upper()} {plan.algo} {plan.proto}, {k} ranks)"] += 1
     return nbytes
-
-
-def _send(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, prefix: str, per_node: int,
-          proxy: float, launch: float) -> None:
-    """`p2p.send` (rank 0 to rank 1) with `p2p.sendrecv`'s arguments (k: 2)."""
-    p2p.send(b, S, m, proto, chunk, prefix, per_node, proxy, launch)
 
 
 def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: list[tuple[str, int]]) -> int:
