@@ -714,6 +714,43 @@ def test_all_to_all_with_staggered_starts_over_two_nodes_as_shipped(repo, platfo
     _check(packet, flow, 0.05, floor)
 
 
+def _turns_profile(writes: int):
+    """GPU 0: workgroup 0 writes 4 MiB to GPU 1 as `writes` writes one after another (1 ns of compute after each, so
+    each is issued at an instant of its own), workgroup 1 writes 2 MiB to GPU 2; both through GPU 0's one link."""
+    b = ProfileBuilder(gpus=8, workgroups=2, name="turns")
+    b.buffer("data", nbytes=4 * MIB)
+    first = b.program(gpu=0, wg=0)
+    for _ in range(writes):
+        first.write(dst=1, buffer="data", offset=0, nbytes=4 * MIB // writes).compute(ns=1.0)
+    b.program(gpu=0, wg=1).write(dst=2, buffer="data", offset=0, nbytes=2 * MIB)
+    return b.build()
+
+
+@pytest.mark.parametrize("writes, window", [(8, 2048), (16, 2048), (8, 1024)])
+def test_a_workgroup_with_many_writes_to_one_gpu_takes_one_turn_under_flow_issue_queue(repo, writes, window):
+    # switch-8gpu with flow.issue: queue (the real-system files' setting). With the window full the packet GPU's
+    # round robin gives each workgroup a turn, whatever its writes queued behind one another: workgroup 1's write
+    # to GPU 2 takes half the link while workgroup 0 has data, 2 MiB x (P + h) / P at B / 2, then the tail; workgroup
+    # 0's 6 MiB of both end at the whole link's rate. The flow fabric gave each waiting write a share of its own, so
+    # workgroup 1 got 1 / (writes + 1) of the link and ended last: +45% at 8 writes (18.01 against 12.44 us), +47% at
+    # a 1,024-packet window (FlowFabric::take_turns).
+    over = {"fabric.flow.issue": "queue", "gpus.max_outstanding": window}
+    ends = {}
+    for model in ("packet", "flow"):
+        wgs = _simulate(repo, "switch-8gpu.yaml", _turns_profile(writes), model, over).workgroups
+        ends[model] = [float(t) for t in wgs["finish_ns"][wgs["gpu"] == 0][:2]]
+    link = SWITCH["lanes"] * SWITCH["B"]
+    half_ns = 2 * MIB * (P + SWITCH["h"]) / P / (link / 2) * 1e9
+    whole_ns = 6 * MIB * (P + SWITCH["h"]) / P / link * 1e9
+    for model, (wg0, wg1) in ends.items():
+        assert half_ns <= wg1 < wg0, (model, wg0, wg1, half_ns)
+        assert wg0 >= whole_ns, (model, wg0, whole_ns)
+    if window == 2048:  # the window covers the link's round trip: both within a tail of their wire bounds
+        assert ends["packet"][1] <= half_ns + 1.1 * _tail_ns(SWITCH), ends
+    for p, f in zip(ends["packet"], ends["flow"]):
+        assert abs(f / p - 1) <= 0.01, ends
+
+
 def test_credit_bound_writes_that_fan_out_have_a_channel_each(repo):
     # custom-4gpu at 64-byte payloads: GPUs 2 and 3 write 1 MiB each to GPUs 1 and 0, across the switches' slow link
     # (32 GB/s, 500 ns). A channel's 128 packets of 80 wire bytes cover its credit round trip (80 B / 32 GB/s +

@@ -178,7 +178,8 @@ private:
     /// fabric's virtual output queues: a packet never waits behind one bound elsewhere), so an
     /// all-to-all's units to one peer do not wait for those to the others. The writes issued first
     /// are active; the rest wait until they have been sent, unless the GPU's window binds and it
-    /// also writes elsewhere through the link (shares_window_turns): then they go at once. A
+    /// also writes elsewhere through the link (shares_window_turns): then each workgroup's first
+    /// waiting write goes at once, and its next when that one has been sent (take_turns). A
     /// signal, which the GPU issues as one packet in its round robin, waits only for the backlog
     /// its window lets the flows ahead hold (slip_at).
     struct Injection {
@@ -250,7 +251,9 @@ private:
                       double weight, double per_packet, bool first);
     std::uint32_t credit_channel(std::uint32_t link, std::uint32_t group, std::uint32_t slot);
     void sent(std::uint32_t id);
-    void activate_waiting(Injection& q);
+    void activate_waiting(Injection& q, std::size_t k = 0);
+    void take_turns(Injection& q);
+    bool has_turn(const Injection& q, std::uint32_t id) const;
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
     bool own_backlog(const Injection& q, std::uint32_t wg) const;

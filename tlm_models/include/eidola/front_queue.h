@@ -46,6 +46,8 @@ public:
         const std::ptrdiff_t offset = at - m_items.data();
         return &*m_items.insert(m_items.begin() + offset, item);
     }
+    /// Removes the entry at `at` (an iterator of this queue), keeping the others' order.
+    void erase(iterator at) { m_items.erase(m_items.begin() + (at - m_items.data())); }
     /// Drops the oldest entry. The array is shifted down only once the dropped entries are at least
     /// as many as the live ones (and a few): each entry is moved at most once on average.
     void pop_front() {
