@@ -10,6 +10,8 @@ so the NIC links bound the time alike; only the spines differ, and with PXN they
 
 from __future__ import annotations
 
+import pytest
+
 import eidola
 from eidola.workload.nccl import build_collective
 
@@ -68,3 +70,27 @@ def test_pxn_makes_the_spine_count_irrelevant_and_without_it_one_spine_binds(rep
     spine_ns = N * (N - 1) * (G - 1) * (S // K) / NET_BW * 1e9
     assert _spine_bytes(alone) > 0
     assert alone.kernel_time_ns >= spine_ns > 2.5 * times[1], (alone.kernel_time_ns, spine_ns, times)
+
+
+def _ring_on_three_nodes(repo, pxn: bool):
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {
+        "gpus.count": 24, "fabric.model": "flow", "fabric.rail.pxn": pxn})
+    profile, plan = build_collective(plat, "all_reduce", 64 << 20)
+    assert (plan.algo, plan.proto) == ("ring", "LL128")
+    return eidola.simulate(plat, profile)
+
+
+def test_pxn_at_an_odd_node_count_costs_what_the_packet_fabric_measures(repo):
+    # 24 GPUs, 3 nodes: the rings' crossing from node 2 back to node 0 changes rail, and PXN sends it over the
+    # NVLink of node 2's GPU to the GPU on the peer's rail and out of that GPU's NIC. Each GPU of node 2 then carries
+    # its crossing on NVLink too, so its port (18 lanes of 25 GB/s) bounds the run, not the NICs. The outside
+    # reference is the packet fabric, measured 2026-12-07 (110 s a run, too slow to run here): a 64 MiB ring
+    # all-reduce takes 408.6 us with PXN and 385.6 us without, 1.060x. The flow fabric read 434.3 us (1.137x)
+    # while a workgroup's waiting writes each took a share of the port (FlowFabric::take_turns).
+    on, off = _ring_on_three_nodes(repo, True), _ring_on_three_nodes(repo, False)
+    names = on.node_names
+    nvlink = [names[int(s)] in {f"gpu{g}" for g in range(16, 24)} and names[int(d)] == "n2.switch"
+              for s, d in zip(on.links["src"], on.links["dst"])]
+    port_ns = max(int(b) for b in on.links[nvlink]["wire_bytes"]) / (18 * 25e9) * 1e9
+    assert on.kernel_time_ns >= port_ns
+    assert on.kernel_time_ns / off.kernel_time_ns == pytest.approx(408.6 / 385.6, rel=0.02)
