@@ -8,6 +8,7 @@ harness, the kernel `eidola perf` times) plus that boundary: at most a poll inte
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -16,8 +17,9 @@ import pytest
 from test_import import SHARED
 
 import eidola
+from eidola.profile import ProfileBuilder
 from eidola.workload.importers.timeline import Coll, Item, Lane, Report, build_profile
-from eidola.workload.nccl import System, build_collective
+from eidola.workload.nccl import System, append_call, build_collective
 
 MIB = 1 << 20
 START = 1000  # ns: a compute phase before the collective on every rank
@@ -117,6 +119,33 @@ def test_an_all_to_all_needs_a_workgroup_per_peer(repo):
                for a in report.assumed), report.assumed
 
 
+@pytest.mark.parametrize("lane, apart", [(14, True), (7, False)])
+def test_an_all_to_all_runs_its_sends_and_receives_apart_where_the_lane_holds_them(repo, lane, apart):
+    # switch-8gpu, 8 ranks, 16 MiB: one channel per peer (7). A lane of 14 workgroups holds each channel's sends and
+    # receives on workgroups of their own, as perf runs it, and takes its time; a lane of 7 runs each channel's on
+    # one workgroup (the sends waiting on the receives) and takes build_collective's time with them together.
+    plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml")
+    kernel, plan = build_collective(plat, "alltoall", 16 * MIB, channels=7)
+    assert plan.split
+    if not apart:
+        kernel = _together(plat, 16 * MIB)
+    profile, report = _import(plat, _lanes(8, "all_to_all", 16 * MIB), lane)
+    assert report.imported["all_to_all (NCCL p2p Simple, 8 ranks)"] == 1
+    assert profile.workgroups == lane and (len(profile.program(0, 13)) > 0 if apart else True)  # receivers: 7..13
+    span = eidola.simulate(plat, profile).kernel_time_ns - START
+    alone = eidola.simulate(plat, kernel).kernel_time_ns
+    assert alone <= span <= alone + BOUNDARY_NS, (span, alone)
+
+
+def _together(plat, nbytes: int):
+    """build_collective's all-to-all on 8 ranks with each channel's sends and receives on one workgroup."""
+    lib = System.of(plat)
+    plan = dataclasses.replace(build_collective(plat, "alltoall", nbytes, channels=7)[1], split=False)
+    b = ProfileBuilder(gpus=8, workgroups=plan.workgroups, name="together")
+    append_call(b, lib, "alltoall", nbytes, 8, plan, "")
+    return b.build()
+
+
 def _cli(*args: str):
     return subprocess.run([sys.executable, "-m", "eidola", "import", "kineto", *args], capture_output=True, text=True)
 
@@ -207,13 +236,15 @@ def test_a_group_off_the_links_of_a_torus_takes_the_textbook_schedule(repo):
 
 def test_default_workgroups_give_an_all_to_all_a_channel_per_peer(repo):
     # dgx-h100-rail at 32 GPUs: 24 channels, but NCCL's all-to-all on 32 ranks takes 31 (one per peer, as perf runs
-    # it): with the default the lanes get 31 workgroups and the call runs as the library runs it.
+    # it), each with its sends and receives on workgroups of their own: with the default the lanes get 62
+    # workgroups and the call runs as the library runs it.
     plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {"gpus.count": 32, "fabric.model": "flow"})
-    assert build_collective(plat, "alltoall", 16 * MIB)[1].channels == 31
+    plan = build_collective(plat, "alltoall", 16 * MIB)[1]
+    assert (plan.channels, plan.workgroups) == (31, 62)
     report = Report()
     profile = build_profile("t", _lanes(32, "all_to_all", 16 * MIB), None, "nccl", "syncmon", report,
                             library=System.of(plat))
-    assert report.imported["all_to_all (NCCL p2p Simple, 32 ranks)"] == 1 and profile.workgroups == 31
+    assert report.imported["all_to_all (NCCL p2p Simple, 32 ranks)"] == 1 and profile.workgroups == 62
 
 
 def test_workgroups_past_the_platforms_are_refused_at_import(repo):

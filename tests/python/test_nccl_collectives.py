@@ -125,8 +125,9 @@ def test_tree_broadcast_and_alltoall_bytes(write_platform):
     assert sent["broadcast"] == [2 * S, 2 * S + 8, 2 * S + 8, 8]
     # All-to-all: S / k to each of the k-1 peers (one channel each), a Simple write and its counter, and a credit
     # for each unit received: (k-1) x (S/k + 8 + 8).
+    # Each channel's sends and its receives on workgroups of their own (split: 2 (k-1) workgroups a GPU).
     prof, plan = build_collective(plat, "alltoall", S, proto="Simple", channels=k - 1)
-    assert plan == Plan("p2p", "Simple", k - 1)
+    assert plan == Plan("p2p", "Simple", k - 1, split=True) and plan.workgroups == 2 * (k - 1)
     res = eidola.simulate(plat, prof)
     assert res.gpus["bytes_sent"].tolist() == [(k - 1) * (S // k + 16)] * k
 
@@ -141,10 +142,11 @@ def test_alltoall_copies_the_own_block_once(write_platform):
     piece = -(-(S // k) // W)
     plat = _ideal(write_platform, k)
     prof, plan = build_collective(plat, "alltoall", S, proto="Simple", channels=W)
-    assert plan == Plan("p2p", "Simple", W) and piece == 174_763
+    assert plan == Plan("p2p", "Simple", W, split=True) and piece == 174_763
     for g in range(k):
         first = [prof.program(g, w)[0] for w in range(W)]
         assert all(op.kind == "compute" for op in first)
+        assert all(prof.program(g, w)[0].kind != "compute" for w in range(W, 2 * W))  # the receivers copy nothing
         # W pieces of ceil(S/k / W) bytes: the block once, to the byte each piece rounds up
         assert [op["ns"] for op in first] == pytest.approx([2 * piece * W / mem_bw * 1e9] * W, rel=1e-12)
 
@@ -164,7 +166,7 @@ def test_reduce_and_sendrecv_bytes(write_platform):
     # Send/recv (nccl-tests: each rank sends S to rank + 1, receives S from rank - 1), Simple on 2 channels: each
     # channel writes S/2, its step counter (8 B) and the credit for the unit it received (8 B).
     prof, plan = build_collective(plat, "sendrecv", S, proto="Simple", channels=2)
-    assert plan == Plan("p2p", "Simple", 2)
+    assert plan == Plan("p2p", "Simple", 2, split=True)
     res = eidola.simulate(plat, prof)
     assert res.gpus["bytes_sent"].tolist() == [S + 2 * 16] * k
     assert res.gpus["bytes_received"].tolist() == [S + 2 * 16] * k

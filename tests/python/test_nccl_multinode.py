@@ -213,7 +213,7 @@ def test_sendrecv_and_alltoall_across_nodes(write_platform):
     S = 1 << 20
     plat = _nodes(write_platform, 2, 2)
     prof, plan = build_collective(plat, "sendrecv", S, proto="Simple", channels=1)
-    assert plan == Plan("p2p", "Simple", 1)
+    assert plan == Plan("p2p", "Simple", 1, split=True)
     res = eidola.simulate(plat, prof)
     assert _nic_out(res, 4).tolist() == [2 * FLAG, S, 2 * FLAG, S]
     # All-to-all of S = 2 MiB per rank, one channel per peer: each block is S/4, one unit; a GPU's NIC link

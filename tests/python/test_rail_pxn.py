@@ -94,3 +94,24 @@ def test_pxn_at_an_odd_node_count_costs_what_the_packet_fabric_measures(repo):
     port_ns = max(int(b) for b in on.links[nvlink]["wire_bytes"]) / (18 * 25e9) * 1e9
     assert on.kernel_time_ns >= port_ns
     assert on.kernel_time_ns / off.kernel_time_ns == pytest.approx(408.6 / 385.6, rel=0.02)
+
+
+def test_an_all_to_all_over_one_spine_without_pxn_keeps_to_the_spines_bound(repo):
+    # 2 nodes (16 GPUs), one spine, PXN off: each rail switch sends up its one spine link what its two GPUs send to
+    # the 7 GPUs of the other node on other rails, 14 blocks of S/16 (with InfiniBand framing), so that link bounds
+    # the run. NCCL runs each channel's sends and receives on warps of their own (nccl.Plan.split): measured
+    # 1,222.6 us, +3.0% over the bound. With each channel's sends waiting on its receives, as one workgroup, it read
+    # 1,648 us (+39%): a slow pair held every pair of its workgroups. The packet fabric at 16 MiB, 334.5 us apart and
+    # 353.1 together (the flow fabric 330.8 and 386.4), measured 2026-12-07 (a minute a run, too slow here).
+    S = 64 << 20
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {
+        "gpus.count": 16, "fabric.model": "flow", "fabric.rail.spines": 1, "fabric.rail.pxn": False})
+    profile, plan = build_collective(plat, "alltoall", S)
+    assert plan.split
+    res = eidola.simulate(plat, profile)
+    names = res.node_names
+    up = [int(b) for s, d, b in zip(res.links["src"], res.links["dst"], res.links["wire_bytes"])
+          if names[int(s)].startswith("rail") and names[int(d)].startswith("spine")]
+    assert len(up) == G and min(up) >= 14 * S // 16 * (1 + NIC_HDR / MTU)
+    bound_ns = max(up) / NET_BW * 1e9
+    assert bound_ns <= res.kernel_time_ns <= 1.05 * bound_ns, (res.kernel_time_ns, bound_ns)

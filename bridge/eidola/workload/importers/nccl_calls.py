@@ -14,11 +14,15 @@ the report says why:
 - fewer workgroups per lane than the call needs (an all-to-all needs one per peer): `--workgroups`.
 
 The tuner's channels are capped at the lane's workgroups (`--workgroups`, the platform's channel count by default
-with this algorithm), as NCCL caps them at ``NCCL_MAX_NCHANNELS``.
+with this algorithm, or two per peer of the largest all-to-all), as NCCL caps them at ``NCCL_MAX_NCHANNELS``. An
+all-to-all or send/recv exchange runs each channel's sends and receives on workgroups of their own
+(`nccl.Plan.split`) where the lane holds twice its channels, first on half the channels, else on one workgroup
+each.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from ...errors import ConfigError, ProfileError
@@ -56,7 +60,10 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
             plan = nccl.plan_of(library, op, nbytes, k)
         except ConfigError as e:
             why = str(e)
-    if plan is not None and plan.channels > W:
+    one_way = first.kind == "send" and not timeline.is_exchange(order)
+    if plan is not None and one_way:
+        plan = replace(plan, split=False)  # one way: the sender only sends, the receiver only receives
+    if plan is not None and plan.workgroups > W:
         plan, why = _capped(library, op, nbytes, k, W, plan)
     if plan is None:
         report.assume(f"collectives the {library.library.upper()} model does not run here took the textbook "
@@ -72,8 +79,8 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
         args = (plan.channels, protocol(plan.proto, library.library), p2p.P2P_CHUNK[library.link_type], prefix,
                 int(_node(library, members[0]) != _node(library, members[1])), library.proxy_ns,
                 library.proxy_launch_ns)
-        if timeline.is_exchange(order):
-            p2p.sendrecv(cast("ProfileBuilder", placed), nbytes, 2, *args)
+        if not one_way:
+            p2p.sendrecv(cast("ProfileBuilder", placed), nbytes, 2, *args, apart=plan.split)
         else:
             p2p.send(cast("ProfileBuilder", placed), nbytes, *args)
     else:
@@ -95,7 +102,9 @@ def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: 
                            f"the --platform's GPUs have {library.workgroups}: give --workgroups {room} or fewer")
     if asked is not None:
         return asked
-    need = max([library.channels] + [k - 1 for kind, k in sizes if OPS.get(kind) == "alltoall"])
+    # an all-to-all: a channel per peer, each with its sends and receives apart where the GPUs hold them
+    need = max([library.channels] + [2 * (k - 1) if 2 * (k - 1) <= library.workgroups else k - 1
+                                     for kind, k in sizes if OPS.get(kind) == "alltoall"])
     return min(need, room)
 
 
@@ -128,11 +137,14 @@ def _few(gpus: list[int]) -> str:
 
 def _capped(library: nccl.System, op: str, nbytes: int, k: int, W: int,
             plan: nccl.Plan) -> tuple[nccl.Plan | None, str]:
-    """The plan with its channels capped at the lane's W workgroups, as NCCL_MAX_NCHANNELS caps them; (None, why)
+    """The plan with its workgroups capped at the lane's W, as NCCL_MAX_NCHANNELS caps its channels: sends and
+    receives apart (`nccl.Plan.split`) on the channels half of W holds, else together on those W holds; (None, why)
     if even one set of channels (an all-to-all: one per peer) does not fit."""
     step = k - 1 if op == "alltoall" else 1
-    channels = W - W % step
+    channels, half = W - W % step, W // 2 - (W // 2) % step
     if channels < step:
         return None, (f"it needs {step} workgroups per lane (one per peer) and the lanes have {W}: import with "
                       f"--workgroups {step} or more")
-    return nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, channels), ""
+    if plan.split and half >= step:
+        return nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, half), ""
+    return replace(nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, channels), split=False), ""

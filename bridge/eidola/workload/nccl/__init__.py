@@ -40,6 +40,8 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "broadcast", "r
 P2P_OPS = ("alltoall", "sendrecv", "gather", "scatter")
 #: The collectives with a root (nccl-tests' -r).
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
+#: The point-to-point collectives whose every rank both sends and receives (`Plan.split`).
+_EXCHANGE = ("alltoall", "sendrecv")
 #: The point-to-point collectives with a set of channels per peer of the root (or, all-to-all, of every rank).
 _PER_PEER = ("alltoall", "gather", "scatter")
 
@@ -50,7 +52,15 @@ class Plan:
 
     algo: str  #: "ring", "tree", "nvls" or "hierarchical" ("p2p" for alltoall, sendrecv, gather and scatter)
     proto: str  #: "LL", "LL128" or "Simple"
-    channels: int  #: channels = workgroups of every GPU that run it
+    channels: int  #: channels: one workgroup each on every GPU that runs it (two where `split`)
+    #: all-to-all and send/recv: each channel's sends and receives on workgroups of their own, as NCCL gives them
+    #: warps of their own (`p2p.alltoall`); False where the GPUs have too few workgroups for that
+    split: bool = False
+
+    @property
+    def workgroups(self) -> int:
+        """Workgroups of every GPU that run it: a channel each, two where its sends and receives are split."""
+        return self.channels * (2 if self.split else 1)
 
 
 def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None = None, algo: str = "auto",
@@ -87,19 +97,19 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         raise ConfigError(f"root: expected a GPU from 0 to {k - 1} (the {op}'s root), got {root!r}")
     plan = plan_of(sys, op, nbytes, k, algo, proto, channels)
     extra = harness.EXTRA_WORKGROUPS if calls > 1 else harness.STEADY_WORKGROUPS if steady else 0
-    b = ProfileBuilder(gpus=k, workgroups=plan.channels + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
+    b = ProfileBuilder(gpus=k, workgroups=plan.workgroups + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
     if calls > 1:
         harness.declare(b)
     for call in range(calls):
         if call:
-            harness.before_call(b, k, plan.channels, call, sys.launch_ns)
+            harness.before_call(b, k, plan.workgroups, call, sys.launch_ns)
         _emit(b, sys, op, nbytes, k, plan, f"call{call}." if call else "", root)
         if call < calls - 1:
-            harness.after_call(b, k, plan.channels)
+            harness.after_call(b, k, plan.workgroups)
     if calls > 1:
-        harness.host_and_marker(b, k, plan.channels, calls, sys.host_call_ns, sys.launch_ns)
+        harness.host_and_marker(b, k, plan.workgroups, calls, sys.host_call_ns, sys.launch_ns)
     if steady:
-        harness.host_floor(b, k, plan.channels, sys.host_call_ns, sys.launch_ns)
+        harness.host_floor(b, k, plan.workgroups, sys.host_call_ns, sys.launch_ns)
     return b.build(), plan
 
 
@@ -133,14 +143,14 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
             chunk = p2p.P2P_CHUNK[sys.link_type]
             if op == "alltoall":
                 p2p.alltoall(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, per_node,
-                             sys.proxy_ns, sys.proxy_launch_ns)
+                             sys.proxy_ns, sys.proxy_launch_ns, plan.split)
             elif op in ("gather", "scatter"):
                 rooted = p2p.gather if op == "gather" else p2p.scatter
                 rooted(b, nbytes, k, plan.channels // (k - 1), p, chunk, sys.mem_bw, prefix, root, per_node,
                        sys.proxy_ns, sys.proxy_launch_ns)
             else:
                 p2p.sendrecv(b, nbytes, k, plan.channels, p, chunk, prefix, per_node, sys.proxy_ns,
-                             sys.proxy_launch_ns)
+                             sys.proxy_launch_ns, plan.split)
         else:
             rings = sys.rings(k, plan.channels)
             if plan.algo == "nvls":
@@ -187,4 +197,5 @@ def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, 
     else:
         m = p2p.per_peer_channels(sys.channels, peers + 1, per_peer, p2p.P2P_CHUNK[sys.link_type])
         m = max(1, min(m, sys.workgroups // peers))
-    return Plan("p2p", proto, m * peers)
+    # Sends and receives on workgroups of their own where the GPUs have the room; else one workgroup does both.
+    return Plan("p2p", proto, m * peers, op in _EXCHANGE and 2 * m * peers <= sys.workgroups)

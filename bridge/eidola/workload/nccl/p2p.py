@@ -14,9 +14,10 @@ pair on its own channels. Here workgroup w of every GPU serves distance d = w mo
 j = w div (k-1) of the m = workgroups / (k-1) channels per peer: it sends its block for GPU r+d
 (S/k bytes, split over the m slices) and receives GPU r-d's block for it, one unit at a time through
 a FIFO of 8 chunk-sized units (512 KiB of data over NVLink, 128 KiB over PCIe or the network;
-``NCCL_P2P_*_CHUNKSIZE``; the chunk of the platform's link type for every pair: see `_exchange`). Per unit
-it sends, then receives, so a GPU's every pair moves at once. A step between nodes pays the proxy at both
-ends, as a ring's does.
+``NCCL_P2P_*_CHUNKSIZE``; the chunk of the platform's link type for every pair: see `_exchange`). Its
+receives run on workgroup w + W, apart from its sends, as NCCL gives them warps of their own (`nccl.Plan.split`;
+on one workgroup, per unit, sends then receives, where the GPUs have too few workgroups). A step between nodes
+pays the proxy at both ends, as a ring's does.
 The rank's own block is a local copy: 2 bytes a byte (read and write), once at the start, shared by the
 W workgroups, each copying a W-th of it at its W-th share of memory bandwidth.
 """
@@ -50,10 +51,10 @@ def per_peer_channels(channels: int, k: int, per_peer: int, chunk: int) -> int:
 
 
 def alltoall(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, mem_bw: float,
-             prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
-    """Append an all-to-all of S bytes sent per rank on GPUs 0..k-1, m workgroups per peer. per_node: GPUs per
+             prefix: str, per_node: int = 0, proxy: float = 0.0, launch: float = 0.0, apart: bool = False) -> None:
+    """Append an all-to-all of S bytes sent per rank on GPUs 0..k-1, m channels per peer. per_node: GPUs per
     node (0: one node), for which peers are across nodes; proxy, launch: the proxy's ns per network step at
-    each end and its start (`_exchange`)."""
+    each end and its start; apart: each channel's receives on a workgroup of their own (`_exchange`)."""
     W = m * (k - 1)
     G, Wg = np.repeat(np.arange(k), W), np.tile(np.arange(W), k)
     d, j = Wg % (k - 1) + 1, Wg // (k - 1)
@@ -61,16 +62,17 @@ def alltoall(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: 
     _own_copy(ps, split(S, k, G), W, mem_bw)
     # Sent and received blocks: (S/k for the peer) / m; the block for GPU r+d is r+d's share of S.
     _exchange(b, ps, G, Wg, d, k, W, split(split(S, k, (G + d) % k), m, j), proto, chunk, prefix, per_node,
-              proxy, launch)
+              proxy, launch, apart)
 
 
 def sendrecv(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, prefix: str,
-             per_node: int = 0, proxy: float = 0.0, launch: float = 0.0) -> None:
+             per_node: int = 0, proxy: float = 0.0, launch: float = 0.0, apart: bool = False) -> None:
     """Append nccl-tests' send/recv: every GPU r sends S bytes to r+1 and receives S from r-1 (mod k) in one
-    group, on m workgroups (channels) each moving S/m. per_node, proxy, launch: as `alltoall`."""
+    group, on m channels each moving S/m. per_node, proxy, launch, apart: as `alltoall`."""
     G, Wg = np.repeat(np.arange(k), m), np.tile(np.arange(m), k)
     ps = b.programs_at(G, Wg)
-    _exchange(b, ps, G, Wg, np.ones_like(G), k, m, split(S, m, Wg), proto, chunk, prefix, per_node, proxy, launch)
+    _exchange(b, ps, G, Wg, np.ones_like(G), k, m, split(S, m, Wg), proto, chunk, prefix, per_node, proxy, launch,
+              apart)
 
 
 def gather(b: ProfileBuilder, S: int, k: int, m: int, proto: Protocol, chunk: int, mem_bw: float, prefix: str,
@@ -152,9 +154,12 @@ def _own_copy(ps: ProgramSet, block: Ints, W: int, mem_bw: float) -> None:
 
 
 def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: int, W: int, out: Ints, proto: Protocol,
-              chunk: int, prefix: str, per_node: int, proxy: float, launch: float) -> None:
-    """Workgroup Wg of GPU G sends `out` bytes to GPU G+d and receives as many from G-d, a unit at a time
-    through its FIFO (units of the p2p chunk; LL and LL128: one step): per unit it sends, then receives. A
+              chunk: int, prefix: str, per_node: int, proxy: float, launch: float, apart: bool) -> None:
+    """Channel Wg of GPU G sends `out` bytes to GPU G+d and receives as many from G-d, a unit at a time
+    through its FIFO (units of the p2p chunk; LL and LL128: one step). `apart`: its sends on workgroup Wg (`ps`)
+    and its receives on workgroup Wg + W, as NCCL runs a channel's sends and receives on warps of their own
+    (``sendrecv.h``: the block's warps split between ``runSend`` and ``runRecv``); else workgroup Wg, per unit,
+    sends, then receives, so its sends wait on its receives (where the GPUs have too few workgroups). A
     step to or from a peer in another node pays the proxy (`proxy` ns) at that end, as a ring's network step
     does (`fifo.proxy_ns`), and a workgroup with a peer in another node first waits the proxy's start
     (`launch`, `fifo.proxy_start`).
@@ -167,17 +172,22 @@ def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: 
     rail-16gpu, 8 MiB, proxy 0): all-to-all 114.5 -> 144.1 us on the packet fabric, 113.2 -> 189.8 on the flow
     fabric.
 
-    Per unit a workgroup sends, then receives, so its sends wait on its receives; NCCL gives a channel's sends
-    and receives warps of their own. A user trial (2026-12-07) that put them on separate workgroups found the
-    all-to-all over spines without PXN 9-17% faster on the flow fabric and the two fabrics closer (dgx-h100-rail,
-    16 GPUs, 16 MiB, one spine: 330.2 / 333.9 us split against 386.4 / 353.1 coupled): not yet changed here."""
+    Why apart: coupled, a channel's next send waited for its last receive, which waits on the peer's sends, so a
+    slow pair held every pair of its workgroups. A user trial (2026-12-07, dgx-h100-rail, 16 GPUs, 16 MiB all-to-all
+    over one spine without PXN, whose bound is 1,208 us at 64 MiB) read flow / packet 386.4 / 353.1 us coupled and
+    330.2 / 333.9 apart; at 64 MiB 1,648 coupled and 1,222 apart on the flow fabric."""
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
     to, frm = (G + d) % k, (G - d) % k
+    rps, rWg = (b.programs_at(G, Wg + W), Wg + W) if apart else (ps, Wg)
     send = conn.side(ps, Wg, to, across(G, to, per_node))
-    recv = conn.side(ps, Wg, frm, across(G, frm, per_node))
-    proxy_start(b, G, Wg, [to, frm], per_node, launch)
+    recv = conn.side(rps, Wg, frm, across(G, frm, per_node))
+    if apart:
+        proxy_start(b, G, Wg, [to], per_node, launch)
+        proxy_start(b, G, rWg, [frm], per_node, launch)
+    else:
+        proxy_start(b, G, Wg, [to, frm], per_node, launch)
     pre_send, pre_recv = proxy_ns(proxy, G, None, to, per_node), proxy_ns(proxy, G, frm, None, per_node)
     units = _units(out, proto, chunk)
     for u in range(units):
         primitive(ps, None, send, split(out, units, u), 0.0, pre_send)
-        primitive(ps, recv, None, split(out, units, u), 0.0, pre_recv)
+        primitive(rps, recv, None, split(out, units, u), 0.0, pre_recv)
