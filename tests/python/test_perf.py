@@ -728,3 +728,17 @@ def test_a_curve_that_runs_backwards_says_why():
         "16 channels, packet fabric) simulates slower than its plan at 2097152 B (tree LL128, 24 channels, flow "
         "fabric); the tuner prices plans with the library's tuning model, the simulation runs them (--algo, --proto "
         "and --channels force one)"]
+
+
+def test_the_header_says_how_point_to_point_and_cross_rail_traffic_run(repo, capsys):
+    # An all-to-all's channels run their sends and receives on workgroups of their own (nccl.Plan.split); an
+    # all-reduce has no such line. On two rail nodes the header says which way cross-rail traffic goes (PXN).
+    rail = repo / "platforms/dgx-h100-rail.yaml"
+    code, out, err = _main(capsys, "perf", rail, "--op", "alltoall", "-b", "64K", "-e", "64K")
+    assert code == 0, err
+    assert "# p2p: each channel's sends and receives on workgroups of their own" in out
+    assert "(gpus.workgroups 132)" in out
+    assert "# network: cross-rail traffic by PXN" in out
+    code, out, err = _main(capsys, "perf", rail, "--op", "all_reduce", "-b", "64K", "-e", "64K", "-g", "8")
+    assert code == 0, err
+    assert "# p2p:" not in out and "# network:" not in out  # one node: no network line either

@@ -17,6 +17,7 @@ from ..errors import ConfigError
 from ..run import nccl_tests
 from ..run.perf import Fabrics, PerfRow, check_choices, run_sizes
 from ..run.perf_source import SOURCE, build_collective
+from ..workload.nccl import System
 from . import perf_table
 from .nccl_log import NcclLog, read_log
 
@@ -102,6 +103,7 @@ def perf(o: PerfOptions, out: TextIO | None = None) -> list[PerfRow]:
             f"# nThread 1 nGpus {gpus}, sizes of {o.compare} ({log.tool}, {log.column} column)",
             f"# collectives: {SOURCE}.build_collective; {config}{_library_note(fabrics.base)}",
             f"# fabric: {fabrics.rule()}",
+            *_p2p_line(o.op, fabrics.base),
             *_network_line(fabrics.base, gpus),
             "# time: one simulation per size of a call in nccl-tests' back-to-back loop: max(host cost, "
             "launch gap + kernel); "
@@ -129,6 +131,16 @@ def _library_note(platform: Any) -> str:
     if platform.collectives:
         return ""
     return "; the platform has no collectives: section, so NCCL's defaults (docs/collectives.md)"
+
+
+def _p2p_line(op: str, platform: Any) -> list[str]:
+    """For an all-to-all or send/recv: that each channel's sends and receives run on workgroups of their own
+    (`nccl.Plan.split`), and when they cannot, since the workgroups a GPU runs are then the channels."""
+    if op not in ("alltoall", "sendrecv"):
+        return []
+    return [f"# p2p: each channel's sends and receives on workgroups of their own, as NCCL's warps, where the "
+            f"GPUs hold twice the channels (gpus.workgroups {System.of(platform).workgroups}), "
+            "else one workgroup each"]
 
 
 def _network_line(platform: Any, gpus: int) -> list[str]:
