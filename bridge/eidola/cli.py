@@ -782,7 +782,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="with --platform: override one of its parameters (as eidola run --set)")
         k.add_argument("--workgroups", type=int, default=None,
                        help="workgroups per stream or thread (default 1; with --algorithm nccl, the platform's "
-                       "collectives.channels, or a channel per peer of the largest all-to-all, as the GPUs allow)")
+                       "collectives.channels, or the most workgroups a traced collective's plan runs on, as the GPUs allow)")
         k.add_argument("--wait", default="syncmon", choices=("syncmon", "poll", "spin_yield"), help="wait mode")
         k.add_argument("--ranks", type=int, metavar="N",
                        help="replicate the one trace given as N symmetric ranks (SPMD: every rank runs this program)")

@@ -11,12 +11,15 @@ network packets of 4,096 B + 78 B header: T >= 14/16 S x 4174/4096 / 50 GB/s (29
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import REPO
 
 import eidola
 from eidola.platform import FLOW_COUNTERPART
-from eidola.workload.nccl import build_collective
+from eidola.profile import ProfileBuilder
+from eidola.workload.nccl import System, append_call, build_collective
 
 S = 16 << 20
 BOUND_NS = 14 / 16 * S * (4096 + 78) / 4096 / 50e9 * 1e9
@@ -49,11 +52,18 @@ def test_the_flow_fabric_keeps_to_the_spine_bound(packet_ns):
     assert flow == pytest.approx(packet_ns, rel=0.05)  # the issue's 5% for all-to-alls at 16 MiB and above
 
 
-def _flow_64_gpus_ns(nbytes: int) -> float:
+def _flow_64_gpus_ns(nbytes: int, apart: bool = True) -> float:
+    """The flow fabric's 64-GPU all-to-all as perf runs it; `apart` False: each channel's sends and receives on one
+    workgroup, as before 2026-12-07."""
     plat = eidola.load_platform(REPO / "platforms" / "rail-16gpu.yaml",
                                 overrides={"gpus.count": 64, "fabric.model": "flow", **FLOW_COUNTERPART})
     prof, plan = build_collective(plat, "alltoall", nbytes)
-    assert plan.algo == "p2p"
+    assert plan.algo == "p2p" and plan.split
+    if not apart:
+        together = dataclasses.replace(plan, split=False)
+        b = ProfileBuilder(gpus=64, workgroups=together.workgroups, name="together")
+        append_call(b, System.of(plat), "alltoall", nbytes, 64, together, "")
+        prof = b.build()
     return eidola.simulate(plat, prof).kernel_time_ns
 
 
@@ -79,3 +89,12 @@ def test_the_flow_fabric_keeps_to_the_spine_bound_at_64_gpus_and_64_mib():
     # gave 2,119.37 us, but took 24 of the flow test files' comparisons with the packet fabric out of bounds. The
     # packet fabric takes some 20 minutes here, so the comparison is with the bound.
     assert _flow_64_gpus_ns(64 << 20) >= _bound_64_gpus_ns(64 << 20)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured 2,074.54 us against the bound's 2,094.35 (-0.95%), 2026-12-07: with each channel's sends and receives "
+    "on one workgroup, some writes reach their place in their output queue with their own bytes not all carried "
+    "where no write still sending there goes faster, and their rest never crosses the spine "
+    "(FlowFabric::held_further_on); the case above passes only because its traffic no longer meets the rule"))
+def test_the_flow_fabric_keeps_to_the_spine_bound_with_sends_and_receives_together():
+    assert _flow_64_gpus_ns(64 << 20, apart=False) >= _bound_64_gpus_ns(64 << 20)

@@ -32,7 +32,7 @@ def _lanes(ranks: int, kind: str, nbytes: int, group: tuple[int, ...] | None = N
                                                     if r in group else []))] for r in range(ranks)}
 
 
-def _import(plat, lanes, workgroups: int, algorithm: str = "nccl"):
+def _import(plat, lanes, workgroups: int | None, algorithm: str = "nccl"):
     report = Report()
     library = System.of(plat) if algorithm == "nccl" else None
     return build_profile("t", lanes, workgroups, algorithm, "syncmon", report, library=library), report
@@ -74,7 +74,7 @@ def test_a_collective_of_the_second_node_on_the_second_lane_runs_as_on_the_first
         coll.root = 11
     for r in range(8, 16):
         lanes[r].insert(0, Lane("stream 1", [Item(0, START)]))  # the collective's lane is the second
-    profile, report = _import(plat, lanes, plan.channels)
+    profile, report = _import(plat, lanes, plan.workgroups)  # the all-to-all's sends and receives apart
     assert report.imported[f"{kind} (NCCL {plan.algo} {plan.proto}, 8 ranks)"] == 1
     res = eidola.simulate(plat, profile)
     assert res.kernel_time_ns - START == pytest.approx(eidola.simulate(plat, kernel).kernel_time_ns,
@@ -119,30 +119,30 @@ def test_an_all_to_all_needs_a_workgroup_per_peer(repo):
                for a in report.assumed), report.assumed
 
 
-@pytest.mark.parametrize("lane, apart", [(14, True), (7, False)])
+@pytest.mark.parametrize("lane, apart", [(28, True), (14, False)])
 def test_an_all_to_all_runs_its_sends_and_receives_apart_where_the_lane_holds_them(repo, lane, apart):
-    # switch-8gpu, 8 ranks, 16 MiB: one channel per peer (7). A lane of 14 workgroups holds each channel's sends and
-    # receives on workgroups of their own, as perf runs it, and takes its time; a lane of 7 runs each channel's on
-    # one workgroup (the sends waiting on the receives) and takes build_collective's time with them together.
+    # switch-8gpu, 8 ranks, 16 MiB: perf runs two channels per peer (14), each with its sends and receives on
+    # workgroups of their own (28). A lane of 28 runs that and takes its time; a lane of 14 runs the 14 channels
+    # each on one workgroup (the sends waiting on the receives), NCCL_MAX_NCHANNELS' cap on the lane's workgroups,
+    # and takes build_collective's time with them together (measured 47.49 us against 46.76 apart).
     plat = eidola.load_platform(repo / "platforms" / "switch-8gpu.yaml")
-    kernel, plan = build_collective(plat, "alltoall", 16 * MIB, channels=7)
-    assert plan.split
+    kernel, plan = build_collective(plat, "alltoall", 16 * MIB)
+    assert (plan.channels, plan.workgroups) == (14, 28)
     if not apart:
-        kernel = _together(plat, 16 * MIB)
+        kernel = _together(plat, 16 * MIB, plan)
     profile, report = _import(plat, _lanes(8, "all_to_all", 16 * MIB), lane)
     assert report.imported["all_to_all (NCCL p2p Simple, 8 ranks)"] == 1
-    assert profile.workgroups == lane and (len(profile.program(0, 13)) > 0 if apart else True)  # receivers: 7..13
+    assert profile.workgroups == lane and len(profile.program(0, 27 if apart else 13)) > 0
     span = eidola.simulate(plat, profile).kernel_time_ns - START
     alone = eidola.simulate(plat, kernel).kernel_time_ns
     assert alone <= span <= alone + BOUNDARY_NS, (span, alone)
 
 
-def _together(plat, nbytes: int):
-    """build_collective's all-to-all on 8 ranks with each channel's sends and receives on one workgroup."""
-    lib = System.of(plat)
-    plan = dataclasses.replace(build_collective(plat, "alltoall", nbytes, channels=7)[1], split=False)
-    b = ProfileBuilder(gpus=8, workgroups=plan.workgroups, name="together")
-    append_call(b, lib, "alltoall", nbytes, 8, plan, "")
+def _together(plat, nbytes: int, plan):
+    """build_collective's all-to-all on 8 ranks as `plan`, with each channel's sends and receives on one workgroup."""
+    together = dataclasses.replace(plan, split=False)
+    b = ProfileBuilder(gpus=8, workgroups=together.workgroups, name="together")
+    append_call(b, System.of(plat), "alltoall", nbytes, 8, together, "")
     return b.build()
 
 
@@ -245,6 +245,25 @@ def test_default_workgroups_give_an_all_to_all_a_channel_per_peer(repo):
     profile = build_profile("t", _lanes(32, "all_to_all", 16 * MIB), None, "nccl", "syncmon", report,
                             library=System.of(plat))
     assert report.imported["all_to_all (NCCL p2p Simple, 32 ranks)"] == 1 and profile.workgroups == 62
+
+
+def test_default_workgroups_hold_the_plan_perf_runs(repo):
+    # dgx-h100, 8 ranks, 16 MiB all-to-all: perf runs 3 channels per peer (21), each with its sends and receives
+    # apart, 42 workgroups. The default lane holds them and the import takes perf's time; a lane of the platform's 24
+    # channels runs the 21 together, one workgroup each (its time, within the boundary), not 7 apart.
+    plat = eidola.load_platform(repo / "platforms" / "dgx-h100.yaml", {"fabric.model": "flow"})
+    kernel, plan = build_collective(plat, "alltoall", 16 * MIB)
+    assert (plan.channels, plan.workgroups) == (21, 42)
+    lanes = _lanes(8, "all_to_all", 16 * MIB)
+    profile, _ = _import(plat, lanes, None)
+    assert profile.workgroups == 42
+    span = eidola.simulate(plat, profile).kernel_time_ns - START
+    alone = eidola.simulate(plat, kernel).kernel_time_ns
+    assert alone <= span <= alone + BOUNDARY_NS, (span, alone)
+    profile, _ = _import(plat, lanes, 24)
+    span = eidola.simulate(plat, profile).kernel_time_ns - START
+    alone = eidola.simulate(plat, _together(plat, 16 * MIB, plan)).kernel_time_ns
+    assert alone <= span <= alone + BOUNDARY_NS, (span, alone)
 
 
 def test_workgroups_past_the_platforms_are_refused_at_import(repo):

@@ -575,3 +575,15 @@ def test_collectives_section_is_checked(write_platform):
     plat = eidola.load_platform(write_platform(base + "collectives: {library: rccl, channels: 4}\n"))
     assert plat.collectives == {"library": "rccl", "channels": 4}
     assert "collectives" in plat.effective_yaml()
+
+
+def test_sends_and_receives_stay_together_where_the_harness_leaves_no_room(write_platform):
+    # 4 GPUs of 7 workgroups: an all-to-all on one channel per peer (3) runs its sends and receives apart on 6; the
+    # steady run's host takes a seventh, still apart; back-to-back calls' host and marker would need 8, so the
+    # channels keep them together (3 + 2), where the profile was refused before.
+    plat = _ideal(write_platform, 4, workgroups=7)
+    _, plan = build_collective(plat, "alltoall", 4096, proto="Simple", channels=3, steady=True)
+    assert plan.split and plan.workgroups == 6
+    prof, plan = build_collective(plat, "alltoall", 4096, proto="Simple", channels=3, calls=2)
+    assert not plan.split and prof.workgroups == 3 + 2
+    assert eidola.simulate(plat, prof).kernel_time_ns > 0

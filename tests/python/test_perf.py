@@ -625,7 +625,7 @@ def test_two_simulated_calls_and_the_steady_state_agree_on_the_slower_of_host_an
                                                              "gpus.workgroups": 3})  # room for host and marker
     kernel = _ideal_ns("all_reduce", "LL", 6, 1024, 2)
     prof, plan = build_collective(plat, "all_reduce", 4096, proto="LL", channels=1, calls=2)
-    two = period_ns(eidola.simulate(plat, prof), plan.channels)
+    two = period_ns(eidola.simulate(plat, prof), plan.workgroups)
     prof, plan = build_collective(plat, "all_reduce", 4096, proto="LL", channels=1, steady=True)
     steady = eidola.simulate(plat, prof).kernel_time_ns
     assert steady == pytest.approx(max(host_ns, kernel), abs=1e-3)

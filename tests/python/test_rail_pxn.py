@@ -100,9 +100,10 @@ def test_an_all_to_all_over_one_spine_without_pxn_keeps_to_the_spines_bound(repo
     # 2 nodes (16 GPUs), one spine, PXN off: each rail switch sends up its one spine link what its two GPUs send to
     # the 7 GPUs of the other node on other rails, 14 blocks of S/16 (with InfiniBand framing), so that link bounds
     # the run. NCCL runs each channel's sends and receives on warps of their own (nccl.Plan.split): measured
-    # 1,222.6 us, +3.0% over the bound. With each channel's sends waiting on its receives, as one workgroup, it read
-    # 1,648 us (+39%): a slow pair held every pair of its workgroups. The packet fabric at 16 MiB, 334.5 us apart and
-    # 353.1 together (the flow fabric 330.8 and 386.4), measured 2026-12-07 (a minute a run, too slow here).
+    # 1,222.6 us, +3.0% over the bound (1,231.3, +3.8%, with them together; 1,648 before the flow fabric's
+    # per-workgroup turns). The split's outside evidence is the packet fabric's, at 16 MiB: 334.5 us apart against
+    # 353.1 together, the flow fabric 330.8 and 335.4 (2026-12-07; a minute a run, too slow here), so this bound
+    # does not tell the two layouts apart on the flow fabric: test_nccl_collectives.py holds the layout.
     S = 64 << 20
     plat = eidola.load_platform(repo / "platforms" / "dgx-h100-rail.yaml", {
         "gpus.count": 16, "fabric.model": "flow", "fabric.rail.spines": 1, "fabric.rail.pxn": False})

@@ -392,14 +392,15 @@ bool FlowFabric::has_turn(const Injection& q, std::uint32_t id) const {
 // whose writes all go to one GPU on that link moves the same bytes over the same links either way, and there the
 // calibrated rings reach their measured plateaus only first come, first served (the channels' writes served
 // together run in step and their fences idle the link together: "A queue per destination" in docs/fabrics.md).
-bool FlowFabric::shares_window_turns(const Flow& f) const {
+bool FlowFabric::shares_window_turns(const Flow& f, bool waiting) const {
     // A signal (one packet) stays behind: the writes it follows in the queue stand for the round robin that made its
     // own write end late with theirs (the Injection bullet of docs/fabrics.md).
     if (f.window == 0 || !f.ext || f.packets < 2 || f.src >= m_injection_of_gpu.size()) return false;
     const std::uint64_t now = now_ps();
     const double window = double(f.window) * double(f.ext->packet_bytes);
     const std::uint32_t link = m_injection[std::size_t(f.queue)].first_link;
-    double held = double(f.bytes);  // issued and not yet answered, this write's included
+    double held = waiting ? 0.0 : double(f.bytes);  // issued and not yet answered, this write's included (a
+                                                    // waiting one is among the waiting writes counted below)
     bool elsewhere = false;         // a write to another GPU through the same link
     for (std::uint32_t qi : m_injection_of_gpu[f.src]) {
         const Injection& q = m_injection[qi];
@@ -502,7 +503,7 @@ void FlowFabric::sent(std::uint32_t id) {
             const std::uint32_t w = q.waiting[k];
             const Flow& g = m_flows[w];
             if (!g.ext || g.workgroup != f.workgroup) continue;
-            if (shares_window_turns(g)) activate_waiting(q, k);
+            if (shares_window_turns(g, true)) activate_waiting(q, k);
             break;
         }
     }

@@ -257,7 +257,9 @@ private:
     void slip(std::uint32_t id);
     std::uint64_t slip_at(const Injection& q) const;
     bool own_backlog(const Injection& q, std::uint32_t wg) const;
-    bool shares_window_turns(const Flow& f) const;
+    /// Whether write `f` goes beside the earlier writes of its queue (flow.issue: queue); `waiting`: it is one of
+    /// the queue's waiting writes already.
+    bool shares_window_turns(const Flow& f, bool waiting = false) const;
     /// A write's bytes issued and not yet answered: still to send, and sent but not yet answered.
     struct Outstanding {
         double unsent = 0, unanswered = 0;

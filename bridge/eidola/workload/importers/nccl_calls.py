@@ -14,10 +14,9 @@ the report says why:
 - fewer workgroups per lane than the call needs (an all-to-all needs one per peer): `--workgroups`.
 
 The tuner's channels are capped at the lane's workgroups (`--workgroups`, the platform's channel count by default
-with this algorithm, or two per peer of the largest all-to-all), as NCCL caps them at ``NCCL_MAX_NCHANNELS``. An
+with this algorithm, or the most workgroups a traced call's plan runs on), as NCCL caps them at ``NCCL_MAX_NCHANNELS``. An
 all-to-all or send/recv exchange runs each channel's sends and receives on workgroups of their own
-(`nccl.Plan.split`) where the lane holds twice its channels, first on half the channels, else on one workgroup
-each.
+(`nccl.Plan.split`) where the lane holds twice its channels, else together on one workgroup each.
 """
 
 from __future__ import annotations
@@ -89,10 +88,11 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
     return nbytes
 
 
-def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: list[tuple[str, int]]) -> int:
+def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: list[tuple[str, int, int]]) -> int:
     """Workgroups per lane: `asked` (--workgroups), refused if the platform's GPUs cannot hold `lanes` of them; by
-    default (None) the platform's channel count, or a channel per peer of the largest all-to-all (`sizes`: each
-    call's kind and ranks), as far as the GPUs' workgroups shared by the lanes allow."""
+    default (None) the platform's channel count, or the most workgroups a call's plan runs on (`sizes`: each call's
+    kind, ranks and bytes; an all-to-all: its channels per peer, sends and receives apart), as far as the GPUs'
+    workgroups shared by the lanes allow."""
     room = library.workgroups // lanes
     if room < 1:
         raise ProfileError(f"import: {lanes} streams need a workgroup each at least; the --platform's GPUs have "
@@ -102,10 +102,18 @@ def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: 
                            f"the --platform's GPUs have {library.workgroups}: give --workgroups {room} or fewer")
     if asked is not None:
         return asked
-    # an all-to-all: a channel per peer, each with its sends and receives apart where the GPUs hold them
-    need = max([library.channels] + [2 * (k - 1) if 2 * (k - 1) <= library.workgroups else k - 1
-                                     for kind, k in sizes if OPS.get(kind) == "alltoall"])
+    need = max([library.channels] + [_workgroups(library, kind, k, nbytes) for kind, k, nbytes in sizes])
     return min(need, room)
+
+
+def _workgroups(library: nccl.System, kind: str, k: int, nbytes: int) -> int:
+    """The workgroups per GPU the library's plan for one call runs on (0 where the model does not run it)."""
+    if kind not in OPS or k < 2:
+        return 0
+    try:
+        return nccl.plan_of(library, OPS[kind], max(nbytes, 1), k).workgroups
+    except ConfigError:
+        return 0
 
 
 def _node(library: nccl.System, gpu: int) -> int:
@@ -137,14 +145,16 @@ def _few(gpus: list[int]) -> str:
 
 def _capped(library: nccl.System, op: str, nbytes: int, k: int, W: int,
             plan: nccl.Plan) -> tuple[nccl.Plan | None, str]:
-    """The plan with its workgroups capped at the lane's W, as NCCL_MAX_NCHANNELS caps its channels: sends and
-    receives apart (`nccl.Plan.split`) on the channels half of W holds, else together on those W holds; (None, why)
-    if even one set of channels (an all-to-all: one per peer) does not fit."""
+    """The plan capped at the lane's W workgroups, as NCCL_MAX_NCHANNELS caps its channels: each channel's sends and
+    receives together on one workgroup (`nccl.Plan.split` off), on as many channels as W holds; (None, why) if even
+    one set of channels (an all-to-all: one per peer) does not fit. Why together rather than apart on half as many:
+    a lane's W workgroups stand for W blocks, each of which runs a channel's sends and receives in NCCL, so its
+    channels are capped at W as NCCL_MAX_NCHANNELS caps them. Neither way is the faster everywhere: 16 MiB on 8
+    ranks, dgx-h100 on 24 workgroups 21 channels together 65.9 us against 7 apart 67.0 (perf, 21 apart: 65.4);
+    switch-8gpu on 14, 14 together 47.49 against 7 apart 46.76."""
     step = k - 1 if op == "alltoall" else 1
-    channels, half = W - W % step, W // 2 - (W // 2) % step
+    channels = min(plan.channels, W - W % step)
     if channels < step:
         return None, (f"it needs {step} workgroups per lane (one per peer) and the lanes have {W}: import with "
                       f"--workgroups {step} or more")
-    if plan.split and half >= step:
-        return nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, half), ""
     return replace(nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, channels), split=False), ""

@@ -304,7 +304,8 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int | Non
     nlanes = max(len(v) for v in lanes.values())
     if library is not None and algorithm == "nccl":
         workgroups = nccl_calls.lane_workgroups(workgroups, library, nlanes,
-                                                [(row[0][0].coll.kind, len(row)) for row in multi if row[0][0].coll])
+                                                [(row[0][0].coll.kind, len(row), row[0][0].coll.nbytes)
+                                                 for row in multi if row[0][0].coll])
     elif workgroups is None:
         workgroups = 1
     b = ProfileBuilder(gpus=len(ranks), workgroups=nlanes * workgroups, name=name)

@@ -17,7 +17,7 @@ forms (rail-local rings, the double binary tree) and network steps pay the proxy
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, cast
 
 from ...errors import ConfigError, ProfileError
@@ -97,6 +97,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         raise ConfigError(f"root: expected a GPU from 0 to {k - 1} (the {op}'s root), got {root!r}")
     plan = plan_of(sys, op, nbytes, k, algo, proto, channels)
     extra = harness.EXTRA_WORKGROUPS if calls > 1 else harness.STEADY_WORKGROUPS if steady else 0
+    if plan.split and plan.workgroups + extra > sys.workgroups:  # no room beside the harness's: together
+        plan = replace(plan, split=False)
     b = ProfileBuilder(gpus=k, workgroups=plan.workgroups + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
     if calls > 1:
         harness.declare(b)

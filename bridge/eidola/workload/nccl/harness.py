@@ -8,7 +8,9 @@ kernel K plus the GPU's gap between two kernels of one stream (g, ``gpus.launch`
 it to the first kernel, the harness to each next one).
 
 The harness is simulated, not computed: in a profile of `calls` collectives, each GPU runs
-- the collective's C channel workgroups; after each call but the last, each signals the GPU's own
+- the collective's C workgroups (`Plan.workgroups`: a channel each, or, where an all-to-all's or send/recv's
+  sends and receives are apart, two; the functions below take C as `channels`); after each call but the last,
+  each signals the GPU's own
   ``harness.done`` flag (a release: the kernel ends when its writes are done), and before each call
   but the first, it waits until all C of the previous call have (the stream's order), waits until
   the host has issued this call (``harness.issued``), then spends g (the launch gap);
@@ -102,7 +104,7 @@ def host_floor(b: ProfileBuilder, gpus: int, channels: int, host_ns: float, gap_
 
 def period_ns(result: Result, channels: int) -> float:
     """One call's time in a run of a back-to-back profile: the last call's end (the run's kernel time) minus
-    the previous call's (the latest marker finish)."""
+    the previous call's (the latest marker finish). channels: the collective's workgroups, `Plan.workgroups`."""
     wg = result.workgroups
     marker = wg["finish_ns"][wg["wg"] == channels + 1]
     return float(result.kernel_time_ns - np.max(marker))

@@ -172,10 +172,10 @@ def _exchange(b: ProfileBuilder, ps: ProgramSet, G: Ints, Wg: Ints, d: Ints, k: 
     rail-16gpu, 8 MiB, proxy 0): all-to-all 114.5 -> 144.1 us on the packet fabric, 113.2 -> 189.8 on the flow
     fabric.
 
-    Why apart: coupled, a channel's next send waited for its last receive, which waits on the peer's sends, so a
-    slow pair held every pair of its workgroups. A user trial (2026-12-07, dgx-h100-rail, 16 GPUs, 16 MiB all-to-all
-    over one spine without PXN, whose bound is 1,208 us at 64 MiB) read flow / packet 386.4 / 353.1 us coupled and
-    330.2 / 333.9 apart; at 64 MiB 1,648 coupled and 1,222 apart on the flow fabric."""
+    Why apart: together, a channel's next send waited for its last receive, which waits on the peer's sends, so a
+    slow pair held every pair of its workgroup. dgx-h100-rail, 16 GPUs, 16 MiB all-to-all over one spine without
+    PXN (2026-12-07): packet fabric 353.1 us together, 334.5 apart; flow fabric 335.4 and 330.8. At 64 MiB the flow
+    fabric reads 1,231.3 together and 1,222.6 apart against the spine link's 1,186.4 us."""
     conn = Conn(b, f"{prefix}p2p", proto, 1, W)
     to, frm = (G + d) % k, (G - d) % k
     rps, rWg = (b.programs_at(G, Wg + W), Wg + W) if apart else (ps, Wg)
