@@ -80,5 +80,6 @@ def build(path: str, overrides: dict[str, Any], params: dict[str, Any], what: st
         raise ConfigError(f"generator.{e}" if str(e).split(":")[0] in PARAMETERS else str(e)) from None
     fabric = fabrics.choose(written_bytes(profile))
     chosen = {**params, "gpus": profile.gpus, "fabric": fabric,
-              "plan": {"algo": plan.algo, "proto": plan.proto, "channels": plan.channels}}
+              "plan": {"algo": plan.algo, "proto": plan.proto, "channels": plan.channels,
+                       "workgroups": plan.workgroups}}  # twice the channels where p2p sends and receives are apart
     return fabrics.harnessed(fabric), profile, chosen
