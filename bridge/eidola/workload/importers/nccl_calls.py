@@ -56,12 +56,9 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
     plan = None
     if not why:
         try:
-            plan = nccl.plan_of(library, op, nbytes, k)
+            plan = _plan(library, order, W)
         except ConfigError as e:
             why = str(e)
-    one_way = first.kind == "send" and not timeline.is_exchange(order)
-    if plan is not None and one_way:
-        plan = replace(plan, split=False)  # one way: the sender only sends, the receiver only receives
     if plan is not None and plan.workgroups > W:
         plan, why = _capped(library, op, nbytes, k, W, plan)
     if plan is None:
@@ -78,7 +75,7 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
         args = (plan.channels, protocol(plan.proto, library.library), p2p.P2P_CHUNK[library.link_type], prefix,
                 int(_node(library, members[0]) != _node(library, members[1])), library.proxy_ns,
                 library.proxy_launch_ns)
-        if not one_way:
+        if timeline.is_exchange(order):
             p2p.sendrecv(cast("ProfileBuilder", placed), nbytes, 2, *args, apart=plan.split)
         else:
             p2p.send(cast("ProfileBuilder", placed), nbytes, *args)
@@ -88,11 +85,22 @@ def append(b: ProfileBuilder, order: list[tuple[Item, int]], where: dict[int, tu
     return nbytes
 
 
-def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: list[tuple[str, int, int]]) -> int:
+def _plan(library: nccl.System, order: list[tuple[Item, int]], room: int | None = None) -> nccl.Plan:
+    """The library's plan for the matched call `order` with `room` workgroups a GPU (default all of them): a one-way
+    send's sends and receives never apart (the sender only sends, the receiver only receives). Raises ConfigError
+    where the library has none."""
+    first = order[0][0].coll
+    assert first is not None
+    plan = nccl.plan_of(library, OPS.get(first.kind, ""), max(first.nbytes, 1), len(order), room=room)
+    one_way = first.kind == "send" and not timeline.is_exchange(order)
+    return replace(plan, split=False) if one_way else plan
+
+
+def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, rows: list[list[tuple[Item, int]]]) -> int:
     """Workgroups per lane: `asked` (--workgroups), refused if the platform's GPUs cannot hold `lanes` of them; by
-    default (None) the platform's channel count, or the most workgroups a call's plan runs on (`sizes`: each call's
-    kind, ranks and bytes; an all-to-all: its channels per peer, sends and receives apart), as far as the GPUs'
-    workgroups shared by the lanes allow."""
+    default (None) the platform's channel count, or the most workgroups the plan of a matched call (`rows`) runs on
+    (an all-to-all: its channels per peer, sends and receives apart), as far as the GPUs' workgroups shared by the
+    lanes allow."""
     room = library.workgroups // lanes
     if room < 1:
         raise ProfileError(f"import: {lanes} streams need a workgroup each at least; the --platform's GPUs have "
@@ -102,16 +110,17 @@ def lane_workgroups(asked: int | None, library: nccl.System, lanes: int, sizes: 
                            f"the --platform's GPUs have {library.workgroups}: give --workgroups {room} or fewer")
     if asked is not None:
         return asked
-    need = max([library.channels] + [_workgroups(library, kind, k, nbytes) for kind, k, nbytes in sizes])
+    need = max([library.channels] + [_workgroups(library, row) for row in rows])
     return min(need, room)
 
 
-def _workgroups(library: nccl.System, kind: str, k: int, nbytes: int) -> int:
-    """The workgroups per GPU the library's plan for one call runs on (0 where the model does not run it)."""
-    if kind not in OPS or k < 2:
+def _workgroups(library: nccl.System, row: list[tuple[Item, int]]) -> int:
+    """The workgroups per GPU the library's plan for one matched call runs on (0 where the model does not run it)."""
+    first = row[0][0].coll
+    if first is None or first.kind not in OPS or len(row) < 2:
         return 0
     try:
-        return nccl.plan_of(library, OPS[kind], max(nbytes, 1), k).workgroups
+        return _plan(library, row).workgroups
     except ConfigError:
         return 0
 
@@ -145,9 +154,10 @@ def _few(gpus: list[int]) -> str:
 
 def _capped(library: nccl.System, op: str, nbytes: int, k: int, W: int,
             plan: nccl.Plan) -> tuple[nccl.Plan | None, str]:
-    """The plan capped at the lane's W workgroups, as NCCL_MAX_NCHANNELS caps its channels: each channel's sends and
-    receives together on one workgroup (`nccl.Plan.split` off), on as many channels as W holds; (None, why) if even
-    one set of channels (an all-to-all: one per peer) does not fit. Why together rather than apart on half as many:
+    """The plan capped at the lane's W workgroups, as NCCL_MAX_NCHANNELS caps its channels: on as many channels as W
+    holds, each channel's sends and receives together on one workgroup (`nccl.Plan.split` off: twice the channels
+    do not fit W once its channels had to be capped); (None, why) if even one set of channels (an all-to-all: one per
+    peer) does not fit. Why together rather than apart on half as many:
     a lane's W workgroups stand for W blocks, each of which runs a channel's sends and receives in NCCL, so its
     channels are capped at W as NCCL_MAX_NCHANNELS caps them. Neither way is the faster everywhere: 16 MiB on 8
     ranks, dgx-h100 on 24 workgroups 21 channels together 65.9 us against 7 apart 67.0 (perf, 21 apart: 65.4);
@@ -157,4 +167,4 @@ def _capped(library: nccl.System, op: str, nbytes: int, k: int, W: int,
     if channels < step:
         return None, (f"it needs {step} workgroups per lane (one per peer) and the lanes have {W}: import with "
                       f"--workgroups {step} or more")
-    return replace(nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, channels), split=False), ""
+    return nccl.plan_of(library, op, nbytes, k, plan.algo, plan.proto, channels, room=W), ""

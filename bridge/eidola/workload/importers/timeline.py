@@ -303,9 +303,7 @@ def build_profile(name: str, lanes: dict[int, list[Lane]], workgroups: int | Non
     t0 = min((it.start + shift[r] for r in ranks for lane in lanes[r] for it in lane.items), default=0)
     nlanes = max(len(v) for v in lanes.values())
     if library is not None and algorithm == "nccl":
-        workgroups = nccl_calls.lane_workgroups(workgroups, library, nlanes,
-                                                [(row[0][0].coll.kind, len(row), row[0][0].coll.nbytes)
-                                                 for row in multi if row[0][0].coll])
+        workgroups = nccl_calls.lane_workgroups(workgroups, library, nlanes, multi)
     elif workgroups is None:
         workgroups = 1
     b = ProfileBuilder(gpus=len(ranks), workgroups=nlanes * workgroups, name=name)

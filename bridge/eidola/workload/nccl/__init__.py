@@ -17,7 +17,7 @@ forms (rail-local rings, the double binary tree) and network steps pay the proxy
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from ...errors import ConfigError, ProfileError
@@ -95,10 +95,8 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
         raise ConfigError(f"gpus: expected an integer from 2 to the platform's {sys.gpus} GPUs, got {gpus!r}")
     if op in ROOTED and (type(root) is not int or not 0 <= root < k):
         raise ConfigError(f"root: expected a GPU from 0 to {k - 1} (the {op}'s root), got {root!r}")
-    plan = plan_of(sys, op, nbytes, k, algo, proto, channels)
     extra = harness.EXTRA_WORKGROUPS if calls > 1 else harness.STEADY_WORKGROUPS if steady else 0
-    if plan.split and plan.workgroups + extra > sys.workgroups:  # no room beside the harness's: together
-        plan = replace(plan, split=False)
+    plan = plan_of(sys, op, nbytes, k, algo, proto, channels, room=sys.workgroups - extra)  # beside the harness's
     b = ProfileBuilder(gpus=k, workgroups=plan.workgroups + extra, name=f"{sys.library}-{op}-{nbytes}B-{k}gpu")
     if calls > 1:
         harness.declare(b)
@@ -116,11 +114,12 @@ def build_collective(platform: Platform, op: str, nbytes: int, gpus: int | None 
 
 
 def plan_of(sys: System, op: str, nbytes: int, k: int, algo: str = "auto", proto: str = "auto",
-            channels: int = 0) -> Plan:
+            channels: int = 0, room: int | None = None) -> Plan:
     """How `op` of `nbytes` runs on k GPUs of `sys`: the tuner's choice, or the point-to-point rules (`_p2p_plan`),
-    with `algo`, `proto` and `channels` forced where not "auto" / 0. Bad values raise ConfigError naming them."""
+    with `algo`, `proto` and `channels` forced where not "auto" / 0. room: the workgroups a GPU has for it (default
+    `sys.workgroups`), which decides `Plan.split`. Bad values raise ConfigError naming them."""
     if op in P2P_OPS:
-        return _p2p_plan(sys, op, nbytes, k, algo, proto, channels)
+        return _p2p_plan(sys, op, nbytes, k, algo, proto, channels, sys.workgroups if room is None else room)
     return Plan(*tuner.choose(sys, op, nbytes, k, algo, proto, channels))
 
 
@@ -178,7 +177,7 @@ def _emit(b: ProfileBuilder, sys: System, op: str, nbytes: int, k: int, plan: Pl
         raise ProfileError(f"{op} of {nbytes} B ({plan}): {e}") from None
 
 
-def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, channels: int) -> Plan:
+def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, channels: int, room: int) -> Plan:
     """All-to-all, send/recv, gather and scatter: no tuning model in NCCL; LL up to the p2p LL threshold per peer,
     else Simple; channels per peer as `p2p.per_peer_channels` (send/recv: one peer, the whole buffer; the others
     S/k to or from each of k-1 peers), rounded to whole peers."""
@@ -199,5 +198,5 @@ def _p2p_plan(sys: System, op: str, nbytes: int, k: int, algo: str, proto: str, 
     else:
         m = p2p.per_peer_channels(sys.channels, peers + 1, per_peer, p2p.P2P_CHUNK[sys.link_type])
         m = max(1, min(m, sys.workgroups // peers))
-    # Sends and receives on workgroups of their own where the GPUs have the room; else one workgroup does both.
-    return Plan("p2p", proto, m * peers, op in _EXCHANGE and 2 * m * peers <= sys.workgroups)
+    # Sends and receives on workgroups of their own where `room` holds them; else one workgroup does both.
+    return Plan("p2p", proto, m * peers, op in _EXCHANGE and 2 * m * peers <= room)
