@@ -23,14 +23,14 @@ if TYPE_CHECKING:
 
 __all__ = ["Result", "Summary", "SYNCMON_DTYPE", "BUS_FACTOR"]
 
-#: busbw / algbw per collective kind of `workload.collectives`, after nccl-tests (PERFORMANCE.md): the factor that
-#: makes a collective's bus bandwidth comparable with the bandwidth of the links it runs on. One table: nccl-tests'
-#: own (`nccl_tests.bus_factor`), under the names its ops have there.
 def _factor(op: str) -> Callable[[int], float]:
     """nccl-tests' bus factor of `op` as a function of the ranks."""
     return lambda p: bus_factor(op, p)
 
 
+#: busbw / algbw per collective kind of `workload.collectives`, after nccl-tests (PERFORMANCE.md): the factor that
+#: makes a collective's bus bandwidth comparable with the bandwidth of the links it runs on. One table: nccl-tests'
+#: own (`nccl_tests.bus_factor`), under the names its ops have there.
 BUS_FACTOR: dict[str, Callable[[int], float]] = {
     kind: _factor(op)
     for kind, op in (("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("reduce_scatter", "reduce_scatter"),
