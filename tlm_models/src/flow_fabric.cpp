@@ -1154,6 +1154,7 @@ void FlowFabric::finish(std::uint32_t id, std::uint32_t version) {
             tell_sent(f);
         }
         f.sent_all = true;
+        mark_outpaced(f);
         all_sent(f);
         unpark(f);
         is.dirty = false;

@@ -113,6 +113,8 @@ private:
         bool counted = false;            // its rate is in its GPU's issue rate (m_issue_rate)
         bool telling = false;            // its GPU waits to hear that its last packet is issued (tell_sent)
         bool sent_all = false;           // queued: its flow has sent its bytes
+        bool outpaced = false;           // queued: a write of its output that went faster has sent its bytes
+                                         // while this one still sent (held_further_on)
         bool paced_done = false;         // telling: the fluid issued its last byte at its pace, not at once (plan_issue)
         // The rest, read when it starts, ends or is issued.
         // The windows on its way (buffer credits, the GPU's outstanding limit) may have room for
@@ -357,6 +359,7 @@ private:
     void deliver_queued(Flow& f, std::uint64_t last, std::uint64_t last_starts);
     bool carry_on(std::uint32_t id, std::uint64_t now);
     bool held_further_on(std::uint32_t id, std::uint64_t now) const;
+    void mark_outpaced(const Flow& f);
     void account_flow(std::uint32_t id);
     double issue_cap(std::uint32_t gpu, const Flow& f) const;
     void advance_issue(std::uint32_t gpu);
