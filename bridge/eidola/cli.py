@@ -649,7 +649,7 @@ def _perf_parser(sub: Any) -> None:
                          "stderr once a second while it runs longer than a second (on a terminal this is automatic "
                          "after 3 s)")
     pf.add_argument("--csv", metavar="FILE",
-                    help="write size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric")
+                    help="write size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric,workgroups")
     pf.add_argument("--plot", metavar="FILE", help="draw busbw and time against size (.png, .svg or .pdf)")
     pf.add_argument("--compare", metavar="LOG", help="a real nccl-tests or rccl-tests output: simulate its sizes and "
                                                     "print measured and predicted time and the error")

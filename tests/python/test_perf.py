@@ -303,7 +303,7 @@ def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root)
     with open(table) as fh:
         reader = csv.reader(fh)
         assert next(reader) == ["size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels",
-                                "fabric"]
+                                "fabric", "workgroups"]
         lines = list(reader)
     assert len(lines) == 2
     busbws = []
@@ -320,7 +320,10 @@ def test_table_and_csv_arithmetic(repo, tmp_path, capsys, op, gpus, redop, root)
         assert float(time_us) == pytest.approx(t, abs=0.005)
         assert float(alg) == pytest.approx(float(line[2]), abs=0.005)
         assert float(bus) == pytest.approx(float(line[3]), abs=0.005)
-        assert [algo, proto, channels, fabric] == line[4:]
+        assert [algo, proto, channels, fabric] == line[4:8]
+        # NCCL's all-to-all and send/recv run a channel's sends and receives on workgroups of their own, which
+        # mi300x-8gpu's 304 workgroups hold; every other collective runs a workgroup a channel
+        assert int(line[8]) == int(channels) * (2 if op in ("alltoall", "sendrecv") else 1)
         # at most 28 x 256 KiB of LL lines and credits written: the packet fabric
         assert (algo, proto, channels, fabric) == (*plan, "packet")
         busbws.append(float(line[3]))

@@ -26,7 +26,8 @@ __all__ = ["CSV_COLUMNS", "CAL_RANGE", "Compared", "head_lines", "row_line", "tr
            "geomean_abs", "compare_head", "compare_line", "compare_trailer", "alpha_beta", "faster_larger"]
 
 #: The --csv header.
-CSV_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels", "fabric")
+CSV_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels", "fabric",
+               "workgroups")
 CAL_RANGE = (64 * 2**10, 2**30)  #: sizes over which the calibration README takes its geometric mean, both ends included
 
 
@@ -83,14 +84,15 @@ def _plan(row: PerfRow) -> str:
 
 
 def write_csv(path: str | Path, rows: Sequence[PerfRow]) -> None:
-    """One line per row: size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric."""
+    """One line per row: size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric,workgroups (a GPU's
+    workgroups that run the plan: twice the channels where NCCL's point-to-point sends and receives go apart)."""
     try:
         with open(path, "w", newline="") as fh:
             w = csv.writer(fh)
             w.writerow(CSV_COLUMNS)
             for r in rows:
                 w.writerow([r.size, repr(r.time_us), repr(r.algbw), repr(r.busbw), r.plan.algo, r.plan.proto,
-                            r.plan.channels, r.fabric])
+                            r.plan.channels, r.fabric, r.plan.workgroups])
     except OSError as e:
         raise ConfigError(f"--csv {path}: cannot write ({e.strerror or e})") from None
 
