@@ -241,8 +241,12 @@ def test_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo)
     "measured -8.4% (the write across the NIC, packet 10.40 / flow 9.52 us) and -14.0% (the intra-node write, "
     "6.30 / 5.42 us), 2026-12-05. Each write takes half the window as its burst, as on the packet fabric; then the "
     "near write is paced against the whole window while the far write's burst still holds half of it, where the "
-    "packet GPU waits for its own slots to come back and shares them with the far write. docs/fabrics.md, "
-    "Choosing: \"Short writes under a shared binding window\" (three rules tried, and a prototype)"))
+    "packet GPU waits for its own slots to come back and shares them with the far write. Traced further 2026-12-07 "
+    "(experiments/overrun25): from 3.3 us the issue gates' history counts the flows' carried bytes as sent where the "
+    "queues are empty, the window reads over-full (152.6 KB against 131.1 KB), its room is clamped at 0, and each "
+    "advance issues the interval's carried bytes anyway: 19.6 KB, so both writes finish issuing by 4.42 us where the "
+    "packet GPU waits for the far write's first answers (5.11 us). docs/fabrics.md, Choosing: \"Short writes under "
+    "a shared binding window\" (three rules tried, and two prototypes)"))
 def test_short_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
     # 128 KiB each: 512 packets, one window between the two. Neither write can be answered before its first
     # packet's round trip after its last packet leaves (512 packets of 341 wire bytes at PCIe's or the link's
