@@ -640,7 +640,8 @@ def _perf_parser(sub: Any) -> None:
     pf.add_argument("--algo", default="auto", help="auto, ring, tree, nvls, hierarchical (all_reduce across "
                     "nodes) or p2p (alltoall, sendrecv, gather, scatter) (default auto: the tuner chooses)")
     pf.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default auto)")
-    pf.add_argument("--channels", default="0", help="channels (workgroups per GPU); 0 lets the tuner choose")
+    pf.add_argument("--channels", default="0", help="channels (a workgroup each per GPU, two for alltoall and "
+                    "sendrecv where their sends and receives go apart); 0 lets the tuner choose")
     pf.add_argument("--fabric", default="auto",
                     help="auto (packet fabric up to 64 MiB written in all, flow above), packet or flow")
     pf.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a platform key")

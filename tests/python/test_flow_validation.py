@@ -244,9 +244,9 @@ def test_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo)
     "packet GPU waits for its own slots to come back and shares them with the far write. Traced further 2026-12-07 "
     "(experiments/overrun25): from 3.3 us the issue gates' history counts the flows' carried bytes as sent where the "
     "queues are empty, the window reads over-full (152.6 KB against 131.1 KB), its room is clamped at 0, and each "
-    "advance issues the interval's carried bytes anyway: 19.6 KB, so both writes finish issuing by 4.42 us where the "
+    "advance issues the interval's carried bytes anyway, 19.6 KB in all, so both writes finish issuing by 4.42 us where the "
     "packet GPU waits for the far write's first answers (5.11 us). docs/fabrics.md, Choosing: \"Short writes under "
-    "a shared binding window\" (three rules tried, and two prototypes)"))
+    "a shared binding window\" (rules tried there, and the prototypes of experiments/window25 and overrun25)"))
 def test_short_outcast_across_the_nic_and_inside_the_node_under_a_binding_window(repo):
     # 128 KiB each: 512 packets, one window between the two. Neither write can be answered before its first
     # packet's round trip after its last packet leaves (512 packets of 341 wire bytes at PCIe's or the link's

@@ -697,7 +697,8 @@ bool FlowFabric::held_further_on(std::uint32_t id, std::uint64_t now) const {
 }
 
 // Queued write `f` has sent its bytes: the writes of its output still sending slower than it did are marked
-// outpaced. Why: its bytes counted in the output queue's sent bytes, so one of them may reach its place with its
+// outpaced (not the ones parked behind their workgroup's write or without a rate yet: they have carried nothing of
+// their own, and held_further_on holds those while a write sends beside them). Why: its bytes counted in the output queue's sent bytes, so one of them may reach its place with its
 // own not all carried after `f` has gone, when held_further_on no longer sees a faster write beside it (the
 // 64-GPU all-to-all over rail-16gpu's spines with each channel's sends and receives on one workgroup ended 0.95%
 // under the spines' bound; tests/python/test_flow_oversubscribed.py).

@@ -85,7 +85,8 @@ def _plan(row: PerfRow) -> str:
 
 def write_csv(path: str | Path, rows: Sequence[PerfRow]) -> None:
     """One line per row: size_bytes,time_us,algbw_GBps,busbw_GBps,algo,proto,channels,fabric,workgroups (a GPU's
-    workgroups that run the plan: twice the channels where NCCL's point-to-point sends and receives go apart)."""
+    workgroups that run the plan: twice the channels where NCCL's all-to-all and send/recv run a channel's sends and
+    receives apart)."""
     try:
         with open(path, "w", newline="") as fh:
             w = csv.writer(fh)
