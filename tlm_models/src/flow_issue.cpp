@@ -670,6 +670,20 @@ void FlowFabric::fifo_due(std::uint32_t id) {
     book_finish(id, now);
 }
 
+// Whether `match(id)` holds for a write of GPU `gpu`'s output `output` that is still sending: queued in it (not a
+// signal), or still being issued into it.
+template <class Match>
+bool FlowFabric::any_sending_on(std::uint32_t gpu, std::int32_t output, Match&& match) const {
+    const Issuer& is = m_issuers[gpu];
+    auto sending = [&](std::uint32_t id) {
+        const Flow& g = m_flows[id];
+        return g.trans && g.output == output && !g.sent_all && match(id);
+    };
+    for (const auto& [count, entry] : is.outputs[std::size_t(output)].fifo)
+        if (!(entry & kSignalInFifo) && sending(entry)) return true;
+    return std::any_of(is.pending.begin(), is.pending.end(), sending);
+}
+
 // Whether queued write `id`, due in its output queue at `now` under flow.injection: blocking, is held by a link
 // further on: more than a packet of its bytes not yet carried, and its flow slower than another write still sending
 // through its output. Its place in the queue is then reached with bytes the faster writes carried, over other
@@ -684,36 +698,28 @@ bool FlowFabric::held_further_on(std::uint32_t id, std::uint64_t now) const {
     const double left = f.unsent_at(now);
     if (left <= double(std::max<std::uint32_t>(1, f.packet_bytes))) return false;
     if (f.outpaced) return true;
-    const Issuer& is = m_issuers[f.src];
     // A write whose flow has no rate yet (a parked one fifo_due has just started, before the solve) has carried
     // nothing: any write sending beside it carried the bytes that reached its place, so it counts as held.
-    auto faster = [&](std::uint32_t other) {
-        const Flow& g = m_flows[other];
-        return other != id && g.trans && g.output == f.output && !g.sent_all && f.rate < g.rate * (1 - 1e-6);
-    };
-    for (const auto& [count, entry] : is.outputs[std::size_t(f.output)].fifo)
-        if (!(entry & kSignalInFifo) && faster(entry)) return true;
-    return std::any_of(is.pending.begin(), is.pending.end(), faster);
+    return any_sending_on(f.src, f.output, [&](std::uint32_t other) {
+        return other != id && f.rate < m_flows[other].rate * (1 - 1e-6);
+    });
 }
 
 // Queued write `f` has sent its bytes: the writes of its output still sending slower than it did are marked
 // outpaced (not the ones parked behind their workgroup's write or without a rate yet: they have carried nothing of
-// their own, and held_further_on holds those while a write sends beside them). Why: its bytes counted in the output queue's sent bytes, so one of them may reach its place with its
-// own not all carried after `f` has gone, when held_further_on no longer sees a faster write beside it (the
-// 64-GPU all-to-all over rail-16gpu's spines with each channel's sends and receives on one workgroup ended 0.95%
-// under the spines' bound; tests/python/test_flow_oversubscribed.py).
+// their own, and held_further_on holds those while a write sends beside them). Why: its bytes counted in the output
+// queue's sent bytes, so one of them may reach its place with its own not all carried after `f` has gone, when
+// held_further_on no longer sees a faster write beside it (the 64-GPU all-to-all over rail-16gpu's spines with each
+// channel's sends and receives on one workgroup ended 0.95% under the spines' bound;
+// tests/python/test_flow_oversubscribed.py).
 void FlowFabric::mark_outpaced(const Flow& f) {
     if (f.rate == FlowSolver::kUnlimited || !(f.rate > 0)) return;
     const double slower = f.rate * (1 - 1e-6);
-    auto mark = [&](std::uint32_t other) {
+    any_sending_on(f.src, f.output, [&](std::uint32_t other) {
         Flow& g = m_flows[other];
-        if (g.trans && g.queued && !g.parked && g.output == f.output && !g.sent_all && g.rate > 0 && g.rate < slower)
-            g.outpaced = true;
-    };
-    Issuer& is = m_issuers[f.src];
-    for (const auto& [count, entry] : is.outputs[std::size_t(f.output)].fifo)
-        if (!(entry & kSignalInFifo)) mark(entry);
-    for (std::uint32_t w : is.pending) mark(w);
+        if (!g.parked && g.rate > 0 && g.rate < slower) g.outpaced = true;
+        return false;  // visit them all
+    });
 }
 
 // Queued write `f`, whose last packet (`last` bytes) started at `last_starts`, is delivered a zero-load trip later

@@ -360,6 +360,8 @@ private:
     bool carry_on(std::uint32_t id, std::uint64_t now);
     bool held_further_on(std::uint32_t id, std::uint64_t now) const;
     void mark_outpaced(const Flow& f);
+    template <class Match>
+    bool any_sending_on(std::uint32_t gpu, std::int32_t output, Match&& match) const;
     void account_flow(std::uint32_t id);
     double issue_cap(std::uint32_t gpu, const Flow& f) const;
     void advance_issue(std::uint32_t gpu);
